@@ -1,0 +1,114 @@
+"""The one typed settings object.
+
+Every knob of the worker, the demo and the offline tools lives here and is read from
+environment variables with the ``STREAMPROC_`` prefix (nested groups use ``__``, e.g.
+``STREAMPROC_WINDOW__SIZE_S=30``). Nothing reads the environment anywhere else.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = [
+    "JudgeSettings",
+    "Settings",
+    "TopicSettings",
+    "WindowSettings",
+    "WorkerSettings",
+]
+
+Granularity = Literal["sentence", "atomic"]
+
+
+class _Group(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TopicSettings(_Group):
+    """Topic names and sizes; topics are created with these at start-up."""
+
+    answers: str = "assistant.answers"
+    verdicts: str = "groundedness.verdicts"
+    flags: str = "groundedness.flags"
+    aggregates: str = "groundedness.aggregates"
+    dead_letter: str = "groundedness.dead-letter"
+    outcomes: str = "streamproc.answer-outcomes"
+    partitions: int = Field(default=6, ge=1)
+    replication_factor: int = Field(default=1, ge=1)
+
+
+class WindowSettings(_Group):
+    """Tumbling event-time windows for the per-assistant aggregates."""
+
+    size_s: float = Field(default=60.0, gt=0)
+    grace_s: float = Field(
+        default=10.0, ge=0, description="Event-time lateness accepted before a window closes."
+    )
+    idle_close_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="Wall-clock seconds without new events after which a window whose end "
+        "has passed closes anyway (replayed or sparse traffic).",
+    )
+    retain_closed_s: float = Field(
+        default=3600.0,
+        ge=0,
+        description="How long a closed window is remembered, so a late event revises it.",
+    )
+    tick_s: float = Field(default=1.0, gt=0, description="How often closable windows are checked.")
+
+
+class JudgeSettings(_Group):
+    """Which judge decides, and its thresholds."""
+
+    name: Literal["rules"] = "rules"
+    granularity: Granularity = "atomic"
+    coverage_threshold: float = Field(default=0.75, gt=0, le=1)
+
+
+class WorkerSettings(_Group):
+    """How a worker batches and runs the judge."""
+
+    batch_max: int = Field(default=32, ge=1, description="Most answers judged in one batch.")
+    batch_wait_s: float = Field(
+        default=0.05, gt=0, description="Longest wait to fill a batch before judging it."
+    )
+    judge_threads: int = Field(
+        default=1, ge=1, description="Threads running the judge off the event loop."
+    )
+    max_event_bytes: int = Field(
+        default=1_000_000, ge=1, description="Larger answer events go to the dead-letter topic."
+    )
+
+
+class Settings(BaseSettings):
+    """Everything streamproc can be told, from ``STREAMPROC_*`` environment variables."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="STREAMPROC_", env_nested_delimiter="__", frozen=True, extra="forbid"
+    )
+
+    app_id: str = "streamproc"
+    broker_url: str = Field(
+        default="kafka://127.0.0.1:9092", description="faust broker URL(s), ';'-separated."
+    )
+    broker_flavour: Literal["kafka", "tansu"] = Field(
+        default="kafka",
+        description="'tansu' turns off what the embedded demo broker lacks (idempotence, "
+        "multi-record batches).",
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_json: bool = True
+    topics: TopicSettings = TopicSettings()
+    window: WindowSettings = WindowSettings()
+    judge: JudgeSettings = JudgeSettings()
+    worker: WorkerSettings = WorkerSettings()
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The broker list in the ``host:port,host:port`` form Kafka clients expect."""
+        hosts = [part.strip() for part in self.broker_url.split(";") if part.strip()]
+        return ",".join(host.split("://", 1)[-1] for host in hosts)

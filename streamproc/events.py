@@ -1,0 +1,307 @@
+"""The event contract: what assistants publish and what streamproc publishes back.
+
+These pydantic models are the single source of truth; the JSON Schema files in
+``schemas/`` are generated from them (``streamproc schemas write``) and a test fails
+when the two drift apart.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeInt
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Action",
+    "AnswerEvent",
+    "AnswerJudgement",
+    "ClaimClass",
+    "ClaimVerdict",
+    "ConfidenceMark",
+    "DeadLetter",
+    "DeadLetterReason",
+    "EvaluationLabels",
+    "EvidenceItem",
+    "EvidenceKind",
+    "Flag",
+    "JudgeInfo",
+    "LabelledSpan",
+    "Outcome",
+    "Timings",
+    "TokenLogprob",
+    "Verdict",
+    "VerdictLabel",
+    "WindowAggregate",
+]
+
+SCHEMA_VERSION = 1
+
+
+class _Model(BaseModel):
+    """Frozen models: an event is a fact, nobody edits it after it is made."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _Incoming(BaseModel):
+    """Producers may add fields we do not know yet (tolerant reader); we ignore them."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+# --------------------------------------------------------------------------- input
+
+
+class EvidenceKind(StrEnum):
+    PASSAGE = "passage"
+    RECORD = "record"
+    POLICY = "policy"
+    TOOL_RESULT = "tool_result"
+
+
+class EvidenceItem(_Incoming):
+    """One piece of evidence the assistant was given, exactly as it saw it."""
+
+    id: str = Field(min_length=1, max_length=200)
+    text: str
+    kind: EvidenceKind = EvidenceKind.PASSAGE
+    source: str | None = None
+    fields: dict[str, Any] | None = Field(
+        default=None, description="Structured fields of a record or tool result."
+    )
+    executed: bool | None = Field(
+        default=None, description="For tool calls: false when the call was refused."
+    )
+
+
+class TokenLogprob(_Incoming):
+    """One generated token with its log-probability and where it starts in the answer."""
+
+    text: str
+    logprob: float = Field(le=0.0)
+    offset: NonNegativeInt
+
+
+class VerdictLabel(StrEnum):
+    SUPPORTED = "supported"
+    CONTRADICTED = "contradicted"
+    UNSUPPORTED = "unsupported"
+
+
+class LabelledSpan(_Incoming):
+    """A human-labelled hallucinated span of the answer (character offsets)."""
+
+    start: NonNegativeInt
+    end: NonNegativeInt
+    text: str | None = None
+    verdict: Literal["contradicted", "unsupported", "hallucinated"] = "hallucinated"
+    label_type: str | None = None
+
+
+class EvaluationLabels(_Incoming):
+    """Human labels carried by evaluation traffic; live traffic leaves them out."""
+
+    claims: list[VerdictLabel] | None = Field(
+        default=None, description="One verdict per sentence-level claim, in order."
+    )
+    spans: list[LabelledSpan] | None = Field(
+        default=None, description="Hallucinated spans of the answer."
+    )
+    response: Literal["hallucinated", "faithful"] | None = None
+    source: str | None = Field(default=None, description="Where the labels come from.")
+
+
+class AnswerEvent(_Incoming):
+    """An assistant's answer with the evidence it was given (topic: answers)."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    event_id: str = Field(min_length=1, max_length=200, description="Idempotency key.")
+    answer_id: str = Field(min_length=1, max_length=200)
+    conversation_id: str = Field(min_length=1, max_length=200)
+    tenant: str = Field(min_length=1, max_length=200)
+    assistant_id: str = Field(min_length=1, max_length=200)
+    model: str = Field(min_length=1, max_length=200, description="The LLM name/version.")
+    occurred_at: AwareDatetime = Field(description="Event time: when the answer was given.")
+    question: str | None = None
+    answer: str
+    evidence: list[EvidenceItem] = Field(default_factory=list)
+    tokens: list[TokenLogprob] | None = None
+    answerable: bool | None = Field(
+        default=None, description="Evaluation traffic: can the evidence answer the question?"
+    )
+    labels: EvaluationLabels | None = None
+
+
+# -------------------------------------------------------------------------- output
+
+
+class ClaimClass(StrEnum):
+    RECORD = "record"
+    RULE = "rule"
+    CONVERSATIONAL = "conversational"
+
+
+class ConfidenceMark(StrEnum):
+    OK = "ok"
+    LOW = "low"
+    CUT = "cut"
+
+
+class Action(StrEnum):
+    PASS = "pass"
+    TRIM = "trim"
+    WITHHOLD = "withhold"
+
+
+class Outcome(StrEnum):
+    CORRECT = "correct"
+    ABSTAINED = "abstained"
+    WRONG = "wrong"
+
+
+class ClaimVerdict(_Model):
+    """The judge's finding on one claim."""
+
+    index: NonNegativeInt
+    sentence_index: NonNegativeInt = Field(description="Which answer sentence it came from.")
+    text: str
+    start: NonNegativeInt = Field(description="Offset of the claim in the answer.")
+    end: NonNegativeInt
+    claim_class: ClaimClass
+    citations: list[str] = Field(default_factory=list)
+    verdict: VerdictLabel | None = Field(
+        default=None, description="None for claims that are not checked (conversational)."
+    )
+    score: float | None = Field(default=None, description="Support score in [0, 1].")
+    reasons: list[str] = Field(default_factory=list)
+    evidence_ids: list[str] = Field(
+        default_factory=list, description="Evidence that decided the verdict."
+    )
+    citation_supported: bool | None = Field(
+        default=None, description="Citation recall: the cited evidence alone supports it."
+    )
+    citations_needed: list[bool] = Field(
+        default_factory=list, description="Citation precision, one flag per citation."
+    )
+    confidence: ConfidenceMark | None = None
+
+
+class AnswerJudgement(_Model):
+    """What the judge concluded about one answer."""
+
+    claims: list[ClaimVerdict]
+    checked_claims: NonNegativeInt
+    supported_claims: NonNegativeInt
+    contradicted_claims: NonNegativeInt
+    unsupported_claims: NonNegativeInt
+    faithfulness: float | None = Field(description="supported / checked; None if none checked.")
+    hallucinated: bool
+    abstained: bool
+    outcome: Outcome
+    action: Action
+    trim_sentences: list[str] = Field(default_factory=list)
+    severity: Literal["contradicted", "unsupported"] | None = None
+
+
+class JudgeInfo(_Model):
+    """Which judge decided, with which thresholds - so an auditor can replay it."""
+
+    name: str
+    version: str
+    granularity: str
+    thresholds: dict[str, float] = Field(default_factory=dict)
+    models: dict[str, str] = Field(default_factory=dict, description="model name -> sha256")
+
+
+class Timings(_Model):
+    judge_ms: float = Field(ge=0, description="Judge time for the batch this answer was in.")
+    batch_size: int = Field(ge=1)
+    end_to_end_ms: float | None = Field(
+        default=None, description="From occurred_at to the verdict, when clocks allow."
+    )
+
+
+class Verdict(_Model):
+    """One per answer (topic: verdicts)."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    event_id: str
+    answer_id: str
+    conversation_id: str
+    tenant: str
+    assistant_id: str
+    model: str
+    occurred_at: AwareDatetime
+    judged_at: AwareDatetime
+    judgement: AnswerJudgement
+    judge: JudgeInfo
+    timings: Timings
+    trace_id: str | None = None
+
+
+class Flag(_Model):
+    """An answer that needs action (topic: flags): trim or withhold."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    event_id: str
+    answer_id: str
+    conversation_id: str
+    tenant: str
+    assistant_id: str
+    model: str
+    occurred_at: AwareDatetime
+    action: Action
+    severity: Literal["contradicted", "unsupported"] | None
+    reasons: list[str]
+    trim_sentences: list[str]
+    faithfulness: float | None
+    trace_id: str | None = None
+
+
+class WindowAggregate(_Model):
+    """Hallucination rate of one assistant over one tumbling event-time window."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    assistant_id: str
+    window_start: AwareDatetime
+    window_end: AwareDatetime
+    answers: NonNegativeInt
+    answered: NonNegativeInt = Field(description="Answers that did not abstain.")
+    hallucinated: NonNegativeInt
+    rate: float | None = Field(description="hallucinated / answered; None when none answered.")
+    rate_low: float | None = Field(description="Wilson 95 % interval, lower bound.")
+    rate_high: float | None = Field(description="Wilson 95 % interval, upper bound.")
+    contradicted_claims: NonNegativeInt
+    unsupported_claims: NonNegativeInt
+    abstentions: NonNegativeInt
+    mean_faithfulness: float | None
+    late_events: NonNegativeInt = Field(
+        default=0, description="Events that arrived after the window first closed."
+    )
+    revision: NonNegativeInt = Field(
+        default=0, description="0 on first close; +1 each time late events revise it."
+    )
+    closed_at: AwareDatetime
+
+
+class DeadLetterReason(StrEnum):
+    BAD_JSON = "bad_json"
+    SCHEMA_VIOLATION = "schema_violation"
+    OVERSIZED = "oversized"
+    PROCESSING_ERROR = "processing_error"
+
+
+class DeadLetter(_Model):
+    """An input we could not process, kept whole so it can be replayed (topic: dead letter)."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    reason: DeadLetterReason
+    error: str = Field(description="Human-readable detail of what was wrong.")
+    topic: str
+    partition: int
+    offset: int
+    key_b64: str | None = None
+    value_b64: str = Field(description="The original message bytes, base64.")
+    received_at: AwareDatetime

@@ -1,0 +1,18 @@
+"""The judge: a pure library. Answers and evidence in, verdicts out.
+
+No Kafka, no faust, no globals, no I/O except loading a model. The stream worker and
+the offline evaluation call the very same object.
+
+The public seam is :class:`Judge`: it takes a *batch* of answers so that a model-based
+judge can micro-batch claim/evidence pairs across events (one inference call for many
+answers). :class:`ClaimChecker` is the smaller seam below it: "is this claim supported
+by this premise?" for many pairs at once; the rules checker implements it now, an NLI
+checker will later.
+"""
+
+from __future__ import annotations
+
+from streamproc.judge._protocols import ClaimChecker, Judge, PremiseCheck
+from streamproc.judge.factory import build_judge
+
+__all__ = ["ClaimChecker", "Judge", "PremiseCheck", "build_judge"]
