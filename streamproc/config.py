@@ -80,7 +80,13 @@ class WorkerSettings(_Group):
         default=1, ge=1, description="Threads running the judge off the event loop."
     )
     max_event_bytes: int = Field(
-        default=1_000_000, ge=1, description="Larger answer events go to the dead-letter topic."
+        default=512 * 1024, ge=1, description="Larger answer events go to the dead-letter topic."
+    )
+    rebalance_timeout_s: float = Field(
+        default=30.0, gt=0, description="How long the group waits for members to rejoin."
+    )
+    session_timeout_s: float = Field(
+        default=10.0, gt=0, description="A silent worker is dropped from the group after this."
     )
 
 

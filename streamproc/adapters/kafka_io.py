@@ -1,0 +1,113 @@
+"""Publishing answers and reading streamproc's outputs from outside the worker.
+
+Used by the demo, the end-to-end tests and anyone wiring an assistant: plain aiokafka,
+one record per request so it also behaves on the embedded Tansu broker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Self
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from pydantic import BaseModel
+
+from streamproc.config import TopicSettings
+from streamproc.events import AnswerEvent, DeadLetter, Flag, Verdict, WindowAggregate
+
+__all__ = ["OutputRecord", "OutputTail", "publish_answers", "publish_raw"]
+
+Headers = list[tuple[str, bytes]]
+
+
+async def publish_raw(
+    bootstrap_servers: str, topic: str, records: Iterable[tuple[bytes | None, bytes, Headers]]
+) -> int:
+    """Send raw (key, value, headers) records, each acknowledged before the next."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap_servers, acks="all", linger_ms=0)
+    await producer.start()
+    sent = 0
+    try:
+        for key, value, headers in records:
+            await producer.send_and_wait(topic, value=value, key=key, headers=headers)
+            sent += 1
+    finally:
+        await producer.stop()
+    return sent
+
+
+async def publish_answers(
+    bootstrap_servers: str,
+    topic: str,
+    answers: Iterable[AnswerEvent],
+    traceparents: dict[str, str] | None = None,
+) -> int:
+    """Publish answer events keyed by conversation id (the producer-side contract)."""
+    parents = traceparents or {}
+    return await publish_raw(
+        bootstrap_servers,
+        topic,
+        (
+            (
+                answer.conversation_id.encode(),
+                answer.model_dump_json(exclude_none=True).encode(),
+                [("traceparent", parents[answer.event_id].encode())]
+                if answer.event_id in parents
+                else [],
+            )
+            for answer in answers
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class OutputRecord:
+    """One record read back from an output topic, parsed into its model."""
+
+    kind: str
+    event: BaseModel
+    key: bytes | None
+
+
+class OutputTail:
+    """Reads verdicts, flags, aggregates and dead letters from the beginning (no group)."""
+
+    def __init__(self, bootstrap_servers: str, topics: TopicSettings) -> None:
+        self._models: dict[str, tuple[str, type[BaseModel]]] = {
+            topics.verdicts: ("verdict", Verdict),
+            topics.flags: ("flag", Flag),
+            topics.aggregates: ("aggregate", WindowAggregate),
+            topics.dead_letter: ("dead_letter", DeadLetter),
+        }
+        self._consumer = AIOKafkaConsumer(
+            *self._models,
+            bootstrap_servers=bootstrap_servers,
+            group_id=None,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
+
+    async def __aenter__(self) -> Self:
+        await self._consumer.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self._consumer.stop()
+
+    async def poll(self, timeout_s: float = 1.0) -> list[OutputRecord]:
+        """Whatever arrived within ``timeout_s``, parsed, in partition order."""
+        batches = await self._consumer.getmany(timeout_ms=int(timeout_s * 1000))
+        records = []
+        for partition, messages in batches.items():
+            kind, model = self._models[partition.topic]
+            for message in messages:
+                event = model.model_validate_json(message.value or b"")
+                records.append(OutputRecord(kind=kind, event=event, key=message.key))
+        return records

@@ -1,0 +1,65 @@
+"""Logging, configured once at the entry point.
+
+structlog renders our own events and, through the stdlib bridge, faust's and aiokafka's
+too, so every line of a worker is one JSON object (or a readable line for humans).
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.config
+from typing import Any
+
+import structlog
+
+__all__ = ["configure_logging"]
+
+_NOISY = ("faust", "mode", "aiokafka", "kafka")
+
+
+def configure_logging(level: str = "INFO", *, json_logs: bool = True) -> None:
+    """Route structlog and stdlib logging to stderr with one renderer."""
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    renderer: Any = (
+        structlog.processors.JSONRenderer()
+        if json_logs
+        else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    structlog.configure(
+        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+    library_level = max(logging.getLevelName(level), logging.WARNING)
+    logging.config.dictConfig(
+        {
+            "version": 1,
+            "disable_existing_loggers": False,
+            "formatters": {
+                "structlog": {
+                    "()": structlog.stdlib.ProcessorFormatter,
+                    "processors": [
+                        structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                        structlog.processors.format_exc_info,
+                        renderer,
+                    ],
+                    "foreign_pre_chain": shared,
+                }
+            },
+            "handlers": {
+                "stderr": {
+                    "class": "logging.StreamHandler",
+                    "formatter": "structlog",
+                    "stream": "ext://sys.stderr",
+                }
+            },
+            "root": {"handlers": ["stderr"], "level": level},
+            "loggers": {name: {"level": library_level} for name in _NOISY},
+        }
+    )

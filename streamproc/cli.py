@@ -1,0 +1,83 @@
+"""The ``streamproc`` command. Configures logging once, then hands over to one subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["main"]
+
+_REPO_SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "func"):
+        parser.print_help()
+        return 2
+    result: int | None = args.func(args)
+    return result or 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="streamproc", description="Streaming groundedness monitor for LLM assistants."
+    )
+    commands = parser.add_subparsers(metavar="COMMAND")
+
+    worker = commands.add_parser("worker", help="run a stream worker (settings: STREAMPROC_*)")
+    worker.set_defaults(func=_worker)
+
+    demo = commands.add_parser(
+        "demo", help="embedded broker + worker + sample answers; prints verdicts and windows"
+    )
+    demo.add_argument("--timeout", type=float, default=180.0, help="give up after (s)")
+    demo.set_defaults(func=_demo)
+
+    schemas = commands.add_parser("schemas", help="write or check the JSON Schema files")
+    schemas.add_argument("action", choices=["write", "check"])
+    schemas.add_argument("--dir", type=Path, default=_REPO_SCHEMAS)
+    schemas.set_defaults(func=_schemas)
+
+    from streamproc.evaluate.cli import register
+
+    register(commands)
+    return parser
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from streamproc.adapters.logging import configure_logging
+    from streamproc.config import Settings
+    from streamproc.stream.worker import run_worker
+
+    settings = Settings()
+    configure_logging(settings.log_level, json_logs=settings.log_json)
+    run_worker(settings)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from streamproc.demo import run_demo
+
+    return run_demo(timeout_s=args.timeout)
+
+
+def _schemas(args: argparse.Namespace) -> int:
+    from streamproc.schema_files import drifted_schemas, write_schemas
+
+    if args.action == "write":
+        for path in write_schemas(args.dir):
+            print(f"wrote {path}")
+        return 0
+    drifted = drifted_schemas(args.dir)
+    if drifted:
+        print("out of date: " + ", ".join(drifted) + " (run: streamproc schemas write)")
+        return 1
+    print(f"schemas in {args.dir} match the models")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

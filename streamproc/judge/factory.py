@@ -1,0 +1,44 @@
+"""Build the configured judge. New backends (e.g. "nli") register one builder here and
+become a config value (``STREAMPROC_JUDGE__NAME``); heavy imports stay inside builders."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
+from streamproc.config import JudgeSettings
+from streamproc.judge._protocols import Judge
+from streamproc.judge.engine import ClaimJudge
+
+__all__ = ["available_judges", "build_judge"]
+
+
+def _rules(settings: JudgeSettings) -> Judge:
+    from streamproc.judge.rules import RULES_VERSION, RulesChecker
+
+    checker = RulesChecker(coverage_threshold=settings.coverage_threshold)
+    return ClaimJudge(
+        checker,
+        granularity=settings.granularity,
+        version=RULES_VERSION,
+        thresholds=checker.thresholds,
+    )
+
+
+_BUILDERS: Mapping[str, Callable[[JudgeSettings], Judge]] = MappingProxyType({"rules": _rules})
+
+
+def available_judges() -> tuple[str, ...]:
+    """Judge names ``build_judge`` accepts."""
+    return tuple(sorted(_BUILDERS))
+
+
+def build_judge(settings: JudgeSettings) -> Judge:
+    """The judge ``settings`` asks for. Does no I/O for the rules judge."""
+    try:
+        builder = _BUILDERS[settings.name]
+    except KeyError:
+        raise ValueError(
+            f"unknown judge {settings.name!r}; available: {', '.join(available_judges())}"
+        ) from None
+    return builder(settings)

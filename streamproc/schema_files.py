@@ -1,0 +1,63 @@
+"""JSON Schema files in ``schemas/``, generated from the pydantic event models.
+
+The models are the source of truth; the files are for people and for producers in other
+languages. ``streamproc schemas write`` regenerates them, ``streamproc schemas check``
+(and a unit test) fails when they drift.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from streamproc.events import AnswerEvent, DeadLetter, Flag, Verdict, WindowAggregate
+
+__all__ = ["SCHEMA_MODELS", "drifted_schemas", "render_schemas", "write_schemas"]
+
+SCHEMA_MODELS: dict[str, type[BaseModel]] = {
+    "answer-event": AnswerEvent,  # input: described as producers must write it
+    "verdict": Verdict,
+    "flag": Flag,
+    "window-aggregate": WindowAggregate,
+    "dead-letter": DeadLetter,
+}
+
+_BASE_ID = "https://streamproc.invalid/schemas/"
+
+
+def render_schemas() -> dict[str, str]:
+    """File name -> schema text, exactly as checked in."""
+    rendered: dict[str, str] = {}
+    for name, model in SCHEMA_MODELS.items():
+        mode = "validation" if model is AnswerEvent else "serialization"
+        schema = model.model_json_schema(mode=mode)
+        document = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"{_BASE_ID}{name}.schema.json",
+            **schema,
+        }
+        rendered[f"{name}.schema.json"] = json.dumps(document, indent=2, sort_keys=True) + "\n"
+    return rendered
+
+
+def write_schemas(directory: Path) -> list[Path]:
+    """Write every schema file; return the paths written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for file_name, text in render_schemas().items():
+        path = directory / file_name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def drifted_schemas(directory: Path) -> list[str]:
+    """Names of schema files that are missing or differ from the models."""
+    return [
+        file_name
+        for file_name, text in render_schemas().items()
+        if not (directory / file_name).is_file()
+        or (directory / file_name).read_text(encoding="utf-8") != text
+    ]

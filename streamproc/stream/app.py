@@ -1,0 +1,257 @@
+"""``create_app``: the faust application, built from settings and a judge, doing nothing
+on import.
+
+Two agents:
+- ``judge-answers`` reads raw answer bytes in micro-batches, runs the judging stage in an
+  executor (never on the event loop) and publishes verdicts, flags, dead letters and one
+  compact outcome per answer (keyed by assistant) to an internal topic;
+- ``count-windows`` reads those outcomes and keeps per-assistant tumbling windows in a
+  changelogged table, emitting an aggregate when a window closes.
+
+A timer sends a tiny "tick" into each outcome partition this worker owns, so windows
+close on time even when an assistant goes quiet: table writes must happen inside the
+stream that owns the partition, which a timer is not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+from collections.abc import Awaitable, Iterable
+from concurrent.futures import Executor, ThreadPoolExecutor
+from functools import partial
+from typing import Any
+
+import faust
+import structlog
+from faust.types import EventT, StreamT
+from pydantic import BaseModel, ValidationError
+
+from streamproc.config import Settings
+from streamproc.events import DeadLetterReason
+from streamproc.judge import Judge
+from streamproc.stream.intake import MessageOrigin, Rejection, dead_letter_for
+from streamproc.stream.judging import (
+    IncomingMessage,
+    StageOutput,
+    judge_messages,
+    trace_id_from_traceparent,
+)
+from streamproc.stream.topics import DEAD_LETTER_MAX_BYTES
+from streamproc.stream.windows import (
+    AnswerOutcome,
+    WindowState,
+    add_outcome,
+    close_window,
+    is_due,
+    is_expired,
+    window_key,
+    window_start,
+)
+
+__all__ = ["TICK", "create_app"]
+
+log = structlog.get_logger(__name__)
+
+TICK = b'{"kind":"tick"}'
+"""Control record on the outcomes topic: 'check which windows can close now'."""
+
+_RAW = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw"}
+
+
+def create_app(settings: Settings, judge: Judge, *, executor: Executor | None = None) -> faust.App:
+    """Build the faust app; starts nothing. ``executor`` runs the judge (default: a thread
+    pool of ``worker.judge_threads``)."""
+    tansu = settings.broker_flavour == "tansu"
+    app = faust.App(
+        settings.app_id,
+        broker=settings.broker_url,
+        store="memory://",
+        autodiscover=False,
+        web_enabled=False,
+        topic_partitions=settings.topics.partitions,
+        topic_replication_factor=settings.topics.replication_factor,
+        topic_allow_declare=True,
+        consumer_auto_offset_reset="earliest",
+        producer_acks=-1,
+        producer_max_request_size=DEAD_LETTER_MAX_BYTES,
+        # Tansu under-reports the last offset of multi-record batches; one record per batch.
+        producer_max_batch_size=1 if tansu else 16384,
+        broker_rebalance_timeout=settings.worker.rebalance_timeout_s,
+        broker_session_timeout=settings.worker.session_timeout_s,
+        broker_heartbeat_interval=min(3.0, settings.worker.session_timeout_s / 3),
+        table_standby_replicas=0,
+    )
+    topics = settings.topics
+    answers = app.topic(topics.answers, partitions=topics.partitions, **_RAW)
+    verdicts = app.topic(topics.verdicts, partitions=topics.partitions, **_RAW)
+    flags = app.topic(topics.flags, partitions=topics.partitions, **_RAW)
+    dead_letters = app.topic(topics.dead_letter, partitions=topics.partitions, **_RAW)
+    outcomes = app.topic(topics.outcomes, partitions=topics.partitions, **_RAW)
+    aggregates = app.topic(topics.aggregates, partitions=topics.partitions, **_RAW)
+    windows = app.Table(
+        "window-state",
+        partitions=topics.partitions,
+        help="Open and recently closed tumbling windows, as JSON (see windows.py).",
+    )
+    pool = executor or ThreadPoolExecutor(
+        max_workers=settings.worker.judge_threads, thread_name_prefix="judge"
+    )
+
+    async def publish(output: StageOutput) -> None:
+        pending: list[Awaitable[Any]] = []
+        for letter in output.dead_letters:
+            pending.append(
+                await dead_letters.send(key=_b64key(letter.key_b64), value=_json(letter))
+            )
+        for verdict in output.verdicts:
+            pending.append(
+                await verdicts.send(key=verdict.answer_id.encode(), value=_json(verdict))
+            )
+        for flag in output.flags:
+            pending.append(await flags.send(key=flag.answer_id.encode(), value=_json(flag)))
+        for outcome in output.outcomes:
+            pending.append(
+                await outcomes.send(key=outcome.assistant_id.encode(), value=_json(outcome))
+            )
+        # Wait for the broker to have everything before the input offsets are acked.
+        await asyncio.gather(*pending)
+        for letter in output.dead_letters:
+            log.warning(
+                "dead_letter",
+                reason=letter.reason.value,
+                error=letter.error,
+                partition=letter.partition,
+                offset=letter.offset,
+            )
+        for verdict in output.verdicts:
+            log.info(
+                "verdict",
+                answer_id=verdict.answer_id,
+                action=verdict.judgement.action.value,
+                hallucinated=verdict.judgement.hallucinated,
+                trace_id=verdict.trace_id,
+            )
+
+    async def judge_answers(stream: StreamT[bytes]) -> None:
+        loop = asyncio.get_running_loop()
+        async for events in stream.take_events(
+            settings.worker.batch_max, within=settings.worker.batch_wait_s
+        ):
+            messages = [_incoming(event) for event in events]
+            work = partial(
+                judge_messages, messages, judge, max_event_bytes=settings.worker.max_event_bytes
+            )
+            output = await loop.run_in_executor(pool, work)
+            await publish(output)
+
+    async def count_windows(stream: StreamT[bytes]) -> None:
+        watermarks: dict[int, float] = {}
+        async for event in stream.events():
+            partition = event.message.partition
+            now = time.time()
+            parsed = _parse_outcome(event.value)
+            if isinstance(parsed, AnswerOutcome):
+                occurred = parsed.occurred_at.timestamp()
+                watermarks[partition] = max(watermarks.get(partition, occurred), occurred)
+                start = window_start(occurred, settings.window.size_s)
+                key = window_key(parsed.assistant_id, start)
+                previous = windows.get(key)
+                state = add_outcome(
+                    None if previous is None else WindowState.model_validate(previous),
+                    parsed,
+                    partition=partition,
+                    size_s=settings.window.size_s,
+                    now=now,
+                )
+                windows[key] = state.model_dump(mode="json")
+            elif isinstance(parsed, Rejection):
+                origin = _origin(event)
+                letter = dead_letter_for(parsed, origin, event.value)
+                await dead_letters.send(key=origin.key, value=_json(letter))
+                log.warning("dead_letter", reason=letter.reason.value, error=letter.error)
+            else:  # a tick: close what is due in this partition
+                await _close_due(partition, watermarks.get(partition), now)
+
+    async def _close_due(partition: int, watermark: float | None, now: float) -> None:
+        window = settings.window
+        for key, raw in list(windows.items()):
+            state = WindowState.model_validate(raw)
+            if state.partition != partition:
+                continue
+            if is_due(
+                state,
+                watermark=watermark,
+                now=now,
+                grace_s=window.grace_s,
+                idle_s=window.idle_close_s,
+            ):
+                closed, aggregate = close_window(state, now=now)
+                windows[key] = closed.model_dump(mode="json")
+                await aggregates.send(key=aggregate.assistant_id.encode(), value=_json(aggregate))
+                log.info(
+                    "window_closed",
+                    assistant_id=aggregate.assistant_id,
+                    window_start=aggregate.window_start.isoformat(),
+                    answers=aggregate.answers,
+                    hallucinated=aggregate.hallucinated,
+                    revision=aggregate.revision,
+                )
+            elif is_expired(state, now=now, retain_s=window.retain_closed_s):
+                del windows[key]
+
+    async def send_ticks() -> None:
+        for partition in _owned_partitions(app, topics.outcomes):
+            await outcomes.send(value=TICK, partition=partition)
+
+    app.agent(answers, name="judge-answers")(judge_answers)
+    app.agent(outcomes, name="count-windows")(count_windows)
+    app.timer(settings.window.tick_s, name="window-ticks")(send_ticks)
+    return app
+
+
+def _owned_partitions(app: faust.App, topic: str) -> Iterable[int]:
+    return sorted(tp.partition for tp in app.assignor.assigned_actives() if tp.topic == topic)
+
+
+def _parse_outcome(raw: bytes | None) -> AnswerOutcome | Rejection | None:
+    """An outcome, None for a tick, or why the record is unreadable."""
+    if raw == TICK:
+        return None
+    try:
+        document = json.loads(raw or b"")
+        return AnswerOutcome.model_validate(document)
+    except (ValueError, ValidationError) as exc:
+        return Rejection(DeadLetterReason.SCHEMA_VIOLATION, f"bad outcome record: {exc}")
+
+
+def _incoming(event: EventT) -> IncomingMessage:
+    headers = _headers(event)
+    return IncomingMessage(
+        value=event.value,
+        origin=_origin(event),
+        trace_id=trace_id_from_traceparent(headers.get("traceparent")),
+    )
+
+
+def _origin(event: EventT) -> MessageOrigin:
+    message = event.message
+    return MessageOrigin(
+        topic=message.topic, partition=message.partition, offset=message.offset, key=message.key
+    )
+
+
+def _headers(event: EventT) -> dict[str, bytes]:
+    raw = event.message.headers or {}
+    pairs = raw.items() if isinstance(raw, dict) else raw
+    return {str(name).lower(): value for name, value in pairs}
+
+
+def _json(model: BaseModel) -> bytes:
+    return model.model_dump_json().encode()
+
+
+def _b64key(key_b64: str | None) -> bytes | None:
+    return None if key_b64 is None else base64.b64decode(key_b64)

@@ -1,0 +1,82 @@
+"""The topics streamproc reads and writes, created explicitly at start-up.
+
+We never rely on broker auto-creation: partition counts decide how far a consumer group
+can scale, so they are chosen here, from settings, on purpose. Keys (see README):
+
+- answers (input): producers key by ``conversation_id`` so one conversation stays in
+  order; streamproc does not depend on it.
+- verdicts, flags: ``answer_id`` - what auditors and products look an answer up by.
+- answer-outcomes (internal): ``assistant_id`` - all of one assistant's outcomes meet in
+  one partition, which is what per-assistant windows need.
+- aggregates: ``assistant_id`` - one assistant's windows arrive in order.
+- dead letter: the original key, so a replay lands where the original would have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError, for_code
+
+from streamproc.config import Settings
+
+__all__ = ["DEAD_LETTER_MAX_BYTES", "TopicSpec", "ensure_topics", "topic_specs"]
+
+DEAD_LETTER_MAX_BYTES = 8 * 1024 * 1024
+"""A dead letter carries the original bytes base64-encoded (4/3 larger), so its topic
+accepts bigger records than the input topic."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    replication_factor: int
+    config: dict[str, str] = field(default_factory=dict)
+
+
+def topic_specs(settings: Settings) -> list[TopicSpec]:
+    """Every topic the worker needs, with explicit partition counts."""
+    topics = settings.topics
+    common = {"partitions": topics.partitions, "replication_factor": topics.replication_factor}
+    return [
+        TopicSpec(topics.answers, **common),
+        TopicSpec(topics.verdicts, **common),
+        TopicSpec(topics.flags, **common),
+        TopicSpec(topics.outcomes, **common),
+        TopicSpec(topics.aggregates, **common),
+        TopicSpec(
+            topics.dead_letter,
+            **common,
+            config={"max.message.bytes": str(DEAD_LETTER_MAX_BYTES)},
+        ),
+    ]
+
+
+async def ensure_topics(bootstrap_servers: str, specs: list[TopicSpec]) -> list[str]:
+    """Create the missing topics; return the names created. Existing ones are left as they
+    are (a different partition count there is an operator's decision, not ours)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=30_000)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        missing = [spec for spec in specs if spec.name not in existing]
+        if not missing:
+            return []
+        response = await admin.create_topics(
+            [
+                NewTopic(s.name, s.partitions, s.replication_factor, topic_configs=s.config)
+                for s in missing
+            ],
+            timeout_ms=30_000,
+        )
+        created: list[str] = []
+        for name, code, *detail in response.topic_errors:
+            if code == 0:
+                created.append(name)
+            elif code != TopicAlreadyExistsError.errno:  # another worker won the race: fine
+                raise for_code(code)(f"cannot create topic {name!r}: {detail}")
+        return created
+    finally:
+        await admin.close()
