@@ -113,8 +113,25 @@ class Settings(BaseSettings):
     judge: JudgeSettings = JudgeSettings()
     worker: WorkerSettings = WorkerSettings()
 
+    def to_env(self) -> dict[str, str]:
+        """These settings as ``STREAMPROC_*`` variables, to start another process with them."""
+        env: dict[str, str] = {}
+        for name, value in self.model_dump(mode="json").items():
+            if isinstance(value, dict):
+                for inner, inner_value in value.items():
+                    env[f"STREAMPROC_{name.upper()}__{inner.upper()}"] = _env_text(inner_value)
+            else:
+                env[f"STREAMPROC_{name.upper()}"] = _env_text(value)
+        return env
+
     @property
     def bootstrap_servers(self) -> str:
         """The broker list in the ``host:port,host:port`` form Kafka clients expect."""
         hosts = [part.strip() for part in self.broker_url.split(";") if part.strip()]
         return ",".join(host.split("://", 1)[-1] for host in hosts)
+
+
+def _env_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

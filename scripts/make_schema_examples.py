@@ -1,0 +1,101 @@
+"""Write one example per schema to schemas/examples/, from a real run of the judge.
+
+Deterministic (fixed clock), so rerunning gives the same files:
+    .venv/bin/python scripts/make_schema_examples.py
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from streamproc.config import JudgeSettings
+from streamproc.events import AnswerEvent, Timings
+from streamproc.judge import build_judge
+from streamproc.stream.intake import MessageOrigin
+from streamproc.stream.judging import IncomingMessage, judge_messages
+from streamproc.stream.windows import add_outcome, close_window
+
+OUT = Path(__file__).resolve().parents[1] / "schemas" / "examples"
+NOW = datetime(2026, 1, 5, 9, 0, 30, tzinfo=UTC)
+
+ANSWER = AnswerEvent.model_validate(
+    {
+        "event_id": "evt-0001",
+        "answer_id": "ans-0001",
+        "conversation_id": "conv-42",
+        "tenant": "acme",
+        "assistant_id": "sap-helpdesk",
+        "model": "example-llm-2026-01",
+        "occurred_at": "2026-01-05T09:00:12Z",
+        "question": "Why is the invoice for purchase order 4500017311 blocked?",
+        "answer": "The supplier delivered 80 of 100 pieces [D07]. The invoice stays blocked "
+        "until the plant manager signs a waiver [D06].",
+        "evidence": [
+            {
+                "id": "D07",
+                "kind": "passage",
+                "source": "help-notes/D07",
+                "text": "Case: quantity variance on purchase order 4500017311. The supplier "
+                "delivered 90 of 100 pieces but invoiced all 100. The invoice was blocked for "
+                "payment.",
+            },
+            {
+                "id": "D06",
+                "kind": "policy",
+                "text": "A quantity or price variance above the tolerance blocks the invoice "
+                "for payment until someone resolves it.",
+            },
+            {
+                "id": "PO-4500017311",
+                "kind": "record",
+                "text": "purchase order 4500017311: ordered 100, received 90, status BLOCKED",
+                "fields": {"po": "4500017311", "ordered": 100, "received": 90,
+                           "status": "BLOCKED"},
+            },
+        ],
+        "tokens": [
+            {"text": "The", "logprob": -0.01, "offset": 0},
+            {"text": " supplier", "logprob": -0.05, "offset": 3},
+        ],
+    }
+)
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    raw = ANSWER.model_dump_json(exclude_none=True).encode()
+    output = judge_messages(
+        [
+            IncomingMessage(raw, MessageOrigin("assistant.answers", 0, 17, b"conv-42"),
+                            "4bf92f3577b34da6a3ce929d0e0e4736"),
+            IncomingMessage(b'{"event_id": "evt-0002", "answer": ',
+                            MessageOrigin("assistant.answers", 1, 3, b"conv-43")),
+        ],
+        build_judge(JudgeSettings()),
+        max_event_bytes=512 * 1024,
+    )
+    fixed = {"judged_at": NOW, "timings": Timings(judge_ms=1.8, batch_size=1,
+                                                  end_to_end_ms=18000.0)}
+    verdict = output.verdicts[0].model_copy(update=fixed)
+    state = add_outcome(None, output.outcomes[0], partition=0, size_s=60, now=NOW.timestamp())
+    _, aggregate = close_window(state, now=NOW.timestamp() + 62)
+    letter = output.dead_letters[0].model_copy(update={"received_at": NOW})
+    examples: dict[str, BaseModel] = {
+        "answer-event": ANSWER,
+        "verdict": verdict,
+        "flag": output.flags[0],
+        "window-aggregate": aggregate,
+        "dead-letter": letter,
+    }
+    for name, model in examples.items():
+        document = model.model_dump(mode="json", exclude_none=name == "answer-event")
+        (OUT / f"{name}.json").write_text(json.dumps(document, indent=2) + "\n")
+        print(f"wrote {OUT / f'{name}.json'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""The one-command demo: embedded broker, one worker, sample answers, live output.
+
+Starts Tansu (memory-only, shipped in a PyPI wheel), creates the topics, starts a worker
+process, publishes the in-repo sample answers (event time = now, so they fall into live
+windows) plus one malformed event, and prints verdicts, flags, dead letters and window
+aggregates as they arrive. Stops everything on the way out, also on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from streamproc.adapters.kafka_io import OutputRecord, OutputTail, publish_answers, publish_raw
+from streamproc.adapters.worker_process import WorkerProcess
+from streamproc.brokers import EmbeddedTansu
+from streamproc.config import Settings
+from streamproc.events import AnswerEvent, DeadLetter, Flag, Verdict, VerdictLabel, WindowAggregate
+from streamproc.samples import load_sample_answers
+from streamproc.stream.worker import prepare_topics
+
+__all__ = ["demo_settings", "run_demo"]
+
+MALFORMED = b'{"event_id": "broken-1", "answer": "no closing brace"'
+
+
+def demo_settings(broker_url: str) -> Settings:
+    """Small windows and fast group joins, so the demo shows closed windows in seconds."""
+    return Settings(
+        app_id="streamproc-demo",
+        broker_url=broker_url,
+        broker_flavour="tansu",
+        log_json=True,
+        topics={"partitions": 3},
+        window={"size_s": 10.0, "grace_s": 1.0, "idle_close_s": 2.0, "tick_s": 0.5},
+        worker={"rebalance_timeout_s": 6.0, "session_timeout_s": 10.0},
+    )
+
+
+def run_demo(timeout_s: float = 180.0) -> int:
+    """Run the demo; 0 when every answer came back judged and counted in a window."""
+    answers = _live(load_sample_answers())
+    with tempfile.TemporaryDirectory(prefix="streamproc-demo-") as workdir:
+        logs = Path(workdir)
+        print(f"starting embedded Tansu broker (logs in {logs})", flush=True)
+        with EmbeddedTansu(log_path=logs / "tansu.log") as broker:
+            settings = demo_settings(broker.url)
+            asyncio.run(prepare_topics(settings))
+            print(f"broker at {broker.bootstrap}; starting a worker", flush=True)
+            with WorkerProcess(settings, logs / "worker.log") as worker:
+                try:
+                    ok = asyncio.run(_drive(settings, answers, timeout_s))
+                except KeyboardInterrupt:
+                    ok = False
+                if not ok:
+                    print("worker log (last lines):\n" + worker.log_tail(), flush=True)
+        print("stopped the worker and the broker", flush=True)
+    return 0 if ok else 1
+
+
+def _live(answers: list[AnswerEvent]) -> list[AnswerEvent]:
+    """Re-stamp the samples as if they happened now, a few tens of ms apart."""
+    start = datetime.now(UTC)
+    return [
+        answer.model_copy(update={"occurred_at": start + timedelta(milliseconds=40 * index)})
+        for index, answer in enumerate(answers)
+    ]
+
+
+async def _drive(settings: Settings, answers: list[AnswerEvent], timeout_s: float) -> bool:
+    bootstrap = settings.bootstrap_servers
+    await publish_answers(bootstrap, settings.topics.answers, answers)
+    await publish_raw(bootstrap, settings.topics.answers, [(b"broken", MALFORMED, [])])
+    print(f"published {len(answers)} sample answers and 1 malformed event\n", flush=True)
+
+    expected = {answer.event_id for answer in answers}
+    judged: set[str] = set()
+    windows: dict[tuple[str, datetime], WindowAggregate] = {}
+    dead_letters = 0
+    deadline = time.monotonic() + timeout_s
+    async with OutputTail(bootstrap, settings.topics) as tail:
+        while time.monotonic() < deadline:
+            for record in await tail.poll(1.0):
+                _print(record)
+                event = record.event
+                if isinstance(event, Verdict):
+                    judged.add(event.event_id)
+                elif isinstance(event, WindowAggregate):
+                    windows[(event.assistant_id, event.window_start)] = event
+                elif isinstance(event, DeadLetter):
+                    dead_letters += 1
+            counted = sum(window.answers for window in windows.values())
+            if judged >= expected and dead_letters >= 1 and counted >= len(expected):
+                _summary(len(judged), windows)
+                return True
+    print(
+        f"\ntimed out after {timeout_s:.0f}s: {len(judged)}/{len(expected)} verdicts, "
+        f"{sum(w.answers for w in windows.values())} answers in closed windows",
+        flush=True,
+    )
+    return False
+
+
+def _print(record: OutputRecord) -> None:
+    event = record.event
+    if isinstance(event, Verdict):
+        judgement = event.judgement
+        faithfulness = (
+            "-" if judgement.faithfulness is None else f"{judgement.faithfulness:.0%}"
+        )
+        print(
+            f"verdict  {event.answer_id:<22} {event.assistant_id:<18} "
+            f"{judgement.action.value:<8} faithfulness {faithfulness:>4}  "
+            f"claims {judgement.checked_claims}"
+            + ("  (abstained)" if judgement.abstained else ""),
+            flush=True,
+        )
+        for claim in judgement.claims:
+            if claim.verdict not in (None, VerdictLabel.SUPPORTED):
+                print(f"           {claim.verdict.value:<12} {claim.text[:90]}", flush=True)
+    elif isinstance(event, Flag):
+        print(f"flag     {event.answer_id:<22} {event.action.value} ({event.severity})", flush=True)
+    elif isinstance(event, DeadLetter):
+        print(f"dead     offset {event.offset} on {event.topic}: {event.reason.value}: "
+              f"{event.error[:80]}", flush=True)
+    elif isinstance(event, WindowAggregate):
+        print(_window_line(event), flush=True)
+
+
+def _window_line(window: WindowAggregate) -> str:
+    rate = "-" if window.rate is None else f"{window.rate:.0%}"
+    interval = (
+        ""
+        if window.rate_low is None or window.rate_high is None
+        else f" [95% CI {window.rate_low:.0%}-{window.rate_high:.0%}]"
+    )
+    return (
+        f"WINDOW   {window.assistant_id:<18} {window.window_start:%H:%M:%S}-"
+        f"{window.window_end:%H:%M:%S}  answers {window.answers:>3}  answered "
+        f"{window.answered:>3}  hallucinated {window.hallucinated:>3}  rate {rate}{interval}  "
+        f"contradicted {window.contradicted_claims} unsupported {window.unsupported_claims}  "
+        f"revision {window.revision}"
+    )
+
+
+def _summary(verdicts: int, windows: dict[tuple[str, datetime], WindowAggregate]) -> None:
+    print(f"\nall {verdicts} answers judged; {len(windows)} windows closed", flush=True)

@@ -1,0 +1,31 @@
+"""One settings object, from STREAMPROC_* variables, round-tripping to a child process."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from streamproc.config import Settings
+
+
+def test_env_prefix_and_nested_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STREAMPROC_BROKER_URL", "kafka://a:1;kafka://b:2")
+    monkeypatch.setenv("STREAMPROC_WINDOW__SIZE_S", "30")
+    monkeypatch.setenv("STREAMPROC_TOPICS__PARTITIONS", "12")
+    settings = Settings()
+    assert settings.bootstrap_servers == "a:1,b:2"
+    assert settings.window.size_s == 30
+    assert settings.topics.partitions == 12
+
+
+def test_invalid_values_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STREAMPROC_WINDOW__SIZE_S", "-1")
+    with pytest.raises(ValidationError):
+        Settings()
+
+
+def test_to_env_round_trips(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = Settings(app_id="x", log_json=False, window={"size_s": 7.5}, topics={"partitions": 2})
+    for name, value in original.to_env().items():
+        monkeypatch.setenv(name, value)
+    assert Settings() == original
