@@ -2,8 +2,8 @@
 
 Starts Tansu (memory-only, shipped in a PyPI wheel), creates the topics, starts a worker
 process, publishes the in-repo sample answers (event time = now, so they fall into live
-windows) plus one malformed event, and prints verdicts, flags, dead letters and window
-aggregates as they arrive. Stops everything on the way out, also on Ctrl-C.
+windows) plus one malformed event, and prints verdicts (with the claims that failed), dead
+letters and window aggregates as they arrive. Stops everything on the way out, also on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from streamproc.adapters.kafka_io import OutputRecord, OutputTail, publish_answers, publish_raw
+from streamproc.adapters.logging import configure_logging
 from streamproc.adapters.worker_process import WorkerProcess
 from streamproc.brokers import EmbeddedTansu
 from streamproc.config import Settings
@@ -42,6 +43,7 @@ def demo_settings(broker_url: str) -> Settings:
 
 def run_demo(timeout_s: float = 180.0) -> int:
     """Run the demo; 0 when every answer came back judged and counted in a window."""
+    configure_logging("WARNING", json_logs=False)
     answers = _live(load_sample_answers())
     with tempfile.TemporaryDirectory(prefix="streamproc-demo-") as workdir:
         logs = Path(workdir)
@@ -49,8 +51,9 @@ def run_demo(timeout_s: float = 180.0) -> int:
         with EmbeddedTansu(log_path=logs / "tansu.log") as broker:
             settings = demo_settings(broker.url)
             asyncio.run(prepare_topics(settings))
-            print(f"broker at {broker.bootstrap}; starting a worker", flush=True)
+            print(f"broker pid {broker.pid} at {broker.bootstrap}", flush=True)
             with WorkerProcess(settings, logs / "worker.log") as worker:
+                print(f"worker pid {worker.pid} (judge: {settings.judge.name})", flush=True)
                 try:
                     ok = asyncio.run(_drive(settings, answers, timeout_s))
                 except KeyboardInterrupt:
@@ -80,6 +83,7 @@ async def _drive(settings: Settings, answers: list[AnswerEvent], timeout_s: floa
     judged: set[str] = set()
     windows: dict[tuple[str, datetime], WindowAggregate] = {}
     dead_letters = 0
+    flags = 0
     deadline = time.monotonic() + timeout_s
     async with OutputTail(bootstrap, settings.topics) as tail:
         while time.monotonic() < deadline:
@@ -92,9 +96,15 @@ async def _drive(settings: Settings, answers: list[AnswerEvent], timeout_s: floa
                     windows[(event.assistant_id, event.window_start)] = event
                 elif isinstance(event, DeadLetter):
                     dead_letters += 1
+                elif isinstance(event, Flag):
+                    flags += 1
             counted = sum(window.answers for window in windows.values())
             if judged >= expected and dead_letters >= 1 and counted >= len(expected):
-                _summary(len(judged), windows)
+                print(
+                    f"\nall {len(judged)} answers judged, {flags} flagged for action, "
+                    f"{dead_letters} dead letter(s); {len(windows)} windows closed",
+                    flush=True,
+                )
                 return True
     print(
         f"\ntimed out after {timeout_s:.0f}s: {len(judged)}/{len(expected)} verdicts, "
@@ -108,24 +118,22 @@ def _print(record: OutputRecord) -> None:
     event = record.event
     if isinstance(event, Verdict):
         judgement = event.judgement
-        faithfulness = (
-            "-" if judgement.faithfulness is None else f"{judgement.faithfulness:.0%}"
-        )
+        faithfulness = "-" if judgement.faithfulness is None else f"{judgement.faithfulness:.0%}"
         print(
             f"verdict  {event.answer_id:<22} {event.assistant_id:<18} "
             f"{judgement.action.value:<8} faithfulness {faithfulness:>4}  "
-            f"claims {judgement.checked_claims}"
-            + ("  (abstained)" if judgement.abstained else ""),
+            f"claims {judgement.checked_claims}" + ("  (abstained)" if judgement.abstained else ""),
             flush=True,
         )
         for claim in judgement.claims:
             if claim.verdict not in (None, VerdictLabel.SUPPORTED):
                 print(f"           {claim.verdict.value:<12} {claim.text[:90]}", flush=True)
-    elif isinstance(event, Flag):
-        print(f"flag     {event.answer_id:<22} {event.action.value} ({event.severity})", flush=True)
     elif isinstance(event, DeadLetter):
-        print(f"dead     offset {event.offset} on {event.topic}: {event.reason.value}: "
-              f"{event.error[:80]}", flush=True)
+        print(
+            f"dead     offset {event.offset} on {event.topic}: {event.reason.value}: "
+            f"{event.error[:80]}",
+            flush=True,
+        )
     elif isinstance(event, WindowAggregate):
         print(_window_line(event), flush=True)
 
@@ -144,7 +152,3 @@ def _window_line(window: WindowAggregate) -> str:
         f"contradicted {window.contradicted_claims} unsupported {window.unsupported_claims}  "
         f"revision {window.revision}"
     )
-
-
-def _summary(verdicts: int, windows: dict[tuple[str, datetime], WindowAggregate]) -> None:
-    print(f"\nall {verdicts} answers judged; {len(windows)} windows closed", flush=True)

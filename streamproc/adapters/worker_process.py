@@ -42,6 +42,11 @@ class WorkerProcess:
         return self
 
     @property
+    def pid(self) -> int | None:
+        """The worker's process id (also its process group id) while it runs."""
+        return None if self._process is None else self._process.pid
+
+    @property
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 

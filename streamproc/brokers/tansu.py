@@ -133,6 +133,11 @@ class EmbeddedTansu:
         return self._log_path
 
     @property
+    def pid(self) -> int | None:
+        """The broker's process id (also its process group id) while it runs."""
+        return None if self._proc is None else self._proc.pid
+
+    @property
     def running(self) -> bool:
         """Whether the broker process is alive."""
         return self._proc is not None and self._proc.poll() is None

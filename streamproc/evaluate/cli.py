@@ -9,6 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from streamproc.config import JudgeSettings, Settings
 from streamproc.evaluate.cases import LabelMismatch
 from streamproc.evaluate.loaders import LoadError, default_cases, load_cases
@@ -28,7 +30,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Run the judge over labelled answers and compare it with people. "
         "Default cases: the in-repo seed-lab sample.",
     )
-    parser.add_argument("what", choices=["check", "agree", "score"], metavar="check|agree|score")
+    parser.add_argument(
+        "what",
+        choices=["check", "agree", "score"],
+        metavar="check|agree|score",
+        help="per-claim verdicts | judge against people | the score report",
+    )
     parser.add_argument("--judge", choices=available_judges(), default="rules")
     parser.add_argument(
         "--penalty", type=float, default=1.0, help="points lost per wrong answer (default 1)"
@@ -66,7 +73,7 @@ def run_eval(args: argparse.Namespace) -> int:
     try:
         cases = load_cases(args.cases or default_cases(), args.notes)
         results, infos = judge_cases(cases, _settings(args))
-    except (LoadError, LabelMismatch) as error:
+    except (LoadError, LabelMismatch, ValidationError) as error:
         print(f"streamproc eval: {error}", file=sys.stderr)
         return 2
     rendered: Rendered

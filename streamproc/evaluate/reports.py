@@ -64,7 +64,7 @@ def render_check(results: Sequence[CaseResult], infos: Sequence[JudgeInfo]) -> R
         for claim, person in zip(judgement.claims, r.person, strict=True):
             text = claim.text.replace("\n", " ")
             if claim.verdict is None:
-                lines.append(f"      {claim.claim_class.value:<13} not checked  {text[:60]}")
+                lines.append(f"      {'not checked':<13} ({claim.claim_class.value})  {text[:60]}")
                 continue
             flag = "" if person in (None, claim.verdict) else f"   <- person said {person.value}"
             cites = ",".join(claim.citations) or "no citation"

@@ -42,16 +42,14 @@ def premise(question: str | None, evidence: Sequence[EvidenceItem]) -> str:
     return f"Question: {question}\n{notes}" if question else notes
 
 
-_EMPTY = Decomposition(sentences=(), claims=(), abstained=False, uses_citations=False)
-
-
 @dataclass(slots=True)
 class _Plan:
-    """One answer's claims and the premise of every check they need."""
+    """One answer's claims and the premise of every check they need: groundedness
+    against ``grounding``, citations against the premise of each cited subset."""
 
     answer: AnswerEvent
     shape: Decomposition
-    grounding: str = ""
+    grounding: str
     by_subset: dict[tuple[str, ...], str] = field(default_factory=dict)
 
     def pairs(self) -> list[PremiseCheck]:
@@ -59,18 +57,9 @@ class _Plan:
         for claim in self.shape.claims:
             if claim.checked:
                 out.append(PremiseCheck(claim.text, self.grounding))
-                out += [PremiseCheck(claim.text, p) for p in self.by_subset.values()]
+                subsets = citation_subsets(claim.resolved)
+                out += [PremiseCheck(claim.text, self.by_subset[s]) for s in subsets]
         return out
-
-
-def _resolved(claim: Claim) -> list[str | None]:
-    """One entry per citation as written: its evidence id, or None if it names nothing."""
-    ids = iter(claim.cited_ids)
-    by_label: dict[str, str | None] = {}
-    for label in claim.citations:
-        if label not in by_label:
-            by_label[label] = None if label in claim.unresolved else next(ids, None)
-    return [by_label[label] for label in claim.citations]
 
 
 class ClaimJudge:
@@ -112,15 +101,14 @@ class ClaimJudge:
         return [self._assemble(plan, lookup) for plan in plans]
 
     def _plan(self, answer: AnswerEvent) -> _Plan:
-        try:
-            shape = decompose(answer.answer, answer.evidence, self._granularity)
-        # One malformed answer must not sink the batch: it is judged as empty.
-        except Exception:  # noqa: BLE001
-            return _Plan(answer, _EMPTY)
+        # Odd content (empty, only citations, unknown ids) is judged, never raised. A bug
+        # does raise: the stream layer then re-judges one by one and dead-letters the
+        # answer - visible, where judging it as "no claims" would silently pass it.
+        shape = decompose(answer.answer, answer.evidence, self._granularity)
         by_id = {item.id: item for item in answer.evidence}
         plan = _Plan(answer, shape, grounding=premise(answer.question, answer.evidence))
         for claim in shape.claims:
-            for subset in citation_subsets(_resolved(claim)):
+            for subset in citation_subsets(claim.resolved):
                 if subset not in plan.by_subset:
                     items = [by_id[i] for i in subset]
                     plan.by_subset[subset] = premise(answer.question, items)
@@ -138,13 +126,12 @@ class ClaimJudge:
                 continue
             pair = PremiseCheck(claim.text, plan.grounding)
             verdict, score = lookup[pair]
-            resolved = _resolved(claim)
 
             def supports(subset: tuple[str, ...], text: str = claim.text) -> bool:
                 found = lookup[PremiseCheck(text, plan.by_subset[subset])]
                 return found[0] is VerdictLabel.SUPPORTED
 
-            cites = assess_citations(resolved, shape.uses_citations, supports)
+            cites = assess_citations(claim.resolved, shape.uses_citations, supports)
             reasons = self._explain(pair) if verdict is not VerdictLabel.SUPPORTED else []
             reasons += _citation_reasons(claim, cites.supported)
             verdicts.append(
@@ -155,7 +142,7 @@ class ClaimJudge:
                     start=claim.start,
                     end=claim.end,
                     claim_class=claim.claim_class,
-                    citations=_as_written(resolved, claim.citations),
+                    citations=_as_written(claim.resolved, claim.citations),
                     verdict=verdict,
                     score=score,
                     reasons=reasons,
@@ -190,7 +177,7 @@ def _unchecked(claim: Claim) -> ClaimVerdict:
         start=claim.start,
         end=claim.end,
         claim_class=claim.claim_class,
-        citations=list(claim.citations),
+        citations=_as_written(claim.resolved, claim.citations),
     )
 
 

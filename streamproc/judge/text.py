@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["STOP_WORDS", "content_words", "numbers"]
+__all__ = ["STOP_WORDS", "content_words", "numbers", "word_set"]
 
 # The course's stop list, kept as its one string so it compares word for word.
 _COURSE_STOP_LIST = (
@@ -18,7 +18,14 @@ _COURSE_STOP_LIST = (
     "has have had do does not no yes once when while which who what why how all every each "
     "most also into out up"
 )
-STOP_WORDS: frozenset[str] = frozenset(_COURSE_STOP_LIST.split())
+
+
+def word_set(listed: str) -> frozenset[str]:
+    """A word set from a readable, space-separated string (word lists stay diffable)."""
+    return frozenset(listed.split())
+
+
+STOP_WORDS: frozenset[str] = word_set(_COURSE_STOP_LIST)
 
 _NUMBER = re.compile(r"[A-Za-z]*-?\d[\d.,-]*")
 _WORD = re.compile(r"[a-z][a-z'-]+")

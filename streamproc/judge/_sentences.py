@@ -1,0 +1,86 @@
+"""Where sentences end: not at decimals ("1.5 percent"), abbreviations ("e.g.", "Dr.",
+"U.S.") or ids, and always at a line break (lists, headings)."""
+
+from __future__ import annotations
+
+import re
+
+from streamproc.judge.text import word_set
+
+__all__ = ["split_sentences"]
+
+
+_LIST_MARKER = re.compile(r"(?:[-*•+]|\d{1,3}[.)])\s+")
+_CLOSERS = "\"'\u201d\u2019)"  # straight and curly closing quotes, ")"
+_BOUNDARY = re.compile(f"[.!?]+[{re.escape(_CLOSERS)}]*")
+_TRAILING_CITATION = re.compile(r"\s*\[[^\[\]\n]{1,80}\](?!\()")
+# Abbreviations that are followed by a capitalised word mid-sentence ("Dr. Smith").
+_ABBREVIATIONS = word_set(
+    "e.g i.e dr mr mrs ms prof st vs cf jr sr mt gen col sgt capt lt rev hon gov sen rep"
+)
+# Abbreviations that are only abbreviations before a number ("No. 5", "Fig. 2").
+_NUMERIC_ABBREVIATIONS = word_set(
+    "no nos vol art p pp fig ch sec jan feb mar apr jun jul aug sep sept oct nov dec"
+)
+_INITIALISM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")  # U.S, e.g, i.e (the final "." is cut)
+_NOT_INITIALISMS = frozenset({"a.m", "p.m"})  # "9 a.m. The shop..." does end a sentence
+
+
+def _ends_sentence(line: str, sentence_start: int, dot: re.Match[str], next_char: str) -> bool:
+    """Is this "." / "!" / "?" the end of a sentence, given the next non-space character?"""
+    if next_char.islower():
+        return False  # "etc. and", "approx. three": a real sentence starts in upper case
+    if dot.group(0).rstrip(_CLOSERS) != ".":
+        return True  # "!", "?", "...", "?!"
+    before = line[sentence_start : dot.start()].split()
+    if not before:
+        return True
+    token = before[-1].lstrip("([\"'\u201c\u2018")
+    lowered = token.lower()
+    if lowered in _ABBREVIATIONS:
+        return False
+    if lowered in _NUMERIC_ABBREVIATIONS and next_char.isdigit():
+        return False
+    if _INITIALISM.fullmatch(token) and lowered not in _NOT_INITIALISMS:
+        return False
+    return not (len(token) == 1 and token.isupper())  # an initial: "J. Smith"
+
+
+def _split_line(line: str, offset: int) -> list[tuple[int, int]]:
+    """Sentence spans of one line (no newline inside), as offsets in the answer."""
+    spans: list[tuple[int, int]] = []
+    start = len(line) - len(line.lstrip())
+    marker = _LIST_MARKER.match(line, start)
+    if marker:
+        start = marker.end()
+    for dot in _BOUNDARY.finditer(line):
+        if dot.start() < start:
+            continue
+        end = dot.end()
+        while cite := _TRAILING_CITATION.match(line, end):  # "...pieces. [D07] Next"
+            end = cite.end()
+        rest = line[end:]
+        if rest.strip() == "":
+            break
+        if not rest[:1].isspace():
+            continue  # "1.5", "U.S.A", "PRC-112.x": not followed by a space
+        next_char = rest.lstrip()[0]
+        if _ends_sentence(line, start, dot, next_char):
+            spans.append((offset + start, offset + end))
+            start = end + len(rest) - len(rest.lstrip())
+    stripped_end = len(line.rstrip())
+    if stripped_end > start:
+        spans.append((offset + start, offset + stripped_end))
+    return spans
+
+
+def split_sentences(answer: str) -> list[tuple[int, int]]:
+    """Sentence spans of the answer. Line breaks always end a sentence (lists, headings)."""
+    spans: list[tuple[int, int]] = []
+    offset = 0
+    for line in answer.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        if body.strip():
+            spans.extend(_split_line(body, offset))
+        offset += len(line)
+    return [(s, e) for s, e in spans if re.search(r"[A-Za-z0-9]", answer[s:e])]
