@@ -53,8 +53,7 @@ ANSWER = AnswerEvent.model_validate(
                 "id": "PO-4500017311",
                 "kind": "record",
                 "text": "purchase order 4500017311: ordered 100, received 90, status BLOCKED",
-                "fields": {"po": "4500017311", "ordered": 100, "received": 90,
-                           "status": "BLOCKED"},
+                "fields": {"po": "4500017311", "ordered": 100, "received": 90, "status": "BLOCKED"},
             },
         ],
         "tokens": [
@@ -70,16 +69,23 @@ def main() -> None:
     raw = ANSWER.model_dump_json(exclude_none=True).encode()
     output = judge_messages(
         [
-            IncomingMessage(raw, MessageOrigin("assistant.answers", 0, 17, b"conv-42"),
-                            "4bf92f3577b34da6a3ce929d0e0e4736"),
-            IncomingMessage(b'{"event_id": "evt-0002", "answer": ',
-                            MessageOrigin("assistant.answers", 1, 3, b"conv-43")),
+            IncomingMessage(
+                raw,
+                MessageOrigin("assistant.answers", 0, 17, b"conv-42"),
+                "4bf92f3577b34da6a3ce929d0e0e4736",
+            ),
+            IncomingMessage(
+                b'{"event_id": "evt-0002", "answer": ',
+                MessageOrigin("assistant.answers", 1, 3, b"conv-43"),
+            ),
         ],
         build_judge(JudgeSettings()),
         max_event_bytes=512 * 1024,
     )
-    fixed = {"judged_at": NOW, "timings": Timings(judge_ms=1.8, batch_size=1,
-                                                  end_to_end_ms=18000.0)}
+    fixed = {
+        "judged_at": NOW,
+        "timings": Timings(judge_ms=1.8, batch_size=1, end_to_end_ms=18000.0),
+    }
     verdict = output.verdicts[0].model_copy(update=fixed)
     state = add_outcome(None, output.outcomes[0], partition=0, size_s=60, now=NOW.timestamp())
     _, aggregate = close_window(state, now=NOW.timestamp() + 62)

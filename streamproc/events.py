@@ -8,7 +8,7 @@ when the two drift apart.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeInt
 
@@ -36,7 +36,7 @@ __all__ = [
     "WindowAggregate",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
 
 
 class _Model(BaseModel):

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from pydantic import BaseModel
+from pydantic.json_schema import JsonSchemaMode
 
 from streamproc.events import AnswerEvent, DeadLetter, Flag, Verdict, WindowAggregate
 
@@ -31,7 +32,7 @@ def render_schemas() -> dict[str, str]:
     """File name -> schema text, exactly as checked in."""
     rendered: dict[str, str] = {}
     for name, model in SCHEMA_MODELS.items():
-        mode = "validation" if model is AnswerEvent else "serialization"
+        mode: JsonSchemaMode = "validation" if model is AnswerEvent else "serialization"
         schema = model.model_json_schema(mode=mode)
         document = {
             "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -37,5 +37,10 @@ class Judge(Protocol):
         ...
 
     def judge_batch(self, answers: Sequence[AnswerEvent]) -> list[AnswerJudgement]:
-        """One judgement per answer, in order. Never raises for one bad answer alone."""
+        """One judgement per answer, in order.
+
+        Odd but valid input (empty answers, unknown citations) is judged normally. A bug
+        raises rather than passing the answer unchecked; the stream layer then re-judges
+        the batch one answer at a time and dead-letters only the answer that fails.
+        """
         ...

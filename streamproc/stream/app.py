@@ -22,11 +22,11 @@ import time
 from collections.abc import Awaitable, Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import faust
 import structlog
-from faust.types import EventT, StreamT
+from faust.types import EventT, StreamT, TopicT
 from pydantic import BaseModel, ValidationError
 
 from streamproc.config import Settings
@@ -58,8 +58,6 @@ log = structlog.get_logger(__name__)
 TICK = b'{"kind":"tick"}'
 """Control record on the outcomes topic: 'check which windows can close now'."""
 
-_RAW = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw"}
-
 
 def create_app(settings: Settings, judge: Judge, *, executor: Executor | None = None) -> faust.App:
     """Build the faust app; starts nothing. ``executor`` runs the judge (default: a thread
@@ -85,12 +83,12 @@ def create_app(settings: Settings, judge: Judge, *, executor: Executor | None = 
         table_standby_replicas=0,
     )
     topics = settings.topics
-    answers = app.topic(topics.answers, partitions=topics.partitions, **_RAW)
-    verdicts = app.topic(topics.verdicts, partitions=topics.partitions, **_RAW)
-    flags = app.topic(topics.flags, partitions=topics.partitions, **_RAW)
-    dead_letters = app.topic(topics.dead_letter, partitions=topics.partitions, **_RAW)
-    outcomes = app.topic(topics.outcomes, partitions=topics.partitions, **_RAW)
-    aggregates = app.topic(topics.aggregates, partitions=topics.partitions, **_RAW)
+    answers = _raw_topic(app, topics.answers, topics.partitions)
+    verdicts = _raw_topic(app, topics.verdicts, topics.partitions)
+    flags = _raw_topic(app, topics.flags, topics.partitions)
+    dead_letters = _raw_topic(app, topics.dead_letter, topics.partitions)
+    outcomes = _raw_topic(app, topics.outcomes, topics.partitions)
+    aggregates = _raw_topic(app, topics.aggregates, topics.partitions)
     windows = app.Table(
         "window-state",
         partitions=topics.partitions,
@@ -137,7 +135,7 @@ def create_app(settings: Settings, judge: Judge, *, executor: Executor | None = 
 
     async def judge_answers(stream: StreamT[bytes]) -> None:
         loop = asyncio.get_running_loop()
-        async for events in stream.take_events(
+        async for events in cast(faust.Stream[bytes], stream).take_events(
             settings.worker.batch_max, within=settings.worker.batch_wait_s
         ):
             messages = [_incoming(event) for event in events]
@@ -212,6 +210,19 @@ def create_app(settings: Settings, judge: Judge, *, executor: Executor | None = 
     return app
 
 
+def _raw_topic(app: faust.App, name: str, partitions: int) -> TopicT:
+    """A topic of plain bytes: we (de)serialise with pydantic ourselves, so a bad record
+    reaches our code (and the dead-letter topic) instead of failing inside faust."""
+    return app.topic(
+        name,
+        partitions=partitions,
+        key_type=bytes,
+        value_type=bytes,
+        key_serializer="raw",
+        value_serializer="raw",
+    )
+
+
 def _owned_partitions(app: faust.App, topic: str) -> Iterable[int]:
     return sorted(tp.partition for tp in app.assignor.assigned_actives() if tp.topic == topic)
 
@@ -227,7 +238,7 @@ def _parse_outcome(raw: bytes | None) -> AnswerOutcome | Rejection | None:
         return Rejection(DeadLetterReason.SCHEMA_VIOLATION, f"bad outcome record: {exc}")
 
 
-def _incoming(event: EventT) -> IncomingMessage:
+def _incoming(event: EventT[bytes]) -> IncomingMessage:
     headers = _headers(event)
     return IncomingMessage(
         value=event.value,
@@ -236,16 +247,17 @@ def _incoming(event: EventT) -> IncomingMessage:
     )
 
 
-def _origin(event: EventT) -> MessageOrigin:
+def _origin(event: EventT[bytes]) -> MessageOrigin:
     message = event.message
     return MessageOrigin(
         topic=message.topic, partition=message.partition, offset=message.offset, key=message.key
     )
 
 
-def _headers(event: EventT) -> dict[str, bytes]:
-    raw = event.message.headers or {}
-    pairs = raw.items() if isinstance(raw, dict) else raw
+def _headers(event: EventT[bytes]) -> dict[str, bytes | str]:
+    """Headers by lower-case name; faust hands them over as a mapping or as pairs."""
+    raw: Any = event.message.headers or {}
+    pairs: Iterable[tuple[str, bytes | str]] = raw.items() if isinstance(raw, dict) else raw
     return {str(name).lower(): value for name, value in pairs}
 
 

@@ -140,7 +140,10 @@ def _outcome(answer: AnswerEvent, judgement: AnswerJudgement) -> AnswerOutcome:
 
 def _flag(verdict: Verdict) -> Flag:
     judgement = verdict.judgement
-    reasons = sorted({reason for claim in judgement.claims for reason in claim.reasons})
+    # Claim reasons read "CODE: detail"; a flag carries the codes, the verdict the details.
+    reasons = sorted(
+        {reason.split(":", 1)[0] for claim in judgement.claims for reason in claim.reasons}
+    )
     return Flag(
         event_id=verdict.event_id,
         answer_id=verdict.answer_id,

@@ -39,18 +39,17 @@ class TopicSpec:
 def topic_specs(settings: Settings) -> list[TopicSpec]:
     """Every topic the worker needs, with explicit partition counts."""
     topics = settings.topics
-    common = {"partitions": topics.partitions, "replication_factor": topics.replication_factor}
+
+    def spec(name: str, config: dict[str, str] | None = None) -> TopicSpec:
+        return TopicSpec(name, topics.partitions, topics.replication_factor, config or {})
+
     return [
-        TopicSpec(topics.answers, **common),
-        TopicSpec(topics.verdicts, **common),
-        TopicSpec(topics.flags, **common),
-        TopicSpec(topics.outcomes, **common),
-        TopicSpec(topics.aggregates, **common),
-        TopicSpec(
-            topics.dead_letter,
-            **common,
-            config={"max.message.bytes": str(DEAD_LETTER_MAX_BYTES)},
-        ),
+        spec(topics.answers),
+        spec(topics.verdicts),
+        spec(topics.flags),
+        spec(topics.outcomes),
+        spec(topics.aggregates),
+        spec(topics.dead_letter, {"max.message.bytes": str(DEAD_LETTER_MAX_BYTES)}),
     ]
 
 

@@ -80,8 +80,13 @@ def worker(settings: Settings, tmp_path: Path) -> Iterator[WorkerProcess]:
 
 
 async def _collect(
-    settings: Settings, *, verdicts: int, dead_letters: int, answers_in_windows: int,
-    timeout_s: float, worker: WorkerProcess,
+    settings: Settings,
+    *,
+    verdicts: int,
+    dead_letters: int,
+    answers_in_windows: int,
+    timeout_s: float,
+    worker: WorkerProcess,
 ) -> dict[str, list[object]]:
     found: dict[str, list[object]] = {"verdict": [], "flag": [], "aggregate": [], "dead_letter": []}
     deadline = time.monotonic() + timeout_s
@@ -112,7 +117,9 @@ async def test_seed_answers_flow_through_real_kafka(
         answers,
         traceparents={answers[0].event_id: TRACEPARENT},
     )
-    await publish_raw(settings.bootstrap_servers, settings.topics.answers, [(b"bad", MALFORMED, [])])
+    await publish_raw(
+        settings.bootstrap_servers, settings.topics.answers, [(b"bad", MALFORMED, [])]
+    )
 
     found = await _collect(
         settings, verdicts=12, dead_letters=1, answers_in_windows=12, timeout_s=120, worker=worker

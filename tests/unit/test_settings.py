@@ -25,7 +25,9 @@ def test_invalid_values_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_to_env_round_trips(monkeypatch: pytest.MonkeyPatch) -> None:
-    original = Settings(app_id="x", log_json=False, window={"size_s": 7.5}, topics={"partitions": 2})
+    original = Settings(
+        app_id="x", log_json=False, window={"size_s": 7.5}, topics={"partitions": 2}
+    )
     for name, value in original.to_env().items():
         monkeypatch.setenv(name, value)
     assert Settings() == original

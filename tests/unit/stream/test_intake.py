@@ -75,9 +75,7 @@ def test_tombstone_is_rejected() -> None:
 
 def test_dead_letter_keeps_original_bytes_and_position() -> None:
     origin = MessageOrigin(topic="answers", partition=2, offset=41, key=b"conv-9")
-    letter = dead_letter_for(
-        Rejection(DeadLetterReason.BAD_JSON, "nope"), origin, b"\x00raw bytes"
-    )
+    letter = dead_letter_for(Rejection(DeadLetterReason.BAD_JSON, "nope"), origin, b"\x00raw bytes")
     assert base64.b64decode(letter.value_b64) == b"\x00raw bytes"
     assert letter.key_b64 is not None and base64.b64decode(letter.key_b64) == b"conv-9"
     assert (letter.topic, letter.partition, letter.offset) == ("answers", 2, 41)

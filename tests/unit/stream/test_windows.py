@@ -21,8 +21,14 @@ from streamproc.stream.windows import (
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
-def outcome(event_id: str, *, at: datetime = T0, hallucinated: bool = False,
-            abstained: bool = False, faithfulness: float | None = 1.0) -> AnswerOutcome:
+def outcome(
+    event_id: str,
+    *,
+    at: datetime = T0,
+    hallucinated: bool = False,
+    abstained: bool = False,
+    faithfulness: float | None = 1.0,
+) -> AnswerOutcome:
     return AnswerOutcome(
         event_id=event_id,
         assistant_id="bot",
@@ -100,8 +106,9 @@ def test_late_event_revises_a_closed_window() -> None:
     state = fill(outcome("a"))
     closed, first = close_window(state, now=T0.timestamp() + 70)
     assert not is_due(closed, watermark=None, now=T0.timestamp() + 71, grace_s=1, idle_s=1)
-    late = add_outcome(closed, outcome("b", hallucinated=True), partition=1, size_s=60,
-                       now=T0.timestamp() + 80)
+    late = add_outcome(
+        closed, outcome("b", hallucinated=True), partition=1, size_s=60, now=T0.timestamp() + 80
+    )
     assert is_due(late, watermark=None, now=T0.timestamp() + 80, grace_s=1, idle_s=1000)
     _, second = close_window(late, now=T0.timestamp() + 81)
     assert (first.revision, second.revision) == (0, 1)
