@@ -14,6 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
+from streamproc._process_group import stop_process_group
 from streamproc.config import Settings
 
 __all__ = ["WorkerProcess"]
@@ -62,15 +63,7 @@ class WorkerProcess:
         process = self._process
         if process is None:
             return None
-        if process.poll() is None:
-            try:
-                os.killpg(process.pid, sig)
-                process.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10.0)
-            except ProcessLookupError:
-                pass
+        stop_process_group(process, sig, timeout_s)
         if self._log is not None:
             self._log.close()
             self._log = None

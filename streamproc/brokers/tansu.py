@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
-import contextlib
 import os
 import signal
 import socket
@@ -21,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from streamproc._process_group import stop_process_group
 from streamproc.brokers.ports import free_port
 
 __all__ = ["BrokerStartError", "EmbeddedTansu"]
@@ -234,11 +234,4 @@ class EmbeddedTansu:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        # pgid == pid because of start_new_session; the group may outlive the leader.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=_STOP_GRACE_S)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        stop_process_group(proc, signal.SIGTERM, _STOP_GRACE_S)
