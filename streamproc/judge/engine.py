@@ -25,7 +25,13 @@ from streamproc.judge.citations import assess_citations, citation_subsets
 from streamproc.judge.claims import Claim, Decomposition, Granularity, decompose
 from streamproc.judge.decide import decide
 
-__all__ = ["ClaimJudge", "ExplainsVerdicts", "premise"]
+__all__ = [
+    "ClaimJudge",
+    "ExplainsVerdicts",
+    "citation_reasons",
+    "premise",
+    "unchecked_verdict",
+]
 
 
 @runtime_checkable
@@ -122,7 +128,7 @@ class ClaimJudge:
         verdicts = []
         for claim in shape.claims:
             if not claim.checked:
-                verdicts.append(_unchecked(claim))
+                verdicts.append(unchecked_verdict(claim))
                 continue
             pair = PremiseCheck(claim.text, plan.grounding)
             verdict, score = lookup[pair]
@@ -133,7 +139,7 @@ class ClaimJudge:
 
             cites = assess_citations(claim.resolved, shape.uses_citations, supports)
             reasons = self._explain(pair) if verdict is not VerdictLabel.SUPPORTED else []
-            reasons += _citation_reasons(claim, cites.supported)
+            reasons += citation_reasons(claim, cites.supported)
             verdicts.append(
                 ClaimVerdict(
                     index=claim.index,
@@ -169,7 +175,8 @@ def _as_written(resolved: Sequence[str | None], labels: Sequence[str]) -> list[s
     return [r if r is not None else label for r, label in zip(resolved, labels, strict=True)]
 
 
-def _unchecked(claim: Claim) -> ClaimVerdict:
+def unchecked_verdict(claim: Claim) -> ClaimVerdict:
+    """The verdict record of a claim before (or without) checking it."""
     return ClaimVerdict(
         index=claim.index,
         sentence_index=claim.sentence_index,
@@ -181,7 +188,8 @@ def _unchecked(claim: Claim) -> ClaimVerdict:
     )
 
 
-def _citation_reasons(claim: Claim, supported: bool | None) -> list[str]:
+def citation_reasons(claim: Claim, supported: bool | None) -> list[str]:
+    """Reason codes about a claim's citations (unknown ids, missing or not supporting)."""
     reasons = []
     if claim.unresolved:
         reasons.append(f"CITATION_UNKNOWN: {', '.join(claim.unresolved)}")

@@ -1,0 +1,403 @@
+"""The NLI judge: the two-level check of the spec, batched across answers.
+
+Per claim, cheapest first, so most claims never reach the model:
+
+1. Level 1 - token confidence (when the answer carries log-probabilities): a degenerate
+   sentence or a shaky specific the records do not confirm is cut (unsupported).
+2. Level 2a - deterministic record checks for claims about a case (reason codes such as
+   ``AMOUNT_MISMATCH``, ``NOT_EXECUTED``), then numbers: a figure the evidence never
+   states is contradicted (the evidence has other figures) or unsupported.
+3. Level 2b - NLI over the top-k retrieved evidence units (sentences, windows, flattened
+   record fields; never the whole concatenated evidence): supported when entailment
+   clears its threshold on some unit; contradicted when a unit that talks about the same
+   thing contradicts it clearly, or flips its negation; unsupported otherwise. A
+   supported strong claim over hedged evidence becomes unsupported (``OVERSTATED``).
+
+Citations are judged the same way on the cited evidence alone. The whole batch makes one
+embedding call and one NLI call; the models are injected (``PairScorer``,
+``TextEmbedder``), so tests use fakes and the judge stays free of I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streamproc.events import (
+    AnswerEvent,
+    AnswerJudgement,
+    ClaimClass,
+    ConfidenceMark,
+    JudgeInfo,
+    VerdictLabel,
+)
+from streamproc.judge._protocols import NliScore, PairScorer, TextEmbedder
+from streamproc.judge.citations import assess_citations, citation_subsets
+from streamproc.judge.claims import Claim, Decomposition, Granularity, decompose
+from streamproc.judge.confidence import (
+    ConfidenceThresholds,
+    SentenceConfidence,
+    sentence_confidence,
+)
+from streamproc.judge.decide import decide
+from streamproc.judge.engine import citation_reasons, unchecked_verdict
+from streamproc.judge.evidence import EvidenceUnit, build_units
+from streamproc.judge.negation import flips_negation
+from streamproc.judge.overstatement import overstated
+from streamproc.judge.records import check_record, confirmed_values
+from streamproc.judge.retrieval import Candidate, names, rank_candidates
+from streamproc.judge.text import numbers
+
+__all__ = ["NLI_JUDGE_VERSION", "NliJudge", "NliThresholds"]
+
+NLI_JUDGE_VERSION = "1"
+
+
+@dataclass(frozen=True, slots=True)
+class NliThresholds:
+    """Where the NLI judge draws its lines; defaults come from the model's manifest."""
+
+    entailment: float = 0.6
+    contradiction: float = 0.8
+    contradiction_min_coverage: float = 0.5
+    negation_min_coverage: float = 0.6
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "entailment": self.entailment,
+            "contradiction": self.contradiction,
+            "contradiction_min_coverage": self.contradiction_min_coverage,
+            "negation_min_coverage": self.negation_min_coverage,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Settled:
+    """A verdict reached without the model."""
+
+    verdict: VerdictLabel
+    score: float
+    reasons: tuple[str, ...]
+    evidence_ids: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class _ClaimWork:
+    claim: Claim
+    confidence: SentenceConfidence | None = None
+    settled: _Settled | None = None
+    candidates: list[Candidate] = field(default_factory=list)
+    cited: dict[tuple[str, ...], list[Candidate]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _AnswerWork:
+    answer: AnswerEvent
+    shape: Decomposition
+    units: list[EvidenceUnit]
+    evidence_numbers: frozenset[str]
+    claims: list[_ClaimWork]
+
+
+class NliJudge:
+    """``Judge`` with records, token confidence, retrieval and an NLI cross-encoder."""
+
+    def __init__(
+        self,
+        scorer: PairScorer,
+        embedder: TextEmbedder,
+        *,
+        thresholds: NliThresholds | None = None,
+        confidence: ConfidenceThresholds | None = None,
+        granularity: Granularity = "atomic",
+        top_k: int = 4,
+        window_sentences: int = 2,
+    ) -> None:
+        self._scorer = scorer
+        self._embedder = embedder
+        self._thresholds = thresholds or NliThresholds()
+        self._confidence = confidence or ConfidenceThresholds()
+        self._granularity: Granularity = granularity
+        self._top_k = top_k
+        self._window = window_sentences
+        self.pairs_scored = 0
+        self._info = JudgeInfo(
+            name="nli",
+            version=NLI_JUDGE_VERSION,
+            granularity=granularity,
+            thresholds={**self._thresholds.as_dict(), "top_k": float(top_k)},
+            models={scorer.model_name: scorer.sha256, embedder.model_name: embedder.sha256},
+        )
+
+    @property
+    def info(self) -> JudgeInfo:
+        return self._info
+
+    def judge_batch(self, answers: Sequence[AnswerEvent]) -> list[AnswerJudgement]:
+        works = [self._prepare(answer) for answer in answers]
+        self._retrieve(works)
+        pairs = list(dict.fromkeys(_pairs(works)))
+        scores = self._scorer.score(pairs) if pairs else []
+        self.pairs_scored += len(pairs)
+        lookup = dict(zip(pairs, scores, strict=True))
+        return [self._assemble(work, lookup) for work in works]
+
+    # -- level 1 and 2a: no model --------------------------------------------------------
+
+    def _prepare(self, answer: AnswerEvent) -> _AnswerWork:
+        shape = decompose(answer.answer, answer.evidence, self._granularity)
+        units = build_units(answer.question, answer.evidence, self._window)
+        evidence_numbers = frozenset().union(*(numbers(u.text) for u in units))
+        claims = []
+        for claim in shape.claims:
+            work = _ClaimWork(claim)
+            if claim.checked:
+                work.confidence = _confidence(answer, claim, self._confidence)
+                work.settled = _settle_without_model(
+                    answer, claim, work.confidence, units, evidence_numbers
+                )
+            claims.append(work)
+        return _AnswerWork(answer, shape, units, evidence_numbers, claims)
+
+    # -- retrieval: one embedding call for the batch --------------------------------------
+
+    def _retrieve(self, works: Sequence[_AnswerWork]) -> None:
+        texts: dict[str, int] = {}
+        for work in works:
+            if any(c.claim.checked for c in work.claims):
+                for text in [*(c.claim.text for c in work.claims), *(u.text for u in work.units)]:
+                    texts.setdefault(text, len(texts))
+        if not texts:
+            return
+        vectors = self._embedder.embed(list(texts))
+        for work in works:
+            unit_texts = [u.text for u in work.units]
+            unit_vectors = _rows(vectors, [texts[t] for t in unit_texts])
+            for item in work.claims:
+                if not item.claim.checked:
+                    continue
+                claim_vector = vectors[texts[item.claim.text]]
+                if item.settled is None:
+                    item.candidates = rank_candidates(
+                        item.claim.text, claim_vector, unit_texts, unit_vectors, self._top_k
+                    )
+                for subset in citation_subsets(item.claim.resolved):
+                    chosen = [i for i, u in enumerate(work.units) if u.evidence_id in subset]
+                    ranked = rank_candidates(
+                        item.claim.text,
+                        claim_vector,
+                        [unit_texts[i] for i in chosen],
+                        _rows(unit_vectors, chosen),
+                        self._top_k,
+                    )
+                    item.cited[subset] = [
+                        Candidate(chosen[c.unit], c.similarity, c.coverage, c.exact) for c in ranked
+                    ]
+
+    # -- level 2b: decide from the scores ------------------------------------------------
+
+    def _assemble(
+        self, work: _AnswerWork, lookup: Mapping[tuple[str, str], NliScore]
+    ) -> AnswerJudgement:
+        verdicts = []
+        for item in work.claims:
+            claim = item.claim
+            base = unchecked_verdict(claim)
+            if not claim.checked:
+                verdicts.append(base)
+                continue
+            decision = item.settled or self._decide(item.claim, item.candidates, work, lookup)
+
+            def supports(subset: tuple[str, ...], item: _ClaimWork = item) -> bool:
+                return self._subset_supports(item, subset, work, lookup)
+
+            cites = assess_citations(claim.resolved, work.shape.uses_citations, supports)
+            reasons = list(decision.reasons) + citation_reasons(claim, cites.supported)
+            mark = item.confidence.mark if item.confidence else None
+            verdicts.append(
+                base.model_copy(
+                    update={
+                        "verdict": decision.verdict,
+                        "score": round(decision.score, 4),
+                        "reasons": reasons,
+                        "evidence_ids": list(decision.evidence_ids),
+                        "citation_supported": cites.supported,
+                        "citations_needed": list(cites.needed),
+                        "confidence": mark,
+                    }
+                )
+            )
+        return decide(
+            verdicts,
+            [s.text for s in work.shape.sentences],
+            abstained=work.shape.abstained,
+            answerable=work.answer.answerable,
+        )
+
+    def _decide(
+        self,
+        claim: Claim,
+        candidates: Sequence[Candidate],
+        work: _AnswerWork,
+        lookup: Mapping[tuple[str, str], NliScore],
+    ) -> _Settled:
+        t = self._thresholds
+        if not candidates:
+            return _Settled(VerdictLabel.UNSUPPORTED, 0.0, ("NO_EVIDENCE",))
+        scored = [(c, lookup[(work.units[c.unit].text, claim.text)]) for c in candidates]
+        flipped = [c for c, _ in scored if self._flips(claim.text, work.units[c.unit], c)]
+        entailing = [(c, s) for c, s in scored if s.entailment >= t.entailment and c not in flipped]
+        best_entail = max((s.entailment for _, s in scored if _ not in flipped), default=0.0)
+        relevant = [(c, s) for c, s in scored if c.coverage >= t.contradiction_min_coverage]
+        best_contra = max(relevant, key=lambda cs: cs[1].contradiction, default=None)
+        if (
+            best_contra is not None
+            and best_contra[1].contradiction >= t.contradiction
+            and best_contra[1].contradiction > best_entail
+        ):
+            unit = work.units[best_contra[0].unit]
+            return _Settled(
+                VerdictLabel.CONTRADICTED,
+                best_entail,
+                (
+                    f"NLI_CONTRADICTION: {best_contra[1].contradiction:.2f} against "
+                    f"{unit.evidence_id}: {_clip(unit.text)}",
+                ),
+                (unit.evidence_id,),
+            )
+        if entailing:
+            candidate, score = max(entailing, key=lambda cs: cs[1].entailment)
+            unit = work.units[candidate.unit]
+            finding = overstated(claim.text, _item_text(work, unit))
+            if finding is not None:
+                return _Settled(
+                    VerdictLabel.UNSUPPORTED,
+                    score.entailment,
+                    (finding.reason_text,),
+                    (unit.evidence_id,),
+                )
+            return _Settled(VerdictLabel.SUPPORTED, score.entailment, (), (unit.evidence_id,))
+        if flipped:
+            unit = work.units[flipped[0].unit]
+            return _Settled(
+                VerdictLabel.CONTRADICTED,
+                best_entail,
+                (f"NEGATION_FLIP: against {unit.evidence_id}: {_clip(unit.text)}",),
+                (unit.evidence_id,),
+            )
+        top = max(scored, key=lambda cs: cs[1].entailment)[0]
+        unit = work.units[top.unit]
+        return _Settled(
+            VerdictLabel.UNSUPPORTED,
+            best_entail,
+            (f"NOT_ENTAILED: best {best_entail:.2f} < {t.entailment:.2f} ({unit.evidence_id})",),
+            (unit.evidence_id,),
+        )
+
+    def _flips(self, claim: str, unit: EvidenceUnit, candidate: Candidate) -> bool:
+        """A single evidence sentence about the same thing, with the opposite polarity.
+        Windows are skipped: a negation in the neighbouring sentence proves nothing."""
+        threshold = self._thresholds.negation_min_coverage
+        return (
+            not unit.is_window
+            and candidate.coverage >= threshold
+            and flips_negation(claim, unit.text, threshold)
+        )
+
+    def _subset_supports(
+        self,
+        item: _ClaimWork,
+        subset: tuple[str, ...],
+        work: _AnswerWork,
+        lookup: Mapping[tuple[str, str], NliScore],
+    ) -> bool:
+        """Citation recall: does the cited evidence alone (plus the question) back it?"""
+        claim_numbers = numbers(item.claim.text)
+        subset_text = " ".join(u.text for u in work.units if u.evidence_id in subset)
+        if claim_numbers - numbers(subset_text) - numbers(work.answer.question or ""):
+            return False
+        decision = self._decide(item.claim, item.cited.get(subset, []), work, lookup)
+        return decision.verdict is VerdictLabel.SUPPORTED
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _pairs(works: Iterable[_AnswerWork]) -> Iterable[tuple[str, str]]:
+    """Every (premise, hypothesis) the batch needs: retrieved units and cited units."""
+    for work in works:
+        for item in work.claims:
+            for candidate in item.candidates:
+                yield work.units[candidate.unit].text, item.claim.text
+            for cited in item.cited.values():
+                for candidate in cited:
+                    yield work.units[candidate.unit].text, item.claim.text
+
+
+def _rows(matrix: NDArray[np.float32], indices: Sequence[int]) -> NDArray[np.float32]:
+    if not indices:
+        return np.zeros((0, matrix.shape[1]), dtype=np.float32)
+    rows: NDArray[np.float32] = matrix[np.asarray(indices)]
+    return rows
+
+
+def _confidence(
+    answer: AnswerEvent, claim: Claim, thresholds: ConfidenceThresholds
+) -> SentenceConfidence | None:
+    if not answer.tokens:
+        return None
+    confirmed = confirmed_values(claim.text, answer.evidence)
+    return sentence_confidence(
+        answer.tokens, claim.start, claim.end, thresholds, confirmed=confirmed
+    )
+
+
+def _settle_without_model(
+    answer: AnswerEvent,
+    claim: Claim,
+    confidence: SentenceConfidence | None,
+    units: Sequence[EvidenceUnit],
+    evidence_numbers: frozenset[str],
+) -> _Settled | None:
+    """Levels 1 and 2a plus the number rule: a verdict, or None to ask the model."""
+    if confidence is not None and confidence.mark is ConfidenceMark.CUT:
+        return _Settled(VerdictLabel.UNSUPPORTED, 0.0, tuple(confidence.reasons))
+    if claim.claim_class is ClaimClass.RECORD:
+        finding = check_record(claim.text, answer.evidence)
+        if finding is not None and finding.verdict is not None:
+            return _Settled(
+                finding.verdict,
+                0.0,
+                (finding.reason_text,),
+                (finding.evidence_id,) if finding.evidence_id else (),
+            )
+    evidence_text = " ".join(u.text for u in units).lower()
+    unnamed = sorted(name for name in names(claim.text) if name not in evidence_text)
+    if unnamed:
+        return _Settled(
+            VerdictLabel.UNSUPPORTED, 0.0, (f"NAME_NOT_IN_EVIDENCE: {', '.join(unnamed)}",)
+        )
+    missing = numbers(claim.text) - evidence_numbers
+    if missing:
+        shown = ", ".join(sorted(missing))
+        if evidence_numbers:
+            return _Settled(
+                VerdictLabel.CONTRADICTED, 0.0, (f"NUMBER_MISMATCH: {shown} not in the evidence",)
+            )
+        return _Settled(VerdictLabel.UNSUPPORTED, 0.0, (f"NUMBER_NOT_IN_EVIDENCE: {shown}",))
+    return None
+
+
+def _item_text(work: _AnswerWork, unit: EvidenceUnit) -> str:
+    """The whole evidence item a unit came from: a hedge may sit in the next sentence."""
+    for item in work.answer.evidence:
+        if item.id == unit.evidence_id:
+            return item.text
+    return unit.text
+
+
+def _clip(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,201 @@
+"""The NLI judge's logic with fake models: which level settles a claim, with which reason,
+and that a batch makes one embedding call and one NLI call."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from conftest import BagOfWordsEmbedder, OverlapScorer
+
+from streamproc.events import (
+    Action,
+    AnswerEvent,
+    ConfidenceMark,
+    TokenLogprob,
+    VerdictLabel,
+)
+from streamproc.judge.nli_judge import NliJudge, NliThresholds
+
+NOTE = "Incomplete orders cannot be delivered or billed. The supplier delivered 90 of 100 pieces."
+
+
+def event(answer: str, evidence: list[dict[str, Any]] | None = None, **extra: Any) -> AnswerEvent:
+    return AnswerEvent.model_validate(
+        {
+            "event_id": "e",
+            "answer_id": "a",
+            "conversation_id": "c",
+            "tenant": "t",
+            "assistant_id": "bot",
+            "model": "m",
+            "occurred_at": datetime(2026, 1, 1, tzinfo=UTC),
+            "question": "What about the order?",
+            "answer": answer,
+            "evidence": evidence if evidence is not None else [{"id": "D1", "text": NOTE}],
+            **extra,
+        }
+    )
+
+
+def judge(scorer: OverlapScorer, embedder: BagOfWordsEmbedder) -> NliJudge:
+    return NliJudge(
+        scorer, embedder, thresholds=NliThresholds(entailment=0.6), granularity="sentence"
+    )
+
+
+def only_claim(judgement: Any) -> Any:
+    [claim] = judgement.claims
+    return claim
+
+
+def test_verbatim_claim_is_supported_and_the_batch_is_scored_once(
+    scorer: OverlapScorer, embedder: BagOfWordsEmbedder
+) -> None:
+    nli = judge(scorer, embedder)
+    first, second = nli.judge_batch(
+        [
+            event("The supplier delivered 90 of 100 pieces [D1]."),
+            event("Incomplete orders cannot be delivered."),
+        ]
+    )
+    assert only_claim(first).verdict is VerdictLabel.SUPPORTED
+    assert only_claim(first).evidence_ids == ["D1"]
+    assert only_claim(first).citation_supported is True
+    assert only_claim(second).verdict is VerdictLabel.SUPPORTED
+    assert first.action is Action.PASS
+    assert len(scorer.calls) == 1, "one NLI call for the whole batch"
+    assert nli.info.models == {"fake-nli": "1" * 64, "fake-embedder": "0" * 64}
+
+
+def test_changed_number_is_contradicted_without_the_model(
+    scorer: OverlapScorer, embedder: BagOfWordsEmbedder
+) -> None:
+    [result] = judge(scorer, embedder).judge_batch(
+        [event("The supplier delivered 80 of 100 pieces.")]
+    )
+    claim = only_claim(result)
+    assert claim.verdict is VerdictLabel.CONTRADICTED
+    assert claim.reasons[0].startswith("NUMBER_MISMATCH: 80")
+    assert scorer.calls == [], "settled before NLI"
+
+
+def test_negation_flip_is_contradicted(scorer: OverlapScorer, embedder: BagOfWordsEmbedder) -> None:
+    [result] = judge(scorer, embedder).judge_batch([event("Incomplete orders can be billed.")])
+    claim = only_claim(result)
+    assert claim.verdict is VerdictLabel.CONTRADICTED
+    assert claim.reasons[0].startswith("NEGATION_FLIP")
+    assert claim.evidence_ids == ["D1"]
+
+
+def test_unsupported_addition(scorer: OverlapScorer, embedder: BagOfWordsEmbedder) -> None:
+    [result] = judge(scorer, embedder).judge_batch(
+        [event("The plant manager must sign a waiver for incomplete orders.")]
+    )
+    claim = only_claim(result)
+    assert claim.verdict is VerdictLabel.UNSUPPORTED
+    assert claim.reasons[0].startswith("NOT_ENTAILED")
+    assert result.action is Action.WITHHOLD
+
+
+def test_swapped_entity_is_not_supported(
+    scorer: OverlapScorer, embedder: BagOfWordsEmbedder
+) -> None:
+    evidence = [{"id": "D1", "text": "Globex acquired Initech in March."}]
+    [result] = judge(scorer, embedder).judge_batch(
+        [event("Initech was acquired by Umbrella in March.", evidence)]
+    )
+    assert only_claim(result).verdict is not VerdictLabel.SUPPORTED
+
+
+def test_clear_contradiction_from_a_relevant_unit(
+    scorer: OverlapScorer, embedder: BagOfWordsEmbedder
+) -> None:
+    evidence = [{"id": "D1", "text": "CONTRADICTS: the warehouse ships orders once a week."}]
+    [result] = judge(scorer, embedder).judge_batch(
+        [event("The warehouse ships orders every day.", evidence)]
+    )
+    claim = only_claim(result)
+    assert claim.verdict is VerdictLabel.CONTRADICTED
+    assert claim.reasons[0].startswith("NLI_CONTRADICTION")
+
+
+RECORD = {
+    "id": "ORDER-1",
+    "kind": "record",
+    "text": "order 55012: status processing, total 120.00 EUR",
+    "fields": {"order_id": "55012", "status": "processing", "total": "120.00", "currency": "EUR"},
+}
+
+
+def test_record_state_mismatch(scorer: OverlapScorer, embedder: BagOfWordsEmbedder) -> None:
+    [result] = judge(scorer, embedder).judge_batch(
+        [event("Your order 55012 has been shipped.", [RECORD])]
+    )
+    claim = only_claim(result)
+    assert claim.verdict is VerdictLabel.CONTRADICTED
+    assert claim.reasons[0].startswith("RECORD_STATE_MISMATCH")
+
+
+def test_refused_tool_call(scorer: OverlapScorer, embedder: BagOfWordsEmbedder) -> None:
+    refused = {
+        "id": "refund_order",
+        "kind": "tool_result",
+        "text": "refund_order(order_id=55012, amount=120.00): refused - over the agent's limit",
+        "fields": {"order_id": "55012", "amount": "120.00"},
+        "executed": False,
+    }
+    [result] = judge(scorer, embedder).judge_batch(
+        [event("I have refunded 120.00 EUR for your order 55012.", [RECORD, refused])]
+    )
+    claim = only_claim(result)
+    assert claim.verdict is VerdictLabel.CONTRADICTED
+    assert claim.reasons[0].startswith("NOT_EXECUTED")
+
+
+def test_shaky_number_in_logprobs_is_cut(
+    scorer: OverlapScorer, embedder: BagOfWordsEmbedder
+) -> None:
+    answer = "The supplier delivered 90 of 100 pieces."
+    words = ["The", " supplier", " delivered", " 90", " of", " 100", " pieces", "."]
+    probabilities = [0.99, 0.95, 0.9, 0.05, 0.99, 0.97, 0.96, 0.99]
+    tokens, offset = [], 0
+    for text, p in zip(words, probabilities, strict=True):
+        tokens.append(TokenLogprob(text=text, logprob=__import__("math").log(p), offset=offset))
+        offset += len(text)
+    [result] = judge(scorer, embedder).judge_batch([event(answer, tokens=tokens)])
+    claim = only_claim(result)
+    assert claim.confidence is ConfidenceMark.CUT
+    assert claim.verdict is VerdictLabel.UNSUPPORTED
+    assert any(r.startswith("SHAKY_SPECIFIC") for r in claim.reasons)
+
+
+def test_overstatement(scorer: OverlapScorer, embedder: BagOfWordsEmbedder) -> None:
+    evidence = [
+        {
+            "id": "S1",
+            "text": "The trial suggests the drug may reduce symptoms in some patients. "
+            "The effect on symptoms was small and not statistically significant.",
+        }
+    ]
+    [result] = judge(scorer, embedder).judge_batch(
+        [event("The drug always reduces symptoms in patients.", evidence)]
+    )
+    claim = only_claim(result)
+    assert claim.verdict is VerdictLabel.UNSUPPORTED
+    assert claim.reasons[0].startswith("OVERSTATED")
+
+
+def test_citation_to_the_wrong_passage(scorer: OverlapScorer, embedder: BagOfWordsEmbedder) -> None:
+    evidence = [
+        {"id": "D1", "text": "The payment run pays every invoice that is due and not blocked."},
+        {"id": "D2", "text": "Safety stock is a buffer quantity for uncertain demand."},
+    ]
+    [result] = judge(scorer, embedder).judge_batch(
+        [event("The payment run pays every invoice that is due and not blocked [D2].", evidence)]
+    )
+    claim = only_claim(result)
+    assert claim.verdict is VerdictLabel.SUPPORTED
+    assert claim.citation_supported is False
+    assert claim.citations_needed == [False]
+    assert "CITATION_NOT_SUPPORTING" in claim.reasons
