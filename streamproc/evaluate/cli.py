@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from streamproc.config import JudgeSettings, Settings
+from streamproc.evaluate.benchmark import add_benchmark_arguments, run_benchmark
 from streamproc.evaluate.cases import LabelMismatch
 from streamproc.evaluate.loaders import LoadError, default_cases, load_cases
 from streamproc.evaluate.metrics import agreement, scores
@@ -32,9 +33,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "what",
-        choices=["check", "agree", "score"],
-        metavar="check|agree|score",
-        help="per-claim verdicts | judge against people | the score report",
+        choices=["check", "agree", "score", "benchmark"],
+        metavar="check|agree|score|benchmark",
+        help="per-claim verdicts | judge against people | the score report | "
+        "metrics with intervals on the benchmark files (see the benchmark options)",
     )
     parser.add_argument("--judge", choices=available_judges(), default="rules")
     parser.add_argument(
@@ -54,6 +56,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         choices=["sentence", "atomic"],
         help="claim granularity (claim-labelled cases are always judged per sentence)",
     )
+    add_benchmark_arguments(parser)
     parser.set_defaults(func=run_eval)
 
 
@@ -67,6 +70,8 @@ def _settings(args: argparse.Namespace) -> JudgeSettings:
 
 def run_eval(args: argparse.Namespace) -> int:
     """Run one report; 0 on success, 2 when the input cannot be used (message on stderr)."""
+    if args.what == "benchmark":
+        return run_benchmark(args, _settings(args))
     if args.penalty < 0:
         print("--penalty must be 0 or more", file=sys.stderr)
         return 2

@@ -1,0 +1,728 @@
+"""``streamproc eval benchmark``: the judge against third-party labels, with intervals.
+
+Where ``agree`` and ``score`` reproduce the course lab, this measures the judge on the
+labelled benchmarks of ``data/`` (RAGTruth, HaluEval QA): is an answer the judge calls
+hallucinated one people call hallucinated? Numbers are per task type, because the
+tasks fail differently, and each comes with a 95 % interval, because a few hundred
+answers leave a wide one. Only the ``report`` half of the fixed split
+(:mod:`streamproc.evaluate.splits`) should be quoted; ``calibrate`` is for tuning.
+
+Intervals: Wilson for precision and recall (a rate of independent answers); a
+percentile bootstrap over answers for F1 and balanced accuracy (no closed form), seeded
+so a rerun prints the same digits. Claim-level numbers resample whole answers (a
+cluster bootstrap), since the claims of one answer are not independent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal, TextIO
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import ValidationError
+
+from streamproc.config import JudgeSettings, Settings
+from streamproc.evaluate.cases import LabelledCase, person_verdicts
+from streamproc.evaluate.loaders import LoadError, benchmark_row_to_event
+from streamproc.evaluate.splits import SPLIT_DESCRIPTION, Split, split_of
+from streamproc.events import AnswerEvent, AnswerJudgement, JudgeInfo, VerdictLabel
+from streamproc.judge import Judge, build_judge
+from streamproc.stats import wilson_interval
+
+__all__ = [
+    "TASKS",
+    "BenchmarkItem",
+    "BenchmarkResult",
+    "BinaryReport",
+    "Confusion",
+    "Evaluation",
+    "add_benchmark_arguments",
+    "benchmark_json",
+    "binary_report",
+    "bootstrap_intervals",
+    "default_data_files",
+    "dump_rows",
+    "evaluate",
+    "judge_items",
+    "load_items",
+    "render_benchmark",
+    "run_benchmark",
+    "task_type_of",
+]
+
+SplitChoice = Literal["calibrate", "report", "all"]
+TASKS: Final = ("QA", "Summary", "Data2txt")
+DEFAULT_FILES: Final = ("ragtruth_dev.jsonl", "halueval_qa_dev.jsonl")
+DEFAULT_SEED: Final = 20250106
+DEFAULT_RESAMPLES: Final = 1000
+_REPO = Path(__file__).resolve().parents[2]
+_SPAN_DATASETS = ("ragtruth",)  # word-level human spans; HaluEval's span is the whole answer
+
+
+# ------------------------------------------------------------------------------ loading
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkItem:
+    """One labelled answer, with what the report groups it by."""
+
+    row_id: str
+    dataset: str
+    task_type: str
+    split: Split
+    case: LabelledCase
+
+    @property
+    def label(self) -> bool | None:
+        """People's answer-level call (``response_label``): True = hallucinated."""
+        labels = self.case.event.labels
+        if labels is None or labels.response is None:
+            return None
+        return labels.response == "hallucinated"
+
+    @property
+    def span_labelled(self) -> bool:
+        """Word-level spans exist, so claim-level numbers mean something."""
+        labels = self.case.event.labels
+        has_spans = labels is not None and labels.spans is not None
+        return has_spans and self.dataset.lower().startswith(_SPAN_DATASETS)
+
+
+def default_data_files(repo: Path = _REPO) -> list[Path]:
+    """Both dev files under ``<repo>/../shared/data`` (absent on a user's fresh clone)."""
+    data = (repo / ".." / "shared" / "data").resolve()
+    return [data / name for name in DEFAULT_FILES]
+
+
+def task_type_of(event: AnswerEvent) -> str:
+    """Task type of an AnswerEvent line, which lost the row's ``task_type`` field.
+
+    The loader names benchmark assistants ``<dataset>-<task>``; anything else that
+    carries a question is question answering.
+    """
+    suffix = event.assistant_id.rsplit("-", 1)[-1].lower()
+    by_suffix = {task.lower(): task for task in TASKS}
+    return by_suffix.get(suffix, "QA" if event.question else "other")
+
+
+def _dataset_of(event: AnswerEvent) -> str:
+    source = event.labels.source if event.labels else None
+    return (source or event.assistant_id).split()[0].split("-")[0]
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise LoadError(f"cannot read {path}: {error}") from error
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise LoadError(f"{path.name}: line {number} is not valid JSON ({error})") from None
+        if not isinstance(row, dict):
+            raise LoadError(f"{path.name}: line {number} is not a JSON object")
+        yield number, row
+
+
+def _item(path: Path, number: int, row: dict[str, Any]) -> BenchmarkItem:
+    origin = f"{path.name}:{number}"
+    try:
+        if "retrieved" in row:
+            raise LoadError("lab-format case: use `streamproc eval agree --cases` for those")
+        if "dataset" in row and "event_id" not in row:
+            event = benchmark_row_to_event(row, number - 1)
+            dataset, task = str(row["dataset"]), str(row.get("task_type") or "QA")
+        else:
+            event = AnswerEvent.model_validate(row)
+            dataset, task = _dataset_of(event), task_type_of(event)
+    except LoadError as error:
+        raise LoadError(f"{origin}: {error}") from None
+    except (ValidationError, KeyError, TypeError, ValueError) as error:
+        raise LoadError(f"{origin}: not a usable benchmark row ({error})") from None
+    row_id = event.answer_id
+    return BenchmarkItem(row_id, dataset, task, split_of(row_id), LabelledCase(event, origin))
+
+
+def load_items(
+    paths: Sequence[Path],
+    split: SplitChoice = "report",
+    limit: int | None = None,
+    counts: Counter[tuple[str, str, str]] | None = None,
+) -> list[BenchmarkItem]:
+    """Rows of ``paths`` in file order: only ``split`` (unless "all"), at most ``limit``
+    per file. ``counts`` (if given) receives (split, task, label) for *every* row read,
+    so the report can show what both halves hold."""
+    items: list[BenchmarkItem] = []
+    for path in paths:
+        taken = 0
+        for number, row in _lines(path):
+            item = _item(path, number, row)
+            if counts is not None:
+                label = {True: "hallucinated", False: "faithful", None: "unlabelled"}[item.label]
+                counts[(item.split, item.task_type, label)] += 1
+            if (split != "all" and item.split != split) or (limit is not None and taken >= limit):
+                continue
+            items.append(item)
+            taken += 1
+    return items
+
+
+# ------------------------------------------------------------------------------ judging
+
+
+def judge_items(
+    items: Sequence[BenchmarkItem],
+    judge: Judge,
+    batch_size: int,
+    progress: TextIO | None = None,
+    every: int = 200,
+) -> tuple[list[AnswerJudgement], float]:
+    """Judgements in input order and the judging wall time (s), in micro-batches as a
+    worker would send them. A slow judge reports progress about every ``every`` answers."""
+    judgements: list[AnswerJudgement] = []
+    started = time.perf_counter()
+    for at in range(0, len(items), batch_size):
+        batch = [item.case.event for item in items[at : at + batch_size]]
+        judgements += judge.judge_batch(batch)
+        done = len(judgements)
+        if progress is not None and (done // every > (done - len(batch)) // every):
+            elapsed = time.perf_counter() - started
+            print(
+                f"judged {done}/{len(items)} answers in {elapsed:.1f} s "
+                f"({done / elapsed:.1f} answers/s)",
+                file=progress,
+                flush=True,
+            )
+    return judgements, time.perf_counter() - started
+
+
+# ------------------------------------------------------------------------------ metrics
+
+
+@dataclass(frozen=True, slots=True)
+class Confusion:
+    """Counts for "hallucinated" (an answer) or "not supported" (a claim) as positive."""
+
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    tn: int = 0
+
+    @classmethod
+    def of(cls, label: bool, predicted: bool) -> Confusion:
+        return cls(
+            tp=int(label and predicted),
+            fp=int(predicted and not label),
+            fn=int(label and not predicted),
+            tn=int(not label and not predicted),
+        )
+
+    def __add__(self, other: Confusion) -> Confusion:
+        return Confusion(
+            self.tp + other.tp, self.fp + other.fp, self.fn + other.fn, self.tn + other.tn
+        )
+
+    @property
+    def n(self) -> int:
+        return self.tp + self.fp + self.fn + self.tn
+
+    @property
+    def positives(self) -> int:
+        return self.tp + self.fn
+
+    def as_row(self) -> tuple[int, int, int, int]:
+        return self.tp, self.fp, self.fn, self.tn
+
+
+_METRICS: Final = ("precision", "recall", "f1", "balanced_accuracy")
+
+
+def _metric_arrays(counts: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+    """The four metrics for every row of (tp, fp, fn, tn); NaN where undefined (0/0)."""
+    tp, fp, fn, tn = counts.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        recall = tp / (tp + fn)
+        return {
+            "precision": tp / (tp + fp),
+            "recall": recall,
+            "f1": 2 * tp / (2 * tp + fp + fn),
+            "balanced_accuracy": (recall + tn / (tn + fp)) / 2,
+        }
+
+
+def _value(counts: Confusion) -> dict[str, float | None]:
+    arrays = _metric_arrays(np.array([counts.as_row()], dtype=np.float64))
+    return {k: (None if np.isnan(v[0]) else float(v[0])) for k, v in arrays.items()}
+
+
+def bootstrap_intervals(
+    units: Sequence[Confusion],
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> dict[str, tuple[float, float] | None]:
+    """95 % percentile intervals of each metric, resampling ``units`` with replacement.
+
+    A unit is one answer: its single outcome (answer level) or the sum over its claims
+    (claim level). A fresh generator per call, so a group's interval does not depend on
+    which other groups were computed first. Undefined resamples (0/0) are dropped.
+    """
+    if not units:
+        return dict.fromkeys(_METRICS)
+    rng = np.random.default_rng(seed)
+    table = np.array([u.as_row() for u in units], dtype=np.float64)
+    sums = []
+    for at in range(0, resamples, 200):  # bounded memory for a few thousand units
+        picks = rng.integers(0, len(units), size=(min(200, resamples - at), len(units)))
+        sums.append(table[picks].sum(axis=1))
+    arrays = _metric_arrays(np.concatenate(sums))
+    out: dict[str, tuple[float, float] | None] = {}
+    for name, values in arrays.items():
+        finite = values[~np.isnan(values)]
+        low, high = np.percentile(finite, [2.5, 97.5]) if finite.size else (np.nan, np.nan)
+        out[name] = None if np.isnan(low) else (float(low), float(high))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class BinaryReport:
+    """Counts, point values and 95 % intervals (None where undefined)."""
+
+    counts: Confusion
+    units: int
+    values: dict[str, float | None]
+    intervals: dict[str, tuple[float, float] | None]
+    methods: dict[str, str]
+
+
+def binary_report(
+    units: Sequence[Confusion],
+    *,
+    clustered: bool = False,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> BinaryReport:
+    """Answer level (``clustered=False``): Wilson for precision/recall, bootstrap for F1
+    and balanced accuracy. Claim level: a cluster bootstrap over answers for all four."""
+    total = sum(units, Confusion())
+    boot = bootstrap_intervals(units, resamples, seed)
+    intervals = dict(boot)
+    methods = dict.fromkeys(_METRICS, "cluster bootstrap" if clustered else "bootstrap")
+    if not clustered:
+        intervals["precision"] = wilson_interval(total.tp, total.tp + total.fp)
+        intervals["recall"] = wilson_interval(total.tp, total.tp + total.fn)
+        methods["precision"] = methods["recall"] = "wilson"
+    return BinaryReport(total, len(units), _value(total), intervals, methods)
+
+
+# ------------------------------------------------------------------------------ results
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """The numbers of one run: answer level overall and per task, and claim level on the
+    span-labelled (RAGTruth) answers."""
+
+    answers: BinaryReport
+    per_task: dict[str, BinaryReport]
+    claims: BinaryReport | None
+    claims_per_task: dict[str, BinaryReport]
+    spans: int
+    uncovered_spans: int
+    unlabelled: int
+    no_checked_claims: int
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkResult:
+    """Everything one run measured, with how; rendered as text, markdown or JSON."""
+
+    split: SplitChoice
+    judge: JudgeInfo
+    granularity: str
+    batch_size: int
+    files: list[Path]
+    split_counts: Counter[tuple[str, str, str]]
+    metrics: Evaluation
+    load_s: float
+    elapsed_s: float
+    resamples: int
+    seed: int
+
+    @property
+    def judged(self) -> int:
+        return self.metrics.answers.units + self.metrics.unlabelled
+
+    @property
+    def answers_per_s(self) -> float | None:
+        return self.judged / self.elapsed_s if self.elapsed_s > 0 else None
+
+
+def _claim_confusion(item: BenchmarkItem, judgement: AnswerJudgement) -> tuple[Confusion, int]:
+    """The answer's checked claims against the spans: positive = not supported.
+    Also how many labelled spans no checked claim overlaps."""
+    person, uncovered = person_verdicts(item.case, judgement)
+    total = Confusion()
+    for claim, verdict in zip(judgement.claims, person, strict=True):
+        if verdict is None or claim.verdict is None:
+            continue
+        total += Confusion.of(
+            verdict is not VerdictLabel.SUPPORTED, claim.verdict is not VerdictLabel.SUPPORTED
+        )
+    return total, uncovered
+
+
+def evaluate(
+    items: Sequence[BenchmarkItem],
+    judgements: Sequence[AnswerJudgement],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> Evaluation:
+    """Score ``judgements`` (in ``items`` order) against people's labels."""
+    answers: dict[str, list[Confusion]] = {}
+    claims: dict[str, list[Confusion]] = {}
+    spans = uncovered = 0
+    for item, judgement in zip(items, judgements, strict=True):
+        if item.label is not None:
+            answers.setdefault(item.task_type, []).append(
+                Confusion.of(item.label, judgement.hallucinated)
+            )
+        if item.span_labelled:
+            unit, missed = _claim_confusion(item, judgement)
+            claims.setdefault(item.task_type, []).append(unit)
+            spans += len(item.case.spans or [])
+            uncovered += missed
+
+    def report(units: Sequence[Confusion], clustered: bool) -> BinaryReport:
+        return binary_report(units, clustered=clustered, resamples=resamples, seed=seed)
+
+    def every(groups: Mapping[str, list[Confusion]]) -> list[Confusion]:
+        return [unit for task in _ordered(groups) for unit in groups[task]]
+
+    return Evaluation(
+        answers=report(every(answers), False),
+        per_task={t: report(answers[t], False) for t in _ordered(answers)},
+        claims=report(every(claims), True) if claims else None,
+        claims_per_task={t: report(claims[t], True) for t in _ordered(claims)},
+        spans=spans,
+        uncovered_spans=uncovered,
+        unlabelled=sum(item.label is None for item in items),
+        no_checked_claims=sum(j.checked_claims == 0 for j in judgements),
+    )
+
+
+def _rank(task: str) -> tuple[int, str]:
+    """QA, Summary, Data2txt first, in that order; anything else after, by name."""
+    return (TASKS.index(task) if task in TASKS else len(TASKS), task)
+
+
+def _ordered(tasks: Mapping[str, object]) -> list[str]:
+    return sorted(tasks, key=_rank)
+
+
+# ------------------------------------------------------------------------------ output
+
+
+def _report_json(report: BinaryReport) -> dict[str, Any]:
+    out: dict[str, Any] = {"n": report.counts.n, "positives": report.counts.positives}
+    out.update(zip(("tp", "fp", "fn", "tn"), report.counts.as_row(), strict=True))
+    for name in _METRICS:
+        interval = report.intervals[name]
+        out[name] = report.values[name]
+        out[f"{name}_ci"] = list(interval) if interval else None
+    return out
+
+
+def benchmark_json(result: BenchmarkResult) -> dict[str, Any]:
+    """One JSON object: overall answer-level metrics at the top level (``n``,
+    ``precision``, ``recall``, ``f1``, ``balanced_accuracy`` and their ``*_ci``), then
+    ``per_task``, ``claims`` and how the run was made."""
+    m = result.metrics
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    for (split, task, label), n in sorted(result.split_counts.items()):
+        counts.setdefault(split, {}).setdefault(task, {})[label] = n
+    claims = None
+    if m.claims is not None:
+        claims = {
+            **_report_json(m.claims),
+            "answers": m.claims.units,
+            "spans": m.spans,
+            "uncovered_spans": m.uncovered_spans,
+            "per_task": {t: _report_json(r) for t, r in m.claims_per_task.items()},
+        }
+    return {
+        **_report_json(m.answers),
+        "per_task": {t: _report_json(r) for t, r in m.per_task.items()},
+        "claims": claims,
+        "unlabelled": m.unlabelled,
+        "no_checked_claims": m.no_checked_claims,
+        "split": result.split,
+        "split_description": SPLIT_DESCRIPTION,
+        "split_counts": counts,
+        "judge": result.judge.name,
+        "judge_info": result.judge.model_dump(mode="json"),
+        "granularity": result.granularity,
+        "batch_size": result.batch_size,
+        "data": [str(p) for p in result.files],
+        "intervals": {
+            "level": 0.95,
+            "answer_methods": m.answers.methods,
+            "claim_methods": m.claims.methods if m.claims else None,
+            "resamples": result.resamples,
+            "seed": result.seed,
+        },
+        "load_s": round(result.load_s, 3),
+        "elapsed_s": round(result.elapsed_s, 3),
+        "answers_per_s": result.answers_per_s,
+    }
+
+
+def _estimate(report: BinaryReport, name: str) -> str:
+    value, interval = report.values[name], report.intervals[name]
+    if value is None:
+        return "n/a"
+    return f"{value:.2f} [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else f"{value:.2f}"
+
+
+def _metrics_rows(rows: Mapping[str, BinaryReport]) -> list[list[str]]:
+    body = [["task", "n", "pos", "TP", "FP", "FN", "TN", "precision", "recall", "F1", "bal. acc."]]
+    for name, r in rows.items():
+        counts = [str(x) for x in (r.counts.n, r.counts.positives, *r.counts.as_row())]
+        body.append([name, *counts, *(_estimate(r, m) for m in _METRICS)])
+    return body
+
+
+def _split_rows(counts: Counter[tuple[str, str, str]]) -> list[list[str]]:
+    labels = ["hallucinated", "faithful", "unlabelled"]
+    body = [["split", "task", *labels]]
+    for split, task in sorted({(s, t) for s, t, _ in counts}, key=lambda k: (k[0], _rank(k[1]))):
+        body.append([split, task, *(str(counts[(split, task, label)]) for label in labels)])
+    return body
+
+
+def _text_table(body: list[list[str]]) -> str:
+    """Plain columns: names left-aligned, numbers right-aligned."""
+    widths = [max(len(row[i]) for row in body) for i in range(len(body[0]))]
+    left = {i for i, header in enumerate(body[0]) if header in ("split", "task")}
+
+    def line(row: list[str]) -> str:
+        cells = enumerate(zip(row, widths, strict=True))
+        return "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in cells)
+
+    return "\n".join(line(row) for row in body)
+
+
+def _md_table(body: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(body[0]) + " |", "|" + " --- |" * len(body[0])]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body[1:]])
+
+
+def render_benchmark(result: BenchmarkResult, markdown: bool = False) -> str:
+    """The report as terminal text, or as markdown for a pull request or EVALUATION.md."""
+    table = _md_table if markdown else _text_table
+    m, info = result.metrics, result.judge
+    limits = ", ".join(f"{k} {v:g}" for k, v in sorted(info.thresholds.items()))
+    rate = f"{result.answers_per_s:.1f}" if result.answers_per_s else "n/a"
+    head = [
+        f"Judge: {info.name} v{info.version}, {result.granularity} claims"
+        + (f", {limits}" if limits else ""),
+        f"Split: {result.split}; data: {', '.join(p.name for p in result.files)}",
+        f"Judged {result.judged} answers in {result.elapsed_s:.1f} s ({rate} answers/s, "
+        f"batches of {result.batch_size}; judge built in {result.load_s:.1f} s)",
+    ]
+    blocks = ["\n".join(f"- {line}" for line in head) if markdown else "\n".join(head)]
+    blocks += ["Rows per split, task and label (every row of the files read):"]
+    blocks += [table(_split_rows(result.split_counts))]
+    blocks += ["Answer level: predicted hallucinated (any claim not supported) vs response_label"]
+    blocks += [table(_metrics_rows({"all": m.answers, **m.per_task}))]
+    if m.no_checked_claims:
+        blocks += [f"{m.no_checked_claims} answers had no checked claim (never flagged)."]
+    if m.unlabelled:
+        blocks += [f"{m.unlabelled} answers carry no response label (left out)."]
+    if m.claims is not None:
+        blocks += [
+            f"Claim level (RAGTruth spans; {m.claims.counts.n} checked claims in "
+            f"{m.claims.units} answers): a claim is hallucinated when it overlaps a labelled "
+            "span; positive = judged not supported",
+            table(_metrics_rows({"all": m.claims, **m.claims_per_task})),
+            f"{m.uncovered_spans} of {m.spans} labelled spans overlap no checked claim "
+            "(the judge never had a chance to flag those).",
+        ]
+    blocks += [
+        "95 % intervals in brackets: Wilson for answer-level precision and recall; "
+        f"percentile bootstrap ({result.resamples} resamples of answers, seed {result.seed}) "
+        "for F1 and balanced accuracy, and for every claim-level number (whole answers "
+        "resampled: claims of one answer are not independent)."
+    ]
+    if result.split != "report":
+        blocks += [
+            f"Not the report split: quote numbers from `--split report` only. {SPLIT_DESCRIPTION}"
+        ]
+    return "\n\n".join(blocks) + "\n"
+
+
+def dump_rows(
+    items: Sequence[BenchmarkItem], judgements: Sequence[AnswerJudgement], judge: JudgeInfo
+) -> Iterator[dict[str, Any]]:
+    """One row per answer with every claim's verdict, score, reasons and (RAGTruth) the
+    person's verdict: what threshold calibration needs, without re-running the judge."""
+    name = f"{judge.name} v{judge.version}"
+    for item, judgement in zip(items, judgements, strict=True):
+        person: Sequence[VerdictLabel | None] = (
+            person_verdicts(item.case, judgement)[0]
+            if item.span_labelled
+            else [None] * len(judgement.claims)
+        )
+        label = item.label
+        yield {
+            "id": item.row_id,
+            "dataset": item.dataset,
+            "task_type": item.task_type,
+            "split": item.split,
+            "label": None if label is None else ("hallucinated" if label else "faithful"),
+            "predicted": judgement.hallucinated,
+            "faithfulness": judgement.faithfulness,
+            "checked_claims": judgement.checked_claims,
+            "judge": name,
+            "claims": [
+                {
+                    "index": claim.index,
+                    "start": claim.start,
+                    "end": claim.end,
+                    "text": claim.text,
+                    "class": claim.claim_class.value,
+                    "verdict": claim.verdict.value if claim.verdict else None,
+                    "score": claim.score,
+                    "reasons": claim.reasons,
+                    "person": verdict.value if verdict else None,
+                }
+                for claim, verdict in zip(judgement.claims, person, strict=True)
+            ],
+        }
+
+
+# ----------------------------------------------------------------------------------- CLI
+
+
+def add_benchmark_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``eval benchmark`` (``--judge``, ``--granularity`` and ``--report`` are
+    shared with the other ``eval`` reports)."""
+    group = parser.add_argument_group("benchmark")
+    group.add_argument(
+        "--data",
+        type=Path,
+        action="append",
+        metavar="FILE",
+        help="benchmark JSONL, repeatable (default: both dev files in ../shared/data)",
+    )
+    group.add_argument(
+        "--split",
+        choices=["calibrate", "report", "all"],
+        default="report",
+        help="rows of the fixed split (streamproc/evaluate/splits.py; default: report)",
+    )
+    group.add_argument("--limit", type=int, metavar="N", help="at most N answers per file")
+    group.add_argument("--json", action="store_true", help="print one JSON object")
+    group.add_argument(
+        "--batch-size", type=int, metavar="N", help="answers per judge call (default: worker's)"
+    )
+    group.add_argument(
+        "--dump", type=Path, metavar="FILE.jsonl", help="per-answer, per-claim rows for tuning"
+    )
+    group.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})"
+    )
+    group.add_argument(
+        "--resamples",
+        type=int,
+        metavar="N",
+        default=DEFAULT_RESAMPLES,
+        help=f"bootstrap resamples (default {DEFAULT_RESAMPLES})",
+    )
+
+
+def _data_files(given: Sequence[Path] | None) -> list[Path]:
+    if given:
+        missing = [p for p in given if not p.is_file()]
+        if missing:
+            raise LoadError(f"no such file: {', '.join(map(str, missing))}")
+        return list(given)
+    files = default_data_files()
+    missing = [p for p in files if not p.is_file()]
+    if missing:
+        raise LoadError(
+            f"no --data given and the default benchmark files are missing "
+            f"({', '.join(map(str, missing))}); pass --data FILE (RAGTruth / HaluEval JSONL "
+            "or AnswerEvent JSONL with labels)"
+        )
+    return files
+
+
+def run_benchmark(
+    args: argparse.Namespace,
+    settings: JudgeSettings,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    build: Callable[[JudgeSettings], Judge] = build_judge,
+) -> int:
+    """Run the benchmark; 0 on success, 2 when the input or judge cannot be used.
+
+    ``out``/``err`` default to the *current* sys.stdout/stderr (read at call time, so
+    captured output in tests works); ``build`` is the judge factory (a fake in tests).
+    """
+    out, err = out or sys.stdout, err or sys.stderr
+    batch_size = args.batch_size or Settings().worker.batch_max
+    if batch_size < 1 or (args.limit is not None and args.limit < 1) or args.resamples < 1:
+        print("streamproc eval: --batch-size, --limit and --resamples must be 1 or more", file=err)
+        return 2
+    counts: Counter[tuple[str, str, str]] = Counter()
+    try:
+        files = _data_files(args.data)
+        items = load_items(files, args.split, args.limit, counts)
+        started = time.perf_counter()
+        judge = build(settings)
+        load_s = time.perf_counter() - started
+    except (LoadError, ValueError, ImportError, OSError) as error:
+        print(f"streamproc eval: {error}", file=err)
+        return 2
+    if not items:
+        print(f"streamproc eval: no answers in split {args.split!r} of the given files", file=err)
+        return 2
+    judgements, elapsed = judge_items(items, judge, batch_size, progress=err)
+    result = BenchmarkResult(
+        split=args.split,
+        judge=judge.info,
+        granularity=settings.granularity,
+        batch_size=batch_size,
+        files=files,
+        split_counts=counts,
+        metrics=evaluate(items, judgements, resamples=args.resamples, seed=args.seed),
+        load_s=load_s,
+        elapsed_s=elapsed,
+        resamples=args.resamples,
+        seed=args.seed,
+    )
+    if args.dump:
+        rows = dump_rows(items, judgements, judge.info)
+        with args.dump.open("w", encoding="utf-8") as sink:
+            for row in rows:
+                sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+    if args.json:
+        print(json.dumps(benchmark_json(result), indent=2), file=out)
+    else:
+        print(render_benchmark(result), file=out, end="")
+    report: Path | None = getattr(args, "report", None)
+    if report:
+        report.write_text(render_benchmark(result, markdown=True), encoding="utf-8")
+    return 0
