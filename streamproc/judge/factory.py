@@ -25,7 +25,30 @@ def _rules(settings: JudgeSettings) -> Judge:
     )
 
 
-_BUILDERS: Mapping[str, Callable[[JudgeSettings], Judge]] = MappingProxyType({"rules": _rules})
+def _nli(settings: JudgeSettings) -> Judge:
+    """Loads both models once (sha256-checked); thresholds: the NLI model's manifest."""
+    from dataclasses import fields
+
+    from streamproc.inference.loader import load_embedder, load_nli
+    from streamproc.judge.nli_judge import NliJudge, NliThresholds
+
+    scorer = load_nli(settings.inference)
+    embedder = load_embedder(settings.inference)
+    known = {f.name for f in fields(NliThresholds)}
+    defaults = {k: v for k, v in scorer.manifest.thresholds.items() if k in known}
+    return NliJudge(
+        scorer,
+        embedder,
+        thresholds=NliThresholds(**defaults),
+        granularity=settings.granularity,
+        top_k=settings.top_k,
+        window_sentences=settings.window_sentences,
+    )
+
+
+_BUILDERS: Mapping[str, Callable[[JudgeSettings], Judge]] = MappingProxyType(
+    {"rules": _rules, "nli": _nli}
+)
 
 
 def available_judges() -> tuple[str, ...]:

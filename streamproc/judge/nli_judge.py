@@ -36,7 +36,13 @@ from streamproc.events import (
 )
 from streamproc.judge._protocols import NliScore, PairScorer, TextEmbedder
 from streamproc.judge.citations import assess_citations, citation_subsets
-from streamproc.judge.claims import Claim, Decomposition, Granularity, decompose
+from streamproc.judge.claims import (
+    Claim,
+    Decomposition,
+    Granularity,
+    decompose,
+    split_sentences,
+)
 from streamproc.judge.confidence import (
     ConfidenceThresholds,
     SentenceConfidence,
@@ -60,8 +66,9 @@ NLI_JUDGE_VERSION = "1"
 class NliThresholds:
     """Where the NLI judge draws its lines; defaults come from the model's manifest."""
 
-    entailment: float = 0.6
-    contradiction: float = 0.8
+    entailment: float = 0.5
+    contradiction: float = 0.5
+    min_coverage: float = 0.0
     contradiction_min_coverage: float = 0.5
     negation_min_coverage: float = 0.6
 
@@ -69,6 +76,7 @@ class NliThresholds:
         return {
             "entailment": self.entailment,
             "contradiction": self.contradiction,
+            "min_coverage": self.min_coverage,
             "contradiction_min_coverage": self.contradiction_min_coverage,
             "negation_min_coverage": self.negation_min_coverage,
         }
@@ -149,15 +157,16 @@ class NliJudge:
 
     def _prepare(self, answer: AnswerEvent) -> _AnswerWork:
         shape = decompose(answer.answer, answer.evidence, self._granularity)
-        units = build_units(answer.question, answer.evidence, self._window)
-        evidence_numbers = frozenset().union(*(numbers(u.text) for u in units))
+        every_unit = build_units(answer.question, answer.evidence, self._window)
+        units = _statements_only(every_unit)  # what NLI may see
+        evidence_numbers = frozenset().union(*(numbers(u.text) for u in every_unit))
         claims = []
         for claim in shape.claims:
             work = _ClaimWork(claim)
             if claim.checked:
                 work.confidence = _confidence(answer, claim, self._confidence)
                 work.settled = _settle_without_model(
-                    answer, claim, work.confidence, units, evidence_numbers
+                    answer, claim, work.confidence, every_unit, evidence_numbers
                 )
             claims.append(work)
         return _AnswerWork(answer, shape, units, evidence_numbers, claims)
@@ -174,6 +183,8 @@ class NliJudge:
             return
         vectors = self._embedder.embed(list(texts))
         for work in works:
+            if not any(c.claim.checked for c in work.claims):
+                continue
             unit_texts = [u.text for u in work.units]
             unit_vectors = _rows(vectors, [texts[t] for t in unit_texts])
             for item in work.claims:
@@ -249,7 +260,11 @@ class NliJudge:
             return _Settled(VerdictLabel.UNSUPPORTED, 0.0, ("NO_EVIDENCE",))
         scored = [(c, lookup[(work.units[c.unit].text, claim.text)]) for c in candidates]
         flipped = [c for c, _ in scored if self._flips(claim.text, work.units[c.unit], c)]
-        entailing = [(c, s) for c, s in scored if s.entailment >= t.entailment and c not in flipped]
+        entailing = [
+            (c, s)
+            for c, s in scored
+            if s.entailment >= t.entailment and c.coverage >= t.min_coverage and c not in flipped
+        ]
         best_entail = max((s.entailment for _, s in scored if _ not in flipped), default=0.0)
         relevant = [(c, s) for c, s in scored if c.coverage >= t.contradiction_min_coverage]
         best_contra = max(relevant, key=lambda cs: cs[1].contradiction, default=None)
@@ -389,6 +404,21 @@ def _settle_without_model(
             )
         return _Settled(VerdictLabel.UNSUPPORTED, 0.0, (f"NUMBER_NOT_IN_EVIDENCE: {shown}",))
     return None
+
+
+def _statements_only(units: list[EvidenceUnit]) -> list[EvidenceUnit]:
+    """The question counts as evidence only where it states something ("the order is
+    1.5 percent over the limit"); a question sentence asserts nothing for NLI to entail."""
+    out = []
+    for unit in units:
+        if unit.kind != "question":
+            out.append(unit)
+            continue
+        for start, end in split_sentences(unit.text):
+            sentence = unit.text[start:end].strip()
+            if sentence and not sentence.endswith("?"):
+                out.append(EvidenceUnit(unit.evidence_id, "question", sentence, 0, 0))
+    return out
 
 
 def _item_text(work: _AnswerWork, unit: EvidenceUnit) -> str:

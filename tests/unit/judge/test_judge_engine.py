@@ -96,4 +96,4 @@ def test_info_and_factory() -> None:
     judge = build_judge(JudgeSettings(granularity="sentence", coverage_threshold=0.6))
     assert judge.info.name == "rules" and judge.info.granularity == "sentence"
     assert judge.info.thresholds == {"coverage": 0.6}
-    assert available_judges() == ("rules",)
+    assert available_judges() == ("nli", "rules")

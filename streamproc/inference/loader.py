@@ -1,0 +1,90 @@
+"""Load the configured NLI and embedding models: manifest, sha256 check, session.
+
+All file I/O of the backends happens here, once per load; the scorer classes only take
+what these functions built. Each file is hashed from the same bytes that are then used,
+so a mismatch is refused before anything runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from streamproc.config import InferenceSettings
+from streamproc.inference.embeddings import OnnxEmbedder
+from streamproc.inference.manifest import ModelManifest
+from streamproc.inference.nli import OnnxNliScorer
+from streamproc.inference.onnx_session import OnnxModel, open_session
+from streamproc.inference.registry import ModelRegistry
+from streamproc.inference.tokenize import TextTokenizer
+
+__all__ = ["LoadedModel", "load_embedder", "load_model", "load_nli"]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedModel:
+    """A verified session and tokenizer for one manifest."""
+
+    manifest: ModelManifest
+    model: OnnxModel
+    tokenizer: TextTokenizer
+    sha256: str
+
+
+def load_model(
+    name: str,
+    role: Literal["nli", "embedding"],
+    settings: InferenceSettings,
+    *,
+    registry: ModelRegistry | None = None,
+    make_symbolic: bool = True,
+) -> LoadedModel:
+    """Manifest ``name`` from the registry, its files verified, its session opened.
+
+    ``make_symbolic=False`` keeps a pinned sequence axis (fixed-length padding); it
+    exists for comparisons and benchmarks.
+    """
+    registry = registry or ModelRegistry(settings.models_dir)
+    manifest = registry.get(name)
+    if manifest.role != role:
+        raise ValueError(f"model {name!r} has role {manifest.role!r}, not {role!r}")
+    _, onnx_bytes = registry.read_verified(manifest.onnx)
+    _, tokenizer_bytes = registry.read_verified(manifest.tokenizer)
+    model = open_session(onnx_bytes, settings, manifest.inputs, make_symbolic=make_symbolic)
+    tokenizer = TextTokenizer.from_json(
+        tokenizer_bytes.decode("utf-8"), max_length=manifest.inputs.max_length
+    )
+    return LoadedModel(manifest, model, tokenizer, manifest.onnx.sha256)
+
+
+def load_nli(
+    settings: InferenceSettings,
+    *,
+    registry: ModelRegistry | None = None,
+    make_symbolic: bool = True,
+) -> OnnxNliScorer:
+    """The NLI cross-encoder ``settings.nli_model`` names."""
+    loaded = load_model(
+        settings.nli_model, "nli", settings, registry=registry, make_symbolic=make_symbolic
+    )
+    return OnnxNliScorer(
+        loaded.model,
+        loaded.tokenizer,
+        loaded.manifest,
+        loaded.sha256,
+        batch_size=settings.nli_batch_size,
+    )
+
+
+def load_embedder(
+    settings: InferenceSettings, *, registry: ModelRegistry | None = None
+) -> OnnxEmbedder:
+    """The sentence-embedding model ``settings.embedding_model`` names."""
+    loaded = load_model(settings.embedding_model, "embedding", settings, registry=registry)
+    return OnnxEmbedder(
+        loaded.model,
+        loaded.tokenizer,
+        loaded.manifest,
+        loaded.sha256,
+        batch_size=settings.embedding_batch_size,
+    )
