@@ -79,7 +79,7 @@ def main() -> None:
                 MessageOrigin("assistant.answers", 1, 3, b"conv-43"),
             ),
         ],
-        build_judge(JudgeSettings()),
+        build_judge(JudgeSettings(name="rules")),
         max_event_bytes=512 * 1024,
     )
     fixed = {

@@ -81,7 +81,7 @@ class InferenceSettings(_Group):
 class JudgeSettings(_Group):
     """Which judge decides, and its thresholds."""
 
-    name: Literal["rules", "nli"] = "rules"
+    name: Literal["rules", "nli"] = "nli"
     granularity: Granularity = "atomic"
     coverage_threshold: float = Field(default=0.75, gt=0, le=1)
     top_k: int = Field(default=4, ge=1, description="Evidence candidates per claim for NLI.")

@@ -82,6 +82,10 @@ class OnnxNliScorer:
         return self._tokenizer.max_length
 
     @property
+    def batch_size(self) -> int:
+        return self._batch_size
+
+    @property
     def fixed_length(self) -> int | None:
         """Set when every batch is padded to the graph's pinned length."""
         return self._model.fixed_length

@@ -283,6 +283,17 @@ class NliJudge:
                 ),
                 (unit.evidence_id,),
             )
+        closest_flip = max(flipped, key=lambda c: c.coverage, default=None)
+        closest_entail = max((c.coverage for c, _ in entailing), default=-1.0)
+        if closest_flip is not None and closest_flip.coverage >= closest_entail:
+            # the sentence that talks most closely about the claim says the opposite
+            unit = work.units[closest_flip.unit]
+            return _Settled(
+                VerdictLabel.CONTRADICTED,
+                best_entail,
+                (f"NEGATION_FLIP: against {unit.evidence_id}: {_clip(unit.text)}",),
+                (unit.evidence_id,),
+            )
         if entailing:
             candidate, score = max(entailing, key=lambda cs: cs[1].entailment)
             unit = work.units[candidate.unit]
@@ -295,14 +306,6 @@ class NliJudge:
                     (unit.evidence_id,),
                 )
             return _Settled(VerdictLabel.SUPPORTED, score.entailment, (), (unit.evidence_id,))
-        if flipped:
-            unit = work.units[flipped[0].unit]
-            return _Settled(
-                VerdictLabel.CONTRADICTED,
-                best_entail,
-                (f"NEGATION_FLIP: against {unit.evidence_id}: {_clip(unit.text)}",),
-                (unit.evidence_id,),
-            )
         top = max(scored, key=lambda cs: cs[1].entailment)[0]
         unit = work.units[top.unit]
         return _Settled(
@@ -313,13 +316,15 @@ class NliJudge:
         )
 
     def _flips(self, claim: str, unit: EvidenceUnit, candidate: Candidate) -> bool:
-        """A single evidence sentence about the same thing, with the opposite polarity.
-        Windows are skipped: a negation in the neighbouring sentence proves nothing."""
+        """Some sentence of the unit talks about the same thing with the opposite
+        polarity. Judged per sentence: a negation in a neighbouring sentence proves
+        nothing, and a window around a flipped sentence must not 'entail' the claim."""
         threshold = self._thresholds.negation_min_coverage
-        return (
-            not unit.is_window
-            and candidate.coverage >= threshold
-            and flips_negation(claim, unit.text, threshold)
+        if candidate.coverage < threshold:
+            return False
+        return any(
+            flips_negation(claim, unit.text[start:end], threshold)
+            for start, end in split_sentences(unit.text)
         )
 
     def _subset_supports(

@@ -66,7 +66,7 @@ def test_spans_outside_checked_claims_are_counted(tmp_path: Path) -> None:
     cases = load_cases(
         write_jsonl(tmp_path / "rt.jsonl", [benchmark_row(answer, spans, "faithful")])
     )
-    (result,), _ = judge_cases(cases, JudgeSettings())
+    (result,), _ = judge_cases(cases, JudgeSettings(name="rules"))
     assert result.uncovered_spans == 1 and result.person == (None, None, S)
 
 
@@ -75,7 +75,7 @@ def test_claim_labels_must_line_up(tmp_path: Path) -> None:
     row["labels"]["claims"] = ["supported"]
     cases = load_cases(write_jsonl(tmp_path / "bad.jsonl", [row]))
     with pytest.raises(LabelMismatch, match="3 claims but 1 labels"):
-        judge_cases(cases, JudgeSettings())
+        judge_cases(cases, JudgeSettings(name="rules"))
 
 
 def test_loader_errors_name_the_line(tmp_path: Path) -> None:

@@ -94,7 +94,7 @@ def test_missing_package_or_file_is_reported(tmp_path: Path) -> None:
     with pytest.raises(ModelSourceError, match="'no_such_model_pkg' is not installed"):
         registry.resolve(absent_package)
     absent_file = FileSource(local="tiny", path="gone.onnx", sha256=_WRONG_SHA)
-    with pytest.raises(ModelSourceError, match="gone.onnx"):
+    with pytest.raises(ModelSourceError, match=r"gone\.onnx"):
         registry.resolve(absent_file)
 
 
@@ -118,7 +118,7 @@ def test_read_verified_returns_the_hashed_bytes(tmp_path: Path) -> None:
 def test_loading_refuses_a_mismatched_model(tmp_path: Path) -> None:
     registry = _registry(tmp_path, _WRONG_SHA)
     settings = InferenceSettings(models_dir=tmp_path, nli_model="tiny")
-    with pytest.raises(ModelIntegrityError, match="refusing to load .*model.onnx"):
+    with pytest.raises(ModelIntegrityError, match=r"refusing to load .*model\.onnx"):
         load_nli(settings, registry=registry)
     with pytest.raises(ModelIntegrityError):
         load_nli(settings)  # the registry built from settings.models_dir refuses too

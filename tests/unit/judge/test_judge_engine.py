@@ -76,7 +76,7 @@ def test_the_question_counts_as_evidence() -> None:
 
 
 def test_empty_answers_and_no_pairs_do_not_break_the_batch() -> None:
-    judge = build_judge(JudgeSettings())
+    judge = build_judge(JudgeSettings(name="rules"))
     empty, abstains = judge.judge_batch(
         [event("e", ""), event("n", "I don't know.", question=None)]
     )

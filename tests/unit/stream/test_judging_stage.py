@@ -47,7 +47,7 @@ BAD = answer("e2", "The order was shipped on 3 May [D1].", "The order 7 was ship
 
 
 def test_one_batch_gives_verdicts_flags_outcomes_and_dead_letters() -> None:
-    judge = build_judge(JudgeSettings())
+    judge = build_judge(JudgeSettings(name="rules"))
     output = judge_messages(
         [message(GOOD, 0, "abc"), message(b"{oops", 1), message(BAD, 2)],
         judge,
@@ -68,7 +68,7 @@ def test_one_batch_gives_verdicts_flags_outcomes_and_dead_letters() -> None:
 
 def test_duplicate_event_in_one_batch_is_judged_once() -> None:
     output = judge_messages(
-        [message(GOOD, 0), message(GOOD, 1)], build_judge(JudgeSettings()), max_event_bytes=10**6
+        [message(GOOD, 0), message(GOOD, 1)], build_judge(JudgeSettings(name="rules")), max_event_bytes=10**6
     )
     assert len(output.verdicts) == 1
 
@@ -80,7 +80,7 @@ class _BreaksOn:
 
     def __init__(self, poison: str) -> None:
         self._poison = poison
-        self._inner = build_judge(JudgeSettings())
+        self._inner = build_judge(JudgeSettings(name="rules"))
 
     def judge_batch(self, answers: Sequence[AnswerEvent]) -> list[AnswerJudgement]:
         if any(a.event_id == self._poison for a in answers):

