@@ -123,7 +123,9 @@ def seed_lab(judge: NliJudge) -> tuple[int, int, int, int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[2] / "shared")
+    parser.add_argument(
+        "--shared", type=Path, default=Path(__file__).resolve().parents[2] / "shared"
+    )
     parser.add_argument("--limit-qa", type=int, default=None, help="cap HaluEval rows")
     parser.add_argument("--cache", type=Path, default=None, help="pickle of NLI logits to reuse")
     args = parser.parse_args(argv)

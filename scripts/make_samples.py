@@ -63,7 +63,9 @@ def ragtruth_selection(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shared", type=Path, default=Path("/work/shared"))
+    parser.add_argument(
+        "--shared", type=Path, default=Path(__file__).resolve().parents[2] / "shared"
+    )
     parser.add_argument("--out", type=Path, default=SAMPLES, help="default: streamproc/samples")
     args = parser.parse_args(argv)
     data = args.shared / "data"

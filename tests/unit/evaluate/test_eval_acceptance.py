@@ -12,7 +12,7 @@ import pytest
 
 from streamproc.evaluate.cli import register
 
-SHARED = Path("/work/shared/data")
+SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "data"
 LAB = ["--cases", str(SHARED / "seed_cases.jsonl"), "--notes", str(SHARED / "seed_notes.json")]
 SOURCES = [
     pytest.param([], id="in-repo-sample"),

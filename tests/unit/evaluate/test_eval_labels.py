@@ -19,7 +19,7 @@ from streamproc.evaluate.metrics import agreement, scores
 from streamproc.events import AnswerEvent, VerdictLabel
 
 SAMPLES = Path(__file__).resolve().parents[3] / "streamproc" / "samples"
-SHARED = Path("/work/shared")
+SHARED = Path(__file__).resolve().parents[3].parent / "shared"
 S, C, U = VerdictLabel.SUPPORTED, VerdictLabel.CONTRADICTED, VerdictLabel.UNSUPPORTED
 
 

