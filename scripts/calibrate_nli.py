@@ -57,7 +57,7 @@ def load_cache(path: Path | None) -> dict[tuple[str, str], NDArray[np.float32]]:
     if path is None or not path.exists():
         return {}
     with path.open("rb") as handle:
-        cached: dict[tuple[str, str], NDArray[np.float32]] = pickle.load(handle)  # noqa: S301 - our own file
+        cached: dict[tuple[str, str], NDArray[np.float32]] = pickle.load(handle)
     return cached
 
 
@@ -151,8 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
         )
         return NliJudge(
-            scorer,  # type: ignore[arg-type]
-            embedder,  # type: ignore[arg-type]
+            scorer,
+            embedder,
             thresholds=replace(NliThresholds(), min_coverage=point.min_coverage),
             granularity=granularity,  # type: ignore[arg-type]
             top_k=settings.top_k,

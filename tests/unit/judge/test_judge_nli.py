@@ -6,8 +6,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from conftest import BagOfWordsEmbedder, OverlapScorer
-
 from streamproc.events import (
     Action,
     AnswerEvent,
@@ -16,6 +14,7 @@ from streamproc.events import (
     VerdictLabel,
 )
 from streamproc.judge.nli_judge import NliJudge, NliThresholds
+from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
 
 NOTE = "Incomplete orders cannot be delivered or billed. The supplier delivered 90 of 100 pieces."
 

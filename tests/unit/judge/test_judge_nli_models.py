@@ -34,7 +34,7 @@ def verdict_of(judge: Judge, answer: str, evidence: str) -> VerdictLabel | None:
         model="m",
         occurred_at=datetime(2026, 1, 1, tzinfo=UTC),
         answer=answer,
-        evidence=[{"id": "D08", "text": evidence}],  # type: ignore[list-item]
+        evidence=[{"id": "D08", "text": evidence}],
     )
     [judgement] = judge.judge_batch([event])
     [claim] = judgement.claims
