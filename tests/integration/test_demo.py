@@ -8,6 +8,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from streamproc.samples import load_sample_answers
 
 
@@ -24,13 +26,14 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.timeout(480)
 def test_demo_runs_to_completion_and_cleans_up() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "streamproc", "demo", "--timeout", "150"],
+        [sys.executable, "-m", "streamproc", "demo", "--timeout", "280"],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=420,
         check=False,
     )
     out = done.stdout
