@@ -7,6 +7,8 @@ environment variables with the ``STREAMPROC_`` prefix (nested groups use ``__``,
 
 from __future__ import annotations
 
+import json
+from enum import Enum
 from pathlib import Path
 from typing import Literal
 
@@ -14,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
+    "ConfidenceSettings",
     "InferenceSettings",
     "JudgeSettings",
     "Settings",
@@ -78,6 +81,17 @@ class InferenceSettings(_Group):
     embedding_batch_size: int = Field(default=64, ge=1, description="Texts per embedding call.")
 
 
+class ConfidenceSettings(_Group):
+    """Token-confidence thresholds (level 1) for one answering LLM."""
+
+    cut_mean: float = Field(default=0.5, ge=0, le=1, description="Cut a sentence below this.")
+    shaky_p: float = Field(default=0.2, ge=0, le=1, description="A token below this is a guess.")
+    low_mean: float = Field(default=0.6, ge=0, le=1, description="Mark LOW below this mean.")
+    low_share: float = Field(
+        default=0.25, ge=0, le=1, description="Mark LOW above this share of guessed tokens."
+    )
+
+
 class JudgeSettings(_Group):
     """Which judge decides, and its thresholds."""
 
@@ -89,6 +103,11 @@ class JudgeSettings(_Group):
         default=2, ge=1, description="Adjacent evidence sentences joined into one window."
     )
     inference: InferenceSettings = InferenceSettings()
+    confidence: ConfidenceSettings = ConfidenceSettings()
+    confidence_by_model: dict[str, ConfidenceSettings] = Field(
+        default_factory=dict,
+        description="Per answering-LLM overrides, by the event's `model` field (JSON).",
+    )
 
 
 class WorkerSettings(_Group):
@@ -139,14 +158,24 @@ class Settings(BaseSettings):
         """These settings as ``STREAMPROC_*`` variables, to start another process with them."""
         env: dict[str, str] = {}
 
-        def flatten(prefix: str, values: dict[str, object]) -> None:
-            for name, value in values.items():
-                if isinstance(value, dict):
-                    flatten(f"{prefix}{name.upper()}__", value)
+        def flatten(prefix: str, model: BaseModel) -> None:
+            for name in type(model).model_fields:
+                value = getattr(model, name)
+                key = f"{prefix}{name.upper()}"
+                if isinstance(value, BaseModel):
+                    flatten(f"{key}__", value)
+                elif isinstance(value, dict):  # free-form keys: one JSON value
+                    if value:
+                        env[key] = json.dumps(
+                            {
+                                k: v.model_dump(mode="json") if isinstance(v, BaseModel) else v
+                                for k, v in value.items()
+                            }
+                        )
                 elif value is not None:
-                    env[f"{prefix}{name.upper()}"] = _env_text(value)
+                    env[key] = _env_text(value.value if isinstance(value, Enum) else value)
 
-        flatten("STREAMPROC_", self.model_dump(mode="json"))
+        flatten("STREAMPROC_", self)
         return env
 
     @property

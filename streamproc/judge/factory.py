@@ -30,6 +30,7 @@ def _nli(settings: JudgeSettings) -> Judge:
     from dataclasses import fields
 
     from streamproc.inference.loader import load_embedder, load_nli
+    from streamproc.judge.confidence import ConfidenceThresholds
     from streamproc.judge.nli_judge import NliJudge, NliThresholds
 
     scorer = load_nli(settings.inference)
@@ -40,6 +41,11 @@ def _nli(settings: JudgeSettings) -> Judge:
         scorer,
         embedder,
         thresholds=NliThresholds(**defaults),
+        confidence=ConfidenceThresholds(**settings.confidence.model_dump()),
+        confidence_by_model={
+            model: ConfidenceThresholds(**values.model_dump())
+            for model, values in settings.confidence_by_model.items()
+        },
         granularity=settings.granularity,
         top_k=settings.top_k,
         window_sentences=settings.window_sentences,

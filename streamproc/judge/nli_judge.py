@@ -120,6 +120,7 @@ class NliJudge:
         *,
         thresholds: NliThresholds | None = None,
         confidence: ConfidenceThresholds | None = None,
+        confidence_by_model: Mapping[str, ConfidenceThresholds] | None = None,
         granularity: Granularity = "atomic",
         top_k: int = 4,
         window_sentences: int = 2,
@@ -128,6 +129,7 @@ class NliJudge:
         self._embedder = embedder
         self._thresholds = thresholds or NliThresholds()
         self._confidence = confidence or ConfidenceThresholds()
+        self._confidence_by_model = dict(confidence_by_model or {})
         self._granularity: Granularity = granularity
         self._top_k = top_k
         self._window = window_sentences
@@ -164,7 +166,8 @@ class NliJudge:
         for claim in shape.claims:
             work = _ClaimWork(claim)
             if claim.checked:
-                work.confidence = _confidence(answer, claim, self._confidence)
+                thresholds = self._confidence_by_model.get(answer.model, self._confidence)
+                work.confidence = _confidence(answer, claim, thresholds)
                 work.settled = _settle_without_model(
                     answer, claim, work.confidence, every_unit, evidence_numbers
                 )

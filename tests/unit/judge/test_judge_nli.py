@@ -198,3 +198,26 @@ def test_citation_to_the_wrong_passage(scorer: OverlapScorer, embedder: BagOfWor
     assert claim.citation_supported is False
     assert claim.citations_needed == [False]
     assert "CITATION_NOT_SUPPORTING" in claim.reasons
+
+
+def test_confidence_thresholds_are_per_answering_model(
+    scorer: OverlapScorer, embedder: BagOfWordsEmbedder
+) -> None:
+    from streamproc.judge.confidence import ConfidenceThresholds
+
+    answer = "Incomplete orders cannot be delivered."
+    words = ["Incomplete", " orders", " cannot", " be", " delivered", "."]
+    tokens, offset = [], 0
+    for text in words:
+        tokens.append(TokenLogprob(text=text, logprob=__import__("math").log(0.55), offset=offset))
+        offset += len(text)
+    strict = ConfidenceThresholds(cut_mean=0.6, low_mean=0.7)
+    nli = NliJudge(
+        scorer, embedder, granularity="sentence", confidence_by_model={"shaky-llm": strict}
+    )
+    lenient, severe = nli.judge_batch(
+        [event(answer, tokens=tokens), event(answer, tokens=tokens, model="shaky-llm")]
+    )
+    assert only_claim(lenient).confidence is ConfidenceMark.LOW
+    assert only_claim(severe).confidence is ConfidenceMark.CUT
+    assert only_claim(severe).verdict is VerdictLabel.UNSUPPORTED
