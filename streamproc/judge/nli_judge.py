@@ -177,21 +177,28 @@ class NliJudge:
     # -- retrieval: one embedding call for the batch --------------------------------------
 
     def _retrieve(self, works: Sequence[_AnswerWork]) -> None:
+        """One embedding call for the batch: the claims that need evidence and the
+        sentence units; a window's vector is the mean of its sentences' vectors (the
+        windows would otherwise double the texts to embed)."""
         texts: dict[str, int] = {}
         for work in works:
-            if any(c.claim.checked for c in work.claims):
-                for text in [*(c.claim.text for c in work.claims), *(u.text for u in work.units)]:
-                    texts.setdefault(text, len(texts))
+            if not any(_needs_evidence(c) for c in work.claims):
+                continue
+            members = _window_members(work.units)
+            wanted = [c.claim.text for c in work.claims if _needs_evidence(c)]
+            wanted += [u.text for i, u in enumerate(work.units) if i not in members]
+            for text in wanted:
+                texts.setdefault(text, len(texts))
         if not texts:
             return
         vectors = self._embedder.embed(list(texts))
         for work in works:
-            if not any(c.claim.checked for c in work.claims):
+            if not any(_needs_evidence(c) for c in work.claims):
                 continue
             unit_texts = [u.text for u in work.units]
-            unit_vectors = _rows(vectors, [texts[t] for t in unit_texts])
+            unit_vectors = _unit_vectors(work.units, vectors, texts)
             for item in work.claims:
-                if not item.claim.checked:
+                if not _needs_evidence(item):
                     continue
                 claim_vector = vectors[texts[item.claim.text]]
                 if item.settled is None:
@@ -358,6 +365,38 @@ def _pairs(works: Iterable[_AnswerWork]) -> Iterable[tuple[str, str]]:
             for cited in item.cited.values():
                 for candidate in cited:
                     yield work.units[candidate.unit].text, item.claim.text
+
+
+def _needs_evidence(item: _ClaimWork) -> bool:
+    """Checked claims the model must see: unsettled ones, or ones with citations."""
+    return item.claim.checked and (item.settled is None or bool(item.claim.resolved))
+
+
+def _window_members(units: Sequence[EvidenceUnit]) -> dict[int, list[int]]:
+    """Window unit index -> its sentence units' indices, for windows fully covered."""
+    sentences = {(u.evidence_id, u.first): i for i, u in enumerate(units) if not u.is_window}
+    members: dict[int, list[int]] = {}
+    for index, unit in enumerate(units):
+        if unit.is_window:
+            found = [sentences.get((unit.evidence_id, k)) for k in range(unit.first, unit.last + 1)]
+            if found and all(f is not None for f in found):
+                members[index] = [f for f in found if f is not None]
+    return members
+
+
+def _unit_vectors(
+    units: Sequence[EvidenceUnit], vectors: NDArray[np.float32], index: Mapping[str, int]
+) -> NDArray[np.float32]:
+    members = _window_members(units)
+    rows = np.zeros((len(units), vectors.shape[1]), dtype=np.float32)
+    for i, unit in enumerate(units):
+        if i not in members:
+            rows[i] = vectors[index[unit.text]]
+    for i, parts in members.items():
+        mean = rows[parts].mean(axis=0)
+        norm = float(np.linalg.norm(mean))
+        rows[i] = mean / norm if norm else mean
+    return rows
 
 
 def _rows(matrix: NDArray[np.float32], indices: Sequence[int]) -> NDArray[np.float32]:

@@ -139,7 +139,7 @@ class FakeJudge:
 
 def test_rules_judge_counts_per_task_and_claims(tmp_path: Path) -> None:
     items = load_items([write_jsonl(tmp_path / "rows.jsonl", ROWS)], "all")
-    judge: Judge = build_judge(JudgeSettings(granularity="atomic"))
+    judge: Judge = build_judge(JudgeSettings(name="rules", granularity="atomic"))
     judgements, _ = judge_items(items, judge, batch_size=2)
     result = benchmark.evaluate(items, judgements)
 

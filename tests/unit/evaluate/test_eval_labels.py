@@ -52,7 +52,7 @@ def test_span_labels_become_claim_labels(tmp_path: Path) -> None:
     cases = load_cases(
         write_jsonl(tmp_path / "rt.jsonl", [benchmark_row(answer, spans, "hallucinated")])
     )
-    (result,), _ = judge_cases(cases, JudgeSettings(granularity="atomic"))
+    (result,), _ = judge_cases(cases, JudgeSettings(name="rules", granularity="atomic"))
     assert result.person == (S, C, U)
     assert [c.verdict for c in result.judgement.claims] == [S, C, U]
     agreed = agreement([result])
@@ -112,7 +112,7 @@ def test_every_sample_line_is_an_answer_event() -> None:
 
 def test_ragtruth_sample_scores_end_to_end() -> None:
     cases = load_cases(SAMPLES / "ragtruth.answers.jsonl")
-    results, infos = judge_cases(cases, JudgeSettings(granularity="atomic"))
+    results, infos = judge_cases(cases, JudgeSettings(name="rules", granularity="atomic"))
     assert infos[0].granularity == "atomic"
     score = scores(results, penalty=3)
     assert score.cases == 36 and score.person_known == 36 and score.person_hallucinated == 18

@@ -93,16 +93,20 @@ def test_per_batch_padding_stays_close_to_fixed_160_padding(
         assert mine.contradiction == pytest.approx(fixed.contradiction, abs=0.1)
 
 
-def test_scores_rank_entailment_and_contradiction(symbolic: LoadedModel) -> None:
-    verbatim, numbers, unrelated, paraphrase, opposite, off_topic = _scorer(symbolic, 16).score(
-        _PROBES
+def test_margin_ranks_neutral_below_entailment_below_contradiction(
+    symbolic: LoadedModel,
+) -> None:
+    """The raw model, as the manifest notes describe it (the calibrated mapping switches
+    the contradiction band off, so the ranking is checked on the margin itself)."""
+    scores = _scorer(symbolic, 16).score(_PROBES)
+    verbatim, numbers, unrelated, paraphrase, opposite, off_topic = (
+        s.logits[1] - s.logits[0] for s in scores
     )
-    assert verbatim.entailment > unrelated.entailment
-    assert verbatim.entailment > 0.5 and paraphrase.entailment > 0.5
-    assert numbers.contradiction > verbatim.contradiction
-    assert numbers.contradiction > 0.5 and opposite.contradiction > 0.5
-    assert off_topic.entailment < 0.1 and off_topic.contradiction < 0.1
-    assert len(verbatim.logits) == 2
+    assert off_topic < verbatim < numbers
+    assert unrelated < verbatim and opposite > verbatim
+    assert scores[0].entailment > 0.5 and scores[3].entailment > 0.5
+    assert scores[5].entailment < 0.1
+    assert all(len(s.logits) == 2 for s in scores)
 
 
 def test_input_order_survives_length_sorting(symbolic: LoadedModel) -> None:

@@ -69,7 +69,7 @@ def test_each_claim_brings_only_its_own_citation_checks() -> None:
 
 
 def test_the_question_counts_as_evidence() -> None:
-    judge = build_judge(JudgeSettings(granularity="sentence"))
+    judge = build_judge(JudgeSettings(name="rules", granularity="sentence"))
     answer = event("q", "Order 4711 is blocked.", question="Why is order 4711 blocked?")
     claim = judge.judge_batch([answer])[0].claims[0]
     assert claim.verdict is VerdictLabel.SUPPORTED
@@ -85,7 +85,7 @@ def test_empty_answers_and_no_pairs_do_not_break_the_batch() -> None:
 
 
 def test_trim_lists_the_refuted_sentences_as_written() -> None:
-    judge = build_judge(JudgeSettings(granularity="atomic"))
+    judge = build_judge(JudgeSettings(name="rules", granularity="atomic"))
     answer = "The invoice was blocked [D2]. The plant manager signs a waiver [D2]."
     judgement = judge.judge_batch([event("t", answer)])[0]
     assert judgement.action is Action.TRIM
@@ -93,7 +93,7 @@ def test_trim_lists_the_refuted_sentences_as_written() -> None:
 
 
 def test_info_and_factory() -> None:
-    judge = build_judge(JudgeSettings(granularity="sentence", coverage_threshold=0.6))
+    judge = build_judge(JudgeSettings(name="rules", granularity="sentence", coverage_threshold=0.6))
     assert judge.info.name == "rules" and judge.info.granularity == "sentence"
     assert judge.info.thresholds == {"coverage": 0.6}
     assert available_judges() == ("nli", "rules")
