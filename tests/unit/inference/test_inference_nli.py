@@ -99,7 +99,7 @@ def test_margin_ranks_neutral_below_entailment_below_contradiction(
     """The raw model, as the manifest notes describe it (the calibrated mapping switches
     the contradiction band off, so the ranking is checked on the margin itself)."""
     scores = _scorer(symbolic, 16).score(_PROBES)
-    verbatim, numbers, unrelated, paraphrase, opposite, off_topic = (
+    verbatim, numbers, unrelated, _paraphrase, opposite, off_topic = (
         s.logits[1] - s.logits[0] for s in scores
     )
     assert off_topic < verbatim < numbers
