@@ -36,8 +36,8 @@ def demo_settings(broker_url: str) -> Settings:
         broker_flavour="tansu",
         log_json=True,
         topics={"partitions": 3},
-        window={"size_s": 10.0, "grace_s": 1.0, "idle_close_s": 2.0, "tick_s": 0.5},
-        worker={"rebalance_timeout_s": 6.0, "session_timeout_s": 10.0},
+        window={"size_s": 10.0, "grace_s": 2.0, "idle_close_s": 5.0, "tick_s": 0.5},
+        worker={"rebalance_timeout_s": 6.0, "session_timeout_s": 10.0, "batch_max": 8},
     )
 
 

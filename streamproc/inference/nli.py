@@ -8,7 +8,7 @@ input order. Logits become entailment/contradiction exactly as the manifest decl
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -91,8 +91,13 @@ class OnnxNliScorer:
         return self._model.fixed_length
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[NliScore]:
-        """Scores for (premise, hypothesis) pairs, in input order."""
-        return self.score_detailed(pairs).scores
+        """Scores for (premise, hypothesis) pairs, in input order, each saying whether
+        the pair had to be truncated to fit the model."""
+        result = self.score_detailed(pairs)
+        return [
+            replace(score, truncated=cut)
+            for score, cut in zip(result.scores, result.truncated, strict=True)
+        ]
 
     def score_detailed(self, pairs: Sequence[tuple[str, str]]) -> NliResult:
         """Scores plus raw logits and per-pair truncation flags."""

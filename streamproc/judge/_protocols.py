@@ -56,11 +56,13 @@ class NliScore:
     ``entailment`` and ``contradiction`` are in [0, 1], derived from the logits the way
     the model's manifest declares (a 3-way softmax, or a 2-logit margin read through
     calibrated bands); ``logits`` are kept raw for calibration and the audit trail.
+    ``truncated`` says the pair did not fit the model and was cut (never silently).
     """
 
     entailment: float
     contradiction: float
     logits: tuple[float, ...]
+    truncated: bool = False
 
 
 class PairScorer(Protocol):

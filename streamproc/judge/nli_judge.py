@@ -21,7 +21,7 @@ embedding call and one NLI call; the models are injected (``PairScorer``,
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -231,6 +231,17 @@ class NliJudge:
                 verdicts.append(base)
                 continue
             decision = item.settled or self._decide(item.claim, item.candidates, work, lookup)
+            cut = sorted(
+                {
+                    work.units[c.unit].evidence_id
+                    for c in item.candidates
+                    if lookup[(work.units[c.unit].text, claim.text)].truncated
+                }
+            )
+            if cut:  # the model saw only part of these units: say so on the verdict
+                decision = replace(
+                    decision, reasons=(*decision.reasons, f"EVIDENCE_TRUNCATED: {', '.join(cut)}")
+                )
 
             def supports(subset: tuple[str, ...], item: _ClaimWork = item) -> bool:
                 return self._subset_supports(item, subset, work, lookup)

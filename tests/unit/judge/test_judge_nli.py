@@ -221,3 +221,16 @@ def test_confidence_thresholds_are_per_answering_model(
     assert only_claim(lenient).confidence is ConfidenceMark.LOW
     assert only_claim(severe).confidence is ConfidenceMark.CUT
     assert only_claim(severe).verdict is VerdictLabel.UNSUPPORTED
+
+
+def test_truncated_evidence_is_reported_on_the_claim(embedder: BagOfWordsEmbedder) -> None:
+    from dataclasses import replace
+
+    class Truncating(OverlapScorer):
+        def score(self, pairs: Any) -> Any:
+            return [replace(s, truncated=True) for s in super().score(pairs)]
+
+    [result] = judge(Truncating(), embedder).judge_batch(
+        [event("Incomplete orders cannot be delivered.")]
+    )
+    assert any(r.startswith("EVIDENCE_TRUNCATED: D1") for r in only_claim(result).reasons)
