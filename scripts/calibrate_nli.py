@@ -28,7 +28,9 @@ from numpy.typing import NDArray
 from streamproc.config import JudgeSettings
 from streamproc.evaluate.benchmark import BenchmarkItem, load_items
 from streamproc.evaluate.loaders import default_cases, load_cases
-from streamproc.events import AnswerEvent, VerdictLabel
+from streamproc.evaluate.metrics import agreement
+from streamproc.evaluate.runner import judge_cases_with
+from streamproc.events import AnswerEvent
 from streamproc.inference.loader import load_embedder, load_nli
 from streamproc.inference.manifest import MarginOutput
 from streamproc.inference.nli import scores_from_logits
@@ -105,20 +107,8 @@ def judge_all(judge: NliJudge, events: list[AnswerEvent], batch: int = 32) -> li
 
 def seed_lab(judge: NliJudge) -> tuple[int, int, int, int]:
     """(caught, hallucinated claims, false alarms, good claims) on the seed lab."""
-    cases = load_cases(default_cases())
-    caught = bad = alarms = good = 0
-    for case in cases:
-        [judgement] = judge.judge_batch([case.event])
-        claims = [c for c in judgement.claims if c.verdict is not None]
-        labels = case.event.labels.claims if case.event.labels else None
-        for claim, label in zip(claims, labels or [], strict=False):
-            if label is VerdictLabel.SUPPORTED:
-                good += 1
-                alarms += claim.verdict is not VerdictLabel.SUPPORTED
-            else:
-                bad += 1
-                caught += claim.verdict is not VerdictLabel.SUPPORTED
-    return caught, bad, alarms, good
+    seen = agreement(judge_cases_with(judge, load_cases(default_cases())))
+    return seen.caught, seen.bad, seen.false_alarms, seen.good
 
 
 def main(argv: Sequence[str] | None = None) -> int:

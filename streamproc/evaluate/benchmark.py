@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from streamproc.config import JudgeSettings, Settings
 from streamproc.evaluate.cases import LabelledCase, person_verdicts
-from streamproc.evaluate.loaders import LoadError, benchmark_row_to_event
+from streamproc.evaluate.loaders import LoadError, benchmark_row_to_event, json_rows
 from streamproc.evaluate.splits import SPLIT_DESCRIPTION, Split, split_of
 from streamproc.events import AnswerEvent, AnswerJudgement, JudgeInfo, VerdictLabel
 from streamproc.judge import Judge, build_judge
@@ -118,23 +118,6 @@ def _dataset_of(event: AnswerEvent) -> str:
     return (source or event.assistant_id).split()[0].split("-")[0]
 
 
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise LoadError(f"cannot read {path}: {error}") from error
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise LoadError(f"{path.name}: line {number} is not valid JSON ({error})") from None
-        if not isinstance(row, dict):
-            raise LoadError(f"{path.name}: line {number} is not a JSON object")
-        yield number, row
-
-
 def _item(path: Path, number: int, row: dict[str, Any]) -> BenchmarkItem:
     origin = f"{path.name}:{number}"
     try:
@@ -166,7 +149,7 @@ def load_items(
     items: list[BenchmarkItem] = []
     for path in paths:
         taken = 0
-        for number, row in _lines(path):
+        for number, row in json_rows(path):
             item = _item(path, number, row)
             if counts is not None:
                 label = {True: "hallucinated", False: "faithful", None: "unlabelled"}[item.label]

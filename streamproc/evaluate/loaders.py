@@ -36,6 +36,7 @@ __all__ = [
     "LoadError",
     "benchmark_row_to_event",
     "default_cases",
+    "json_rows",
     "lab_case_to_event",
     "load_cases",
 ]
@@ -136,7 +137,8 @@ def benchmark_row_to_event(row: Mapping[str, Any], position: int) -> AnswerEvent
 # -------------------------------------------------------------------------------- loading
 
 
-def _rows(source: Path | Traversable) -> Iterator[tuple[int, dict[str, Any]]]:
+def json_rows(source: Path | Traversable) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-empty line of a JSONL file; clear errors."""
     try:
         text = source.read_text(encoding="utf-8")
     except OSError as error:
@@ -170,7 +172,7 @@ def load_cases(source: Path | Traversable, notes: Path | None = None) -> list[La
     """
     cases: list[LabelledCase] = []
     lab_notes: dict[str, str] | None = None
-    for number, row in _rows(source):
+    for number, row in json_rows(source):
         origin = f"{source.name}:{number}"
         try:
             if "retrieved" in row:

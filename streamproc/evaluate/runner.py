@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from streamproc.config import JudgeSettings
 from streamproc.evaluate.cases import CaseResult, LabelledCase, person_verdicts
 from streamproc.events import JudgeInfo
-from streamproc.judge import build_judge
+from streamproc.judge import Judge, build_judge
 from streamproc.judge.claims import Granularity
 
-__all__ = ["judge_cases"]
+__all__ = ["judge_cases", "judge_cases_with"]
 
 _BATCH = 32  # as a worker would batch; the checker sees one call per batch
 
@@ -32,10 +32,18 @@ def judge_cases(
     for granularity, indices in groups.items():
         judge = build_judge(settings.model_copy(update={"granularity": granularity}))
         infos.append(judge.info)
-        for at in range(0, len(indices), _BATCH):
-            chunk = indices[at : at + _BATCH]
-            judgements = judge.judge_batch([cases[i].event for i in chunk])
-            for i, judgement in zip(chunk, judgements, strict=True):
-                person, uncovered = person_verdicts(cases[i], judgement)
-                results[i] = CaseResult(cases[i], judgement, person, uncovered)
+        chosen = [cases[i] for i in indices]
+        results.update(zip(indices, judge_cases_with(judge, chosen), strict=True))
     return [results[i] for i in range(len(cases))], infos
+
+
+def judge_cases_with(judge: Judge, cases: Sequence[LabelledCase]) -> list[CaseResult]:
+    """Results in input order from a judge already built (the caller picked its
+    granularity), in worker-sized batches."""
+    results: list[CaseResult] = []
+    for at in range(0, len(cases), _BATCH):
+        chunk = cases[at : at + _BATCH]
+        for case, judgement in zip(chunk, judge.judge_batch([c.event for c in chunk]), strict=True):
+            person, uncovered = person_verdicts(case, judgement)
+            results.append(CaseResult(case, judgement, person, uncovered))
+    return results

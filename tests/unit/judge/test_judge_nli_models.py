@@ -9,6 +9,8 @@ import pytest
 
 from streamproc.config import JudgeSettings
 from streamproc.evaluate.loaders import default_cases, load_cases
+from streamproc.evaluate.metrics import agreement
+from streamproc.evaluate.runner import judge_cases_with
 from streamproc.events import AnswerEvent, VerdictLabel
 from streamproc.judge import Judge, build_judge
 
@@ -61,18 +63,6 @@ def test_judge_info_names_both_models_with_hashes(judge: Judge) -> None:
 
 def test_seed_lab_targets(judge: Judge) -> None:
     """All six hallucinated claims caught, at most one false alarm in fourteen."""
-    caught = bad = alarms = good = 0
-    cases = load_cases(default_cases())
-    judgements = judge.judge_batch([case.event for case in cases])
-    for case, judgement in zip(cases, judgements, strict=True):
-        labels = case.event.labels.claims if case.event.labels else None
-        checked = [c for c in judgement.claims if c.verdict is not None]
-        for claim, label in zip(checked, labels or [], strict=True):
-            if label is VerdictLabel.SUPPORTED:
-                good += 1
-                alarms += claim.verdict is not VerdictLabel.SUPPORTED
-            else:
-                bad += 1
-                caught += claim.verdict is not VerdictLabel.SUPPORTED
-    assert (caught, bad) == (6, 6)
-    assert good == 14 and alarms <= 1
+    seen = agreement(judge_cases_with(judge, load_cases(default_cases())))
+    assert (seen.caught, seen.bad) == (6, 6)
+    assert seen.good == 14 and seen.false_alarms <= 1
