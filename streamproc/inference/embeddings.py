@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from streamproc.inference._backend import OnnxBackend
 from streamproc.inference.manifest import EmbeddingOutput, ModelManifest
 from streamproc.inference.onnx_session import OnnxModel
 from streamproc.inference.tokenize import Encoded, TextTokenizer
@@ -33,7 +34,7 @@ class EmbeddingResult:
         return sum(self.truncated)
 
 
-class OnnxEmbedder:
+class OnnxEmbedder(OnnxBackend):
     """A sentence-embedding model behind ``TextEmbedder``. Built by
     ``loader.load_embedder``; the constructor only takes already-loaded parts."""
 
@@ -49,36 +50,15 @@ class OnnxEmbedder:
         output = manifest.output
         if not isinstance(output, EmbeddingOutput):
             raise ValueError(f"model {manifest.name!r} is not an embedding model ({output.kind})")
-        if output.output_name not in model.output_names:
-            raise ValueError(
-                f"model {manifest.name!r} has no output {output.output_name!r} "
-                f"(outputs: {list(model.output_names)})"
-            )
-        if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
-        self._model = model
-        self._tokenizer = tokenizer
-        self._manifest = manifest
+        super().__init__(
+            model,
+            tokenizer,
+            manifest,
+            sha256,
+            output_name=output.output_name,
+            batch_size=batch_size,
+        )
         self._output = output
-        self._sha256 = sha256
-        self._batch_size = batch_size
-        self.truncated_total = 0
-
-    @property
-    def model_name(self) -> str:
-        return self._manifest.name
-
-    @property
-    def sha256(self) -> str:
-        return self._sha256
-
-    @property
-    def manifest(self) -> ModelManifest:
-        return self._manifest
-
-    @property
-    def max_length(self) -> int:
-        return self._tokenizer.max_length
 
     @property
     def dimension(self) -> int:

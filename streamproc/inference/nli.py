@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import NDArray
 
+from streamproc.inference._backend import OnnxBackend
 from streamproc.inference.manifest import MarginOutput, ModelManifest, SoftmaxOutput
 from streamproc.inference.onnx_session import OnnxModel
 from streamproc.inference.tokenize import Encoded, TextTokenizer
@@ -34,7 +35,7 @@ class NliResult:
         return sum(self.truncated)
 
 
-class OnnxNliScorer:
+class OnnxNliScorer(OnnxBackend):
     """An NLI model behind ``PairScorer``. Built by ``loader.load_nli``; the constructor
     only takes already-loaded parts."""
 
@@ -50,40 +51,15 @@ class OnnxNliScorer:
         output = manifest.output
         if not isinstance(output, MarginOutput | SoftmaxOutput):
             raise ValueError(f"model {manifest.name!r} is not an NLI model ({output.kind})")
-        if output.output_name not in model.output_names:
-            raise ValueError(
-                f"model {manifest.name!r} has no output {output.output_name!r} "
-                f"(outputs: {list(model.output_names)})"
-            )
-        if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
-        self._model = model
-        self._tokenizer = tokenizer
-        self._manifest = manifest
+        super().__init__(
+            model,
+            tokenizer,
+            manifest,
+            sha256,
+            output_name=output.output_name,
+            batch_size=batch_size,
+        )
         self._output = output
-        self._sha256 = sha256
-        self._batch_size = batch_size
-        self.truncated_total = 0
-
-    @property
-    def model_name(self) -> str:
-        return self._manifest.name
-
-    @property
-    def sha256(self) -> str:
-        return self._sha256
-
-    @property
-    def manifest(self) -> ModelManifest:
-        return self._manifest
-
-    @property
-    def max_length(self) -> int:
-        return self._tokenizer.max_length
-
-    @property
-    def batch_size(self) -> int:
-        return self._batch_size
 
     @property
     def fixed_length(self) -> int | None:
