@@ -49,7 +49,14 @@ def _nli(settings: JudgeSettings) -> Judge:
         granularity=settings.granularity,
         top_k=settings.top_k,
         window_sentences=settings.window_sentences,
+        model_thresholds=_output_edges(scorer.manifest.output),
     )
+
+
+def _output_edges(output: object) -> dict[str, float]:
+    """The numeric knobs of how NLI logits are read (manifest ``[output]``)."""
+    fields = ("entailment_above", "contradiction_above", "steepness")
+    return {f"nli_{name}": float(getattr(output, name)) for name in fields if hasattr(output, name)}
 
 
 _BUILDERS: Mapping[str, Callable[[JudgeSettings], Judge]] = MappingProxyType(

@@ -124,7 +124,10 @@ class NliJudge:
         granularity: Granularity = "atomic",
         top_k: int = 4,
         window_sentences: int = 2,
+        model_thresholds: Mapping[str, float] | None = None,
     ) -> None:
+        """``model_thresholds``: how the models' outputs are read (e.g. the NLI margin's
+        band edges), recorded with the judge's own so an auditor can replay a verdict."""
         self._scorer = scorer
         self._embedder = embedder
         self._thresholds = thresholds or NliThresholds()
@@ -138,7 +141,13 @@ class NliJudge:
             name="nli",
             version=NLI_JUDGE_VERSION,
             granularity=granularity,
-            thresholds={**self._thresholds.as_dict(), "top_k": float(top_k)},
+            thresholds={
+                **self._thresholds.as_dict(),
+                **self._confidence.as_dict(),
+                **dict(model_thresholds or {}),
+                "top_k": float(top_k),
+                "window_sentences": float(window_sentences),
+            },
             models={scorer.model_name: scorer.sha256, embedder.model_name: embedder.sha256},
         )
 
