@@ -141,20 +141,15 @@ class ClaimJudge:
             reasons = self._explain(pair) if verdict is not VerdictLabel.SUPPORTED else []
             reasons += citation_reasons(claim, cites.supported)
             verdicts.append(
-                ClaimVerdict(
-                    index=claim.index,
-                    sentence_index=claim.sentence_index,
-                    text=claim.text,
-                    start=claim.start,
-                    end=claim.end,
-                    claim_class=claim.claim_class,
-                    citations=_as_written(claim.resolved, claim.citations),
-                    verdict=verdict,
-                    score=score,
-                    reasons=reasons,
-                    evidence_ids=evidence_ids,
-                    citation_supported=cites.supported,
-                    citations_needed=list(cites.needed),
+                unchecked_verdict(claim).model_copy(
+                    update={
+                        "verdict": verdict,
+                        "score": score,
+                        "reasons": reasons,
+                        "evidence_ids": evidence_ids,
+                        "citation_supported": cites.supported,
+                        "citations_needed": list(cites.needed),
+                    }
                 )
             )
         return decide(
