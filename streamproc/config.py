@@ -82,7 +82,7 @@ class InferenceSettings(_Group):
         ge=1,
         description="Pairs per NLI inference call. 1 keeps every verdict reproducible: the "
         "int8 graph quantises activations per batch, so a pair's logits move with its batch "
-        "neighbours (up to 1.7 in margin at 8-32); 1 costs about 18 % of throughput.",
+        "neighbours; 1 costs about 20 % of throughput (BENCHMARKS.md).",
     )
     embedding_batch_size: int = Field(default=16, ge=1, description="Texts per embedding call.")
 
