@@ -85,6 +85,12 @@ class InferenceSettings(_Group):
         "neighbours; 1 costs about 20 % of throughput (BENCHMARKS.md).",
     )
     embedding_batch_size: int = Field(default=16, ge=1, description="Texts per embedding call.")
+    embedding_cache_entries: int = Field(
+        default=20_000,
+        ge=0,
+        description="Texts whose vectors are kept (LRU) across batches; 0 turns the cache off. "
+        "Exact: the encoder is batch-invariant.",
+    )
 
 
 class ConfidenceSettings(_Group):

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from streamproc.config import JudgeSettings
-from streamproc.judge._protocols import Judge
+from streamproc.judge._protocols import Judge, TextEmbedder
 from streamproc.judge.engine import ClaimJudge
 
 __all__ = ["available_judges", "build_judge"]
@@ -29,12 +29,15 @@ def _nli(settings: JudgeSettings) -> Judge:
     """Loads both models once (sha256-checked); thresholds: the NLI model's manifest."""
     from dataclasses import fields
 
+    from streamproc.inference.embedding_cache import CachedEmbedder
     from streamproc.inference.loader import load_embedder, load_nli
     from streamproc.judge.confidence import ConfidenceThresholds
     from streamproc.judge.nli_judge import NliJudge, NliThresholds
 
     scorer = load_nli(settings.inference)
-    embedder = load_embedder(settings.inference)
+    embedder: TextEmbedder = load_embedder(settings.inference)
+    if settings.inference.embedding_cache_entries:
+        embedder = CachedEmbedder(embedder, max_entries=settings.inference.embedding_cache_entries)
     known = {f.name for f in fields(NliThresholds)}
     defaults = {k: v for k, v in scorer.manifest.thresholds.items() if k in known}
     return NliJudge(
