@@ -108,6 +108,11 @@ class JudgeSettings(_Group):
     """Which judge decides, and its thresholds."""
 
     name: Literal["rules", "nli"] = "nli"
+    calibrator: str | None = Field(
+        default=None,
+        description="Verdict calibrator in models/calibrators/ (NLI judge); empty or None "
+        "= the NLI judge's own rules decide.",
+    )
     granularity: Granularity = "atomic"
     coverage_threshold: float = Field(default=0.75, gt=0, le=1)
     top_k: int = Field(default=4, ge=1, description="Evidence candidates per claim for NLI.")

@@ -186,6 +186,18 @@ class ClaimVerdict(_Model):
         default_factory=list, description="Citation precision, one flag per citation."
     )
     confidence: ConfidenceMark | None = None
+    risk: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Calibrated probability that the claim is hallucinated (learned "
+        "calibrator); None when no calibrator decided.",
+    )
+    signals: dict[str, float] = Field(
+        default_factory=dict,
+        description="The per-claim signals the calibrator reads (NLI, retrieval, coverage, "
+        "record values, ...), kept for the audit trail and for training.",
+    )
 
 
 class AnswerJudgement(_Model):

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from streamproc.config import JudgeSettings
 from streamproc.judge._protocols import Judge, TextEmbedder
 from streamproc.judge.engine import ClaimJudge
 
-__all__ = ["available_judges", "build_judge"]
+if TYPE_CHECKING:
+    from streamproc.judge.nli_judge import NliJudge
+
+__all__ = ["available_judges", "build_judge", "build_nli_judge"]
 
 
 def _rules(settings: JudgeSettings) -> Judge:
@@ -26,9 +30,18 @@ def _rules(settings: JudgeSettings) -> Judge:
 
 
 def _nli(settings: JudgeSettings) -> Judge:
-    """Loads both models once (sha256-checked); thresholds: the NLI model's manifest."""
+    return build_nli_judge(settings)
+
+
+def build_nli_judge(
+    settings: JudgeSettings, *, use_calibrator: bool = True, soft_rules: bool | None = None
+) -> NliJudge:
+    """Loads both models once (sha256-checked) and the calibrator ``settings`` names;
+    thresholds: the NLI model's manifest. ``use_calibrator=False, soft_rules=True`` is
+    how the calibrator's training data is collected."""
     from dataclasses import fields
 
+    from streamproc.inference.calibrator_loader import load_calibrator
     from streamproc.inference.embedding_cache import CachedEmbedder
     from streamproc.inference.loader import load_embedder, load_nli
     from streamproc.judge.confidence import ConfidenceThresholds
@@ -40,6 +53,9 @@ def _nli(settings: JudgeSettings) -> Judge:
         embedder = CachedEmbedder(embedder, max_entries=settings.inference.embedding_cache_entries)
     known = {f.name for f in fields(NliThresholds)}
     defaults = {k: v for k, v in scorer.manifest.thresholds.items() if k in known}
+    calibrator = None
+    if use_calibrator and settings.calibrator:
+        calibrator = load_calibrator(settings.calibrator, settings.inference.models_dir)
     return NliJudge(
         scorer,
         embedder,
@@ -53,6 +69,8 @@ def _nli(settings: JudgeSettings) -> Judge:
         top_k=settings.top_k,
         window_sentences=settings.window_sentences,
         model_thresholds=_output_edges(scorer.manifest.output),
+        calibrator=calibrator,
+        soft_rules=soft_rules,
     )
 
 

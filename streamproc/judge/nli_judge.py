@@ -35,6 +35,8 @@ from streamproc.events import (
     VerdictLabel,
 )
 from streamproc.judge._protocols import NliScore, PairScorer, TextEmbedder
+from streamproc.judge.calibrated import calibrated_decision
+from streamproc.judge.calibrator import VerdictCalibrator
 from streamproc.judge.citations import assess_citations, citation_subsets
 from streamproc.judge.claims import (
     Claim,
@@ -50,16 +52,19 @@ from streamproc.judge.confidence import (
 )
 from streamproc.judge.decide import decide
 from streamproc.judge.engine import citation_reasons, unchecked_verdict
-from streamproc.judge.evidence import EvidenceUnit, build_units
+from streamproc.judge.evidence import EvidenceUnit, build_units, is_structured
 from streamproc.judge.negation import flips_negation
 from streamproc.judge.overstatement import overstated
-from streamproc.judge.records import check_record, confirmed_values
-from streamproc.judge.retrieval import Candidate, names, rank_candidates
-from streamproc.judge.text import numbers
+from streamproc.judge.records import confirmed_values
+from streamproc.judge.retrieval import Candidate, rank_candidates
+from streamproc.judge.settle import EvidenceFacts, Prechecks, Settled, precheck
+from streamproc.judge.signals import SIGNAL_NAMES, ClaimEvidence, claim_signals
+from streamproc.judge.structured import StructuredEvidence, ValueReason
+from streamproc.judge.text import content_words, numbers
 
 __all__ = ["NLI_JUDGE_VERSION", "NliJudge", "NliThresholds"]
 
-NLI_JUDGE_VERSION = "1"
+NLI_JUDGE_VERSION = "2"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,21 +87,12 @@ class NliThresholds:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class _Settled:
-    """A verdict reached without the model."""
-
-    verdict: VerdictLabel
-    score: float
-    reasons: tuple[str, ...]
-    evidence_ids: tuple[str, ...] = ()
-
-
 @dataclass(slots=True)
 class _ClaimWork:
     claim: Claim
     confidence: SentenceConfidence | None = None
-    settled: _Settled | None = None
+    settled: Settled | None = None
+    prechecks: Prechecks | None = None
     candidates: list[Candidate] = field(default_factory=list)
     cited: dict[tuple[str, ...], list[Candidate]] = field(default_factory=dict)
 
@@ -106,7 +102,8 @@ class _AnswerWork:
     answer: AnswerEvent
     shape: Decomposition
     units: list[EvidenceUnit]
-    evidence_numbers: frozenset[str]
+    facts: EvidenceFacts
+    evidence_words: frozenset[str]
     claims: list[_ClaimWork]
 
 
@@ -125,9 +122,21 @@ class NliJudge:
         top_k: int = 4,
         window_sentences: int = 2,
         model_thresholds: Mapping[str, float] | None = None,
+        calibrator: VerdictCalibrator | None = None,
+        soft_rules: bool | None = None,
     ) -> None:
         """``model_thresholds``: how the models' outputs are read (e.g. the NLI margin's
-        band edges), recorded with the judge's own so an auditor can replay a verdict."""
+        band edges), recorded with the judge's own so an auditor can replay a verdict.
+
+        ``calibrator`` decides supported / not supported from the claim's signals (hard
+        findings still settle claims). ``soft_rules`` turns the name and number rules
+        into signals instead of verdicts; it defaults to on exactly when a calibrator is
+        given (the training script turns it on without one, to collect signals).
+        """
+        if calibrator is not None:
+            calibrator.check_signals(SIGNAL_NAMES)
+        self._calibrator = calibrator
+        self._soft_rules = calibrator is not None if soft_rules is None else soft_rules
         self._scorer = scorer
         self._embedder = embedder
         self._thresholds = thresholds or NliThresholds()
@@ -150,6 +159,13 @@ class NliJudge:
             },
             models={scorer.model_name: scorer.sha256, embedder.model_name: embedder.sha256},
         )
+        if calibrator is not None:
+            self._info = self._info.model_copy(
+                update={
+                    "thresholds": {**self._info.thresholds, **calibrator.describe()},
+                    "models": {**self._info.models, calibrator.name: calibrator.sha256},
+                }
+            )
 
     @property
     def info(self) -> JudgeInfo:
@@ -170,18 +186,24 @@ class NliJudge:
         shape = decompose(answer.answer, answer.evidence, self._granularity)
         every_unit = build_units(answer.question, answer.evidence, self._window)
         units = _statements_only(every_unit)  # what NLI may see
-        evidence_numbers = frozenset().union(*(numbers(u.text) for u in every_unit))
+        all_text = " ".join(u.text for u in every_unit)
+        facts = EvidenceFacts(
+            text_lower=all_text.lower(),
+            numbers=frozenset().union(*(numbers(u.text) for u in every_unit)),
+            structured=StructuredEvidence.from_items(answer.evidence),
+        )
         claims = []
         for claim in shape.claims:
             work = _ClaimWork(claim)
             if claim.checked:
                 thresholds = self._confidence_by_model.get(answer.model, self._confidence)
                 work.confidence = _confidence(answer, claim, thresholds)
-                work.settled = _settle_without_model(
-                    answer, claim, work.confidence, every_unit, evidence_numbers
+                work.prechecks = precheck(
+                    answer, claim, work.confidence, facts, soft_rules=self._soft_rules
                 )
+                work.settled = work.prechecks.hard
             claims.append(work)
-        return _AnswerWork(answer, shape, units, evidence_numbers, claims)
+        return _AnswerWork(answer, shape, units, facts, content_words(all_text), claims)
 
     # -- retrieval: one embedding call for the batch --------------------------------------
 
@@ -239,7 +261,9 @@ class NliJudge:
             if not claim.checked:
                 verdicts.append(base)
                 continue
-            decision = item.settled or self._decide(item.claim, item.candidates, work, lookup)
+            rule = item.settled or self._decide(item.claim, item.candidates, work, lookup)
+            signals = self._signals(item, work, lookup)
+            decision, risk = self._calibrate(item, rule, signals)
             cut = sorted(
                 {
                     work.units[c.unit].evidence_id
@@ -268,6 +292,8 @@ class NliJudge:
                         "citation_supported": cites.supported,
                         "citations_needed": list(cites.needed),
                         "confidence": mark,
+                        "risk": risk,
+                        "signals": signals,
                     }
                 )
             )
@@ -284,10 +310,10 @@ class NliJudge:
         candidates: Sequence[Candidate],
         work: _AnswerWork,
         lookup: Mapping[tuple[str, str], NliScore],
-    ) -> _Settled:
+    ) -> Settled:
         t = self._thresholds
         if not candidates:
-            return _Settled(VerdictLabel.UNSUPPORTED, 0.0, ("NO_EVIDENCE",))
+            return Settled(VerdictLabel.UNSUPPORTED, 0.0, ("NO_EVIDENCE",))
         scored = [(c, lookup[(work.units[c.unit].text, claim.text)]) for c in candidates]
         flipped = [c for c, _ in scored if self._flips(claim.text, work.units[c.unit], c)]
         entailing = [
@@ -304,7 +330,7 @@ class NliJudge:
             and best_contra[1].contradiction > best_entail
         ):
             unit = work.units[best_contra[0].unit]
-            return _Settled(
+            return Settled(
                 VerdictLabel.CONTRADICTED,
                 best_entail,
                 (
@@ -318,7 +344,7 @@ class NliJudge:
         if closest_flip is not None and closest_flip.coverage >= closest_entail:
             # the sentence that talks most closely about the claim says the opposite
             unit = work.units[closest_flip.unit]
-            return _Settled(
+            return Settled(
                 VerdictLabel.CONTRADICTED,
                 best_entail,
                 (f"NEGATION_FLIP: against {unit.evidence_id}: {_clip(unit.text)}",),
@@ -329,21 +355,74 @@ class NliJudge:
             unit = work.units[candidate.unit]
             finding = overstated(claim.text, _item_text(work, unit))
             if finding is not None:
-                return _Settled(
+                return Settled(
                     VerdictLabel.UNSUPPORTED,
                     score.entailment,
                     (finding.reason_text,),
                     (unit.evidence_id,),
                 )
-            return _Settled(VerdictLabel.SUPPORTED, score.entailment, (), (unit.evidence_id,))
+            return Settled(VerdictLabel.SUPPORTED, score.entailment, (), (unit.evidence_id,))
         top = max(scored, key=lambda cs: cs[1].entailment)[0]
         unit = work.units[top.unit]
-        return _Settled(
+        return Settled(
             VerdictLabel.UNSUPPORTED,
             best_entail,
             (f"NOT_ENTAILED: best {best_entail:.2f} < {t.entailment:.2f} ({unit.evidence_id})",),
             (unit.evidence_id,),
         )
+
+    def _signals(
+        self, item: _ClaimWork, work: _AnswerWork, lookup: Mapping[tuple[str, str], NliScore]
+    ) -> dict[str, float]:
+        """The calibrator's inputs for one checked claim (computed with or without one)."""
+        claim = item.claim
+        scored = [(c, lookup[(work.units[c.unit].text, claim.text)]) for c in item.candidates]
+        flipped = any(self._flips(claim.text, work.units[c.unit], c) for c, _ in scored)
+        best = max(scored, key=lambda cs: cs[1].entailment, default=None)
+        hedged = best is not None and (
+            overstated(claim.text, _item_text(work, work.units[best[0].unit])) is not None
+        )
+        checks = item.prechecks or Prechecks(None)
+        words = content_words(claim.text)
+        sentences = max(1, len(work.shape.sentences) - 1)
+        found = ClaimEvidence(
+            scored=scored,
+            flipped=flipped,
+            overstated=hedged,
+            coverage_evidence=len(words & work.evidence_words) / len(words) if words else 1.0,
+            unknown_numbers=checks.unknown_numbers,
+            unknown_names=checks.unknown_names,
+            value_mismatch=checks.count(ValueReason.VALUE_MISMATCH),
+            field_not_in_record=checks.count(ValueReason.FIELD_NOT_IN_RECORD),
+            value_confirmed=checks.count(ValueReason.VALUE_CONFIRMED),
+            confidence_low=item.confidence is not None
+            and item.confidence.mark is not ConfidenceMark.OK,
+            record_claim=claim.claim_class is ClaimClass.RECORD,
+            claim_words=len(words),
+            position=min(1.0, claim.sentence_index / sentences),
+            structured_evidence=not work.facts.structured.empty
+            or any(is_structured(e) for e in work.answer.evidence),
+            evidence_words=work.facts.word_count,
+            has_question=bool(work.answer.question),
+            checked_claims=sum(c.claim.checked for c in work.claims),
+            contradiction_min_coverage=self._thresholds.contradiction_min_coverage,
+        )
+        return claim_signals(found)
+
+    def _calibrate(
+        self, item: _ClaimWork, rule: Settled, signals: Mapping[str, float]
+    ) -> tuple[Settled, float | None]:
+        """The calibrated verdict and risk, or the rule's verdict when no calibrator is
+        configured or a hard finding settled the claim."""
+        calibrator = self._calibrator
+        if calibrator is None:
+            return rule, None
+        risk = round(calibrator.probability(signals), 4)
+        if item.settled is not None:
+            return rule, risk
+        soft = item.prechecks.soft_reasons if item.prechecks else ()
+        drivers = calibrator.contributions(signals)
+        return calibrated_decision(rule, risk, calibrator, drivers, soft), risk
 
     def _flips(self, claim: str, unit: EvidenceUnit, candidate: Candidate) -> bool:
         """Some sentence of the unit talks about the same thing with the opposite
@@ -435,42 +514,6 @@ def _confidence(
     return sentence_confidence(
         answer.tokens, claim.start, claim.end, thresholds, confirmed=confirmed
     )
-
-
-def _settle_without_model(
-    answer: AnswerEvent,
-    claim: Claim,
-    confidence: SentenceConfidence | None,
-    units: Sequence[EvidenceUnit],
-    evidence_numbers: frozenset[str],
-) -> _Settled | None:
-    """Levels 1 and 2a plus the number rule: a verdict, or None to ask the model."""
-    if confidence is not None and confidence.mark is ConfidenceMark.CUT:
-        return _Settled(VerdictLabel.UNSUPPORTED, 0.0, tuple(confidence.reasons))
-    if claim.claim_class is ClaimClass.RECORD:
-        finding = check_record(claim.text, answer.evidence)
-        if finding is not None and finding.verdict is not None:
-            return _Settled(
-                finding.verdict,
-                0.0,
-                (finding.reason_text,),
-                (finding.evidence_id,) if finding.evidence_id else (),
-            )
-    evidence_text = " ".join(u.text for u in units).lower()
-    unnamed = sorted(name for name in names(claim.text) if name not in evidence_text)
-    if unnamed:
-        return _Settled(
-            VerdictLabel.UNSUPPORTED, 0.0, (f"NAME_NOT_IN_EVIDENCE: {', '.join(unnamed)}",)
-        )
-    missing = numbers(claim.text) - evidence_numbers
-    if missing:
-        shown = ", ".join(sorted(missing))
-        if evidence_numbers:
-            return _Settled(
-                VerdictLabel.CONTRADICTED, 0.0, (f"NUMBER_MISMATCH: {shown} not in the evidence",)
-            )
-        return _Settled(VerdictLabel.UNSUPPORTED, 0.0, (f"NUMBER_NOT_IN_EVIDENCE: {shown}",))
-    return None
 
 
 def _statements_only(units: list[EvidenceUnit]) -> list[EvidenceUnit]:

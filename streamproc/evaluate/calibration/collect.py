@@ -1,0 +1,73 @@
+"""Run the judge over labelled answers and keep, per checked claim, its signals and labels.
+
+The judge runs with the name and number rules soft and no calibrator, exactly as it
+computes signals in production, so the calibrator is trained on the inputs it will see.
+Rows are plain dicts (JSON lines), so a slow collection runs once and fitting reruns
+from the cache in seconds.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from streamproc.evaluate.benchmark import BenchmarkItem, judge_items
+from streamproc.evaluate.cases import person_verdicts
+from streamproc.events import AnswerJudgement, VerdictLabel
+from streamproc.judge._protocols import Judge
+from streamproc.judge.records import RecordReason
+from streamproc.judge.structured import ValueReason
+
+__all__ = ["HARD_REASONS", "claim_rows", "collect", "read_rows", "write_rows"]
+
+HARD_REASONS: tuple[str, ...] = (
+    ValueReason.VALUE_MISMATCH.value,
+    *(r.value for r in RecordReason if r is not RecordReason.RECORD_CONFIRMED),
+    "LOW_CONFIDENCE",
+)
+"""Reason prefixes of findings that settle a claim whatever the calibrator says."""
+
+
+def _hard(reasons: Sequence[str]) -> bool:
+    return any(r.startswith(HARD_REASONS) for r in reasons)
+
+
+def claim_rows(item: BenchmarkItem, judgement: AnswerJudgement) -> Iterable[dict[str, Any]]:
+    """One row per checked claim; ``claim_label`` only where people labelled spans."""
+    person = person_verdicts(item.case, judgement)[0] if item.span_labelled else None
+    for position, claim in enumerate(judgement.claims):
+        if claim.verdict is None:
+            continue
+        label = person[position] if person is not None else None
+        yield {
+            "row_id": item.row_id,
+            "dataset": item.dataset,
+            "task": item.task_type,
+            "answer_label": item.label,
+            "claim_label": None if label is None else label is not VerdictLabel.SUPPORTED,
+            "hard": claim.verdict is not VerdictLabel.SUPPORTED and _hard(claim.reasons),
+            "claim": claim.text,
+            "signals": claim.signals,
+        }
+
+
+def collect(
+    items: Sequence[BenchmarkItem], judge: Judge, batch_size: int, progress: TextIO | None
+) -> list[dict[str, Any]]:
+    judgements, _ = judge_items(items, judge, batch_size, progress)
+    return [row for i, j in zip(items, judgements, strict=True) for row in claim_rows(i, j)]
+
+
+def write_rows(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]

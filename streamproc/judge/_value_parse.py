@@ -1,0 +1,671 @@
+"""The values a claim asserts, read from its text: opening hours, day sets, ratings,
+counts, amounts with units, and the polarity of an attribute mention.
+
+Split from :mod:`streamproc.judge.structured` so that the record side stays readable.
+Everything here is precompiled and works on one claim string; nothing reads evidence.
+The parsers return nothing when the wording is ambiguous, because a wrong reading turns
+a correct sentence into a flagged one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Final
+
+__all__ = [
+    "DAYS",
+    "HoursClaim",
+    "NumberClaim",
+    "RatingClaim",
+    "day_label",
+    "hours_claims",
+    "is_meta",
+    "is_negated_at",
+    "minutes_label",
+    "number_word",
+    "rating_claims",
+    "reported_by_reviewer",
+    "unit_claims",
+]
+
+DAYS: Final = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+ALL_DAYS: Final = frozenset(range(7))
+
+_NUMBER_WORDS: Final = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+}  # fmt: skip
+_NUMWORD = "|".join(_NUMBER_WORDS)
+
+
+def number_word(text: str) -> Decimal | None:
+    """ "4.5" -> 4.5, "three and a half" -> 3.5, "four" -> 4; None for anything else."""
+    text = text.strip().lower()
+    half = Decimal("0.5") if text.endswith("and a half") else Decimal(0)
+    head = text.removesuffix("and a half").strip()
+    if head in _NUMBER_WORDS:
+        return _NUMBER_WORDS[head] + half
+    try:
+        return Decimal(head) + half
+    except ArithmeticError:
+        return None
+
+
+# ------------------------------------------------------------------------ claim context
+
+_REVIEWER = re.compile(
+    r"\b(?:customers?|reviewers?|patrons?|guests?|diners?|visitors?|users?|someone|one|"
+    r"another|others)\b[^.;]{0,40}?\b(?:mention\w*|said|says|stat(?:ed|es|ing)|not(?:ed|es)|"
+    r"report\w*|prais\w*|complain\w*|express\w*|highlight\w*|describ\w*|recommend\w*|rav\w*|"
+    r"compliment\w*|comment\w*|found|felt|enjoyed|appreciated|loved|liked|wrote|claim\w*|"
+    r"gave|rated|warn\w*|suggest\w*|point\w*|shar\w*|lauded|encourag\w*)\b"
+    r"|\baccording to (?:the |a |one |some |customer |their )*reviews?\b"
+    r"|\breviews? (?:mention|say|state|note|highlight|indicate|suggest|praise|describe)\w*"
+    r"|\breview(?:er)?s?\b",
+    re.IGNORECASE,
+)
+_META = re.compile(
+    r"\b(?:whether|unclear|unknown|no information|no data|no details|information (?:about|on|"
+    r"regarding)|details (?:about|on|regarding)|not (?:specified|mentioned|stated|listed|"
+    r"indicated|clear|provided in)|(?:does|do)(?: not|n't) (?:mention|specify|say|indicate|"
+    r"list|include information))\b",
+    re.IGNORECASE,
+)
+
+
+def reported_by_reviewer(claim: str) -> bool:
+    """Does the claim report what a review said? Then it is about the review text, not
+    the business's attributes (only review stars are compared)."""
+    return _REVIEWER.search(claim) is not None
+
+
+def is_meta(claim: str) -> bool:
+    """ "Information about parking is not available": a claim about the record itself."""
+    return _META.search(claim) is not None
+
+
+# ----------------------------------------------------------------------------- negation
+
+_BOUNDARY = re.compile(
+    r"[.;:!?()]|\b(?:but|however|while|although|though|whereas|yet|except)\b"
+    r"|,\s*(?:and\s+|or\s+)?(?:it\s+|they\s+|there\s+|the \w+\s+)?(?:also\s+)?"
+    r"(?:offers?|has|have|provides?|is|are|does|do|accepts?|takes?|serves?|can|features?|"
+    r"caters?|includes?|allows?|boasts?|welcomes?)\b",
+    re.IGNORECASE,
+)
+_NEGATION_BEFORE = re.compile(
+    r"\b(?:not|no|never|neither|nor|without|lacks?|lacking|cannot|none)\b|n't\b", re.IGNORECASE
+)
+_NEGATION_AFTER = re.compile(
+    r"^[^.;]{0,60}?(?:\b(?:(?:is|are)(?:n't| not)(?: \w+)? (?:available|offered|provided|"
+    r"accepted|an option|possible)|unavailable|not (?:available|offered|provided|accepted))\b"
+    r"|\b(?:is|are)(?:n't| not)\s*$)",
+    re.IGNORECASE,
+)
+_HEDGED = re.compile(
+    r"\b(?:requir\w*|necessary|needed|recommended|limited|only|if|may|might|could|nearby)\b",
+    re.IGNORECASE,
+)
+
+
+def _clause(claim: str, start: int, end: int) -> tuple[int, int]:
+    """The span of the clause around ``claim[start:end]``."""
+    left = 0
+    for match in _BOUNDARY.finditer(claim, 0, start):
+        left = match.end()
+    after = _BOUNDARY.search(claim, end)
+    return left, after.start() if after else len(claim)
+
+
+def is_negated_at(claim: str, start: int, end: int) -> bool | None:
+    """Polarity of the mention at ``claim[start:end]``: True when its clause negates it,
+    False when plainly asserted, None when hedged ("reservations are required", "limited
+    parking") and so not a yes/no statement."""
+    left, right = _clause(claim, start, end)
+    if _HEDGED.search(claim, left, right):
+        return None
+    if _NEGATION_BEFORE.search(claim, left, start):
+        return True
+    return _NEGATION_AFTER.search(claim[end:right]) is not None
+
+
+# ------------------------------------------------------------------------- days and times
+
+_DAY_NAME = r"(?:mon|tues?|wednes|thurs?|fri|satur|sun)days?"
+_DAY_ABBR = r"(?-i:Mon|Tue|Tues|Wed|Thu|Thur|Thurs|Fri|Sat|Sun)\.?"
+_DAY = rf"(?:{_DAY_NAME}|{_DAY_ABBR})"
+_RANGE_SEP = r"\s*(?:-|\u2013|to|through|thru|until|till)\s*"
+_DAYSET = re.compile(
+    rf"\b(?P<from>{_DAY_NAME}){_RANGE_SEP}(?P<to>{_DAY_NAME})\b"
+    rf"|\b(?P<afrom>{_DAY_ABBR})\s*(?:-|\u2013|to)\s*(?P<ato>{_DAY_ABBR})(?!\w)"
+    r"|\b(?P<all>daily|every ?day(?: of the week)?|(?:seven|7) days(?: a| per| of the) week"
+    r"|all week(?: long)?|all days of the week)\b"
+    r"|\b(?P<weekdays>weekdays|week ?days)\b"
+    r"|\b(?P<weekends>weekends?)\b"
+    rf"|\b(?P<one>{_DAY_NAME})\b",
+    re.IGNORECASE,
+)
+_DAY_JOIN = re.compile(r"^\s*(?:,|and|&|or|, and)?\s*$", re.IGNORECASE)
+_EXCEPT = re.compile(r"^\s*,?\s*(?:except|but)(?: for)?(?: on)?\s*$", re.IGNORECASE)
+_CLOSED_BEFORE = re.compile(r"\bclosed\s+(?:on\s+|every\s+|all\s+)?$", re.IGNORECASE)
+_CLOSED_AFTER = re.compile(r"^\s*(?:,\s*)?(?:it|they|the \w+)?\s*(?:is|are|remains?)?\s*closed\b")
+
+_CLOCK = (
+    r"(?:(?P<{p}h>\d{{1,2}})(?::(?P<{p}m>\d{{2}}))?\s*(?P<{p}ap>[ap])\.?\s?m\b\.?"
+    r"|(?P<{p}hh>\d{{1,2}}):(?P<{p}mm>\d{{2}})(?!\d)|(?P<{p}word>noon|midnight)"
+    r"|(?P<{p}bare>\d{{1,2}})(?=\s*(?:-|\u2013|to|until|till|and)\s*\d{{1,2}}\s*(?::\d\d\s*)?[ap]\.?m))"
+)
+_TIME_RANGE = re.compile(
+    r"(?:\b(?:from|between)\s+)?(?<![\d.:$])"
+    + _CLOCK.format(p="o")
+    + r"\s*(?:-|\u2013|to|until|till|and)\s*"
+    + _CLOCK.format(p="c"),
+    re.IGNORECASE,
+)
+_OPEN_AT = re.compile(
+    r"\b(?:opens?|opening|starts?|starting)\s+(?:at|from)\s+" + _CLOCK.format(p="o"),
+    re.IGNORECASE,
+)
+_CLOSE_AT = re.compile(
+    r"\b(?:until|till|closes?\s+at|closing(?:\s+time)?\s+(?:at|to|of|is)|close\s+at)\s+"
+    + _CLOCK.format(p="c"),
+    re.IGNORECASE,
+)
+_HOURS_CONTEXT = re.compile(
+    r"\b(?:open\w*|hours|operat\w*|closed?|closes|closing|business days|schedule)\b",
+    re.IGNORECASE,
+)
+_OTHER_TIMES = re.compile(
+    r"\b(?:happy hours?|breakfast|lunch|dinner|brunch|deliver\w*|kitchen|specials?|"
+    r"shows?|events?|wait\w*|took|minutes)\b",
+    re.IGNORECASE,
+)
+_TRAILING_LINK = re.compile(r"^\s*,?\s*(?:on|every|each|from|for|during)?\s*(?:the\s+)?$")
+
+
+def _day_index(name: str) -> int:
+    key = name.strip(".").lower()[:3]
+    return ["mon", "tue", "wed", "thu", "fri", "sat", "sun"].index(key)
+
+
+def _span_days(first: int, last: int) -> frozenset[int]:
+    """Inclusive, wrapping: Friday to Monday is Fri, Sat, Sun, Mon."""
+    return frozenset((first + i) % 7 for i in range((last - first) % 7 + 1))
+
+
+def _match_days(match: re.Match[str]) -> frozenset[int]:
+    if match["from"]:
+        return _span_days(_day_index(match["from"]), _day_index(match["to"]))
+    if match["afrom"]:
+        return _span_days(_day_index(match["afrom"]), _day_index(match["ato"]))
+    if match["all"]:
+        return ALL_DAYS
+    if match["weekdays"]:
+        return frozenset(range(5))
+    if match["weekends"]:
+        return frozenset({5, 6})
+    return frozenset({_day_index(match["one"])})
+
+
+def _clock(match: re.Match[str], p: str) -> frozenset[int] | None:
+    """Minutes after midnight; several candidates when the clock is 12 h without am/pm."""
+    if match[f"{p}word"]:
+        return frozenset({720 if match[f"{p}word"].lower() == "noon" else 0})
+    if match[f"{p}h"]:
+        hour, minute = int(match[f"{p}h"]), int(match[f"{p}m"] or 0)
+        if not 1 <= hour <= 12 or minute > 59:
+            return None
+        pm = match[f"{p}ap"].lower() == "p"
+        return frozenset({(hour % 12 + (12 if pm else 0)) * 60 + minute})
+    hour_text = match[f"{p}hh"] or match[f"{p}bare"]
+    hour, minute = int(hour_text), int(match[f"{p}mm"] or 0)
+    if hour > 24 or minute > 59:
+        return None
+    if hour == 0 or hour > 12 or (hour_text.startswith("0") and len(hour_text) == 2):
+        return frozenset({hour % 24 * 60 + minute})
+    return frozenset({hour % 12 * 60 + minute, (hour % 12 + 12) * 60 + minute})
+
+
+def _clock_24h(match: re.Match[str], p: str, parsed: frozenset[int]) -> frozenset[int]:
+    hour = match[f"{p}hh"]
+    if hour is None:
+        return parsed
+    return frozenset({int(hour) % 24 * 60 + int(match[f"{p}mm"])})
+
+
+def _is_24h(match: re.Match[str]) -> bool:
+    return any(
+        (hh := match[f"{p}hh"]) is not None and (int(hh) > 12 or hh.startswith("0"))
+        for p in ("o", "c")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class HoursClaim:
+    """One "days + hours" statement: ``days`` None when the claim names no day;
+    ``opens``/``closes`` the candidate minutes (None when that end is not stated);
+    ``closed`` for "closed on Mondays"; neither times nor closed: "open Tuesday to Sunday"."""
+
+    days: frozenset[int] | None
+    opens: frozenset[int] | None
+    closes: frozenset[int] | None
+    closed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Mention:
+    start: int
+    end: int
+    days: frozenset[int] | None = None
+    opens: frozenset[int] | None = None
+    closes: frozenset[int] | None = None
+    closed: bool = False
+    opening: bool = False  # an "open ..." phrase stands right before these days
+
+
+def _day_mentions(claim: str) -> list[_Mention]:
+    """Day sets, merging lists ("Mondays, Tuesdays, and Wednesdays") and exceptions."""
+    found: list[_Mention] = []
+    for match in _DAYSET.finditer(claim):
+        days = _match_days(match)
+        last = found[-1] if found else None
+        if last is not None and last.days is not None and not last.closed:
+            gap = claim[last.end : match.start()]
+            merged = last.days | days if _DAY_JOIN.match(gap) else None
+            if merged is None and _EXCEPT.match(gap):
+                merged = last.days - days
+            if merged is not None:
+                found[-1] = _Mention(last.start, match.end(), merged, opening=last.opening)
+                continue
+        before = claim[max(0, match.start() - 40) : match.start()]
+        closed = bool(_CLOSED_BEFORE.search(before) or _CLOSED_AFTER.match(claim[match.end() :]))
+        opening = _HOURS_CONTEXT.search(before.split(",")[-1]) is not None
+        found.append(_Mention(match.start(), match.end(), days, closed=closed, opening=opening))
+    return found
+
+
+def _time_mentions(claim: str) -> list[_Mention]:
+    found: list[_Mention] = []
+    taken: list[tuple[int, int]] = []
+    for match in _TIME_RANGE.finditer(claim):
+        opens, closes = _clock(match, "o"), _clock(match, "c")
+        if opens is None or closes is None:
+            continue
+        if _is_24h(match):  # "12:00 to 20:00": both ends are 24 h, 12:00 is noon
+            opens, closes = _clock_24h(match, "o", opens), _clock_24h(match, "c", closes)
+        found.append(_Mention(match.start(), match.end(), opens=opens, closes=closes))
+        taken.append(match.span())
+    for pattern, side in ((_OPEN_AT, "o"), (_CLOSE_AT, "c")):
+        for match in pattern.finditer(claim):
+            if any(s < match.end() and match.start() < e for s, e in taken):
+                continue
+            value = _clock(match, side)
+            if value is not None:
+                kind = {"opens": value} if side == "o" else {"closes": value}
+                found.append(_Mention(match.start(), match.end(), **kind))  # type: ignore[arg-type]
+    return sorted(found, key=lambda m: m.start)
+
+
+def hours_claims(claim: str) -> list[HoursClaim]:
+    """Opening-hours statements of the claim, each time range paired with its days: the
+    days right after it ("11 am to 9 pm on weekdays"), else the nearest days before it
+    ("Monday through Friday from 6 am to 5:30 pm"). Day sets without a time count only
+    when an "open"/"closed" phrase governs them."""
+    if not _HOURS_CONTEXT.search(claim):
+        return []
+    days = _day_mentions(claim)
+    times = [  # times of a meal, a show or a wait are not the opening hours
+        t
+        for t in _time_mentions(claim)
+        if not _OTHER_TIMES.search(claim, max(0, t.start - 40), min(len(claim), t.end + 15))
+    ]
+    used: set[int] = set()
+    out: list[HoursClaim] = []
+    for time in times:
+        chosen: int | None = None
+        following = [i for i, d in enumerate(days) if d.start >= time.end]
+        if following and _TRAILING_LINK.match(claim[time.end : days[following[0]].start]):
+            chosen = following[0]
+        else:
+            preceding = [i for i, d in enumerate(days) if d.end <= time.start and not d.closed]
+            if preceding:
+                chosen = preceding[-1]
+        if chosen is not None and days[chosen].closed:
+            chosen = None
+        if chosen is not None:
+            used.add(chosen)
+        out.append(
+            HoursClaim(days[chosen].days if chosen is not None else None, time.opens, time.closes)
+        )
+    for index, day in enumerate(days):
+        if index in used:
+            continue
+        if day.closed:
+            out.append(HoursClaim(day.days, None, None, closed=True))
+        elif day.opening:
+            out.append(HoursClaim(day.days, None, None))
+    return out
+
+
+def minutes_label(minutes: int) -> str:
+    """600 -> "10:00"; 1500 (1 am the next day) -> "01:00"."""
+    minutes %= 1440
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def day_label(days: frozenset[int]) -> str:
+    """Runs of days: {0..6} -> "Monday-Sunday", {0, 1, 2, 5} -> "Monday-Wednesday, Saturday"."""
+    runs: list[list[int]] = []
+    for day in sorted(days):
+        if runs and runs[-1][-1] == day - 1:
+            runs[-1].append(day)
+        else:
+            runs.append([day])
+    return ", ".join(DAYS[r[0]] if len(r) == 1 else f"{DAYS[r[0]]}-{DAYS[r[-1]]}" for r in runs)
+
+
+# ------------------------------------------------------------------------------- ratings
+
+_STAR_NUMBER = rf"\d(?:\.\d+)?|(?:{_NUMWORD})(?: and a half)?"
+_STARS = re.compile(
+    rf"(?<![\w.])(?P<n>{_STAR_NUMBER})(?:\s*-\s*|\s+)stars?\b(?P<review>\s+reviews?)?"
+    r"|\brat(?:ing|ed)(?:\s+(?:of|at|with|is|was|by|to be))?[:\s]+(?P<r>\d(?:\.\d+)?)"
+    r"(?![\w.])(?!\s*(?:-\s*)?stars?\b)(?!\s*/)"
+    r"|(?<![\w.])(?P<slash>\d(?:\.\d+)?)\s*/\s*5(?:\.0)?(?![\d.])",
+    re.IGNORECASE,
+)
+_OUT_OF = re.compile(r"\bout\s+of\s*$", re.IGNORECASE)
+_ALL_REVIEWS = re.compile(r"\b(?:average|all|every|most|majority|overall|mostly)\b", re.I)
+_REVIEW_AVERAGE = re.compile(r"\baverage\b(?!\s+(?:star\s+)?rating)[^.;]*|\breviews?\b", re.I)
+_GAVE = re.compile(r"\b(?:gave|giving|left|awarded)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class RatingClaim:
+    """A star rating the claim states; ``review`` when it is one review's stars."""
+
+    value: Decimal
+    written: str
+    review: bool
+
+
+def rating_claims(claim: str) -> list[RatingClaim]:
+    """ "rating of 4.0 stars out of 5.0" -> 4.0 (business); "One customer gave it 5 stars"
+    -> 5 (a review); "an average of 4.5-star reviews" -> nothing (an aggregate of reviews
+    the record does not state)."""
+    out: list[RatingClaim] = []
+    if len({m[0].split()[0].lower() for m in _REVIEW_AVERAGE.finditer(claim)}) > 1:
+        return out  # "an average of 4.5-star reviews": an aggregate no field states
+    for match in _STARS.finditer(claim):
+        if _OUT_OF.search(claim[: match.start()]):
+            continue
+        written = match["n"] or match["r"] or match["slash"]
+        value = number_word(written)
+        if value is None or not 0 <= value <= 10:
+            continue
+        review = bool(match["review"]) or _GAVE.search(claim) is not None
+        if review and _ALL_REVIEWS.search(claim):
+            continue  # "an average of 4.5-star reviews": no field states that
+        out.append(RatingClaim(value, written, review))
+    return out
+
+
+# ----------------------------------------------------------------- counts, money and units
+
+_COUNT = re.compile(
+    rf"\b(?:based on|from|received|has|have|with|of|only|includes?|total of)\s+"
+    rf"(?P<n>\d{{1,6}}|{_NUMWORD})\s+(?:customer\s+|user\s+|online\s+)?(?P<noun>[a-z]{{3,}})\b",
+    re.IGNORECASE,
+)
+_APPROXIMATE = re.compile(
+    r"\b(?:about|around|approximately|roughly|nearly|almost|over|under|up to|less than|"
+    r"more than|at least|at most|starting at|from|just|some|within|per|than)\s*$",
+    re.IGNORECASE,
+)
+
+UNITS: Final[dict[str, tuple[str, Decimal]]] = {
+    "mm": ("length", Decimal("0.001")), "cm": ("length", Decimal("0.01")),
+    "m": ("length", Decimal(1)), "meters": ("length", Decimal(1)),
+    "metres": ("length", Decimal(1)), "km": ("length", Decimal(1000)),
+    "kilometers": ("length", Decimal(1000)), "kilometres": ("length", Decimal(1000)),
+    "mi": ("length", Decimal("1609.344")), "miles": ("length", Decimal("1609.344")),
+    "mile": ("length", Decimal("1609.344")), "ft": ("length", Decimal("0.3048")),
+    "feet": ("length", Decimal("0.3048")), "g": ("mass", Decimal("0.001")),
+    "grams": ("mass", Decimal("0.001")), "kg": ("mass", Decimal(1)),
+    "kilograms": ("mass", Decimal(1)), "lb": ("mass", Decimal("0.45359237")),
+    "lbs": ("mass", Decimal("0.45359237")), "pounds": ("mass", Decimal("0.45359237")),
+    "min": ("time", Decimal(60)), "mins": ("time", Decimal(60)),
+    "minutes": ("time", Decimal(60)), "h": ("time", Decimal(3600)),
+    "hrs": ("time", Decimal(3600)), "hours": ("time", Decimal(3600)),
+    "days": ("time", Decimal(86400)), "ml": ("volume", Decimal("0.001")),
+    "l": ("volume", Decimal(1)), "liters": ("volume", Decimal(1)),
+    "litres": ("volume", Decimal(1)), "kb": ("data", Decimal(1000)),
+    "mb": ("data", Decimal(10**6)), "gb": ("data", Decimal(10**9)),
+    "tb": ("data", Decimal(10**12)), "kwh": ("energy", Decimal(1)),
+}  # fmt: skip
+_UNIT_ALTERNATION = "|".join(sorted(UNITS, key=len, reverse=True))
+_UNIT_VALUE = re.compile(
+    rf"(?<![\w.,:$€£])(?P<n>\d[\d,]*(?:\.\d+)?)\s*(?:-\s*)?(?P<unit>{_UNIT_ALTERNATION})\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NumberClaim:
+    """A number the claim states with what it counts or measures."""
+
+    value: Decimal
+    written: str
+    noun: str  # the counted noun ("reviews") or the unit ("km")
+    start: int
+
+
+def count_claims(claim: str) -> Iterator[NumberClaim]:
+    """ "based on three reviews" -> 3 reviews; approximations are skipped."""
+    for match in _COUNT.finditer(claim):
+        value = number_word(match["n"])
+        if value is not None and not _APPROXIMATE.search(claim[: match.start("n")]):
+            yield NumberClaim(value, match["n"], match["noun"].lower(), match.start())
+
+
+def unit_claims(claim: str) -> Iterator[NumberClaim]:
+    """ "2.5 km", "300 g", "45 minutes"; approximations ("about 3 km") are skipped."""
+    for match in _UNIT_VALUE.finditer(claim):
+        if _APPROXIMATE.search(claim[: match.start()]):
+            continue
+        value = number_word(match["n"].replace(",", ""))
+        if value is not None:
+            yield NumberClaim(value, match[0], match["unit"].lower(), match.start())
+
+
+_AMOUNT = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+_CURRENCY = r"[$€£]|\b(?:EUR|USD|GBP|CHF|CAD|AUD)\b"
+_MONEY = re.compile(
+    rf"(?P<cur>{_CURRENCY})\s?(?P<num>{_AMOUNT})(?![.,]?\d)"
+    rf"|(?<![\w.,])(?P<num2>{_AMOUNT})\s?(?P<cur2>[€£]|\b(?:EUR|USD|GBP|CHF|CAD|AUD|"
+    r"euros?|dollars?)\b)",
+    re.IGNORECASE,
+)
+_CURRENCY_CODES: Final = {"$": "USD", "€": "EUR", "£": "GBP", "euro": "EUR", "dollar": "USD"}
+_PRICE_WORDS = re.compile(r"\b(?:price[sd]?|costs?|fees?|fares?|charges?|sells?)\b", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class MoneyClaim:
+    """An amount with its currency (None when the claim names none)."""
+
+    value: Decimal
+    currency: str | None
+    written: str
+
+
+def money_claims(claim: str) -> Iterator[MoneyClaim]:
+    """Prices the claim states ("costs $12.50", "a fee of EUR 5"); only in a sentence
+    about a price, and never an approximation ("just under $10")."""
+    if not _PRICE_WORDS.search(claim):
+        return
+    for match in _MONEY.finditer(claim):
+        if _APPROXIMATE.search(claim[: match.start()]):
+            continue
+        number = (match["num"] or match["num2"]).replace(",", "")
+        raw = (match["cur"] or match["cur2"]).lower().rstrip("s")
+        currency = _CURRENCY_CODES.get(raw, raw.upper())
+        yield MoneyClaim(Decimal(number), currency, match[0].strip())
+
+
+# ------------------------------------------------------------------------ attribute lexicon
+
+
+@dataclass(frozen=True, slots=True)
+class Concept:
+    """An attribute a claim can assert or deny, and how a record names it.
+
+    ``key`` is searched in a field's path words ("attributes restaurants reservations");
+    ``support`` in the record's text values, which ground the concept too (a review that
+    mentions delivery). ``lexicon``: a missing field is FIELD_NOT_IN_RECORD - when
+    ``missing_key`` is set, only in a record that has such a field, empty (an "Ambience"
+    of null says nothing about "casual"; a record without any Ambience is of another kind).
+    """
+
+    name: str
+    mention: re.Pattern[str]
+    key: re.Pattern[str]
+    support: str
+    lexicon: bool = True
+    needs_parking: bool = False
+    needs_ambience: bool = False
+    generic_parking: bool = False
+    missing_key: str | None = None
+
+
+def _concept(
+    name: str, mention: str, key: str, support: str, missing_key: str | None = None, **flags: bool
+) -> Concept:
+    return Concept(
+        name,
+        re.compile(mention, re.IGNORECASE),
+        re.compile(key, re.IGNORECASE),
+        support,
+        missing_key=missing_key,
+        **flags,
+    )
+
+
+_AMBIENCE_WORDS: Final = {
+    "casual": r"\bcasual\b", "classy": r"\bclassy\b", "trendy": r"\btrendy\b",
+    "romantic": r"\bromantic\b", "intimate": r"\bintimate\b", "upscale": r"\bupscale\b",
+    "touristy": r"\btouristy\b|\btourist trap\b", "divey": r"\bdive(?:y| bar)\b",
+    "hipster": r"\bhipster\b|\bhip\b(?= (?:atmosphere|ambiance|ambience|vibe|environment|"
+    r"setting|spot|place|crowd|decor))",
+}  # fmt: skip
+
+CONCEPTS: Final[tuple[Concept, ...]] = (
+    _concept("reservations", r"\breservations?\b|\bbook (?:a )?table\b", r"reservation",
+             r"reserv|book"),
+    _concept("takeout", r"\btake[- ]?outs?\b|\btake[- ]?away\b|\bcarry[- ]?out\b|\bpick[- ]?up\b",
+             r"take ?out|takeaway|pick ?up", r"take[- ]?out|to[- ]go|pick[- ]?up|carry"),
+    _concept("outdoor seating", r"\boutdoor (?:seating|dining|tables?|area|patio)|\bpatio\b",
+             r"outdoor", r"outdoor|outside|patio"),
+    _concept("wifi", r"\bwi-?fi\b|\bwireless internet\b", r"wi-?fi|wireless", r"wi-?fi|internet"),
+    _concept("good for groups", r"\b(?:good|great|suitable|ideal|perfect|accommodat\w*|cater\w*)"
+             r"\b[^.;]{0,25}\bgroups?\b|\bgroup (?:outings?|dining|gatherings?)\b",
+             r"groups?", r"group|party|parties", lexicon=False),
+    _concept("good for kids", r"\b(?:kid|child)[- ]friendly\b|\bgood for (?:kids|children)\b"
+             r"|\bkids'? menu\b|\bchildren'?s menu\b", r"kids|children", r"kid|child|famil"),
+    _concept("delivery", r"\bdeliver(?:y|ies|s)?\b", r"deliver", r"deliver"),
+    _concept("wheelchair accessible", r"\bwheelchair\b|\bhandicap(?:ped)?[- ]accessible\b",
+             r"wheelchair|accessib", r"wheelchair|accessib|handicap"),
+    _concept("alcohol", r"\balcohol\w*|\bfull bar\b|\bbeers?\b|\bwines?\b|\bcocktails?\b"
+             r"|\bliquor\b|\btequila\b|\bmezcal\b|\bmargaritas?\b",
+             r"alcohol|full bar|beer|wine", r"alcohol|\bbars?\b|beer|wine|cocktail|liquor|"
+             r"tequila|mezcal|margarita|sake|drink|brew|pub"),
+    _concept("credit cards", r"\bcredit cards?\b|\bcards? (?:are )?accepted\b",
+             r"credit ?card|cards", r"card|credit"),
+    _concept("dogs allowed", r"\bdogs? (?:are )?(?:allowed|welcome)\b|\b(?:dog|pet)[- ]friendly\b"
+             r"|\bpets? (?:are )?(?:allowed|welcome)\b", r"dogs?|pets?", r"dog|pet"),
+    _concept("happy hour", r"\bhappy hours?\b", r"happy ?hour", r"happy hour"),
+    _concept("tv", r"\bTVs?\b|\btelevisions?\b", r"\btv\b|television", r"\btv|television"),
+    _concept("noise level", r"\bnoise level\b|\bnoisy\b", r"noise", r"noise|noisy|loud|quiet"),
+    _concept("price range", r"\bprice range\b", r"price ?range", r"price range|\$\$"),
+    _concept("parking", r"\bparking\b", r"parking", r"park", generic_parking=True),
+    _concept("valet parking", r"\bvalet\b", r"parking valet", r"valet", lexicon=False,
+             needs_parking=True),
+    _concept("garage parking", r"\bgarage\b", r"parking garage", r"garage", lexicon=False,
+             needs_parking=True),
+    _concept("street parking", r"\bstreet parking\b|\bon the street\b|\bon-street\b",
+             r"parking street", r"street", lexicon=False, needs_parking=True),
+    _concept("lot parking", r"\bparking lots?\b|\blot parking\b|\b(?:in|on|or|and) (?:a |the |"
+             r"its |their )?(?:\w+ )?lot\b", r"parking lot", r"\blot", lexicon=False,
+             needs_parking=True),
+    _concept("validated parking", r"\bvalidat\w*", r"parking validated", r"validat",
+             lexicon=False, needs_parking=True),
+    *(
+        _concept(word, pattern, rf"(?:ambien|atmosphere).* {word}$", word, r"ambien",
+                 needs_ambience=True)
+        for word, pattern in _AMBIENCE_WORDS.items()
+    ),
+)  # fmt: skip
+
+_YES: Final = frozenset({"yes", "true", "free", "paid", "y", "1", "available"})
+_NO: Final = frozenset({"no", "false", "none", "n", "0", "unavailable"})
+
+
+def bool_value(value: object) -> bool | None:
+    """A record value read as yes/no: True, "yes", "free" (WiFi), "u'no'"; else None."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        text = value.strip().lower().removeprefix("u").strip("'\"")
+        return True if text in _YES else False if text in _NO else None
+    return None
+
+
+# ------------------------------------------------------------------------------ places
+
+US_STATES: Final = {
+    "alabama": "AL", "alaska": "AK", "arizona": "AZ", "arkansas": "AR", "california": "CA",
+    "colorado": "CO", "connecticut": "CT", "delaware": "DE", "florida": "FL", "georgia": "GA",
+    "hawaii": "HI", "idaho": "ID", "illinois": "IL", "indiana": "IN", "iowa": "IA",
+    "kansas": "KS", "kentucky": "KY", "louisiana": "LA", "maine": "ME", "maryland": "MD",
+    "massachusetts": "MA", "michigan": "MI", "minnesota": "MN", "mississippi": "MS",
+    "missouri": "MO", "montana": "MT", "nebraska": "NE", "nevada": "NV",
+    "new hampshire": "NH", "new jersey": "NJ", "new mexico": "NM", "new york": "NY",
+    "north carolina": "NC", "north dakota": "ND", "ohio": "OH", "oklahoma": "OK",
+    "oregon": "OR", "pennsylvania": "PA", "rhode island": "RI", "south carolina": "SC",
+    "south dakota": "SD", "tennessee": "TN", "texas": "TX", "utah": "UT", "vermont": "VT",
+    "virginia": "VA", "washington": "WA", "west virginia": "WV", "wisconsin": "WI",
+    "wyoming": "WY", "district of columbia": "DC",
+}  # fmt: skip
+_STATE_CODES: Final = frozenset(US_STATES.values())
+_CAP_WORDS = r"[A-Z][a-zA-Z.'-]+(?:\s+[A-Z][a-zA-Z.'-]+){0,3}"
+_CITY_STATE = re.compile(
+    rf"(?:\bin\s+|,\s*)(?P<city>{_CAP_WORDS}),\s*(?P<state>[A-Z]{{2}}|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)\b"
+)
+_ADDRESS = re.compile(
+    r"\b(?:at|on)\s+(?P<num>\d{1,6})\s+(?P<street>[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*){0,3})"
+)
+
+
+def state_code(text: str) -> str | None:
+    """ "California" / "CA" -> "CA"; None when it is no US state."""
+    text = text.strip()
+    if text.upper() in _STATE_CODES and (text.isupper() or len(text) > 2):
+        return text.upper()
+    return US_STATES.get(text.lower())
+
+
+def city_states(claim: str) -> Iterator[tuple[str, str]]:
+    """ "in Santa Barbara, California" -> ("Santa Barbara", "CA")."""
+    for match in _CITY_STATE.finditer(claim):
+        code = state_code(match["state"])
+        if code is not None:
+            yield match["city"], code
+
+
+def addresses(claim: str) -> Iterator[tuple[str, str]]:
+    """ "located at 5134 Hollister Ave" -> ("5134", "Hollister Ave")."""
+    for match in _ADDRESS.finditer(claim):
+        yield match["num"], match["street"]

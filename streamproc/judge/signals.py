@@ -1,0 +1,122 @@
+"""Per-claim signals for the learned verdict calibrator.
+
+No single signal separates hallucinated from faithful claims on real data: NLI
+entailment alone and retrieval similarity alone each rank claims little better than
+chance on RAGTruth summaries, and the hand-set rules (a name or a number the evidence
+lacks) misfire on paraphrase. So the judge measures everything it already computes,
+as numbers, and a small trained model weighs them (``calibrator.py``).
+
+Every signal is a plain float with a fixed name; the list ``SIGNAL_NAMES`` is the
+calibrator's input contract and is written into its manifest. Signals are about the
+claim and its evidence only - never about which dataset or task an answer came from -
+so the calibrator cannot learn a shortcut the live stream would not have.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from streamproc.judge._protocols import NliScore
+from streamproc.judge.retrieval import Candidate
+
+__all__ = ["SIGNAL_NAMES", "ClaimEvidence", "claim_signals", "entailment_logit"]
+
+_LOGIT_CLIP: Final = 12.0
+
+SIGNAL_NAMES: Final[tuple[str, ...]] = (
+    "entail_logit_max",  # best entailment over the candidates, as a clipped logit
+    "entail_logit_top",  # entailment of the candidate retrieval ranked first
+    "entail_logit_mean",  # mean entailment logit over the candidates
+    "entail_logit_max_sq",  # its square / clip: lets a linear model bend
+    "contradiction_max",  # best contradiction probability among relevant candidates
+    "similarity_max",  # best embedding cosine between claim and a unit
+    "similarity_top",  # cosine of the first-ranked unit
+    "coverage_max",  # best share of the claim's content words one unit contains
+    "coverage_evidence",  # share of the claim's content words found anywhere in evidence
+    "unknown_numbers",  # claim numbers absent from the evidence (capped at 3)
+    "unknown_names",  # capitalised names absent from the evidence (capped at 3)
+    "negation_flip",  # a close unit says the opposite polarity
+    "overstated",  # evidence hedges what the claim states flatly
+    "value_mismatch",  # record value comparison: a field disagrees
+    "field_not_in_record",  # record value comparison: the record lacks the field
+    "value_confirmed",  # record value comparison: a field agrees
+    "confidence_low",  # token confidence marked the sentence LOW
+    "record_claim",  # the claim reports on a case (ids, amounts, states)
+    "claim_words_log",  # log(1 + content words of the claim)
+    "position",  # relative position of the claim's sentence in the answer (0 .. 1)
+    "structured_evidence",  # the evidence includes a structured record
+    "evidence_words_log",  # log(1 + words of evidence)
+    "has_question",  # the answer replies to a question (QA) rather than a task
+    "claims_log",  # log(1 + checked claims in the answer)
+)
+
+
+def entailment_logit(score: NliScore) -> float:
+    """The entailment probability as a logit, clipped: linear in the model's margin for
+    a margin model, and comparable across models for a softmax one."""
+    p = min(max(score.entailment, 1e-6), 1 - 1e-6)
+    return max(-_LOGIT_CLIP, min(_LOGIT_CLIP, math.log(p / (1 - p))))
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimEvidence:
+    """What the judge found for one claim, gathered before it is turned into numbers."""
+
+    scored: Sequence[tuple[Candidate, NliScore]]
+    flipped: bool
+    overstated: bool
+    coverage_evidence: float
+    unknown_numbers: int
+    unknown_names: int
+    value_mismatch: int
+    field_not_in_record: int
+    value_confirmed: int
+    confidence_low: bool
+    record_claim: bool
+    claim_words: int
+    position: float
+    structured_evidence: bool
+    evidence_words: int
+    has_question: bool
+    checked_claims: int
+    contradiction_min_coverage: float = 0.5
+
+
+def claim_signals(found: ClaimEvidence) -> dict[str, float]:
+    """The named signals of one claim, in ``SIGNAL_NAMES`` order."""
+    logits = [entailment_logit(s) for _, s in found.scored]
+    top = max(found.scored, key=lambda cs: cs[0].rank_score, default=None)
+    relevant = [
+        s.contradiction for c, s in found.scored if c.coverage >= found.contradiction_min_coverage
+    ]
+    best = max(logits, default=-_LOGIT_CLIP)
+    values = {
+        "entail_logit_max": best,
+        "entail_logit_top": entailment_logit(top[1]) if top else -_LOGIT_CLIP,
+        "entail_logit_mean": sum(logits) / len(logits) if logits else -_LOGIT_CLIP,
+        "entail_logit_max_sq": best * best / _LOGIT_CLIP,
+        "contradiction_max": max(relevant, default=0.0),
+        "similarity_max": max((c.similarity for c, _ in found.scored), default=0.0),
+        "similarity_top": top[0].similarity if top else 0.0,
+        "coverage_max": max((c.coverage for c, _ in found.scored), default=0.0),
+        "coverage_evidence": found.coverage_evidence,
+        "unknown_numbers": float(min(found.unknown_numbers, 3)),
+        "unknown_names": float(min(found.unknown_names, 3)),
+        "negation_flip": float(found.flipped),
+        "overstated": float(found.overstated),
+        "value_mismatch": float(min(found.value_mismatch, 3)),
+        "field_not_in_record": float(min(found.field_not_in_record, 3)),
+        "value_confirmed": float(min(found.value_confirmed, 3)),
+        "confidence_low": float(found.confidence_low),
+        "record_claim": float(found.record_claim),
+        "claim_words_log": math.log1p(found.claim_words),
+        "position": found.position,
+        "structured_evidence": float(found.structured_evidence),
+        "evidence_words_log": math.log1p(found.evidence_words),
+        "has_question": float(found.has_question),
+        "claims_log": math.log1p(found.checked_claims),
+    }
+    return {name: round(values[name], 6) for name in SIGNAL_NAMES}

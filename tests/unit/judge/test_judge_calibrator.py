@@ -1,0 +1,148 @@
+"""The learned calibrator: numpy inference, payload checks, how it decides a verdict,
+and the NLI judge with a calibrator wired in."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from streamproc.events import VerdictLabel
+from streamproc.inference.calibrator_loader import load_calibrator
+from streamproc.inference.registry import ModelIntegrityError, sha256_of
+from streamproc.judge.calibrated import calibrated_decision
+from streamproc.judge.calibrator import CalibratorError, VerdictCalibrator
+from streamproc.judge.nli_judge import NliJudge, NliThresholds
+from streamproc.judge.settle import Settled
+from streamproc.judge.signals import SIGNAL_NAMES
+from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
+from tests.unit.judge.test_judge_nli import event
+
+
+def payload(**weights: float) -> dict[str, Any]:
+    """A calibrator over every signal, zero weight except ``weights``."""
+    features = list(SIGNAL_NAMES)
+    return {
+        "name": "test-calibrator",
+        "features": features,
+        "mean": [0.0] * len(features),
+        "scale": [1.0] * len(features),
+        "coef": [weights.get(f, 0.0) for f in features],
+        "intercept": weights.get("intercept", 0.0),
+        "threshold": 0.5,
+    }
+
+
+def calibrator(**weights: float) -> VerdictCalibrator:
+    return VerdictCalibrator.from_payload(payload(**weights), sha256="2" * 64)
+
+
+def test_probability_is_the_logistic_of_the_standardised_dot_product() -> None:
+    raw = payload(coverage_evidence=-2.0, intercept=1.0)
+    raw["mean"][SIGNAL_NAMES.index("coverage_evidence")] = 0.5
+    raw["scale"][SIGNAL_NAMES.index("coverage_evidence")] = 0.25
+    model = VerdictCalibrator.from_payload(raw, sha256="2" * 64)
+    signals = dict.fromkeys(SIGNAL_NAMES, 0.0) | {"coverage_evidence": 1.0}
+    expected = 1 / (1 + math.exp(-(1.0 - 2.0 * (1.0 - 0.5) / 0.25)))
+    assert model.probability(signals) == pytest.approx(expected)
+    assert model.contributions(signals) == [("coverage_evidence", -4.0)]
+
+
+def test_inconsistent_payloads_are_refused() -> None:
+    broken = payload()
+    broken["coef"] = broken["coef"][:-1]
+    with pytest.raises(CalibratorError):
+        VerdictCalibrator.from_payload(broken, sha256="2" * 64)
+    with pytest.raises(CalibratorError):
+        VerdictCalibrator.from_payload(payload() | {"threshold": 1.0}, sha256="2" * 64)
+    unknown = VerdictCalibrator.from_payload(
+        payload() | {"features": ["not_a_signal"], "mean": [0], "scale": [1], "coef": [1]},
+        sha256="2" * 64,
+    )
+    with pytest.raises(CalibratorError, match="not_a_signal"):
+        unknown.check_signals(SIGNAL_NAMES)
+
+
+def test_loader_refuses_weights_whose_hash_differs(tmp_path: Path) -> None:
+    folder = tmp_path / "calibrators"
+    folder.mkdir()
+    data = json.dumps(payload()).encode()
+    (folder / "c.json").write_bytes(data)
+    manifest = f'name = "c"\n[weights]\npath = "c.json"\nsha256 = "{sha256_of(data)}"\n'
+    (folder / "c.toml").write_text(manifest)
+    assert load_calibrator("c", tmp_path).sha256 == sha256_of(data)
+    (folder / "c.json").write_bytes(data + b" ")
+    with pytest.raises(ModelIntegrityError):
+        load_calibrator("c", tmp_path)
+
+
+def test_shipped_calibrator_loads_and_fits_the_signals() -> None:
+    shipped = sorted((Path(__file__).parents[3] / "models" / "calibrators").glob("*.toml"))
+    assert shipped, "a trained calibrator ships in models/calibrators/"
+    for manifest in shipped:
+        model = load_calibrator(manifest.stem)
+        model.check_signals(SIGNAL_NAMES)
+        assert 0.0 < model.threshold < 1.0
+
+
+def test_calibrated_decision_keeps_the_rule_reasons_or_overrules_them() -> None:
+    model = calibrator()
+    rule_no = Settled(VerdictLabel.CONTRADICTED, 0.1, ("NEGATION_FLIP: against D1",), ("D1",))
+    rule_yes = Settled(VerdictLabel.SUPPORTED, 0.9, (), ("D2",))
+    low = calibrated_decision(rule_no, 0.2, model, [], ())
+    assert low.verdict is VerdictLabel.SUPPORTED
+    assert low.reasons == ("CALIBRATED_RISK: 0.20 < 0.50",)
+    high = calibrated_decision(rule_no, 0.8, model, [("negation_flip", 1.5)], ())
+    assert high.verdict is VerdictLabel.CONTRADICTED
+    assert high.reasons[0] == "NEGATION_FLIP: against D1"
+    assert high.reasons[-1] == "CALIBRATED_RISK: 0.80 >= 0.50 (negation_flip +1.50)"
+    overruled = calibrated_decision(rule_yes, 0.7, model, [], ("NAME_NOT_IN_EVIDENCE: acme",))
+    assert overruled.verdict is VerdictLabel.UNSUPPORTED
+    assert overruled.reasons[0] == "NAME_NOT_IN_EVIDENCE: acme"
+    assert overruled.score == pytest.approx(0.3)
+
+
+def test_judge_with_a_calibrator_decides_by_risk_and_records_it(
+    scorer: OverlapScorer, embedder: BagOfWordsEmbedder
+) -> None:
+    # Risk rises as the evidence covers fewer of the claim's words.
+    model = calibrator(coverage_evidence=-12.0, intercept=6.0)
+    nli = NliJudge(
+        scorer,
+        embedder,
+        thresholds=NliThresholds(entailment=0.6),
+        granularity="sentence",
+        calibrator=model,
+    )
+    covered, invented = nli.judge_batch(
+        [
+            event("The supplier delivered pieces."),
+            event("The warehouse manager praised the courier yesterday."),
+        ]
+    )
+    [good], [bad] = covered.claims, invented.claims
+    assert good.verdict is VerdictLabel.SUPPORTED and good.risk is not None and good.risk < 0.5
+    assert bad.verdict is VerdictLabel.UNSUPPORTED and bad.risk is not None and bad.risk > 0.5
+    assert bad.reasons[-1].startswith("CALIBRATED_RISK")
+    assert set(good.signals) == set(SIGNAL_NAMES)
+    assert nli.info.models["test-calibrator"] == "2" * 64
+    assert nli.info.thresholds["calibrator_threshold"] == 0.5
+
+
+def test_soft_rules_leave_names_and_numbers_to_the_calibrator(
+    scorer: OverlapScorer, embedder: BagOfWordsEmbedder
+) -> None:
+    answer = event("The supplier delivered 90 of 100 pieces to Acme.")
+    strict = NliJudge(scorer, embedder, granularity="sentence")
+    [hard] = strict.judge_batch([answer])
+    assert hard.claims[0].reasons[0].startswith("NAME_NOT_IN_EVIDENCE")
+    soft = NliJudge(scorer, embedder, granularity="sentence", calibrator=calibrator(intercept=-5))
+    [result] = soft.judge_batch([answer])
+    claim = result.claims[0]
+    assert claim.verdict is VerdictLabel.SUPPORTED, "the calibrator overrules a soft rule"
+    assert claim.signals["unknown_names"] == 1.0
+    assert claim.risk == pytest.approx(1 / (1 + np.exp(5)), abs=1e-4)
