@@ -109,7 +109,7 @@ class JudgeSettings(_Group):
 
     name: Literal["rules", "nli"] = "nli"
     calibrator: str | None = Field(
-        default=None,
+        default="verdict-calibrator-v1",
         description="Verdict calibrator in models/calibrators/ (NLI judge); empty or None "
         "= the NLI judge's own rules decide.",
     )

@@ -1,7 +1,10 @@
 """The learned verdict calibrator: claim signals in, probability of hallucination out.
 
-A logistic regression over standardised signals (``signals.py``), trained offline by
-``scripts/train_calibrator.py`` and shipped as a small JSON file with a manifest. At run
+Logistic regressions over standardised signals (``signals.py``), one per answer regime
+(``regime_of``: a summary of a record, a reply to a question, a task over passages),
+trained offline by ``scripts/train_calibrator.py`` and shipped as a small JSON file with
+a manifest. The regimes get their own weights because the same signal means different
+things in them (word coverage of a flattened record against fluent prose, say). At run
 time it is a dot product in numpy - no training library is needed to use it - and its
 output is a probability that was checked for calibration on rows it never saw
 (EVALUATION.md has the reliability table).
@@ -12,7 +15,6 @@ the loader's job (``streamproc.inference.calibrator_loader``).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,24 +22,46 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["CalibratorError", "VerdictCalibrator"]
+__all__ = [
+    "REGIMES",
+    "CalibratorError",
+    "LinearPart",
+    "VerdictCalibrator",
+    "feature_row",
+    "regime_of",
+]
+
+REGIMES = ("record", "question", "task")
 
 
 class CalibratorError(ValueError):
     """A calibrator payload that does not fit the signals this judge computes."""
 
 
+def regime_of(signals: Mapping[str, float]) -> str:
+    """``record`` (structured evidence), ``question`` (a reply to a question) or ``task``
+    (e.g. a summary of passages): what the answer is, known from the event itself."""
+    if signals.get("structured_evidence", 0.0) > 0:
+        return "record"
+    return "question" if signals.get("has_question", 0.0) > 0 else "task"
+
+
+def feature_row(signals: Mapping[str, float], features: Sequence[str]) -> list[float]:
+    """The calibrator's inputs from named signals; a feature ``a*b`` is the product of
+    two signals."""
+    out = []
+    for feature in features:
+        value = 1.0
+        for part in feature.split("*"):
+            value *= signals[part]
+        out.append(value)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
-class VerdictCalibrator:
-    """``p(hallucinated | signals) = sigmoid(intercept + coef . (x - mean) / scale)``.
+class LinearPart:
+    """``p = sigmoid(intercept + coef . (x - mean) / scale)`` and the line on ``p``."""
 
-    ``threshold`` is the probability at or above which a claim is not supported; it was
-    chosen on the training split, like the weights.
-    """
-
-    name: str
-    sha256: str
-    features: tuple[str, ...]
     mean: NDArray[np.float64]
     scale: NDArray[np.float64]
     coef: NDArray[np.float64]
@@ -45,36 +69,73 @@ class VerdictCalibrator:
     threshold: float
 
     @classmethod
-    def from_payload(cls, payload: Mapping[str, Any], *, sha256: str) -> VerdictCalibrator:
-        """Build from the JSON the training script writes; refuses inconsistent shapes."""
+    def from_payload(cls, payload: Mapping[str, Any], width: int) -> LinearPart:
         try:
-            features = tuple(str(f) for f in payload["features"])
             arrays = [np.asarray(payload[k], dtype=np.float64) for k in ("mean", "scale", "coef")]
-            intercept = float(payload["intercept"])
-            threshold = float(payload["threshold"])
-            name = str(payload["name"])
+            intercept, threshold = float(payload["intercept"]), float(payload["threshold"])
         except (KeyError, TypeError, ValueError) as error:
-            raise CalibratorError(f"calibrator payload is incomplete: {error}") from None
-        if any(a.shape != (len(features),) for a in arrays):
+            raise CalibratorError(f"calibrator part is incomplete: {error}") from None
+        if any(a.shape != (width,) for a in arrays):
             raise CalibratorError("mean, scale and coef must each have one value per feature")
         if np.any(arrays[1] <= 0) or not 0.0 < threshold < 1.0:
             raise CalibratorError("scales must be positive and the threshold within (0, 1)")
         mean, scale, coef = arrays
-        return cls(name, sha256, features, mean, scale, coef, intercept, threshold)
+        return cls(mean, scale, coef, intercept, threshold)
+
+    def logits(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        out: NDArray[np.float64] = self.intercept + ((x - self.mean) / self.scale) @ self.coef
+        return out
+
+    def contributions(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        out: NDArray[np.float64] = ((x - self.mean) / self.scale) * self.coef
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictCalibrator:
+    """One ``LinearPart`` per regime over the same ``features``. A claim at or above its
+    regime's threshold is not supported; weights and thresholds come from training."""
+
+    name: str
+    sha256: str
+    features: tuple[str, ...]
+    parts: Mapping[str, LinearPart]
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any], *, sha256: str) -> VerdictCalibrator:
+        """Build from the JSON the training script writes; refuses inconsistent shapes."""
+        try:
+            features = tuple(str(f) for f in payload["features"])
+            name = str(payload["name"])
+            raw_parts = dict(payload["regimes"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise CalibratorError(f"calibrator payload is incomplete: {error}") from None
+        if set(raw_parts) != set(REGIMES):
+            raise CalibratorError(f"calibrator needs exactly the regimes {list(REGIMES)}")
+        parts = {r: LinearPart.from_payload(raw_parts[r], len(features)) for r in REGIMES}
+        return cls(name, sha256, features, parts)
 
     def check_signals(self, available: Sequence[str]) -> None:
         """Refuse to run on a judge that does not compute every feature it was trained on."""
-        missing = [f for f in self.features if f not in set(available)]
+        known = set(available)
+        missing = [f for f in self.features if any(p not in known for p in f.split("*"))]
         if missing:
             raise CalibratorError(f"calibrator {self.name!r} needs unknown signals: {missing}")
 
+    def threshold_for(self, signals: Mapping[str, float]) -> float:
+        return self.parts[regime_of(signals)].threshold
+
     def probabilities(self, rows: Sequence[Mapping[str, float]]) -> NDArray[np.float64]:
-        """One probability per signal row (vectorised over a batch)."""
+        """One probability per signal row (vectorised per regime)."""
+        out = np.zeros(len(rows), dtype=np.float64)
         if not rows:
-            return np.zeros(0, dtype=np.float64)
-        x = np.array([[row[f] for f in self.features] for row in rows], dtype=np.float64)
-        z = self.intercept + ((x - self.mean) / self.scale) @ self.coef
-        out: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
+            return out
+        x = np.array([feature_row(row, self.features) for row in rows], dtype=np.float64)
+        regimes = np.array([regime_of(row) for row in rows])
+        for regime, part in self.parts.items():
+            mask = regimes == regime
+            if mask.any():
+                out[mask] = 1.0 / (1.0 + np.exp(-np.clip(part.logits(x[mask]), -30.0, 30.0)))
         return out
 
     def probability(self, signals: Mapping[str, float]) -> float:
@@ -82,18 +143,11 @@ class VerdictCalibrator:
 
     def contributions(self, signals: Mapping[str, float], top: int = 3) -> list[tuple[str, float]]:
         """The features that pushed this claim's log-odds most, for the audit reason."""
-        x = np.array([signals[f] for f in self.features], dtype=np.float64)
-        parts = ((x - self.mean) / self.scale) * self.coef
+        x = np.array(feature_row(signals, self.features), dtype=np.float64)
+        parts = self.parts[regime_of(signals)].contributions(x)
         order = np.argsort(-np.abs(parts))[:top]
         return [(self.features[i], round(float(parts[i]), 2)) for i in order if parts[i] != 0]
 
     def describe(self) -> dict[str, float]:
         """Thresholds an auditor needs to replay the decision."""
-        return {
-            "calibrator_threshold": self.threshold,
-            "calibrator_logit_threshold": _logit(self.threshold),
-        }
-
-
-def _logit(p: float) -> float:
-    return round(math.log(p / (1 - p)), 6)
+        return {f"calibrator_threshold_{r}": p.threshold for r, p in sorted(self.parts.items())}

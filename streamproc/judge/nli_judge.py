@@ -106,6 +106,10 @@ class _AnswerWork:
     evidence_words: frozenset[str]
     claims: list[_ClaimWork]
 
+    def hypothesis(self, claim: Claim) -> str:
+        """What NLI and retrieval read for ``claim`` (see :func:`_hypothesis`)."""
+        return _hypothesis(self.answer.question, claim.text)
+
 
 class NliJudge:
     """``Judge`` with records, token confidence, retrieval and an NLI cross-encoder."""
@@ -216,7 +220,7 @@ class NliJudge:
             if not any(_needs_evidence(c) for c in work.claims):
                 continue
             members = _window_members(work.units)
-            wanted = [c.claim.text for c in work.claims if _needs_evidence(c)]
+            wanted = [work.hypothesis(c.claim) for c in work.claims if _needs_evidence(c)]
             wanted += [u.text for i, u in enumerate(work.units) if i not in members]
             for text in wanted:
                 texts.setdefault(text, len(texts))
@@ -231,15 +235,16 @@ class NliJudge:
             for item in work.claims:
                 if not _needs_evidence(item):
                     continue
-                claim_vector = vectors[texts[item.claim.text]]
+                hypothesis = work.hypothesis(item.claim)
+                claim_vector = vectors[texts[hypothesis]]
                 if item.settled is None:
                     item.candidates = rank_candidates(
-                        item.claim.text, claim_vector, unit_texts, unit_vectors, self._top_k
+                        hypothesis, claim_vector, unit_texts, unit_vectors, self._top_k
                     )
                 for subset in citation_subsets(item.claim.resolved):
                     chosen = [i for i, u in enumerate(work.units) if u.evidence_id in subset]
                     ranked = rank_candidates(
-                        item.claim.text,
+                        hypothesis,
                         claim_vector,
                         [unit_texts[i] for i in chosen],
                         _rows(unit_vectors, chosen),
@@ -262,13 +267,13 @@ class NliJudge:
                 verdicts.append(base)
                 continue
             rule = item.settled or self._decide(item.claim, item.candidates, work, lookup)
-            signals = self._signals(item, work, lookup)
+            signals = self._signals(item, rule, work, lookup)
             decision, risk = self._calibrate(item, rule, signals)
             cut = sorted(
                 {
                     work.units[c.unit].evidence_id
                     for c in item.candidates
-                    if lookup[(work.units[c.unit].text, claim.text)].truncated
+                    if lookup[(work.units[c.unit].text, work.hypothesis(claim))].truncated
                 }
             )
             if cut:  # the model saw only part of these units: say so on the verdict
@@ -314,7 +319,8 @@ class NliJudge:
         t = self._thresholds
         if not candidates:
             return Settled(VerdictLabel.UNSUPPORTED, 0.0, ("NO_EVIDENCE",))
-        scored = [(c, lookup[(work.units[c.unit].text, claim.text)]) for c in candidates]
+        hypothesis = work.hypothesis(claim)
+        scored = [(c, lookup[(work.units[c.unit].text, hypothesis)]) for c in candidates]
         flipped = [c for c, _ in scored if self._flips(claim.text, work.units[c.unit], c)]
         entailing = [
             (c, s)
@@ -372,12 +378,17 @@ class NliJudge:
         )
 
     def _signals(
-        self, item: _ClaimWork, work: _AnswerWork, lookup: Mapping[tuple[str, str], NliScore]
+        self,
+        item: _ClaimWork,
+        rule: Settled,
+        work: _AnswerWork,
+        lookup: Mapping[tuple[str, str], NliScore],
     ) -> dict[str, float]:
         """The calibrator's inputs for one checked claim (computed with or without one)."""
         claim = item.claim
-        scored = [(c, lookup[(work.units[c.unit].text, claim.text)]) for c in item.candidates]
-        flipped = any(self._flips(claim.text, work.units[c.unit], c) for c, _ in scored)
+        hypothesis = work.hypothesis(claim)
+        scored = [(c, lookup[(work.units[c.unit].text, hypothesis)]) for c in item.candidates]
+        flipped = _is_negation_flip(rule)
         best = max(scored, key=lambda cs: cs[1].entailment, default=None)
         hedged = best is not None and (
             overstated(claim.text, _item_text(work, work.units[best[0].unit])) is not None
@@ -418,11 +429,12 @@ class NliJudge:
         if calibrator is None:
             return rule, None
         risk = round(calibrator.probability(signals), 4)
-        if item.settled is not None:
-            return rule, risk
+        if item.settled is not None or _is_negation_flip(rule):
+            return rule, risk  # a hard finding: never overruled
         soft = item.prechecks.soft_reasons if item.prechecks else ()
         drivers = calibrator.contributions(signals)
-        return calibrated_decision(rule, risk, calibrator, drivers, soft), risk
+        threshold = calibrator.threshold_for(signals)
+        return calibrated_decision(rule, risk, threshold, drivers, soft), risk
 
     def _flips(self, claim: str, unit: EvidenceUnit, candidate: Candidate) -> bool:
         """Some sentence of the unit talks about the same thing with the opposite
@@ -459,11 +471,39 @@ def _pairs(works: Iterable[_AnswerWork]) -> Iterable[tuple[str, str]]:
     """Every (premise, hypothesis) the batch needs: retrieved units and cited units."""
     for work in works:
         for item in work.claims:
+            hypothesis = work.hypothesis(item.claim)
             for candidate in item.candidates:
-                yield work.units[candidate.unit].text, item.claim.text
+                yield work.units[candidate.unit].text, hypothesis
             for cited in item.cited.values():
                 for candidate in cited:
-                    yield work.units[candidate.unit].text, item.claim.text
+                    yield work.units[candidate.unit].text, hypothesis
+
+
+def _is_negation_flip(rule: Settled) -> bool:
+    """The sentence that talks most closely about the claim says the opposite."""
+    return rule.verdict is VerdictLabel.CONTRADICTED and any(
+        r.startswith("NEGATION_FLIP") for r in rule.reasons
+    )
+
+
+_FRAGMENT_WORDS = 8
+_BARE_WORDS = 3
+
+
+def _is_fragment(claim: str) -> bool:
+    """A bare answer ("1932", "Swoosie Kurtz", "Yes.") rather than a sentence."""
+    words = len(claim.split())
+    ends_sentence = claim.rstrip().endswith((".", "!", "?"))
+    return words <= _BARE_WORDS or (words <= _FRAGMENT_WORDS and not ends_sentence)
+
+
+def _hypothesis(question: str | None, claim: str) -> str:
+    """A short answer to a question ("1932", "Swoosie Kurtz") asserts nothing on its own:
+    NLI and retrieval read it after the question, so "When was the film released? 1932"
+    can be entailed or not. Sentences are read as written."""
+    if not question or not _is_fragment(claim):
+        return claim
+    return f"{question.strip()} {claim}"
 
 
 def _needs_evidence(item: _ClaimWork) -> bool:

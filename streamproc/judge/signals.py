@@ -22,7 +22,14 @@ from typing import Final
 from streamproc.judge._protocols import NliScore
 from streamproc.judge.retrieval import Candidate
 
-__all__ = ["SIGNAL_NAMES", "ClaimEvidence", "claim_signals", "entailment_logit"]
+__all__ = [
+    "ANSWER_CONTEXT_SIGNALS",
+    "SIGNAL_DIRECTIONS",
+    "SIGNAL_NAMES",
+    "ClaimEvidence",
+    "claim_signals",
+    "entailment_logit",
+]
 
 _LOGIT_CLIP: Final = 12.0
 
@@ -38,7 +45,7 @@ SIGNAL_NAMES: Final[tuple[str, ...]] = (
     "coverage_evidence",  # share of the claim's content words found anywhere in evidence
     "unknown_numbers",  # claim numbers absent from the evidence (capped at 3)
     "unknown_names",  # capitalised names absent from the evidence (capped at 3)
-    "negation_flip",  # a close unit says the opposite polarity
+    "negation_flip",  # the closest unit says the opposite polarity
     "overstated",  # evidence hedges what the claim states flatly
     "value_mismatch",  # record value comparison: a field disagrees
     "field_not_in_record",  # record value comparison: the record lacks the field
@@ -52,6 +59,37 @@ SIGNAL_NAMES: Final[tuple[str, ...]] = (
     "has_question",  # the answer replies to a question (QA) rather than a task
     "claims_log",  # log(1 + checked claims in the answer)
 )
+
+
+SIGNAL_DIRECTIONS: Final[dict[str, int]] = {
+    "entail_logit_max": -1,
+    "entail_logit_top": -1,
+    "entail_logit_mean": -1,
+    "contradiction_max": 1,
+    "similarity_max": -1,
+    "similarity_top": -1,
+    "coverage_max": -1,
+    "coverage_evidence": -1,
+    "unknown_numbers": 1,
+    "unknown_names": 1,
+    "negation_flip": 1,
+    "overstated": 1,
+    "value_mismatch": 1,
+    "field_not_in_record": 1,
+    "value_confirmed": -1,
+    "confidence_low": 1,
+}
+"""Which way a signal may move the risk (+1 up, -1 down); unlisted signals are free.
+More support must never make a claim look worse, whatever a training set rewards."""
+
+ANSWER_CONTEXT_SIGNALS: Final = frozenset(
+    {"has_question", "position", "claims_log", "evidence_words_log", "claim_words_log"}
+)
+"""Signals about the answer's form and task rather than about the claim's support. They
+are kept on the verdict for the audit trail, but a calibrator should not be trained on
+them: in a training mix they mostly say which dataset a row came from (HaluEval QA is
+half hallucinated by construction, and its right answers are bare names while its
+hallucinated ones are sentences), a shortcut that does not carry to live traffic."""
 
 
 def entailment_logit(score: NliScore) -> float:

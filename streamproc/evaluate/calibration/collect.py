@@ -27,6 +27,7 @@ HARD_REASONS: tuple[str, ...] = (
     ValueReason.VALUE_MISMATCH.value,
     *(r.value for r in RecordReason if r is not RecordReason.RECORD_CONFIRMED),
     "LOW_CONFIDENCE",
+    "NEGATION_FLIP",
 )
 """Reason prefixes of findings that settle a claim whatever the calibrator says."""
 

@@ -26,16 +26,24 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from streamproc.judge.calibrator import feature_row, regime_of
+
 __all__ = [
     "Design",
     "FittedModel",
     "answer_flags",
     "balanced_accuracy",
     "build_design",
+    "choose_regime_thresholds",
     "choose_threshold",
     "fit_calibrator",
     "fit_logistic",
+    "fit_per_regime",
+    "per_source_accuracy",
+    "predict_per_regime",
+    "regime_source_accuracy",
     "reliability_table",
+    "subset",
 ]
 
 FloatArray = NDArray[np.float64]
@@ -58,9 +66,37 @@ class FittedModel:
 
 
 def fit_logistic(
-    x: FloatArray, y: FloatArray, weights: FloatArray, l2: float, iterations: int = 50
+    x: FloatArray,
+    y: FloatArray,
+    weights: FloatArray,
+    l2: float,
+    signs: Sequence[int] | None = None,
+    iterations: int = 50,
 ) -> tuple[FloatArray, float]:
-    """Weighted L2-penalised logistic regression (the intercept is not penalised)."""
+    """Weighted L2-penalised logistic regression (the intercept is not penalised).
+
+    ``signs`` (one per column: +1, -1 or 0 for free) constrains the direction a signal
+    may push the risk: more entailment must never *raise* it, whatever collinear quirk
+    of the training data would reward that. Solved by an active set: a coefficient
+    that ends on the wrong side is pinned to zero and the rest refitted, until none is.
+    """
+    d = x.shape[1]
+    wanted = np.asarray(signs if signs is not None else [0] * d, dtype=np.float64)
+    free = np.ones(d, dtype=bool)
+    for _ in range(d + 1):
+        coef, intercept = _newton(x[:, free], y, weights, l2, iterations)
+        full = np.zeros(d)
+        full[free] = coef
+        wrong = (wanted * full) < 0
+        if not wrong.any():
+            return full, intercept
+        free &= ~wrong
+    return full, intercept
+
+
+def _newton(
+    x: FloatArray, y: FloatArray, weights: FloatArray, l2: float, iterations: int
+) -> tuple[FloatArray, float]:
     n, d = x.shape
     design = np.hstack([np.ones((n, 1)), x])
     beta = np.zeros(d + 1)
@@ -93,7 +129,7 @@ def _source(row: Mapping[str, Any]) -> str:
 
 
 def build_design(rows: Sequence[dict[str, Any]], features: Sequence[str]) -> Design:
-    x = np.array([[float(r["signals"][f]) for f in features] for r in rows], dtype=np.float64)
+    x = np.array([feature_row(r["signals"], features) for r in rows], dtype=np.float64)
     return Design(x, list(rows), [_source(r) for r in rows], [str(r["row_id"]) for r in rows])
 
 
@@ -134,7 +170,9 @@ def _balance(design: Design, weights: FloatArray) -> FloatArray:
     return out * len(out) / max(float(out.sum()), 1e-12)
 
 
-def fit_calibrator(design: Design, features: Sequence[str], l2: float) -> FittedModel:
+def fit_calibrator(
+    design: Design, features: Sequence[str], l2: float, signs: Sequence[int] | None = None
+) -> FittedModel:
     """Two fits: weighted multiple-instance positives, then the most suspicious claim."""
     mean = design.x.mean(axis=0)
     scale = design.x.std(axis=0)
@@ -144,10 +182,32 @@ def fit_calibrator(design: Design, features: Sequence[str], l2: float) -> Fitted
     for _ in range(2):
         suspicion = None if model is None else model.probabilities(design.x)
         y, w = _targets(design, suspicion)
-        coef, intercept = fit_logistic(z, y, _balance(design, w), l2)
+        coef, intercept = fit_logistic(z, y, _balance(design, w), l2, signs)
         model = FittedModel(tuple(features), mean, scale, coef, intercept)
     assert model is not None
     return model
+
+
+def fit_per_regime(
+    design: Design, features: Sequence[str], l2: float, signs: Sequence[int] | None = None
+) -> dict[str, FittedModel]:
+    """One model per answer regime (``calibrator.regime_of``), each on its own claims."""
+    regimes = _regimes(design)
+    return {
+        regime: fit_calibrator(subset(design, regimes == regime), features, l2, signs)
+        for regime in sorted(set(regimes.tolist()))
+    }
+
+
+def predict_per_regime(models: Mapping[str, FittedModel], design: Design) -> FloatArray:
+    """Each claim's probability from its regime's model."""
+    regimes = _regimes(design)
+    p = np.zeros(len(design.rows))
+    for regime, model in models.items():
+        mask = regimes == regime
+        if mask.any():
+            p[mask] = model.probabilities(design.x[mask])
+    return p
 
 
 def answer_flags(design: Design, p: FloatArray, threshold: float) -> dict[str, tuple[bool, bool]]:
@@ -191,6 +251,48 @@ def choose_threshold(design: Design, p: FloatArray) -> tuple[float, float]:
         if score > best[1] + 1e-9:
             best = (float(threshold), score)
     return best
+
+
+def _regimes(design: Design) -> NDArray[np.str_]:
+    return np.array([regime_of(r["signals"]) for r in design.rows])
+
+
+def subset(design: Design, mask: NDArray[np.bool_]) -> Design:
+    keep = np.flatnonzero(mask)
+    return Design(
+        design.x[keep],
+        [design.rows[i] for i in keep],
+        [design.source[i] for i in keep],
+        [design.answer[i] for i in keep],
+    )
+
+
+def choose_regime_thresholds(design: Design, p: FloatArray) -> tuple[dict[str, float], float]:
+    """One threshold per answer regime (``calibrator.regime_of``), each chosen on that
+    regime's answers; and the mean per-source balanced accuracy they give together."""
+    regimes = _regimes(design)
+    chosen: dict[str, float] = {}
+    scores: list[float] = []
+    for regime in sorted(set(regimes.tolist())):
+        mask = regimes == regime
+        part = subset(design, mask)
+        chosen[regime], _ = choose_threshold(part, p[mask])
+        per_source = per_source_accuracy(part, p[mask], chosen[regime]).values()
+        scores += [v for v in per_source if v == v]
+    return chosen, float(np.mean(scores)) if scores else -1.0
+
+
+def regime_source_accuracy(
+    design: Design, p: FloatArray, thresholds: Mapping[str, float], default: float
+) -> dict[str, float]:
+    """Per-source balanced accuracy with each regime's own threshold."""
+    regimes = _regimes(design)
+    out: dict[str, float] = {}
+    for regime in sorted(set(regimes.tolist())):
+        mask = regimes == regime
+        part = subset(design, mask)
+        out |= per_source_accuracy(part, p[mask], thresholds.get(regime, default))
+    return dict(sorted(out.items()))
 
 
 def reliability_table(

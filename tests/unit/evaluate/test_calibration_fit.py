@@ -63,3 +63,14 @@ def test_balanced_accuracy_and_reliability_bins() -> None:
     table = reliability_table(np.array([0.05, 0.07, 0.95]), np.array([0.0, 1.0, 1.0]), bins=10)
     assert table[0][:2] == ("0.0-0.1", 2) and table[0][3] == 0.5
     assert table[-1][0] == "0.9-1.0" and table[-1][3] == 1.0
+
+
+def test_sign_constraints_pin_a_wrong_way_signal_to_zero() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(3000, 2))
+    y = (rng.random(3000) < 1 / (1 + np.exp(-(1.5 * x[:, 0] + 1.0 * x[:, 1])))).astype(float)
+    free, _ = fit_logistic(x, y, np.ones(3000), l2=0.0)
+    assert free[1] > 0.5
+    constrained, _ = fit_logistic(x, y, np.ones(3000), l2=0.0, signs=[1, -1])
+    assert constrained[1] == 0.0, "column 1 may only lower the risk"
+    assert constrained[0] > 1.0

@@ -15,7 +15,7 @@ from streamproc.events import VerdictLabel
 from streamproc.inference.calibrator_loader import load_calibrator
 from streamproc.inference.registry import ModelIntegrityError, sha256_of
 from streamproc.judge.calibrated import calibrated_decision
-from streamproc.judge.calibrator import CalibratorError, VerdictCalibrator
+from streamproc.judge.calibrator import REGIMES, CalibratorError, VerdictCalibrator
 from streamproc.judge.nli_judge import NliJudge, NliThresholds
 from streamproc.judge.settle import Settled
 from streamproc.judge.signals import SIGNAL_NAMES
@@ -23,17 +23,23 @@ from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
 from tests.unit.judge.test_judge_nli import event
 
 
+def part(**weights: float) -> dict[str, Any]:
+    """One regime's weights over every signal, zero except ``weights``."""
+    return {
+        "mean": [0.0] * len(SIGNAL_NAMES),
+        "scale": [1.0] * len(SIGNAL_NAMES),
+        "coef": [weights.get(f, 0.0) for f in SIGNAL_NAMES],
+        "intercept": weights.get("intercept", 0.0),
+        "threshold": weights.get("threshold", 0.5),
+    }
+
+
 def payload(**weights: float) -> dict[str, Any]:
-    """A calibrator over every signal, zero weight except ``weights``."""
-    features = list(SIGNAL_NAMES)
+    """A calibrator with the same weights in every regime."""
     return {
         "name": "test-calibrator",
-        "features": features,
-        "mean": [0.0] * len(features),
-        "scale": [1.0] * len(features),
-        "coef": [weights.get(f, 0.0) for f in features],
-        "intercept": weights.get("intercept", 0.0),
-        "threshold": 0.5,
+        "features": list(SIGNAL_NAMES),
+        "regimes": {regime: part(**weights) for regime in REGIMES},
     }
 
 
@@ -43,8 +49,9 @@ def calibrator(**weights: float) -> VerdictCalibrator:
 
 def test_probability_is_the_logistic_of_the_standardised_dot_product() -> None:
     raw = payload(coverage_evidence=-2.0, intercept=1.0)
-    raw["mean"][SIGNAL_NAMES.index("coverage_evidence")] = 0.5
-    raw["scale"][SIGNAL_NAMES.index("coverage_evidence")] = 0.25
+    task = raw["regimes"]["task"]
+    task["mean"][SIGNAL_NAMES.index("coverage_evidence")] = 0.5
+    task["scale"][SIGNAL_NAMES.index("coverage_evidence")] = 0.25
     model = VerdictCalibrator.from_payload(raw, sha256="2" * 64)
     signals = dict.fromkeys(SIGNAL_NAMES, 0.0) | {"coverage_evidence": 1.0}
     expected = 1 / (1 + math.exp(-(1.0 - 2.0 * (1.0 - 0.5) / 0.25)))
@@ -54,13 +61,18 @@ def test_probability_is_the_logistic_of_the_standardised_dot_product() -> None:
 
 def test_inconsistent_payloads_are_refused() -> None:
     broken = payload()
-    broken["coef"] = broken["coef"][:-1]
+    broken["regimes"]["record"]["coef"] = broken["regimes"]["record"]["coef"][:-1]
     with pytest.raises(CalibratorError):
         VerdictCalibrator.from_payload(broken, sha256="2" * 64)
     with pytest.raises(CalibratorError):
-        VerdictCalibrator.from_payload(payload() | {"threshold": 1.0}, sha256="2" * 64)
+        VerdictCalibrator.from_payload(payload(threshold=1.0), sha256="2" * 64)
+    missing = payload()
+    del missing["regimes"]["question"]
+    with pytest.raises(CalibratorError, match="regimes"):
+        VerdictCalibrator.from_payload(missing, sha256="2" * 64)
+    one = {"mean": [0], "scale": [1], "coef": [1], "intercept": 0, "threshold": 0.5}
     unknown = VerdictCalibrator.from_payload(
-        payload() | {"features": ["not_a_signal"], "mean": [0], "scale": [1], "coef": [1]},
+        {"name": "u", "features": ["not_a_signal"], "regimes": dict.fromkeys(REGIMES, one)},
         sha256="2" * 64,
     )
     with pytest.raises(CalibratorError, match="not_a_signal"):
@@ -86,21 +98,20 @@ def test_shipped_calibrator_loads_and_fits_the_signals() -> None:
     for manifest in shipped:
         model = load_calibrator(manifest.stem)
         model.check_signals(SIGNAL_NAMES)
-        assert 0.0 < model.threshold < 1.0
+        assert set(model.parts) == set(REGIMES)
 
 
 def test_calibrated_decision_keeps_the_rule_reasons_or_overrules_them() -> None:
-    model = calibrator()
     rule_no = Settled(VerdictLabel.CONTRADICTED, 0.1, ("NEGATION_FLIP: against D1",), ("D1",))
     rule_yes = Settled(VerdictLabel.SUPPORTED, 0.9, (), ("D2",))
-    low = calibrated_decision(rule_no, 0.2, model, [], ())
+    low = calibrated_decision(rule_no, 0.2, 0.5, [], ())
     assert low.verdict is VerdictLabel.SUPPORTED
     assert low.reasons == ("CALIBRATED_RISK: 0.20 < 0.50",)
-    high = calibrated_decision(rule_no, 0.8, model, [("negation_flip", 1.5)], ())
+    high = calibrated_decision(rule_no, 0.8, 0.5, [("negation_flip", 1.5)], ())
     assert high.verdict is VerdictLabel.CONTRADICTED
     assert high.reasons[0] == "NEGATION_FLIP: against D1"
     assert high.reasons[-1] == "CALIBRATED_RISK: 0.80 >= 0.50 (negation_flip +1.50)"
-    overruled = calibrated_decision(rule_yes, 0.7, model, [], ("NAME_NOT_IN_EVIDENCE: acme",))
+    overruled = calibrated_decision(rule_yes, 0.7, 0.5, [], ("NAME_NOT_IN_EVIDENCE: acme",))
     assert overruled.verdict is VerdictLabel.UNSUPPORTED
     assert overruled.reasons[0] == "NAME_NOT_IN_EVIDENCE: acme"
     assert overruled.score == pytest.approx(0.3)
@@ -130,7 +141,7 @@ def test_judge_with_a_calibrator_decides_by_risk_and_records_it(
     assert bad.reasons[-1].startswith("CALIBRATED_RISK")
     assert set(good.signals) == set(SIGNAL_NAMES)
     assert nli.info.models["test-calibrator"] == "2" * 64
-    assert nli.info.thresholds["calibrator_threshold"] == 0.5
+    assert nli.info.thresholds["calibrator_threshold_question"] == 0.5
 
 
 def test_soft_rules_leave_names_and_numbers_to_the_calibrator(
@@ -146,3 +157,17 @@ def test_soft_rules_leave_names_and_numbers_to_the_calibrator(
     assert claim.verdict is VerdictLabel.SUPPORTED, "the calibrator overrules a soft rule"
     assert claim.signals["unknown_names"] == 1.0
     assert claim.risk == pytest.approx(1 / (1 + np.exp(5)), abs=1e-4)
+
+
+def test_each_answer_regime_has_its_own_weights_and_threshold() -> None:
+    raw = payload()
+    raw["regimes"]["record"] = part(threshold=0.2, intercept=2.0)
+    raw["regimes"]["question"] = part(threshold=0.7)
+    model = VerdictCalibrator.from_payload(raw, sha256="2" * 64)
+    base = dict.fromkeys(SIGNAL_NAMES, 0.0)
+    record = base | {"structured_evidence": 1.0, "has_question": 1.0}
+    assert model.threshold_for(record) == 0.2
+    assert model.threshold_for(base | {"has_question": 1.0}) == 0.7
+    assert model.threshold_for(base) == 0.5
+    assert model.probability(record) == pytest.approx(1 / (1 + math.exp(-2.0)))
+    assert model.probability(base) == pytest.approx(0.5)
