@@ -284,7 +284,9 @@ def _machine(settings: Settings) -> str:
         f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs "
         f"({platform.processor() or 'cpu model unknown'}), Python {platform.python_version()}, "
         f"{ort}; ONNX threads intra {inference.intra_op_threads} / inter "
-        f"{inference.inter_op_threads}, NLI batch {inference.nli_batch_size}"
+        f"{inference.inter_op_threads}, NLI batch {inference.nli_batch_size}; verdict "
+        f"calibrator {settings.judge.calibrator or 'off'}, embedding cache "
+        f"{inference.embedding_cache_entries or 'off'}"
     )
 
 

