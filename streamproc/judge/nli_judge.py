@@ -195,6 +195,7 @@ class NliJudge:
             text_lower=all_text.lower(),
             numbers=frozenset().union(*(numbers(u.text) for u in every_unit)),
             structured=StructuredEvidence.from_items(answer.evidence),
+            word_count=len(all_text.split()),
         )
         claims = []
         for claim in shape.claims:

@@ -42,10 +42,7 @@ class EvidenceFacts:
     text_lower: str
     numbers: frozenset[str]
     structured: StructuredEvidence
-
-    @property
-    def word_count(self) -> int:
-        return len(self.text_lower.split())
+    word_count: int
 
 
 @dataclass(frozen=True, slots=True)
