@@ -22,6 +22,12 @@ _ABBREVIATIONS = word_set(
 _NUMERIC_ABBREVIATIONS = word_set(
     "no nos vol art p pp fig ch sec jan feb mar apr jun jul aug sep sept oct nov dec"
 )
+# "Here is a summary in 75 words: The council ..." - a meta lead-in, then the claim.
+_LEAD_IN = re.compile(
+    r"(?:(?:sure|certainly|of course|okay)[,!.]?\s+)?"
+    r"(?:here is|here are|here's|below is|below are|the following is)\b[^:\n]{0,100}:\s+",
+    re.IGNORECASE,
+)
 _INITIALISM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")  # U.S, e.g, i.e (the final "." is cut)
 _NOT_INITIALISMS = frozenset({"a.m", "p.m"})  # "9 a.m. The shop..." does end a sentence
 
@@ -83,4 +89,16 @@ def split_sentences(answer: str) -> list[tuple[int, int]]:
         if body.strip():
             spans.extend(_split_line(body, offset))
         offset += len(line)
+    spans = [part for span in spans for part in _split_lead_in(answer, span)]
     return [(s, e) for s, e in spans if re.search(r"[A-Za-z0-9]", answer[s:e])]
+
+
+def _split_lead_in(answer: str, span: tuple[int, int]) -> list[tuple[int, int]]:
+    """A meta lead-in and the claim after it are two sentences: the lead-in is
+    conversational and must neither be checked nor dilute the claim it introduces."""
+    start, end = span
+    match = _LEAD_IN.match(answer, start, end)
+    if match is None or match.end() >= end:
+        return [span]
+    colon = answer.rindex(":", start, match.end())
+    return [(start, colon + 1), (match.end(), end)]

@@ -123,10 +123,11 @@ def test_conversational_sentences_are_kept_but_not_checked() -> None:
     classes = [(c.text, c.claim_class) for c in shape.claims]
     assert classes == [
         ("Thanks for reaching out!", ClaimClass.CONVERSATIONAL),
-        ("Here is a summary: The invoice is blocked.", ClaimClass.RULE),
+        ("Here is a summary:", ClaimClass.CONVERSATIONAL),
+        ("The invoice is blocked.", ClaimClass.RULE),
         ("Let me know if you need anything else.", ClaimClass.CONVERSATIONAL),
     ]
-    assert [c.checked for c in shape.claims] == [False, True, False]
+    assert [c.checked for c in shape.claims] == [False, False, True, False]
 
 
 def test_record_class_needs_an_identifier_and_record_evidence() -> None:
@@ -141,3 +142,15 @@ def test_record_class_needs_an_identifier_and_record_evidence() -> None:
 def test_empty_and_citation_only_answers_have_no_claims() -> None:
     assert decompose("", NOTES).claims == ()
     assert decompose("   \n [D01]. ", NOTES).claims == ()
+
+
+def test_a_meta_lead_in_is_split_off_and_not_checked() -> None:
+    """ "Here is a summary in 75 words:" is conversation; the claim after it stands alone
+    (checked on its own words, so the lead-in cannot become a hidden signal)."""
+    shape = decompose("Here is a summary in 75 words: The council approved the plan.", [], "atomic")
+    assert [(c.text, c.checked) for c in shape.claims] == [
+        ("Here is a summary in 75 words:", False),
+        ("The council approved the plan.", True),
+    ]
+    ratio = decompose("The ratio is 3:1 here.", [], "atomic")
+    assert [c.text for c in ratio.claims] == ["The ratio is 3:1 here."]
