@@ -7,6 +7,8 @@
     python scripts/train_calibrator.py fit --train .cache/cal-train.jsonl.gz
     # 3. reliability and accuracy of the shipped calibrator on report rows (never fit there)
     python scripts/train_calibrator.py check --rows .cache/cal-report.jsonl.gz
+    # 4. how well each signal alone ranks hallucinated claims, on any collected rows
+    python scripts/train_calibrator.py signals --rows .cache/cal-train.jsonl.gz
 
 Training data (all MIT): the ``calibrate`` split of ``../shared/data`` (RAGTruth dev and
 HaluEval QA dev), plus seeded samples of HaluEval summarization and dialogue from the
@@ -56,6 +58,7 @@ from streamproc.judge.signals import (
     SIGNAL_DIRECTIONS,
     SIGNAL_NAMES,
 )
+from streamproc.stats import auroc
 
 DEFAULT_NAME = "verdict-calibrator-verifier-v1"
 DEFAULT_SEED = 20261129
@@ -64,7 +67,7 @@ EXCLUDED_NOTE = (
     "HaluEval dialogue: its 'right' responses are often not grounded in the given "
     "knowledge (they add facts from the model's memory), so its labels measure dialogue "
     "plausibility, not groundedness; cross-validation with it mixed into the question "
-    "regime fell from 0.74 to 0.67 mean balanced accuracy."
+    "regime fell from 0.74 to 0.67 mean balanced accuracy in an exploration run."
 )
 L2_GRID = (0.0003, 0.003, 0.03)
 CV_FOLDS = 5
@@ -251,7 +254,6 @@ def _fit(args: argparse.Namespace) -> None:
         "features": list(features),
         "seed": args.seed,
         "summary_pairs": args.summary_pairs,
-        "dialogue_pairs": args.dialogue_pairs,
         "claims": len(rows),
         "answers": len(set(design.answer)),
         "cv_score": scores[(set_name, l2)],
@@ -302,6 +304,27 @@ def _check(args: argparse.Namespace) -> None:
             print(f"| {name} | {count} | {mean:.2f} | {seen:.2f} |")
 
 
+def _signals(args: argparse.Namespace) -> None:
+    """How well each signal alone ranks hallucinated claims (AUROC, 0.5 = chance), per
+    source, on claims with a claim label or a one-claim QA answer label."""
+    rows = read_rows(Path(args.rows))
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        label = row["claim_label"] if row["claim_label"] is not None else None
+        if label is None and row["task"] == "QA":
+            label = row["answer_label"]
+        if label is not None and not row["hard"]:
+            groups.setdefault(_source(row), []).append(row | {"label": bool(label)})
+    print("| signal | " + " | ".join(f"{g} ({len(v)})" for g, v in sorted(groups.items())) + " |")
+    print("| --- " * (len(groups) + 1) + "|")
+    for name in SIGNAL_NAMES:
+        cells = []
+        for _, members in sorted(groups.items()):
+            value = auroc([m["label"] for m in members], [m["signals"][name] for m in members])
+            cells.append(f"{value:.2f}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -317,12 +340,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     fit_cmd.add_argument("--name", default=DEFAULT_NAME)
     fit_cmd.add_argument("--seed", type=int, default=DEFAULT_SEED)
     fit_cmd.add_argument("--summary-pairs", type=int, default=200)
-    fit_cmd.add_argument("--dialogue-pairs", type=int, default=0)
+    signals_cmd = commands.add_parser("signals", help="AUROC of each signal alone")
+    signals_cmd.add_argument("--rows", required=True)
     check_cmd = commands.add_parser("check", help="reliability on collected report rows")
     check_cmd.add_argument("--rows", required=True)
     check_cmd.add_argument("--name", default=DEFAULT_NAME)
     args = parser.parse_args(argv)
-    {"collect": _collect, "fit": _fit, "check": _check}[args.command](args)
+    {"collect": _collect, "fit": _fit, "check": _check, "signals": _signals}[args.command](args)
 
 
 if __name__ == "__main__":

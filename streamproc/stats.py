@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
-__all__ = ["wilson_interval"]
+import numpy as np
+
+__all__ = ["auroc", "wilson_interval"]
 
 
 def wilson_interval(hits: int, n: int, z: float = 1.96) -> tuple[float, float] | None:
@@ -23,3 +26,19 @@ def wilson_interval(hits: int, n: int, z: float = 1.96) -> tuple[float, float] |
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def auroc(labels: Sequence[int] | Sequence[bool], scores: Sequence[float]) -> float:
+    """Area under the ROC curve by the rank-sum formula, ties at their average rank:
+    the chance that a random positive scores above a random negative. NaN when one
+    class is absent."""
+    y = np.asarray(labels, dtype=bool)
+    s = np.asarray(scores, dtype=np.float64)
+    positives = int(y.sum())
+    negatives = len(y) - positives
+    if positives == 0 or negatives == 0:
+        return float("nan")
+    _, inverse, counts = np.unique(s, return_inverse=True, return_counts=True)
+    average_rank = np.cumsum(counts) - (counts - 1) / 2.0  # 1-based, ties averaged
+    rank_sum = float(average_rank[inverse][y].sum())
+    return (rank_sum - positives * (positives + 1) / 2) / (positives * negatives)

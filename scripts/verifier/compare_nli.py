@@ -33,7 +33,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root
 
-from scripts.verifier.metrics import auroc
 from streamproc.config import Settings
 from streamproc.evaluate.loaders import benchmark_row_to_event
 from streamproc.evaluate.splits import split_of
@@ -41,6 +40,7 @@ from streamproc.inference.loader import load_embedder, load_nli
 from streamproc.judge.claims import decompose
 from streamproc.judge.evidence import build_units
 from streamproc.judge.retrieval import rank_candidates
+from streamproc.stats import auroc
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 

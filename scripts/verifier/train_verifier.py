@@ -49,8 +49,8 @@ from tokenizers import Tokenizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root
 
 from scripts.verifier.bert import PairClassifier, load_base
-from scripts.verifier.metrics import auroc
 from scripts.verifier.pairs import Pair, build_pairs
+from streamproc.stats import auroc
 
 REPO = Path(__file__).resolve().parents[2]
 NAME = "minilm-verifier-int8"

@@ -105,6 +105,8 @@ class _AnswerWork:
     facts: EvidenceFacts
     evidence_words: frozenset[str]
     claims: list[_ClaimWork]
+    checked_claims: int = 0
+    structured_evidence: bool = False
 
     def hypothesis(self, claim: Claim) -> str:
         """What NLI and retrieval read for ``claim`` (see :func:`_hypothesis`)."""
@@ -209,7 +211,17 @@ class NliJudge:
                 )
                 work.settled = work.prechecks.hard
             claims.append(work)
-        return _AnswerWork(answer, shape, units, facts, content_words(all_text), claims)
+        return _AnswerWork(
+            answer,
+            shape,
+            units,
+            facts,
+            content_words(all_text),
+            claims,
+            checked_claims=sum(c.claim.checked for c in claims),
+            structured_evidence=not facts.structured.empty
+            or any(is_structured(e) for e in answer.evidence),
+        )
 
     # -- retrieval: one embedding call for the batch --------------------------------------
 
@@ -413,11 +425,10 @@ class NliJudge:
             record_claim=claim.claim_class is ClaimClass.RECORD,
             claim_words=len(words),
             position=min(1.0, claim.sentence_index / sentences),
-            structured_evidence=not work.facts.structured.empty
-            or any(is_structured(e) for e in work.answer.evidence),
+            structured_evidence=work.structured_evidence,
             evidence_words=work.facts.word_count,
             has_question=bool(work.answer.question),
-            checked_claims=sum(c.claim.checked for c in work.claims),
+            checked_claims=work.checked_claims,
             contradiction_min_coverage=self._thresholds.contradiction_min_coverage,
         )
         return claim_signals(found)

@@ -12,7 +12,7 @@ calibrator they settle the claim, as the NLI-only judge always did.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from streamproc.events import AnswerEvent, ClaimClass, ConfidenceMark, VerdictLabel
 from streamproc.judge.claims import Claim
@@ -53,7 +53,7 @@ class Prechecks:
     soft_reasons: tuple[str, ...] = ()
     unknown_numbers: int = 0
     unknown_names: int = 0
-    values: tuple[ValueFinding, ...] = field(default=())
+    values: tuple[ValueFinding, ...] = ()
 
     def count(self, reason: ValueReason) -> int:
         return sum(v.reason is reason for v in self.values)

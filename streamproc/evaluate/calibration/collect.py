@@ -26,7 +26,8 @@ __all__ = ["HARD_REASONS", "claim_rows", "collect", "read_rows", "write_rows"]
 HARD_REASONS: tuple[str, ...] = (
     ValueReason.VALUE_MISMATCH.value,
     *(r.value for r in RecordReason if r is not RecordReason.RECORD_CONFIRMED),
-    "LOW_CONFIDENCE",
+    "LOW_CONFIDENCE_SENTENCE",
+    "SHAKY_SPECIFIC:",  # a guessed specific is cut; "SHAKY_SPECIFIC_CONFIRMED" is not
     "NEGATION_FLIP",
 )
 """Reason prefixes of findings that settle a claim whatever the calibrator says."""

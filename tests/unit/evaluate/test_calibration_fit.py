@@ -14,6 +14,7 @@ from streamproc.evaluate.calibration.fit import (
     fit_logistic,
     reliability_table,
 )
+from streamproc.stats import auroc
 
 
 def test_logistic_regression_recovers_known_weights() -> None:
@@ -74,3 +75,11 @@ def test_sign_constraints_pin_a_wrong_way_signal_to_zero() -> None:
     constrained, _ = fit_logistic(x, y, np.ones(3000), l2=0.0, signs=[1, -1])
     assert constrained[1] == 0.0, "column 1 may only lower the risk"
     assert constrained[0] > 1.0
+
+
+def test_auroc_is_the_rank_probability_with_ties_at_half() -> None:
+    assert auroc([1, 1, 0, 0], [0.9, 0.8, 0.2, 0.1]) == 1.0
+    assert auroc([1, 0, 1, 0], [0.1, 0.9, 0.2, 0.8]) == 0.0
+    assert auroc([1, 0], [0.5, 0.5]) == 0.5
+    assert auroc([1, 1, 0], [0.7, 0.3, 0.5]) == 0.5
+    assert auroc([1, 1], [0.1, 0.2]) != auroc([1, 1], [0.1, 0.2])  # NaN: one class only
