@@ -12,13 +12,15 @@ from enum import Enum
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
     "ConfidenceSettings",
     "InferenceSettings",
+    "JudgeLimits",
     "JudgeSettings",
+    "KafkaSecurity",
     "Settings",
     "TopicSettings",
     "WindowSettings",
@@ -43,6 +45,18 @@ class TopicSettings(_Group):
     outcomes: str = "streamproc.answer-outcomes"
     partitions: int = Field(default=6, ge=1)
     replication_factor: int = Field(default=1, ge=1)
+    output_max_message_bytes: int = Field(
+        default=1024 * 1024,
+        ge=64 * 1024,
+        description="max.message.bytes of the verdict, flag, outcome and aggregate topics; "
+        "a larger verdict is trimmed (signals, then claims) or dead-lettered.",
+    )
+    dead_letter_retention_ms: int = Field(
+        default=7 * 24 * 3600 * 1000,
+        ge=-1,
+        description="retention.ms of the dead-letter topic, which holds raw evidence "
+        "(personal data): keep it as short as replays allow; -1 keeps it forever.",
+    )
 
 
 class WindowSettings(_Group):
@@ -93,6 +107,22 @@ class InferenceSettings(_Group):
     )
 
 
+class JudgeLimits(_Group):
+    """Caps on the work one answer may cost; a cap hit is named on the verdict and the
+    claims left out are listed unchecked, never dropped."""
+
+    max_claims: int = Field(default=64, ge=1, description="Claims checked per answer.")
+    max_evidence_units: int = Field(
+        default=400, ge=1, description="Evidence units (sentences, fields) per answer."
+    )
+    max_claim_chars: int = Field(
+        default=1000, ge=20, description="A longer claim is not checked (LIMIT_CLAIM_CHARS)."
+    )
+    max_unit_chars: int = Field(
+        default=2000, ge=20, description="A longer evidence unit is cut to this length."
+    )
+
+
 class ConfidenceSettings(_Group):
     """Token-confidence thresholds (level 1) for one answering LLM."""
 
@@ -120,6 +150,7 @@ class JudgeSettings(_Group):
         default=2, ge=1, description="Adjacent evidence sentences joined into one window."
     )
     inference: InferenceSettings = InferenceSettings()
+    limits: JudgeLimits = JudgeLimits()
     confidence: ConfidenceSettings = ConfidenceSettings()
     confidence_by_model: dict[str, ConfidenceSettings] = Field(
         default_factory=dict,
@@ -146,6 +177,63 @@ class WorkerSettings(_Group):
     session_timeout_s: float = Field(
         default=10.0, gt=0, description="A silent worker is dropped from the group after this."
     )
+    judge_deadline_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="An answer whose judging takes longer is abandoned and dead-lettered "
+        "(judge_timeout); the rest of its batch is judged.",
+    )
+    event_time_max_future_s: float = Field(
+        default=300.0, ge=0, description="occurred_at further ahead of the clock is rejected."
+    )
+    event_time_max_past_s: float = Field(
+        default=7 * 24 * 3600.0, ge=0, description="Older occurred_at is rejected."
+    )
+    exactly_once: bool = Field(
+        default=True,
+        description="Outputs and input offsets commit in one Kafka transaction (needs a "
+        "broker with transactions; the Tansu demo broker runs at-least-once).",
+    )
+    instance_id: str | None = Field(
+        default=None,
+        description="Stable name of this worker slot (e.g. the pod name); its transactional "
+        "id, so a restarted worker fences and aborts its predecessor's open transaction. "
+        "Default: the host name.",
+    )
+    transaction_timeout_s: float = Field(
+        default=30.0, gt=0, description="The broker aborts a dead worker's transaction after this."
+    )
+    publish_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="A batch whose outputs the broker has not acknowledged by then stops the "
+        "worker (exit code 3); its inputs are not committed.",
+    )
+    stall_after_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="A worker with lag but no progress this long logs 'stalled' and reports "
+        "itself not live.",
+    )
+    health_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="Serve /livez and /readyz on this port (0 = any free port); None = off.",
+    )
+
+
+class KafkaSecurity(_Group):
+    """How every Kafka client of streamproc authenticates and encrypts."""
+
+    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_cafile: Path | None = Field(default=None, description="CA bundle (PEM).")
+    ssl_certfile: Path | None = Field(default=None, description="Client certificate (mTLS).")
+    ssl_keyfile: Path | None = None
+    ssl_check_hostname: bool = True
 
 
 class Settings(BaseSettings):
@@ -164,6 +252,7 @@ class Settings(BaseSettings):
         description="'tansu' turns off what the embedded demo broker lacks (idempotence, "
         "multi-record batches).",
     )
+    security: KafkaSecurity = KafkaSecurity()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_json: bool = True
     topics: TopicSettings = TopicSettings()
@@ -189,6 +278,8 @@ class Settings(BaseSettings):
                                 for k, v in value.items()
                             }
                         )
+                elif isinstance(value, SecretStr):
+                    env[key] = value.get_secret_value()
                 elif value is not None:
                     env[key] = _env_text(value.value if isinstance(value, Enum) else value)
 

@@ -215,6 +215,12 @@ class AnswerJudgement(_Model):
     action: Action
     trim_sentences: list[str] = Field(default_factory=list)
     severity: Literal["contradicted", "unsupported"] | None = None
+    limits: list[str] = Field(
+        default_factory=list,
+        description="Work caps hit while judging or publishing this answer, as 'CODE: "
+        "detail' (LIMIT_CLAIMS, LIMIT_UNITS, LIMIT_CLAIM_CHARS, LIMIT_UNIT_CHARS, "
+        "OUTPUT_TRIMMED); claims left out are listed unchecked with the same code.",
+    )
 
 
 class JudgeInfo(_Model):
@@ -303,6 +309,10 @@ class DeadLetterReason(StrEnum):
     SCHEMA_VIOLATION = "schema_violation"
     OVERSIZED = "oversized"
     PROCESSING_ERROR = "processing_error"
+    JUDGE_TIMEOUT = "judge_timeout"
+    EVENT_TIME_OUT_OF_RANGE = "event_time_out_of_range"
+    OUTPUT_TOO_LARGE = "output_too_large"
+    UNREADABLE_RECORD = "unreadable_record"
 
 
 class DeadLetter(_Model):
