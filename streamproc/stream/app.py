@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
-import time
 from collections.abc import Awaitable, Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from functools import partial
@@ -27,12 +25,11 @@ from typing import Any, cast
 import faust
 import structlog
 from faust.types import EventT, StreamT, TopicT
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from streamproc.config import Settings
-from streamproc.events import DeadLetterReason
 from streamproc.judge import Judge
-from streamproc.stream.intake import MessageOrigin, Rejection, dead_letter_for
+from streamproc.stream.intake import MessageOrigin
 from streamproc.stream.judging import (
     IncomingMessage,
     StageOutput,
@@ -40,23 +37,11 @@ from streamproc.stream.judging import (
     trace_id_from_traceparent,
 )
 from streamproc.stream.topics import DEAD_LETTER_MAX_BYTES
-from streamproc.stream.windows import (
-    AnswerOutcome,
-    WindowState,
-    add_outcome,
-    close_window,
-    is_due,
-    is_expired,
-    window_key,
-    window_start,
-)
+from streamproc.stream.window_agent import install_window_agent
 
-__all__ = ["TICK", "create_app"]
+__all__ = ["create_app"]
 
 log = structlog.get_logger(__name__)
-
-TICK = b'{"kind":"tick"}'
-"""Control record on the outcomes topic: 'check which windows can close now'."""
 
 
 def create_app(settings: Settings, judge: Judge, *, executor: Executor | None = None) -> faust.App:
@@ -68,6 +53,7 @@ def create_app(settings: Settings, judge: Judge, *, executor: Executor | None = 
         broker=settings.broker_url,
         store="memory://",
         autodiscover=False,
+        env={},  # settings come from STREAMPROC_* only, never faust's unprefixed variables
         web_enabled=False,
         topic_partitions=settings.topics.partitions,
         topic_replication_factor=settings.topics.replication_factor,
@@ -89,11 +75,6 @@ def create_app(settings: Settings, judge: Judge, *, executor: Executor | None = 
     dead_letters = _raw_topic(app, topics.dead_letter, topics.partitions)
     outcomes = _raw_topic(app, topics.outcomes, topics.partitions)
     aggregates = _raw_topic(app, topics.aggregates, topics.partitions)
-    windows = app.Table(
-        "window-state",
-        partitions=topics.partitions,
-        help="Open and recently closed tumbling windows, as JSON (see windows.py).",
-    )
     pool = executor or ThreadPoolExecutor(
         max_workers=settings.worker.judge_threads, thread_name_prefix="judge"
     )
@@ -145,68 +126,10 @@ def create_app(settings: Settings, judge: Judge, *, executor: Executor | None = 
             output = await loop.run_in_executor(pool, work)
             await publish(output)
 
-    async def count_windows(stream: StreamT[bytes]) -> None:
-        watermarks: dict[int, float] = {}
-        async for event in stream.events():
-            partition = event.message.partition
-            now = time.time()
-            parsed = _parse_outcome(event.value)
-            if isinstance(parsed, AnswerOutcome):
-                occurred = parsed.occurred_at.timestamp()
-                watermarks[partition] = max(watermarks.get(partition, occurred), occurred)
-                start = window_start(occurred, settings.window.size_s)
-                key = window_key(parsed.assistant_id, start)
-                previous = windows.get(key)
-                state = add_outcome(
-                    None if previous is None else WindowState.model_validate(previous),
-                    parsed,
-                    partition=partition,
-                    size_s=settings.window.size_s,
-                    now=now,
-                )
-                windows[key] = state.model_dump(mode="json")
-            elif isinstance(parsed, Rejection):
-                origin = _origin(event)
-                letter = dead_letter_for(parsed, origin, event.value)
-                await dead_letters.send(key=origin.key, value=_json(letter))
-                log.warning("dead_letter", reason=letter.reason.value, error=letter.error)
-            else:  # a tick: close what is due in this partition
-                await _close_due(partition, watermarks.get(partition), now)
-
-    async def _close_due(partition: int, watermark: float | None, now: float) -> None:
-        window = settings.window
-        for key, raw in list(windows.items()):
-            state = WindowState.model_validate(raw)
-            if state.partition != partition:
-                continue
-            if is_due(
-                state,
-                watermark=watermark,
-                now=now,
-                grace_s=window.grace_s,
-                idle_s=window.idle_close_s,
-            ):
-                closed, aggregate = close_window(state, now=now)
-                windows[key] = closed.model_dump(mode="json")
-                await aggregates.send(key=aggregate.assistant_id.encode(), value=_json(aggregate))
-                log.info(
-                    "window_closed",
-                    assistant_id=aggregate.assistant_id,
-                    window_start=aggregate.window_start.isoformat(),
-                    answers=aggregate.answers,
-                    hallucinated=aggregate.hallucinated,
-                    revision=aggregate.revision,
-                )
-            elif is_expired(state, now=now, retain_s=window.retain_closed_s):
-                del windows[key]
-
-    async def send_ticks() -> None:
-        for partition in _owned_partitions(app, topics.outcomes):
-            await outcomes.send(value=TICK, partition=partition)
-
     app.agent(answers, name="judge-answers")(judge_answers)
-    app.agent(outcomes, name="count-windows")(count_windows)
-    app.timer(settings.window.tick_s, name="window-ticks")(send_ticks)
+    install_window_agent(
+        app, settings, outcomes=outcomes, aggregates=aggregates, dead_letters=dead_letters
+    )
     return app
 
 
@@ -221,21 +144,6 @@ def _raw_topic(app: faust.App, name: str, partitions: int) -> TopicT:
         key_serializer="raw",
         value_serializer="raw",
     )
-
-
-def _owned_partitions(app: faust.App, topic: str) -> Iterable[int]:
-    return sorted(tp.partition for tp in app.assignor.assigned_actives() if tp.topic == topic)
-
-
-def _parse_outcome(raw: bytes | None) -> AnswerOutcome | Rejection | None:
-    """An outcome, None for a tick, or why the record is unreadable."""
-    if raw == TICK:
-        return None
-    try:
-        document = json.loads(raw or b"")
-        return AnswerOutcome.model_validate(document)
-    except (ValueError, ValidationError) as exc:
-        return Rejection(DeadLetterReason.SCHEMA_VIOLATION, f"bad outcome record: {exc}")
 
 
 def _incoming(event: EventT[bytes]) -> IncomingMessage:
