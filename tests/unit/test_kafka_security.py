@@ -1,0 +1,159 @@
+"""Settings.security -> aiokafka keyword arguments and faust broker credentials."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import ssl
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import faust
+import pytest
+from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
+from faust.types.auth import AuthProtocol, SASLMechanism
+
+from streamproc.adapters.kafka_security import aiokafka_options, faust_options
+from streamproc.config import KafkaSecurity, Settings
+
+PASSWORD = "s3cret-pa55word"
+
+
+@pytest.fixture(scope="module")
+def ca_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A throwaway self-signed CA certificate (PEM)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl not installed")
+    folder = tmp_path_factory.mktemp("ca")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "1", "-subj", "/CN=streamproc-unit-ca",
+         "-keyout", str(folder / "ca.key"), "-out", str(folder / "ca.pem")],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return folder / "ca.pem"
+
+
+def _security(**fields: Any) -> KafkaSecurity:
+    return KafkaSecurity.model_validate(fields)
+
+
+def test_plaintext_adds_nothing() -> None:
+    assert aiokafka_options(KafkaSecurity()) == {}
+    assert faust_options(KafkaSecurity()) == {}
+
+
+def test_sasl_ssl_gives_every_option(ca_file: Path) -> None:
+    security = _security(
+        protocol="SASL_SSL",
+        sasl_mechanism="SCRAM-SHA-256",
+        sasl_username="alice",
+        sasl_password=PASSWORD,
+        ssl_cafile=ca_file,
+    )
+    options = aiokafka_options(security)
+    context = options.pop("ssl_context")
+    assert options == {
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": "SCRAM-SHA-256",
+        "sasl_plain_username": "alice",
+        "sasl_plain_password": PASSWORD,
+    }
+    assert isinstance(context, ssl.SSLContext)
+    assert context.check_hostname is True
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    subjects = [ca["subject"] for ca in context.get_ca_certs()]
+    assert subjects == [((("commonName", "streamproc-unit-ca"),),)]
+
+
+def test_hostname_check_can_be_turned_off_but_not_verification(ca_file: Path) -> None:
+    options = aiokafka_options(
+        _security(protocol="SSL", ssl_cafile=ca_file, ssl_check_hostname=False)
+    )
+    assert set(options) == {"security_protocol", "ssl_context"}
+    assert options["ssl_context"].check_hostname is False
+    assert options["ssl_context"].verify_mode == ssl.CERT_REQUIRED
+
+
+def test_sasl_plaintext_has_no_tls() -> None:
+    options = aiokafka_options(
+        _security(protocol="SASL_PLAINTEXT", sasl_username="bob", sasl_password=PASSWORD)
+    )
+    assert options == {
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "PLAIN",
+        "sasl_plain_username": "bob",
+        "sasl_plain_password": PASSWORD,
+    }
+
+
+@pytest.mark.parametrize("protocol", ["SASL_PLAINTEXT", "SASL_SSL"])
+def test_sasl_without_credentials_is_refused(protocol: str) -> None:
+    with pytest.raises(ValueError, match="sasl_password"):
+        aiokafka_options(_security(protocol=protocol, sasl_username="alice"))
+    with pytest.raises(ValueError, match="sasl_username"):
+        faust_options(_security(protocol=protocol, sasl_password=PASSWORD))
+
+
+def test_key_without_certificate_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="ssl_certfile"):
+        aiokafka_options(_security(protocol="SSL", ssl_keyfile=tmp_path / "client.key"))
+
+
+@pytest.mark.parametrize(
+    ("fields", "protocol"),
+    [
+        ({"protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512"}, AuthProtocol.SASL_SSL),
+        ({"protocol": "SASL_PLAINTEXT"}, AuthProtocol.SASL_PLAINTEXT),
+    ],
+)
+def test_faust_sasl_credentials_match_the_aiokafka_options(
+    ca_file: Path, fields: dict[str, Any], protocol: AuthProtocol
+) -> None:
+    security = _security(
+        **fields, sasl_username="alice", sasl_password=PASSWORD, ssl_cafile=ca_file
+    )
+    credentials = faust_options(security)["broker_credentials"]
+    assert isinstance(credentials, faust.SASLCredentials)
+    assert credentials.protocol is protocol
+    assert credentials.mechanism is SASLMechanism(security.sasl_mechanism)
+    # What faust hands its aiokafka clients equals what ours get (the context aside).
+    via_faust = dict(credentials_to_aiokafka_auth(credentials))
+    ours = dict(aiokafka_options(security))
+    assert (via_faust.pop("ssl_context") is None) == ("ssl_context" not in ours)
+    ours.pop("ssl_context", None)
+    assert via_faust == ours
+
+
+def test_faust_ssl_credentials(ca_file: Path) -> None:
+    credentials = faust_options(_security(protocol="SSL", ssl_cafile=ca_file))["broker_credentials"]
+    assert isinstance(credentials, faust.SSLCredentials)
+    auth = credentials_to_aiokafka_auth(credentials)
+    assert auth["security_protocol"] == "SSL"
+    assert len(auth["ssl_context"].get_ca_certs()) == 1
+
+
+def test_password_never_shown(ca_file: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    security = _security(
+        protocol="SASL_SSL", sasl_username="alice", sasl_password=PASSWORD, ssl_cafile=ca_file
+    )
+    options = aiokafka_options(security)
+    credentials = faust_options(security)
+    logging.getLogger("streamproc.test").info("options %s %r", options, credentials)
+    shown = [repr(options), str(options), f"{options}", repr(credentials), repr(security)]
+    assert "alice" in repr(options)
+    assert all(PASSWORD not in text for text in shown)
+    assert PASSWORD not in caplog.text
+    assert options["sasl_plain_password"] == PASSWORD  # the client still gets it
+
+
+def test_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STREAMPROC_SECURITY__PROTOCOL", "SASL_PLAINTEXT")
+    monkeypatch.setenv("STREAMPROC_SECURITY__SASL_MECHANISM", "SCRAM-SHA-256")
+    monkeypatch.setenv("STREAMPROC_SECURITY__SASL_USERNAME", "alice")
+    monkeypatch.setenv("STREAMPROC_SECURITY__SASL_PASSWORD", PASSWORD)
+    options = aiokafka_options(Settings().security)
+    assert options["sasl_mechanism"] == "SCRAM-SHA-256"
+    assert options["sasl_plain_password"] == PASSWORD
