@@ -80,7 +80,9 @@ class TokenLogprob(_Incoming):
     """One generated token with its log-probability and where it starts in the answer."""
 
     text: str
-    logprob: float = Field(le=0.0)
+    # allow_inf_nan: a generated token cannot have probability 0, and the strings "-inf" or
+    # "nan" are not numbers JSON can carry (intake refuses the bare -Infinity / NaN too).
+    logprob: float = Field(le=0.0, allow_inf_nan=False)
     offset: NonNegativeInt
 
 
