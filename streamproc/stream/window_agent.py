@@ -1,7 +1,9 @@
 """The ``count-windows`` agent: per-assistant tumbling windows over answer outcomes.
 
 It reads the compact outcomes the judging stage publishes (keyed by assistant), keeps
-window state in a changelogged faust table and emits an aggregate when a window closes.
+window state in a changelogged faust table (layout: ``window_table.py``) and emits an
+aggregate when a window closes. A tick looks only at the windows an in-memory index
+(``window_index.py``) says are due, never at the whole table.
 A timer sends a tiny "tick" into each outcome partition this worker owns, so windows
 close on time even when an assistant goes quiet: table writes must happen inside the
 stream that owns the partition, which a timer is not.
@@ -21,16 +23,17 @@ from pydantic import BaseModel, ValidationError
 from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
 from streamproc.stream.intake import MessageOrigin, Rejection, dead_letter_for
-from streamproc.stream.windows import (
-    AnswerOutcome,
-    WindowState,
-    add_outcome,
-    close_window,
-    is_due,
-    is_expired,
-    window_key,
-    window_start,
+from streamproc.stream.window_index import PartitionIndex
+from streamproc.stream.window_table import (
+    count_outcome,
+    forget_expired_seen,
+    index_timing,
+    mark_closed,
+    persist_watermark,
+    rebuild_index,
+    windows_to_close,
 )
+from streamproc.stream.windows import AnswerOutcome, close_window
 
 __all__ = ["TICK", "install_window_agent"]
 
@@ -50,33 +53,51 @@ def install_window_agent(
 ) -> None:
     """Add the window table, the ``count-windows`` agent and the tick timer to ``app``."""
     window = settings.window
+    timing = index_timing(window)
     windows = app.Table(
         "window-state",
         partitions=settings.topics.partitions,
-        help="Open and recently closed tumbling windows, as JSON (see windows.py).",
+        help="Windows, seen marks of counted events and watermarks (see window_table.py).",
     )
+    # Derived from the table, per outcome partition. Dropped when a rebalance's recovery
+    # completes (the table may have changed under us: a partition came back from another
+    # worker) and rebuilt from the table by the first record of that partition after it.
+    # faust calls recovery callbacks before it resumes the partitions, so no record of
+    # a new assignment is processed against an old index.
+    indexes: dict[int, PartitionIndex] = {}
+
+    @windows.on_recover
+    async def forget_indexes() -> None:
+        indexes.clear()
+
+    def index_of(partition: int) -> PartitionIndex:
+        index = indexes.get(partition)
+        if index is None:
+            index = rebuild_index(list(windows.items()), partition, timing)
+            indexes[partition] = index
+            log.info(
+                "window_index_rebuilt",
+                partition=partition,
+                watermark=index.watermark,
+                queued=index.sizes(),
+            )
+        return index
 
     async def count_windows(stream: StreamT[bytes]) -> None:
-        watermarks: dict[int, float] = {}
         async for event in stream.events():
             message = event.message
             partition = message.partition
             now = time.time()
             parsed = _parse_outcome(event.value)
             if isinstance(parsed, AnswerOutcome):
-                occurred = parsed.occurred_at.timestamp()
-                watermarks[partition] = max(watermarks.get(partition, occurred), occurred)
-                start = window_start(occurred, window.size_s)
-                key = window_key(parsed.assistant_id, start)
-                previous = windows.get(key)
-                state = add_outcome(
-                    None if previous is None else WindowState.model_validate(previous),
+                count_outcome(
+                    windows,
+                    index_of(partition),
                     parsed,
                     partition=partition,
                     size_s=window.size_s,
                     now=now,
                 )
-                windows[key] = state.model_dump(mode="json")
             elif isinstance(parsed, Rejection):
                 origin = MessageOrigin(
                     message.topic, message.partition, message.offset, message.key
@@ -85,38 +106,27 @@ def install_window_agent(
                 await (await dead_letters.send(key=origin.key, value=_json(letter)))
                 log.warning("dead_letter", reason=letter.reason.value, error=letter.error)
             else:  # a tick: close what is due in this partition
-                await close_due(partition, watermarks.get(partition), now)
+                await on_tick(partition, now)
 
-    async def close_due(partition: int, watermark: float | None, now: float) -> None:
-        for key, raw in list(windows.items()):
-            state = WindowState.model_validate(raw)
-            if state.partition != partition:
-                continue
-            if is_due(
-                state,
-                watermark=watermark,
-                now=now,
-                grace_s=window.grace_s,
-                idle_s=window.idle_close_s,
-            ):
-                closed, aggregate = close_window(state, now=now)
-                # The window counts as closed only once the broker has its aggregate.
-                await (
-                    await aggregates.send(
-                        key=aggregate.assistant_id.encode(), value=_json(aggregate)
-                    )
-                )
-                windows[key] = closed.model_dump(mode="json")
-                log.info(
-                    "window_closed",
-                    assistant_id=aggregate.assistant_id,
-                    window_start=aggregate.window_start.isoformat(),
-                    answers=aggregate.answers,
-                    hallucinated=aggregate.hallucinated,
-                    revision=aggregate.revision,
-                )
-            elif is_expired(state, now=now, retain_s=window.retain_closed_s):
-                del windows[key]
+    async def on_tick(partition: int, now: float) -> None:
+        index = index_of(partition)
+        for key, state in windows_to_close(windows, index, now):
+            closed, aggregate = close_window(state, now=now)
+            # The window counts as closed only once the broker has its aggregate.
+            await (
+                await aggregates.send(key=aggregate.assistant_id.encode(), value=_json(aggregate))
+            )
+            mark_closed(windows, index, key, closed)
+            log.info(
+                "window_closed",
+                assistant_id=aggregate.assistant_id,
+                window_start=aggregate.window_start.isoformat(),
+                answers=aggregate.answers,
+                hallucinated=aggregate.hallucinated,
+                revision=aggregate.revision,
+            )
+        forget_expired_seen(windows, index, now)
+        persist_watermark(windows, index, partition)
 
     async def send_ticks() -> None:
         for partition in _owned_partitions(app, outcomes.get_topic_name()):

@@ -13,7 +13,9 @@ Closing rule (both on purpose):
   still reports.
 Late events (for a window already closed) are never dropped: they revise the window,
 which is emitted again with ``revision + 1`` and a ``late_events`` count.
-Redelivered events (same ``event_id``) are counted once.
+Redelivered events (same ``event_id``) are counted once: the ids counted live in their own
+table entries (``window_table.py``), so a window holds counters only and its changelog
+record stays the same size however many answers it counts.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ __all__ = [
     "close_window",
     "is_due",
     "is_expired",
+    "next_check_at",
     "window_key",
     "window_start",
 ]
@@ -56,7 +59,12 @@ class AnswerOutcome(BaseModel):
 
 
 class WindowState(BaseModel):
-    """Running counts of one window; stored as JSON in the window table."""
+    """Running counts of one window; stored as JSON in the window table.
+
+    Fixed size: ``last_event_id`` is the only id kept. It is written in the same record as
+    the count, so a crash after this record but before the event's "seen" mark (a later
+    record of the same changelog partition) still counts the redelivered event once.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -72,7 +80,7 @@ class WindowState(BaseModel):
     abstentions: int = 0
     faithfulness_sum: float = 0.0
     faithfulness_n: int = 0
-    event_ids: list[str] = []
+    last_event_id: str | None = None
     last_update: float = 0.0
     closed_at: float | None = None
     revision: int = -1
@@ -86,8 +94,9 @@ def window_start(timestamp: float, size_s: float) -> float:
 
 
 def window_key(assistant_id: str, start: float) -> str:
-    """Table key of one window; the assistant id leads so keys sort per assistant."""
-    return f"{assistant_id}|{int(start * 1000)}"
+    """Table key of one window. The ``w|`` prefix keeps window keys apart from the other
+    entries of the same table (seen marks, watermarks) whatever the assistant id is."""
+    return f"w|{assistant_id}|{int(start * 1000)}"
 
 
 def add_outcome(
@@ -98,16 +107,20 @@ def add_outcome(
     size_s: float,
     now: float,
 ) -> WindowState:
-    """Count one outcome into its window (a new state object; the input is not mutated)."""
+    """Count one outcome into its window (a new state object; the input is not mutated).
+
+    Only a redelivery of the window's last counted event is recognised here; the caller
+    checks older ids against the seen marks (see ``window_table.count_outcome``).
+    """
     if state is None:
         start = window_start(outcome.occurred_at.timestamp(), size_s)
         state = WindowState(
             assistant_id=outcome.assistant_id, start=start, end=start + size_s, partition=partition
         )
-    if outcome.event_id in state.event_ids:
+    if outcome.event_id == state.last_event_id:
         return state
-    updated = state.model_copy(deep=True)
-    updated.event_ids.append(outcome.event_id)
+    updated = state.model_copy()
+    updated.last_event_id = outcome.event_id
     updated.answers += 1
     if outcome.abstained:
         updated.abstentions += 1
@@ -138,6 +151,20 @@ def is_due(
     if watermark is not None and watermark >= closes_at:
         return True
     return now >= closes_at and now - state.last_update >= idle_s
+
+
+def next_check_at(state: WindowState, *, grace_s: float, idle_s: float, retain_s: float) -> float:
+    """Earliest wall-clock time at which :func:`is_due` or :func:`is_expired` can turn true
+    without a new event (the watermark rule is scheduled separately, at ``end + grace``).
+
+    A new event only moves this later, so a scheduler may keep an earlier time and
+    recompute when it comes round.
+    """
+    if state.closed_at is None:
+        return max(state.end + grace_s, state.last_update + idle_s)
+    if state.dirty:
+        return -math.inf  # a revised window is due at once
+    return state.closed_at + retain_s
 
 
 def close_window(state: WindowState, *, now: float) -> tuple[WindowState, WindowAggregate]:

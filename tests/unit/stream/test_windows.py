@@ -14,6 +14,7 @@ from streamproc.stream.windows import (
     close_window,
     is_due,
     is_expired,
+    next_check_at,
     window_key,
     window_start,
 )
@@ -54,7 +55,7 @@ def fill(*outcomes: AnswerOutcome, now: float = 0.0) -> WindowState:
 def test_window_start_is_aligned_to_the_size() -> None:
     assert window_start(T0.timestamp() + 59.9, 60) == T0.timestamp()
     assert window_start(T0.timestamp() + 60, 60) == T0.timestamp() + 60
-    assert window_key("bot", T0.timestamp()).startswith("bot|")
+    assert window_key("bot", T0.timestamp()) == f"w|bot|{int(T0.timestamp() * 1000)}"
 
 
 def test_counts_and_rate() -> None:
@@ -77,6 +78,37 @@ def test_counts_and_rate() -> None:
 def test_redelivered_event_counts_once() -> None:
     state = fill(outcome("a", hallucinated=True), outcome("a", hallucinated=True))
     assert state.answers == 1 and state.hallucinated == 1
+
+
+def test_redelivery_of_the_last_counted_event_is_recognised_by_the_window_alone() -> None:
+    # Older ids are checked against the seen marks (window_table); the window keeps one id.
+    state = fill(outcome("a"), outcome("b"), outcome("b"))
+    assert state.answers == 2 and state.last_event_id == "b"
+
+
+def test_window_state_size_does_not_grow_with_its_answers() -> None:
+    def serialized(answers: int) -> int:
+        state = fill(
+            *(outcome(f"{index:036d}", hallucinated=index % 3 == 0) for index in range(answers))
+        )
+        return len(state.model_dump_json())
+
+    small, large = serialized(10), serialized(10_000)
+    # Only the counters' digits grow (10 -> 10000 in a few fields), never a list of ids.
+    assert large - small < 40, (small, large)
+
+
+def test_next_check_at_follows_the_closing_rules() -> None:
+    timing = {"grace_s": 5.0, "idle_s": 3.0, "retain_s": 100.0}
+    end = T0.timestamp() + 60
+    replayed = fill(outcome("a"), now=end + 1000)  # wall clock far past the end: idle rule
+    assert next_check_at(replayed, **timing) == end + 1003
+    live = fill(outcome("b"), now=T0.timestamp())  # before the end: end + grace
+    assert next_check_at(live, **timing) == end + 5
+    closed, _ = close_window(live, now=end + 6)
+    assert next_check_at(closed, **timing) == end + 106
+    revised = add_outcome(closed, outcome("c"), partition=1, size_s=60, now=end + 7)
+    assert next_check_at(revised, **timing) == float("-inf")
 
 
 def test_no_answers_means_no_rate() -> None:
