@@ -31,6 +31,7 @@ from streamproc.stream.worker import prepare_topics
 
 MALFORMED = b'{"event_id": "broken", "answer": '
 WINDOW_START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+REPLAY_HORIZON_S = 10 * 365 * 24 * 3600.0
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 
@@ -50,7 +51,11 @@ def _settings(bootstrap: str) -> Settings:
             "partitions": 3,
         },
         window={"size_s": 60.0, "grace_s": 1.0, "idle_close_s": 2.0, "tick_s": 0.5},
-        worker={"rebalance_timeout_s": 10.0, "session_timeout_s": 10.0},
+        worker={
+            "rebalance_timeout_s": 10.0,
+            "session_timeout_s": 10.0,
+            "event_time_max_past_s": REPLAY_HORIZON_S,  # fixed timestamps from January
+        },
     )
 
 

@@ -20,6 +20,7 @@ from streamproc.samples import SEED_LAB, load_answers
 from streamproc.stream.worker import prepare_topics
 
 WINDOW_START = datetime(2026, 2, 2, 10, 0, tzinfo=UTC)
+REPLAY_HORIZON_S = 10 * 365 * 24 * 3600.0
 
 
 def _settings(bootstrap: str) -> Settings:
@@ -30,7 +31,11 @@ def _settings(bootstrap: str) -> Settings:
         broker_url=f"kafka://{bootstrap}",
         topics={**{name: f"crash-{run}.{name}" for name in names}, "partitions": 3},
         window={"size_s": 60.0, "grace_s": 1.0, "idle_close_s": 3.0, "tick_s": 0.5},
-        worker={"rebalance_timeout_s": 10.0, "session_timeout_s": 6.0},
+        worker={
+            "rebalance_timeout_s": 10.0,
+            "session_timeout_s": 6.0,
+            "event_time_max_past_s": REPLAY_HORIZON_S,  # fixed timestamps from January
+        },
     )
 
 

@@ -1,0 +1,62 @@
+"""``/livez`` and ``/readyz`` for an orchestrator, served by aiohttp (a faust dependency).
+
+Live means: the judging loop runs and no owned partition with lag has stood still for
+``worker.stall_after_s``. A worker that is not live answers 503 with the reason, so a
+Kubernetes liveness probe restarts it; the same condition is logged as ``worker_stalled``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+__all__ = ["HealthServer", "HealthState"]
+
+
+@dataclass(frozen=True, slots=True)
+class HealthState:
+    live: bool
+    ready: bool
+    detail: dict[str, object]
+
+
+class HealthServer:
+    """Serves the state ``probe()`` returns on every request."""
+
+    def __init__(self, probe: Callable[[], HealthState], *, host: str, port: int) -> None:
+        self._probe = probe
+        self._host = host
+        self._port = port
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/livez", self._livez)
+        app.router.add_get("/readyz", self._readyz)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self._host, self._port)
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        self.port = sockets[0].getsockname()[1] if sockets else self._port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _livez(self, _: web.Request) -> web.Response:
+        state = self._probe()
+        return web.json_response(
+            {"live": state.live, **state.detail}, status=200 if state.live else 503
+        )
+
+    async def _readyz(self, _: web.Request) -> web.Response:
+        state = self._probe()
+        return web.json_response(
+            {"ready": state.ready, **state.detail}, status=200 if state.ready else 503
+        )
