@@ -51,6 +51,15 @@ class WorkerProcess:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
+    def wait(self, timeout_s: float) -> int | None:
+        """The exit code once the worker ends by itself, or None if it still runs."""
+        if self._process is None:
+            return None
+        try:
+            return self._process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
     def stop(self, timeout_s: float = 20.0) -> int | None:
         """SIGTERM (faust commits offsets and leaves the group), then SIGKILL if stuck."""
         return self._signal(signal.SIGTERM, timeout_s)

@@ -25,7 +25,7 @@ import asyncio
 import os
 import socket
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -62,6 +62,7 @@ log = structlog.get_logger(__name__)
 
 _UNREADABLE = (UnsupportedCodecError, CorruptRecordException)
 _WATCH_EVERY_S = 2.0
+_CLOSE_TIMEOUT_S = 10.0
 
 
 def judge_group_id(settings: Settings) -> str:
@@ -111,6 +112,7 @@ class JudgeLoop:
         self.unreadable = 0
         self._lock = asyncio.Lock()
         self._generation = 0
+        self._last_unreadable: TopicPartition | None = None
         self._stopping = asyncio.Event()
 
     # ------------------------------------------------------------------ lifecycle
@@ -180,8 +182,8 @@ class JudgeLoop:
                 watchdog.cancel()
         finally:
             self.started = False
-            await self._consumer.stop()
-            await self._publisher.stop()
+            await _bounded(self._consumer.stop(), "consumer")
+            await _bounded(self._publisher.stop(), "producer")
 
     def stop(self) -> None:
         self._stopping.set()
@@ -240,26 +242,32 @@ class JudgeLoop:
         list[tuple[TopicPartition, int, Exception]],
     ]:
         """The fetcher could not decode a record batch and did not say of which
-        partition. Read each owned partition alone to find it; keep what the healthy
-        ones return, and name the offset of the unreadable one."""
+        partition. Read the owned partitions alone, one record at a time, until one
+        fails: the records before the bad one are judged as usual, and the offset where
+        reading stopped is the unreadable record. The partition that failed last time is
+        tried first, since a compressed batch fails once per record it holds."""
         log.warning("unreadable_batch", error=repr(error))
         assigned = sorted(self._consumer.assignment())
+        if self._last_unreadable in assigned:
+            assigned.remove(self._last_unreadable)
+            assigned.insert(0, self._last_unreadable)
         fetched: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]] = {}
-        bad: list[tuple[TopicPartition, int, Exception]] = []
         try:
             for tp in assigned:
                 self._consumer.pause(*assigned)
                 self._consumer.resume(tp)
-                try:
-                    got = await self._consumer.getmany(
-                        tp, timeout_ms=1000, max_records=self._settings.worker.batch_max
-                    )
-                    fetched.update({p: list(rs) for p, rs in got.items() if rs})
-                except _UNREADABLE as exc:
-                    bad.append((tp, await self._consumer.position(tp), exc))
+                for _ in range(self._settings.worker.batch_max):
+                    try:
+                        got = await self._consumer.getmany(tp, timeout_ms=1000, max_records=1)
+                    except _UNREADABLE as exc:
+                        self._last_unreadable = tp
+                        return fetched, [(tp, await self._consumer.position(tp), exc)]
+                    if not got:
+                        break
+                    fetched.setdefault(tp, []).extend(got.get(tp, []))
         finally:
             self._consumer.resume(*assigned)
-        return fetched, bad
+        return fetched, []
 
     def _unreadable_letter(self, tp: TopicPartition, offset: int, exc: Exception) -> OutboundRecord:
         self.unreadable += 1
@@ -321,6 +329,15 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
         partitions = sorted(assigned)
         self._loop.watch.assigned(partitions, time.monotonic())
         log.info("partitions_assigned", partitions=_names(partitions))
+
+
+async def _bounded(closing: Awaitable[None], what: str) -> None:
+    """Close a client, but never hang on it: after a failed publish the producer may
+    still hold sends to a broker or topic that is gone, and the process must exit."""
+    try:
+        await asyncio.wait_for(closing, _CLOSE_TIMEOUT_S)
+    except (TimeoutError, KafkaError, OSError) as exc:
+        log.warning("client_close_failed", client=what, error=repr(exc))
 
 
 def _incoming(record: ConsumerRecord[bytes, bytes]) -> IncomingMessage:

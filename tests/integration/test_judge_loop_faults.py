@@ -1,0 +1,174 @@
+"""Faults the judging loop must survive or stop on cleanly, on a real broker.
+
+- A record batch the client cannot decode (here: lz4 with the codec switched off, which
+  is what a missing codec library looked like in the field) is dead-lettered record by
+  record (``unreadable_record``) and consumption goes on.
+- A batch whose outputs the broker will not take (its output topic deleted) is never
+  acknowledged: the worker logs one line and exits with code 3, and the worker that
+  replaces it judges those answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import aiokafka.codec
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+
+from streamproc.adapters.kafka_io import publish_answers
+from streamproc.adapters.worker_process import WorkerProcess
+from streamproc.config import Settings
+from streamproc.events import AnswerEvent
+from streamproc.judge import build_judge
+from streamproc.samples import SEED_LAB, load_answers
+from streamproc.stream.judge_loop import JudgeLoop, judge_group_id
+from streamproc.stream.worker import EXIT_PUBLISH_FAILED, prepare_topics
+
+
+def _settings(bootstrap: str, prefix: str, **worker: object) -> Settings:
+    run = uuid.uuid4().hex[:8]
+    names = ("answers", "verdicts", "flags", "aggregates", "dead_letter", "outcomes")
+    return Settings(
+        app_id=f"{prefix}-{run}",
+        broker_url=f"kafka://{bootstrap}",
+        topics={**{name: f"{prefix}-{run}.{name}" for name in names}, "partitions": 2},
+        judge={"name": "rules"},
+        worker={"session_timeout_s": 6.0, "rebalance_timeout_s": 10.0, **worker},
+    )
+
+
+def _fresh(answers: list[AnswerEvent], tag: str) -> list[AnswerEvent]:
+    now = datetime.now(UTC)
+    return [
+        a.model_copy(update={"event_id": f"{tag}-{i}", "occurred_at": now - timedelta(seconds=i)})
+        for i, a in enumerate(answers)
+    ]
+
+
+async def _read_committed(
+    settings: Settings, done: Callable[[dict[str, list[dict[str, object]]]], bool], timeout_s: float
+) -> dict[str, list[dict[str, object]]]:
+    kinds = {settings.topics.verdicts: "verdict", settings.topics.dead_letter: "dead_letter"}
+    consumer = AIOKafkaConsumer(
+        *kinds,
+        bootstrap_servers=settings.bootstrap_servers,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+    )
+    seen: dict[str, list[dict[str, object]]] = {"verdict": [], "dead_letter": []}
+    await consumer.start()
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not done(seen):
+            for tp, records in (await consumer.getmany(timeout_ms=500)).items():
+                seen[kinds[tp.topic]] += [json.loads(r.value or b"{}") for r in records]
+    finally:
+        await consumer.stop()
+    return seen
+
+
+async def test_an_unreadable_batch_is_dead_lettered_and_the_rest_is_judged(
+    kafka_bootstrap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = _settings(kafka_bootstrap, "codec")
+    await prepare_topics(settings)
+    seeds = load_answers(SEED_LAB)
+    unreadable, readable = _fresh(seeds[:3], "lz4"), _fresh(seeds[3:7], "gzip")
+    # Partition 0: two readable records, the lz4 batch (offsets 2-4), two readable again.
+    for codec, batch in (("gzip", readable[:2]), ("lz4", unreadable), ("gzip", readable[2:])):
+        producer = AIOKafkaProducer(
+            bootstrap_servers=kafka_bootstrap, compression_type=codec, linger_ms=200
+        )
+        await producer.start()
+        try:
+            sent = [
+                await producer.send(
+                    settings.topics.answers, a.model_dump_json().encode(), partition=0
+                )
+                for a in batch
+            ]
+            await asyncio.gather(*sent)
+        finally:
+            await producer.stop()
+    monkeypatch.setattr(aiokafka.codec, "has_lz4", lambda: False)  # the library is "gone"
+
+    loop = JudgeLoop(settings, build_judge(settings.judge))
+    task = asyncio.create_task(loop.run())
+    try:
+        seen = await _read_committed(
+            settings,
+            lambda s: len(s["verdict"]) >= 4 and len(s["dead_letter"]) >= 3,
+            timeout_s=60,
+        )
+    finally:
+        loop.stop()
+        await asyncio.wait_for(task, 30)
+
+    assert sorted(v["event_id"] for v in seen["verdict"]) == sorted(a.event_id for a in readable)
+    letters = seen["dead_letter"]
+    assert [d["reason"] for d in letters] == ["unreadable_record"] * 3
+    assert sorted(d["offset"] for d in letters) == [2, 3, 4]
+    assert all("lz4" in str(d["error"]) for d in letters)
+    assert loop.unreadable == 3
+
+
+async def test_a_batch_the_broker_will_not_take_is_never_acknowledged(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    settings = _settings(kafka_bootstrap, "nopub", publish_timeout_s=5.0, instance_id="only")
+    await prepare_topics(settings)
+    seeds = load_answers(SEED_LAB)
+    first, second = _fresh(seeds[:6], "first"), _fresh(seeds[6:], "second")
+    worker = WorkerProcess(settings, tmp_path / "worker-1.log").start()
+    try:
+        await publish_answers(settings.bootstrap_servers, settings.topics.answers, first)
+        seen = await _read_committed(settings, lambda s: len(s["verdict"]) >= 6, timeout_s=90)
+        assert len(seen["verdict"]) == 6, worker.log_tail()
+
+        admin = AIOKafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+        await admin.start()
+        try:
+            await admin.delete_topics([settings.topics.verdicts])
+        finally:
+            await admin.close()
+        await publish_answers(settings.bootstrap_servers, settings.topics.answers, second)
+        code = await asyncio.to_thread(worker.wait, 90.0)
+        assert code == EXIT_PUBLISH_FAILED, worker.log_tail()
+        assert "publish_failed_exiting" in worker.log_tail(5)
+    finally:
+        worker.kill()
+
+    committed = await _committed_total(settings)
+    assert committed == len(first), "the unpublished batch must not be acknowledged"
+
+    await asyncio.sleep(2)  # let the deletion settle before the topic is made again
+    await prepare_topics(settings)
+    with WorkerProcess(settings, tmp_path / "worker-2.log"):
+        seen = await _read_committed(settings, lambda s: len(s["verdict"]) >= 6, timeout_s=120)
+    assert sorted(v["event_id"] for v in seen["verdict"]) == sorted(a.event_id for a in second)
+
+
+async def _committed_total(settings: Settings) -> int:
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=settings.bootstrap_servers,
+        group_id=judge_group_id(settings),
+        enable_auto_commit=False,
+    )
+    await consumer.start()
+    try:
+        total = 0
+        for partition in range(settings.topics.partitions):
+            total += (
+                await consumer.committed(TopicPartition(settings.topics.answers, partition)) or 0
+            )
+        return total
+    finally:
+        await consumer.stop()
