@@ -15,6 +15,14 @@ import structlog
 __all__ = ["configure_logging"]
 
 _NOISY = ("faust", "mode", "aiokafka", "kafka")
+# Group membership, assignment and table recovery stay visible at INFO: a worker that
+# owns partitions but reads none of them must be explainable from its log.
+_MEMBERSHIP = (
+    "aiokafka.consumer.group_coordinator",
+    "faust.app.base",
+    "faust.tables.recovery",
+    "faust.transport.consumer",
+)
 
 
 def configure_logging(level: str = "INFO", *, json_logs: bool = True) -> None:
@@ -60,6 +68,9 @@ def configure_logging(level: str = "INFO", *, json_logs: bool = True) -> None:
                 }
             },
             "root": {"handlers": ["stderr"], "level": level},
-            "loggers": {name: {"level": library_level} for name in _NOISY},
+            "loggers": {
+                **{name: {"level": library_level} for name in _NOISY},
+                **{name: {"level": level} for name in _MEMBERSHIP},
+            },
         }
     )
