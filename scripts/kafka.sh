@@ -5,12 +5,27 @@
 #   scripts/kafka.sh start    fetch jars (once), start a fresh broker, print 127.0.0.1:PORT
 #   scripts/kafka.sh status   print the bootstrap address if running, exit 1 otherwise
 #   scripts/kafka.sh stop     stop the broker and remove its state (safe to repeat)
+#   scripts/kafka.sh restart  stop the broker (SIGTERM, controlled shutdown) and start it
+#                             again on the same ports with the same data; print as start
+#   scripts/kafka.sh kill     SIGKILL the broker (a crash), keeping its data for 'restart'
 #
 # Only the bootstrap address goes to stdout; progress goes to stderr.
 # Environment: STREAMPROC_KAFKA_CACHE (jar cache root, default ~/.cache/streamproc),
 # STREAMPROC_KAFKA_STATE (state dir, default <repo>/.kafka), PYTHON (with aiokafka, for the
 # readiness probe; default <repo>/.venv/bin/python), STREAMPROC_KAFKA_START_TIMEOUT (s, 90),
 # STREAMPROC_KAFKA_HEAP (default 512m), JAVA_HOME.
+#
+# Security mode (for tests; read by 'start' only, 'restart' keeps what start chose):
+# STREAMPROC_KAFKA_SECURITY=sasl_ssl adds two listeners next to the PLAINTEXT one (which
+# the readiness probe and the broker itself keep using): SASL_SSL and SASL_PLAINTEXT, both
+# with the mechanisms PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 and one user,
+# STREAMPROC_KAFKA_SASL_USER / STREAMPROC_KAFKA_SASL_PASSWORD (default alice / alice-secret;
+# letters, digits, '.', '_', '-'). TLS uses a throwaway CA made with openssl; the broker's
+# certificate is for 127.0.0.1 and localhost. start, restart and status then print, after
+# the bootstrap line, one 'NAME VALUE' line each (also kept in <state>/listeners):
+#   SASL_SSL 127.0.0.1:PORT
+#   SASL_PLAINTEXT 127.0.0.1:PORT
+#   CA_FILE <state>/tls/ca.pem
 set -euo pipefail
 
 readonly KAFKA_VERSION=4.1.1
@@ -25,6 +40,9 @@ readonly STATE_MARKER=${STATE}/.streamproc-kafka
 readonly START_TIMEOUT=${STREAMPROC_KAFKA_START_TIMEOUT:-90}
 readonly HEAP=${STREAMPROC_KAFKA_HEAP:-512m}
 readonly START_ATTEMPTS=3
+readonly SECURITY=${STREAMPROC_KAFKA_SECURITY:-plaintext}
+readonly SASL_USER=${STREAMPROC_KAFKA_SASL_USER:-alice}
+readonly SASL_PASSWORD=${STREAMPROC_KAFKA_SASL_PASSWORD:-alice-secret}
 
 if [[ -n "${JAVA_HOME:-}" && -x "${JAVA_HOME}/bin/java" ]]; then
     JAVA=${JAVA_HOME}/bin/java
@@ -83,12 +101,13 @@ running_pid() {
     printf '%s\n' "${pid}"
 }
 
-# Two distinct free ports on 127.0.0.1 (both bound at once so they differ).
+# N (default 2) distinct free ports on 127.0.0.1 (all bound at once so they differ).
 free_ports() {
-    "${PY}" - <<'EOF'
+    "${PY}" - "${1:-2}" <<'EOF'
 import socket
+import sys
 
-socks = [socket.socket() for _ in range(2)]
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in socks))
@@ -139,6 +158,20 @@ kill_broker() {
     die "could not kill broker pid ${pid}"
 }
 
+# SIGKILL the broker's process group at once, as a crash would; its state stays.
+crash_broker() {
+    local pid pgid
+    pid=$(running_pid) || { log "not running"; return 0; }
+    pgid=$(ps -o pgid= -p "${pid}" | tr -d ' ')
+    log "killing broker (pid ${pid})"
+    kill -KILL -- "-${pgid}" 2>/dev/null || kill -KILL "${pid}" 2>/dev/null || true
+    for _ in $(seq 1 50); do
+        kill -0 "${pid}" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    die "could not kill broker pid ${pid}"
+}
+
 # Remove the state dir, but only one this script created (never a mistyped path).
 remove_state() {
     [[ -d "${STATE}" ]] || return 0
@@ -175,6 +208,9 @@ transaction.state.log.num.partitions=10
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 EOF
+    if [[ "${SECURITY}" == sasl_ssl ]]; then
+        write_security_config "$@"
+    fi
     cat >"${STATE}/log4j2.properties" <<EOF
 # Broker logs go to a file, never to the terminal running the tests.
 status = warn
@@ -192,25 +228,135 @@ logger.statechange.level = WARN
 EOF
 }
 
+# --- security mode ----------------------------------------------------------------------
+
+check_security_mode() {
+    case "${SECURITY}" in
+        plaintext) ;;
+        sasl_ssl)
+            command -v openssl >/dev/null || die "openssl not found (needed for sasl_ssl)"
+            [[ "${SASL_USER}" =~ ^[A-Za-z0-9._-]+$ ]] \
+                || die "STREAMPROC_KAFKA_SASL_USER: use letters, digits, '.', '_', '-'"
+            [[ "${SASL_PASSWORD}" =~ ^[A-Za-z0-9._-]+$ ]] \
+                || die "STREAMPROC_KAFKA_SASL_PASSWORD: use letters, digits, '.', '_', '-'"
+            ;;
+        *) die "STREAMPROC_KAFKA_SECURITY must be plaintext or sasl_ssl, not '${SECURITY}'" ;;
+    esac
+}
+
+# A throwaway CA (PEM, for clients) and a broker certificate for 127.0.0.1 / localhost
+# signed by it, in the PKCS12 keystore the broker reads. EC keys: fast to make.
+make_tls() {
+    local tls=${STATE}/tls password=$1
+    mkdir -p "${tls}"
+    local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+    {
+        openssl req -x509 "${ec[@]}" -days 30 -subj "/CN=streamproc test CA" \
+            -keyout "${tls}/ca.key" -out "${tls}/ca.pem" \
+            -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
+            && openssl req -new "${ec[@]}" -subj "/CN=localhost" \
+                -keyout "${tls}/broker.key" -out "${tls}/broker.csr" \
+            && printf '%s\n' basicConstraints=CA:FALSE keyUsage=digitalSignature \
+                extendedKeyUsage=serverAuth subjectAltName=IP:127.0.0.1,DNS:localhost \
+                subjectKeyIdentifier=hash authorityKeyIdentifier=keyid >"${tls}/broker.ext" \
+            && openssl x509 -req -in "${tls}/broker.csr" -CA "${tls}/ca.pem" \
+                -CAkey "${tls}/ca.key" -set_serial 2 -days 30 -extfile "${tls}/broker.ext" \
+                -out "${tls}/broker.pem" \
+            && openssl pkcs12 -export -in "${tls}/broker.pem" -inkey "${tls}/broker.key" \
+                -certfile "${tls}/ca.pem" -name broker -out "${tls}/broker.p12" \
+                -passout "pass:${password}"
+    } >>"${STATE}/logs/tls.log" 2>&1 || { tail -n 20 "${STATE}/logs/tls.log" >&2; die "openssl failed"; }
+}
+
+# The SASL listeners, appended to server.properties. PLAIN users live in the JAAS line;
+# SCRAM users live in the cluster metadata (added when the storage is formatted).
+write_security_config() {
+    local port=$1 cport=$2 sasl_ssl_port=$3 sasl_plain_port=$4 password
+    password=$(openssl rand -hex 16)
+    make_tls "${password}"
+    local plain="org.apache.kafka.common.security.plain.PlainLoginModule required user_${SASL_USER}=\"${SASL_PASSWORD}\";"
+    local scram="org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    local listeners="PLAINTEXT://127.0.0.1:${port},SASL_SSL://127.0.0.1:${sasl_ssl_port},SASL_PLAINTEXT://127.0.0.1:${sasl_plain_port}"
+    cat >>"${STATE}/server.properties" <<EOF
+# Security mode (STREAMPROC_KAFKA_SECURITY=sasl_ssl); later keys override the ones above.
+listeners=${listeners},CONTROLLER://127.0.0.1:${cport}
+advertised.listeners=${listeners}
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,SASL_PLAINTEXT:SASL_PLAINTEXT
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+ssl.keystore.type=PKCS12
+ssl.keystore.location=${STATE}/tls/broker.p12
+ssl.keystore.password=${password}
+EOF
+    local name mech
+    for name in sasl_ssl sasl_plaintext; do
+        printf 'listener.name.%s.plain.sasl.jaas.config=%s\n' "${name}" "${plain}"
+        for mech in scram-sha-256 scram-sha-512; do
+            printf 'listener.name.%s.%s.sasl.jaas.config=%s\n' "${name}" "${mech}" "${scram}"
+        done
+    done >>"${STATE}/server.properties"
+    printf 'SASL_SSL 127.0.0.1:%s\nSASL_PLAINTEXT 127.0.0.1:%s\nCA_FILE %s\n' \
+        "${sasl_ssl_port}" "${sasl_plain_port}" "${STATE}/tls/ca.pem" >"${STATE}/listeners.new"
+}
+
+# The addresses start, restart and status print: the bootstrap line, then any extras.
+print_addresses() {
+    cat "${STATE}/bootstrap"
+    if [[ -f "${STATE}/listeners" ]]; then
+        cat "${STATE}/listeners"
+    fi
+}
+
 # --- subcommands ------------------------------------------------------------------------
+
+jvm_flags() {
+    printf '%s\n' "-Dlog4j2.configurationFile=${STATE}/log4j2.properties" -Djava.awt.headless=true
+}
 
 # One attempt on fresh ports; returns 2 when the JVM died early (e.g. a port got taken).
 start_once() {
-    local ports port cport cluster_id pid waited
+    local ports port cport sasl_ssl_port="" sasl_plain_port="" cluster_id
     remove_state
     mkdir -p "${STATE}/logs"
     : >"${STATE_MARKER}"
-    ports=$(free_ports)
-    read -r port cport <<<"${ports}"
-    write_config "${port}" "${cport}"
+    if [[ "${SECURITY}" == sasl_ssl ]]; then
+        ports=$(free_ports 4)
+    else
+        ports=$(free_ports)
+    fi
+    read -r port cport sasl_ssl_port sasl_plain_port <<<"${ports}"
+    write_config "${port}" "${cport}" "${sasl_ssl_port}" "${sasl_plain_port}"
     cluster_id=$("${PY}" -c \
         'import base64,uuid;print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')
-    local jvm_opts=("-Dlog4j2.configurationFile=${STATE}/log4j2.properties" -Djava.awt.headless=true)
+    local jvm_opts scram=()
+    mapfile -t jvm_opts < <(jvm_flags)
+    if [[ "${SECURITY}" == sasl_ssl ]]; then
+        scram=(--add-scram "SCRAM-SHA-256=[name=${SASL_USER},password=${SASL_PASSWORD}]"
+            --add-scram "SCRAM-SHA-512=[name=${SASL_USER},password=${SASL_PASSWORD}]")
+    fi
     "${JAVA}" "${jvm_opts[@]}" -cp "${LIBS}/*" kafka.tools.StorageTool format \
-        -t "${cluster_id}" -c "${STATE}/server.properties" >>"${STATE}/logs/format.log" 2>&1 \
+        -t "${cluster_id}" -c "${STATE}/server.properties" "${scram[@]}" \
+        >>"${STATE}/logs/format.log" 2>&1 \
         || { tail -n 30 "${STATE}/logs/format.log" >&2; die "storage format failed"; }
 
     log "starting broker on 127.0.0.1:${port} (controller ${cport}), state ${STATE}"
+    launch "${port}" || return $?
+    printf '127.0.0.1:%s\n' "${port}" >"${STATE}/bootstrap"
+    if [[ -f "${STATE}/listeners.new" ]]; then
+        mv "${STATE}/listeners.new" "${STATE}/listeners"
+    fi
+    print_addresses
+}
+
+# The PLAINTEXT port start chose (the readiness probe's), from the bootstrap file.
+configured_port() {
+    sed -n 's|^127\.0\.0\.1:\([0-9][0-9]*\)$|\1|p' "${STATE}/bootstrap"
+}
+
+# Run the broker configured in the state dir and wait until it answers on ${port};
+# returns 2 when the JVM died early (e.g. a port got taken), 1 when it never answered.
+launch() {
+    local port=$1 pid waited jvm_opts
+    mapfile -t jvm_opts < <(jvm_flags)
     setsid "${JAVA}" "-Xmx${HEAP}" "${jvm_opts[@]}" -cp "${LIBS}/*" \
         kafka.Kafka "${STATE}/server.properties" \
         </dev/null >>"${STATE}/logs/stdout.log" 2>&1 &
@@ -236,18 +382,17 @@ start_once() {
         fi
         sleep 0.5
     done
-    printf '127.0.0.1:%s\n' "${port}" >"${STATE}/bootstrap"
     log "broker ready after $((SECONDS - start)) s"
-    printf '127.0.0.1:%s\n' "${port}"
 }
 
 cmd_start() {
     if running_pid >/dev/null && [[ -f "${STATE}/bootstrap" ]]; then
         log "already running"
-        cat "${STATE}/bootstrap"
+        print_addresses
         return 0
     fi
     kill_broker
+    check_security_mode
     command -v "${JAVA}" >/dev/null || die "java not found (JDK 17+ needed)"
     "${PY}" -c 'import aiokafka' 2>/dev/null \
         || die "${PY} cannot import aiokafka (set PYTHON to an interpreter that can)"
@@ -270,19 +415,36 @@ cmd_stop() {
 
 cmd_status() {
     if running_pid >/dev/null && [[ -f "${STATE}/bootstrap" ]]; then
-        cat "${STATE}/bootstrap"
+        print_addresses
         return 0
     fi
     log "not running"
     return 1
 }
 
+# Same ports, same data: only the process is new. No retry on other ports, since keeping
+# the address is the point; a port taken meanwhile is an error.
+cmd_restart() {
+    [[ -f "${STATE_MARKER}" && -f "${STATE}/server.properties" && -f "${STATE}/bootstrap" ]] \
+        || die "no broker state in ${STATE} to restart ('start' makes one)"
+    kill_broker
+    local port rc=0
+    port=$(configured_port)
+    [[ -n "${port}" ]] || die "cannot read the broker port from ${STATE}/bootstrap"
+    log "restarting broker on 127.0.0.1:${port}, state ${STATE}"
+    launch "${port}" || rc=$?
+    ((rc == 0)) || die "Kafka did not restart (logs in ${STATE}/logs)"
+    print_addresses
+}
+
 case "${1:-}" in
     start) cmd_start ;;
     stop) cmd_stop ;;
     status) cmd_status ;;
+    restart) cmd_restart ;;
+    kill) crash_broker ;;
     *)
-        echo "usage: $0 {start|stop|status}" >&2
+        echo "usage: $0 {start|stop|status|restart|kill}" >&2
         exit 2
         ;;
 esac

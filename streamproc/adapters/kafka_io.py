@@ -1,7 +1,9 @@
 """Publishing answers and reading streamproc's outputs from outside the worker.
 
 Used by the demo, the end-to-end tests and anyone wiring an assistant: plain aiokafka,
-one record per request so it also behaves on the embedded Tansu broker.
+one record per request so it also behaves on the embedded Tansu broker. Every client
+authenticates as ``security`` says (default: PLAINTEXT); a broker that refuses the
+credentials or certificate raises ``BrokerAccessDenied`` from ``start``.
 """
 
 from __future__ import annotations
@@ -14,22 +16,32 @@ from typing import Self
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from pydantic import BaseModel
 
-from streamproc.config import TopicSettings
+from streamproc.adapters.kafka_security import aiokafka_options, explain_access_errors
+from streamproc.config import KafkaSecurity, TopicSettings
 from streamproc.events import AnswerEvent, DeadLetter, Flag, Verdict, WindowAggregate
 
 __all__ = ["OutputRecord", "OutputTail", "publish_answers", "publish_raw"]
 
 Headers = list[tuple[str, bytes]]
 
+PLAINTEXT = KafkaSecurity()
+
 
 async def publish_raw(
-    bootstrap_servers: str, topic: str, records: Iterable[tuple[bytes | None, bytes, Headers]]
+    bootstrap_servers: str,
+    topic: str,
+    records: Iterable[tuple[bytes | None, bytes, Headers]],
+    *,
+    security: KafkaSecurity = PLAINTEXT,
 ) -> int:
     """Send raw (key, value, headers) records, each acknowledged before the next."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap_servers, acks="all", linger_ms=0)
-    await producer.start()
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap_servers, acks="all", linger_ms=0, **aiokafka_options(security)
+    )
     sent = 0
     try:
+        async with explain_access_errors(bootstrap_servers, security):
+            await producer.start()
         for key, value, headers in records:
             await producer.send_and_wait(topic, value=value, key=key, headers=headers)
             sent += 1
@@ -43,6 +55,8 @@ async def publish_answers(
     topic: str,
     answers: Iterable[AnswerEvent],
     traceparents: dict[str, str] | None = None,
+    *,
+    security: KafkaSecurity = PLAINTEXT,
 ) -> int:
     """Publish answer events keyed by conversation id (the producer-side contract)."""
     parents = traceparents or {}
@@ -59,6 +73,7 @@ async def publish_answers(
             )
             for answer in answers
         ),
+        security=security,
     )
 
 
@@ -74,7 +89,15 @@ class OutputRecord:
 class OutputTail:
     """Reads verdicts, flags, aggregates and dead letters from the beginning (no group)."""
 
-    def __init__(self, bootstrap_servers: str, topics: TopicSettings) -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topics: TopicSettings,
+        *,
+        security: KafkaSecurity = PLAINTEXT,
+    ) -> None:
+        self._bootstrap_servers = bootstrap_servers
+        self._security = security
         self._models: dict[str, tuple[str, type[BaseModel]]] = {
             topics.verdicts: ("verdict", Verdict),
             topics.flags: ("flag", Flag),
@@ -87,10 +110,16 @@ class OutputTail:
             group_id=None,
             auto_offset_reset="earliest",
             enable_auto_commit=False,
+            **aiokafka_options(security),
         )
 
     async def __aenter__(self) -> Self:
-        await self._consumer.start()
+        try:
+            async with explain_access_errors(self._bootstrap_servers, self._security):
+                await self._consumer.start()
+        except BaseException:
+            await self._consumer.stop()
+            raise
         return self
 
     async def __aexit__(

@@ -6,19 +6,44 @@ authenticate the same way, so the translation from settings lives here once:
 gives the ``broker_credentials`` keyword of ``faust.App``.
 
 The password leaves its ``SecretStr`` only inside the returned mapping, whose ``repr``
-masks it, so a logged options dict does not leak it.
+masks it, so a logged options dict does not leak it. aiokafka logs every request at DEBUG,
+SASL PLAIN's (the password in clear) included; asking for SASL options therefore also
+installs a filter on aiokafka's connection logger that blanks SASL authentication bytes.
+
+aiokafka reports refused credentials as "Unable to bootstrap", like a broker that is down
+(the reason only goes to its log), and callers retry that. ``explain_access_errors``
+turns it into ``BrokerAccessDenied``, which names the reason and is not worth retrying.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import ssl
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+from aiokafka.conn import create_conn
+from aiokafka.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    SaslAuthenticationFailed,
+    UnsupportedSaslMechanismError,
+)
 from aiokafka.helpers import create_ssl_context
 
 from streamproc.config import KafkaSecurity
 
-__all__ = ["ClientOptions", "aiokafka_options", "faust_options", "ssl_context"]
+__all__ = [
+    "BrokerAccessDenied",
+    "ClientOptions",
+    "access_denial",
+    "aiokafka_options",
+    "explain_access_errors",
+    "faust_options",
+    "ssl_context",
+]
 
 _MASK = "**********"
 _SECRET_KEYS = frozenset({"sasl_plain_password"})
@@ -32,6 +57,33 @@ class ClientOptions(dict[str, Any]):
         return f"{type(self).__name__}({shown!r})"
 
     __str__ = __repr__
+
+
+class _RedactSaslAuthBytes(logging.Filter):
+    """Replaces the SaslAuthenticate request/response structs in aiokafka's DEBUG lines."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and any(_is_sasl_auth(arg) for arg in args):
+            record.args = tuple(
+                f"{type(arg).__name__}(sasl_auth_bytes=<redacted>)" if _is_sasl_auth(arg) else arg
+                for arg in args
+            )
+        return True
+
+
+def _is_sasl_auth(value: object) -> bool:
+    return type(value).__name__.startswith("SaslAuthenticate")
+
+
+_REDACT_SASL = _RedactSaslAuthBytes()
+
+
+def _redact_sasl_in_logs() -> None:
+    """Idempotent: the filter is installed once, on the logger that writes the requests."""
+    logger = logging.getLogger("aiokafka.conn")
+    if _REDACT_SASL not in logger.filters:
+        logger.addFilter(_REDACT_SASL)
 
 
 def _uses_tls(security: KafkaSecurity) -> bool:
@@ -66,6 +118,7 @@ def _sasl_credentials(security: KafkaSecurity) -> tuple[str, str]:
             f"security.protocol={security.protocol} needs security.sasl_username and "
             "security.sasl_password"
         )
+    _redact_sasl_in_logs()
     return security.sasl_username, security.sasl_password.get_secret_value()
 
 
@@ -108,3 +161,58 @@ def faust_options(security: KafkaSecurity) -> dict[str, Any]:
     if context is not None:
         return {"broker_credentials": faust.SSLCredentials(context)}
     return {}
+
+
+class BrokerAccessDenied(Exception):
+    """The broker refused our credentials or our TLS handshake. Deliberately not a
+    KafkaError or OSError: it will not go away by retrying, so retry loops let it through."""
+
+
+# ssl.SSLError is an OSError, so it is tested before the "unreachable" errors below.
+_DENIALS = (SaslAuthenticationFailed, UnsupportedSaslMechanismError, ssl.SSLError)
+
+
+async def access_denial(
+    bootstrap_servers: str, security: KafkaSecurity, timeout_s: float = 10.0
+) -> BrokerAccessDenied | None:
+    """Connect once to each bootstrap broker with these settings: the first refusal of the
+    credentials or the certificate, or None when none refused (down, or fine)."""
+    options = aiokafka_options(security)
+    for address in filter(None, (part.strip() for part in bootstrap_servers.split(","))):
+        host, _, port = address.rpartition(":")
+        try:
+            conn = await asyncio.wait_for(
+                create_conn(
+                    host.strip("[]"), int(port), request_timeout_ms=int(timeout_s * 1000), **options
+                ),
+                timeout_s,
+            )
+        except _DENIALS as exc:
+            who = (
+                f" as {security.sasl_username!r} with {security.sasl_mechanism}"
+                if security.protocol.startswith("SASL")
+                else ""
+            )
+            return BrokerAccessDenied(
+                f"Kafka broker {address} refused the {security.protocol} connection{who}: "
+                f"{type(exc).__name__}: {exc}"
+            )
+        except (OSError, KafkaError, TimeoutError, ValueError):
+            continue
+        conn.close()
+    return None
+
+
+@asynccontextmanager
+async def explain_access_errors(
+    bootstrap_servers: str, security: KafkaSecurity
+) -> AsyncIterator[None]:
+    """Around a client's ``start()``: a failed bootstrap that was really a refusal of our
+    credentials or certificate becomes ``BrokerAccessDenied``; anything else is re-raised."""
+    try:
+        yield
+    except KafkaConnectionError as exc:
+        denial = await access_denial(bootstrap_servers, security)
+        if denial is not None:
+            raise denial from exc
+        raise

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError, for_code
 
-from streamproc.config import Settings
+from streamproc.adapters.kafka_security import aiokafka_options, explain_access_errors
+from streamproc.config import KafkaSecurity, Settings
 
 __all__ = ["DEAD_LETTER_MAX_BYTES", "TopicSpec", "ensure_topics", "topic_specs"]
 
@@ -53,12 +54,19 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
     ]
 
 
-async def ensure_topics(bootstrap_servers: str, specs: list[TopicSpec]) -> list[str]:
+async def ensure_topics(
+    bootstrap_servers: str, specs: list[TopicSpec], security: KafkaSecurity
+) -> list[str]:
     """Create the missing topics; return the names created. Existing ones are left as they
-    are (a different partition count there is an operator's decision, not ours)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=30_000)
-    await admin.start()
+    are (a different partition count there is an operator's decision, not ours).
+
+    Raises ``BrokerAccessDenied`` when the broker refuses our credentials or certificate."""
+    admin = AIOKafkaAdminClient(
+        bootstrap_servers=bootstrap_servers, request_timeout_ms=30_000, **aiokafka_options(security)
+    )
     try:
+        async with explain_access_errors(bootstrap_servers, security):
+            await admin.start()
         existing = set(await admin.list_topics())
         missing = [spec for spec in specs if spec.name not in existing]
         if not missing:
