@@ -8,6 +8,11 @@ judge can micro-batch claim/evidence pairs across events (one inference call for
 answers). :class:`ClaimChecker` is the smaller seam below it: "is this claim supported
 by this premise?" for many pairs at once; the rules checker implements it now, an NLI
 checker will later.
+
+Each answer's work is capped (``JudgeLimits``: claims, evidence units, their lengths;
+every cap hit is named on the judgement) and may be given a per-answer deadline
+(``judge_batch(..., deadline_s=...)`` raises :class:`AnswerTimedOut` with the answer's
+index).
 """
 
 from __future__ import annotations
@@ -20,10 +25,13 @@ from streamproc.judge._protocols import (
     PremiseCheck,
     TextEmbedder,
 )
+from streamproc.judge.deadline import AnswerTimedOut, Deadline
 from streamproc.judge.factory import build_judge
 
 __all__ = [
+    "AnswerTimedOut",
     "ClaimChecker",
+    "Deadline",
     "Judge",
     "NliScore",
     "PairScorer",

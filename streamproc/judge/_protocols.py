@@ -10,6 +10,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamproc.events import AnswerEvent, AnswerJudgement, JudgeInfo, VerdictLabel
+from streamproc.judge.deadline import AnswerTimedOut, Deadline
+
+__all__ = [
+    "AnswerTimedOut",
+    "ClaimChecker",
+    "Deadline",
+    "Judge",
+    "NliScore",
+    "PairScorer",
+    "PremiseCheck",
+    "TextEmbedder",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,12 +51,20 @@ class Judge(Protocol):
         """Name, version, granularity, thresholds and model hashes, for the audit trail."""
         ...
 
-    def judge_batch(self, answers: Sequence[AnswerEvent]) -> list[AnswerJudgement]:
+    def judge_batch(
+        self, answers: Sequence[AnswerEvent], *, deadline_s: float | None = None
+    ) -> list[AnswerJudgement]:
         """One judgement per answer, in order.
 
         Odd but valid input (empty answers, unknown citations) is judged normally. A bug
         raises rather than passing the answer unchecked; the stream layer then re-judges
         the batch one answer at a time and dead-letters only the answer that fails.
+
+        ``deadline_s`` bounds each answer's own steps (a :class:`Deadline` started per
+        answer, checked between steps; the batch's shared model calls do not count): the
+        first answer over it raises :class:`AnswerTimedOut` with its index, and the
+        caller judges the rest again without it. None (the default, offline evaluation)
+        never times out. Work caps (``JudgeLimits``) are the judge's own configuration.
         """
         ...
 

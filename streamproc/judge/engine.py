@@ -4,6 +4,10 @@ Decompose every answer of the batch, collect *all* claim/premise pairs (grounded
 against the question plus all evidence; citation checks against the question plus
 cited subsets), deduplicate, ask the checker once, then assemble the judgements. That
 single call is the micro-batching seam a model-based checker needs.
+
+Each answer is decomposed and its evidence read within the work caps
+(:mod:`streamproc.judge.limits`), and its own steps run against its deadline
+(:mod:`streamproc.judge.deadline`); the shared checker call is bounded by the caps.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from streamproc.config import JudgeLimits
 from streamproc.events import (
     AnswerEvent,
     AnswerJudgement,
@@ -22,8 +27,18 @@ from streamproc.events import (
 )
 from streamproc.judge._protocols import ClaimChecker, PremiseCheck
 from streamproc.judge.citations import assess_citations, citation_subsets
-from streamproc.judge.claims import Claim, Decomposition, Granularity, decompose
+from streamproc.judge.claims import Claim, Granularity
+from streamproc.judge.deadline import Deadline
 from streamproc.judge.decide import decide
+from streamproc.judge.evidence import build_units
+from streamproc.judge.limits import (
+    CappedShape,
+    cap_units,
+    capped_evidence,
+    decompose_within,
+    unchecked_verdict,
+    with_limits,
+)
 
 __all__ = [
     "ClaimJudge",
@@ -54,13 +69,15 @@ class _Plan:
     against ``grounding``, citations against the premise of each cited subset."""
 
     answer: AnswerEvent
-    shape: Decomposition
+    capped: CappedShape
+    clock: Deadline
     grounding: str
     by_subset: dict[tuple[str, ...], str] = field(default_factory=dict)
+    limits: tuple[str, ...] = ()
 
     def pairs(self) -> list[PremiseCheck]:
         out = []
-        for claim in self.shape.claims:
+        for claim in self.capped.shape.claims:
             if claim.checked:
                 out.append(PremiseCheck(claim.text, self.grounding))
                 subsets = citation_subsets(claim.resolved)
@@ -78,9 +95,11 @@ class ClaimJudge:
         granularity: Granularity = "atomic",
         version: str = "1",
         thresholds: Mapping[str, float] | None = None,
+        limits: JudgeLimits | None = None,
     ) -> None:
         self._checker = checker
         self._granularity: Granularity = granularity
+        self._limits = limits or JudgeLimits()
         self._info = JudgeInfo(
             name=checker.name,
             version=version,
@@ -93,9 +112,19 @@ class ClaimJudge:
         """Name, version, granularity and thresholds, for the audit trail."""
         return self._info
 
-    def judge_batch(self, answers: Sequence[AnswerEvent]) -> list[AnswerJudgement]:
-        """One judgement per answer, in order; the checker is called once for the batch."""
-        plans = [self._plan(answer) for answer in answers]
+    def judge_batch(
+        self, answers: Sequence[AnswerEvent], *, deadline_s: float | None = None
+    ) -> list[AnswerJudgement]:
+        """One judgement per answer, in order; the checker is called once for the batch.
+
+        ``deadline_s``: each answer's own steps (not the shared checker call) may take
+        this long, else :class:`~streamproc.judge.deadline.AnswerTimedOut` names it.
+        """
+        plans = []
+        for index, answer in enumerate(answers):
+            clock = Deadline(deadline_s).start(index)
+            plans.append(self._plan(answer, clock))
+            clock.pause()
         pairs = list(dict.fromkeys(pair for plan in plans for pair in plan.pairs()))
         results = self._checker.check(pairs) if pairs else []
         if len(results) != len(pairs):
@@ -106,81 +135,85 @@ class ClaimJudge:
         lookup = dict(zip(pairs, results, strict=True))
         return [self._assemble(plan, lookup) for plan in plans]
 
-    def _plan(self, answer: AnswerEvent) -> _Plan:
+    def _plan(self, answer: AnswerEvent, clock: Deadline) -> _Plan:
         # Odd content (empty, only citations, unknown ids) is judged, never raised. A bug
         # does raise: the stream layer then re-judges one by one and dead-letters the
         # answer - visible, where judging it as "no claims" would silently pass it.
-        shape = decompose(answer.answer, answer.evidence, self._granularity)
-        by_id = {item.id: item for item in answer.evidence}
-        plan = _Plan(answer, shape, grounding=premise(answer.question, answer.evidence))
-        for claim in shape.claims:
+        capped = decompose_within(answer.answer, answer.evidence, self._granularity, self._limits)
+        clock.check()
+        # The checker reads whole items; over the unit caps it reads the kept units only.
+        units = cap_units(build_units(answer.question, answer.evidence, 1), self._limits)
+        clock.check()
+        question, evidence = answer.question, list(answer.evidence)
+        if units.limits:
+            question, evidence = capped_evidence(answer.question, answer.evidence, units)
+        by_id = {item.id: item for item in evidence}
+        plan = _Plan(
+            answer, capped, clock, premise(question, evidence), limits=capped.limits + units.limits
+        )
+        for claim in capped.shape.claims:
             for subset in citation_subsets(claim.resolved):
                 if subset not in plan.by_subset:
                     items = [by_id[i] for i in subset]
-                    plan.by_subset[subset] = premise(answer.question, items)
+                    plan.by_subset[subset] = premise(question, items)
+            clock.check()
         return plan
 
     def _assemble(
         self, plan: _Plan, lookup: Mapping[PremiseCheck, tuple[VerdictLabel, float]]
     ) -> AnswerJudgement:
-        shape = plan.shape
-        evidence_ids = [item.id for item in plan.answer.evidence]
-        verdicts = []
-        for claim in shape.claims:
-            if not claim.checked:
-                verdicts.append(unchecked_verdict(claim))
-                continue
-            pair = PremiseCheck(claim.text, plan.grounding)
-            verdict, score = lookup[pair]
-
-            def supports(subset: tuple[str, ...], text: str = claim.text) -> bool:
-                found = lookup[PremiseCheck(text, plan.by_subset[subset])]
-                return found[0] is VerdictLabel.SUPPORTED
-
-            cites = assess_citations(claim.resolved, shape.uses_citations, supports)
-            reasons = self._explain(pair) if verdict is not VerdictLabel.SUPPORTED else []
-            reasons += citation_reasons(claim, cites.supported)
-            verdicts.append(
-                unchecked_verdict(claim).model_copy(
-                    update={
-                        "verdict": verdict,
-                        "score": score,
-                        "reasons": reasons,
-                        "evidence_ids": evidence_ids,
-                        "citation_supported": cites.supported,
-                        "citations_needed": list(cites.needed),
-                    }
-                )
+        with plan.clock.running() as clock:
+            clock.check()
+            shape = plan.capped.shape
+            evidence_ids = [item.id for item in plan.answer.evidence]
+            verdicts = []
+            for claim in shape.claims:
+                clock.check()
+                if not claim.checked:
+                    verdicts.append(unchecked_verdict(claim))
+                    continue
+                verdicts.append(self._claim_verdict(claim, plan, lookup, evidence_ids))
+            judgement = decide(
+                plan.capped.verdicts(verdicts),
+                [s.text for s in shape.sentences],
+                abstained=shape.abstained,
+                answerable=plan.answer.answerable,
             )
-        return decide(
-            verdicts,
-            [s.text for s in shape.sentences],
-            abstained=shape.abstained,
-            answerable=plan.answer.answerable,
+            clock.check()
+            return with_limits(judgement, plan.limits)
+
+    def _claim_verdict(
+        self,
+        claim: Claim,
+        plan: _Plan,
+        lookup: Mapping[PremiseCheck, tuple[VerdictLabel, float]],
+        evidence_ids: list[str],
+    ) -> ClaimVerdict:
+        pair = PremiseCheck(claim.text, plan.grounding)
+        verdict, score = lookup[pair]
+
+        def supports(subset: tuple[str, ...]) -> bool:
+            found = lookup[PremiseCheck(claim.text, plan.by_subset[subset])]
+            return found[0] is VerdictLabel.SUPPORTED
+
+        cites = assess_citations(claim.resolved, plan.capped.shape.uses_citations, supports)
+        reasons = self._explain(pair) if verdict is not VerdictLabel.SUPPORTED else []
+        reasons += citation_reasons(claim, cites.supported)
+        return unchecked_verdict(claim).model_copy(
+            update={
+                "verdict": verdict,
+                "score": score,
+                "reasons": reasons,
+                "evidence_ids": evidence_ids,
+                "citation_supported": cites.supported,
+                "citations_needed": list(cites.needed),
+            }
         )
 
     def _explain(self, pair: PremiseCheck) -> list[str]:
         if isinstance(self._checker, ExplainsVerdicts):
             return self._checker.explain(pair)
         return []
-
-
-def _as_written(resolved: Sequence[str | None], labels: Sequence[str]) -> list[str]:
-    """Citations as evidence ids ("[3]" -> "D03"); a label naming nothing stays as written."""
-    return [r if r is not None else label for r, label in zip(resolved, labels, strict=True)]
-
-
-def unchecked_verdict(claim: Claim) -> ClaimVerdict:
-    """The verdict record of a claim before (or without) checking it."""
-    return ClaimVerdict(
-        index=claim.index,
-        sentence_index=claim.sentence_index,
-        text=claim.text,
-        start=claim.start,
-        end=claim.end,
-        claim_class=claim.claim_class,
-        citations=_as_written(claim.resolved, claim.citations),
-    )
 
 
 def citation_reasons(claim: Claim, supported: bool | None) -> list[str]:

@@ -1,5 +1,6 @@
 """Build the configured judge. New backends (e.g. "nli") register one builder here and
-become a config value (``STREAMPROC_JUDGE__NAME``); heavy imports stay inside builders."""
+become a config value (``STREAMPROC_JUDGE__NAME``); heavy imports stay inside builders.
+Every judge gets the work caps of ``settings.limits`` (``STREAMPROC_JUDGE__LIMITS__*``)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ def _rules(settings: JudgeSettings) -> Judge:
         granularity=settings.granularity,
         version=RULES_VERSION,
         thresholds=checker.thresholds,
+        limits=settings.limits,
     )
 
 
@@ -71,6 +73,7 @@ def build_nli_judge(
         model_thresholds=_output_edges(scorer.manifest.output),
         calibrator=calibrator,
         soft_rules=soft_rules,
+        limits=settings.limits,
     )
 
 

@@ -15,7 +15,9 @@ Per claim, cheapest first, so most claims never reach the model:
 
 Citations are judged the same way on the cited evidence alone. The whole batch makes one
 embedding call and one NLI call; the models are injected (``PairScorer``,
-``TextEmbedder``), so tests use fakes and the judge stays free of I/O.
+``TextEmbedder``), so tests use fakes and the judge stays free of I/O. The work caps
+(:mod:`streamproc.judge.limits`) bound what one answer adds to those calls; each
+answer's own steps run against its deadline (:mod:`streamproc.judge.deadline`).
 """
 
 from __future__ import annotations
@@ -26,33 +28,38 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from numpy.typing import NDArray
 
+from streamproc.config import JudgeLimits
 from streamproc.events import (
     AnswerEvent,
     AnswerJudgement,
     ClaimClass,
+    ClaimVerdict,
     ConfidenceMark,
     JudgeInfo,
     VerdictLabel,
 )
+from streamproc.judge._nli_units import rows_of, statements_only, unit_vectors, window_members
 from streamproc.judge._protocols import NliScore, PairScorer, TextEmbedder
 from streamproc.judge.calibrated import calibrated_decision
 from streamproc.judge.calibrator import VerdictCalibrator
 from streamproc.judge.citations import assess_citations, citation_subsets
-from streamproc.judge.claims import (
-    Claim,
-    Decomposition,
-    Granularity,
-    decompose,
-    split_sentences,
-)
+from streamproc.judge.claims import Claim, Decomposition, Granularity, split_sentences
 from streamproc.judge.confidence import (
     ConfidenceThresholds,
     SentenceConfidence,
     sentence_confidence,
 )
+from streamproc.judge.deadline import Deadline
 from streamproc.judge.decide import decide
-from streamproc.judge.engine import citation_reasons, unchecked_verdict
+from streamproc.judge.engine import citation_reasons
 from streamproc.judge.evidence import EvidenceUnit, build_units, is_structured
+from streamproc.judge.limits import (
+    CappedShape,
+    cap_units,
+    decompose_within,
+    unchecked_verdict,
+    with_limits,
+)
 from streamproc.judge.negation import flips_negation
 from streamproc.judge.overstatement import overstated
 from streamproc.judge.records import confirmed_values
@@ -100,13 +107,20 @@ class _ClaimWork:
 @dataclass(slots=True)
 class _AnswerWork:
     answer: AnswerEvent
-    shape: Decomposition
+    capped: CappedShape
+    clock: Deadline
     units: list[EvidenceUnit]
     facts: EvidenceFacts
     evidence_words: frozenset[str]
     claims: list[_ClaimWork]
     checked_claims: int = 0
     structured_evidence: bool = False
+    limits: tuple[str, ...] = ()
+
+    @property
+    def shape(self) -> Decomposition:
+        """The claims to judge (those the caps left out are in ``capped.left_out``)."""
+        return self.capped.shape
 
     def hypothesis(self, claim: Claim) -> str:
         """What NLI and retrieval read for ``claim`` (see :func:`_hypothesis`)."""
@@ -130,6 +144,7 @@ class NliJudge:
         model_thresholds: Mapping[str, float] | None = None,
         calibrator: VerdictCalibrator | None = None,
         soft_rules: bool | None = None,
+        limits: JudgeLimits | None = None,
     ) -> None:
         """``model_thresholds``: how the models' outputs are read (e.g. the NLI margin's
         band edges), recorded with the judge's own so an auditor can replay a verdict.
@@ -138,6 +153,8 @@ class NliJudge:
         findings still settle claims). ``soft_rules`` turns the name and number rules
         into signals instead of verdicts; it defaults to on exactly when a calibrator is
         given (the training script turns it on without one, to collect signals).
+
+        ``limits``: the work caps per answer (see :mod:`streamproc.judge.limits`).
         """
         if calibrator is not None:
             calibrator.check_signals(SIGNAL_NAMES)
@@ -152,6 +169,7 @@ class NliJudge:
         self._granularity: Granularity = granularity
         self._top_k = top_k
         self._window = window_sentences
+        self._limits = limits or JudgeLimits()
         self.pairs_scored = 0
         self._info = JudgeInfo(
             name="nli",
@@ -178,8 +196,16 @@ class NliJudge:
     def info(self) -> JudgeInfo:
         return self._info
 
-    def judge_batch(self, answers: Sequence[AnswerEvent]) -> list[AnswerJudgement]:
-        works = [self._prepare(answer) for answer in answers]
+    def judge_batch(
+        self, answers: Sequence[AnswerEvent], *, deadline_s: float | None = None
+    ) -> list[AnswerJudgement]:
+        """One judgement per answer, in order. ``deadline_s`` bounds each answer's own
+        steps (not the shared model calls): over it, ``AnswerTimedOut`` names the answer."""
+        works = []
+        for index, answer in enumerate(answers):
+            clock = Deadline(deadline_s).start(index)
+            works.append(self._prepare(answer, clock))
+            clock.pause()
         self._retrieve(works)
         pairs = list(dict.fromkeys(_pairs(works)))
         scores = self._scorer.score(pairs) if pairs else []
@@ -189,19 +215,26 @@ class NliJudge:
 
     # -- level 1 and 2a: no model --------------------------------------------------------
 
-    def _prepare(self, answer: AnswerEvent) -> _AnswerWork:
-        shape = decompose(answer.answer, answer.evidence, self._granularity)
+    def _prepare(self, answer: AnswerEvent, clock: Deadline) -> _AnswerWork:
+        capped = decompose_within(answer.answer, answer.evidence, self._granularity, self._limits)
+        clock.check()
         every_unit = build_units(answer.question, answer.evidence, self._window)
-        units = _statements_only(every_unit)  # what NLI may see
+        kept = cap_units(every_unit, self._limits)
+        units = statements_only(kept.units)  # what retrieval and NLI may see
+        # The presence checks (is this number, this name anywhere in the evidence?) are
+        # linear and read it all: a figure stated only beyond the unit cap must read as
+        # "not entailed by what we read", never as "not in the evidence" (contradicted).
         all_text = " ".join(u.text for u in every_unit)
+        clock.check()
         facts = EvidenceFacts(
             text_lower=all_text.lower(),
             numbers=frozenset().union(*(numbers(u.text) for u in every_unit)),
             structured=StructuredEvidence.from_items(answer.evidence),
             word_count=len(all_text.split()),
         )
+        clock.check()
         claims = []
-        for claim in shape.claims:
+        for claim in capped.shape.claims:
             work = _ClaimWork(claim)
             if claim.checked:
                 thresholds = self._confidence_by_model.get(answer.model, self._confidence)
@@ -211,9 +244,11 @@ class NliJudge:
                 )
                 work.settled = work.prechecks.hard
             claims.append(work)
+            clock.check()
         return _AnswerWork(
             answer,
-            shape,
+            capped,
+            clock,
             units,
             facts,
             content_words(all_text),
@@ -221,6 +256,7 @@ class NliJudge:
             checked_claims=sum(c.claim.checked for c in claims),
             structured_evidence=not facts.structured.empty
             or any(is_structured(e) for e in answer.evidence),
+            limits=capped.limits + kept.limits,
         )
 
     # -- retrieval: one embedding call for the batch --------------------------------------
@@ -233,7 +269,7 @@ class NliJudge:
         for work in works:
             if not any(_needs_evidence(c) for c in work.claims):
                 continue
-            members = _window_members(work.units)
+            members = window_members(work.units)
             wanted = [work.hypothesis(c.claim) for c in work.claims if _needs_evidence(c)]
             wanted += [u.text for i, u in enumerate(work.units) if i not in members]
             for text in wanted:
@@ -242,85 +278,100 @@ class NliJudge:
             return
         vectors = self._embedder.embed(list(texts))
         for work in works:
-            if not any(_needs_evidence(c) for c in work.claims):
+            if any(_needs_evidence(c) for c in work.claims):
+                with work.clock.running():
+                    self._rank(work, vectors, texts)
+
+    def _rank(
+        self, work: _AnswerWork, vectors: NDArray[np.float32], texts: Mapping[str, int]
+    ) -> None:
+        """Each claim's top-k units overall and within each cited subset."""
+        unit_texts = [u.text for u in work.units]
+        unit_rows = unit_vectors(work.units, vectors, texts)
+        for item in work.claims:
+            work.clock.check()
+            if not _needs_evidence(item):
                 continue
-            unit_texts = [u.text for u in work.units]
-            unit_vectors = _unit_vectors(work.units, vectors, texts)
-            for item in work.claims:
-                if not _needs_evidence(item):
-                    continue
-                hypothesis = work.hypothesis(item.claim)
-                claim_vector = vectors[texts[hypothesis]]
-                if item.settled is None:
-                    item.candidates = rank_candidates(
-                        hypothesis, claim_vector, unit_texts, unit_vectors, self._top_k
-                    )
-                for subset in citation_subsets(item.claim.resolved):
-                    chosen = [i for i, u in enumerate(work.units) if u.evidence_id in subset]
-                    ranked = rank_candidates(
-                        hypothesis,
-                        claim_vector,
-                        [unit_texts[i] for i in chosen],
-                        _rows(unit_vectors, chosen),
-                        self._top_k,
-                    )
-                    item.cited[subset] = [
-                        Candidate(chosen[c.unit], c.similarity, c.coverage, c.exact) for c in ranked
-                    ]
+            hypothesis = work.hypothesis(item.claim)
+            claim_vector = vectors[texts[hypothesis]]
+            if item.settled is None:
+                item.candidates = rank_candidates(
+                    hypothesis, claim_vector, unit_texts, unit_rows, self._top_k
+                )
+            for subset in citation_subsets(item.claim.resolved):
+                chosen = [i for i, u in enumerate(work.units) if u.evidence_id in subset]
+                ranked = rank_candidates(
+                    hypothesis,
+                    claim_vector,
+                    [unit_texts[i] for i in chosen],
+                    rows_of(unit_rows, chosen),
+                    self._top_k,
+                )
+                item.cited[subset] = [
+                    Candidate(chosen[c.unit], c.similarity, c.coverage, c.exact) for c in ranked
+                ]
 
     # -- level 2b: decide from the scores ------------------------------------------------
 
     def _assemble(
         self, work: _AnswerWork, lookup: Mapping[tuple[str, str], NliScore]
     ) -> AnswerJudgement:
-        verdicts = []
-        for item in work.claims:
-            claim = item.claim
-            base = unchecked_verdict(claim)
-            if not claim.checked:
-                verdicts.append(base)
-                continue
-            rule = item.settled or self._decide(item.claim, item.candidates, work, lookup)
-            signals = self._signals(item, rule, work, lookup)
-            decision, risk = self._calibrate(item, rule, signals)
-            cut = sorted(
-                {
-                    work.units[c.unit].evidence_id
-                    for c in item.candidates
-                    if lookup[(work.units[c.unit].text, work.hypothesis(claim))].truncated
-                }
+        with work.clock.running() as clock:
+            clock.check()
+            verdicts = []
+            for item in work.claims:
+                verdicts.append(self._claim_verdict(item, work, lookup))
+                clock.check()
+            judgement = decide(
+                work.capped.verdicts(verdicts),
+                [s.text for s in work.shape.sentences],
+                abstained=work.shape.abstained,
+                answerable=work.answer.answerable,
             )
-            if cut:  # the model saw only part of these units: say so on the verdict
-                decision = replace(
-                    decision, reasons=(*decision.reasons, f"EVIDENCE_TRUNCATED: {', '.join(cut)}")
-                )
+            clock.check()
+            return with_limits(judgement, work.limits)
 
-            def supports(subset: tuple[str, ...], item: _ClaimWork = item) -> bool:
-                return self._subset_supports(item, subset, work, lookup)
-
-            cites = assess_citations(claim.resolved, work.shape.uses_citations, supports)
-            reasons = list(decision.reasons) + citation_reasons(claim, cites.supported)
-            mark = item.confidence.mark if item.confidence else None
-            verdicts.append(
-                base.model_copy(
-                    update={
-                        "verdict": decision.verdict,
-                        "score": round(decision.score, 4),
-                        "reasons": reasons,
-                        "evidence_ids": list(decision.evidence_ids),
-                        "citation_supported": cites.supported,
-                        "citations_needed": list(cites.needed),
-                        "confidence": mark,
-                        "risk": risk,
-                        "signals": signals,
-                    }
-                )
+    def _claim_verdict(
+        self, item: _ClaimWork, work: _AnswerWork, lookup: Mapping[tuple[str, str], NliScore]
+    ) -> ClaimVerdict:
+        """One claim's verdict: the rule, the calibrator, truncation and citations."""
+        claim = item.claim
+        base = unchecked_verdict(claim)
+        if not claim.checked:
+            return base
+        rule = item.settled or self._decide(item.claim, item.candidates, work, lookup)
+        signals = self._signals(item, rule, work, lookup)
+        decision, risk = self._calibrate(item, rule, signals)
+        cut = sorted(
+            {
+                work.units[c.unit].evidence_id
+                for c in item.candidates
+                if lookup[(work.units[c.unit].text, work.hypothesis(claim))].truncated
+            }
+        )
+        if cut:  # the model saw only part of these units: say so on the verdict
+            decision = replace(
+                decision, reasons=(*decision.reasons, f"EVIDENCE_TRUNCATED: {', '.join(cut)}")
             )
-        return decide(
-            verdicts,
-            [s.text for s in work.shape.sentences],
-            abstained=work.shape.abstained,
-            answerable=work.answer.answerable,
+
+        def supports(subset: tuple[str, ...]) -> bool:
+            return self._subset_supports(item, subset, work, lookup)
+
+        cites = assess_citations(claim.resolved, work.shape.uses_citations, supports)
+        reasons = list(decision.reasons) + citation_reasons(claim, cites.supported)
+        mark = item.confidence.mark if item.confidence else None
+        return base.model_copy(
+            update={
+                "verdict": decision.verdict,
+                "score": round(decision.score, 4),
+                "reasons": reasons,
+                "evidence_ids": list(decision.evidence_ids),
+                "citation_supported": cites.supported,
+                "citations_needed": list(cites.needed),
+                "confidence": mark,
+                "risk": risk,
+                "signals": signals,
+            }
         )
 
     def _decide(
@@ -524,40 +575,6 @@ def _needs_evidence(item: _ClaimWork) -> bool:
     return item.claim.checked and (item.settled is None or bool(item.claim.resolved))
 
 
-def _window_members(units: Sequence[EvidenceUnit]) -> dict[int, list[int]]:
-    """Window unit index -> its sentence units' indices, for windows fully covered."""
-    sentences = {(u.evidence_id, u.first): i for i, u in enumerate(units) if not u.is_window}
-    members: dict[int, list[int]] = {}
-    for index, unit in enumerate(units):
-        if unit.is_window:
-            found = [sentences.get((unit.evidence_id, k)) for k in range(unit.first, unit.last + 1)]
-            if found and all(f is not None for f in found):
-                members[index] = [f for f in found if f is not None]
-    return members
-
-
-def _unit_vectors(
-    units: Sequence[EvidenceUnit], vectors: NDArray[np.float32], index: Mapping[str, int]
-) -> NDArray[np.float32]:
-    members = _window_members(units)
-    rows = np.zeros((len(units), vectors.shape[1]), dtype=np.float32)
-    for i, unit in enumerate(units):
-        if i not in members:
-            rows[i] = vectors[index[unit.text]]
-    for i, parts in members.items():
-        mean = rows[parts].mean(axis=0)
-        norm = float(np.linalg.norm(mean))
-        rows[i] = mean / norm if norm else mean
-    return rows
-
-
-def _rows(matrix: NDArray[np.float32], indices: Sequence[int]) -> NDArray[np.float32]:
-    if not indices:
-        return np.zeros((0, matrix.shape[1]), dtype=np.float32)
-    rows: NDArray[np.float32] = matrix[np.asarray(indices)]
-    return rows
-
-
 def _confidence(
     answer: AnswerEvent, claim: Claim, thresholds: ConfidenceThresholds
 ) -> SentenceConfidence | None:
@@ -567,21 +584,6 @@ def _confidence(
     return sentence_confidence(
         answer.tokens, claim.start, claim.end, thresholds, confirmed=confirmed
     )
-
-
-def _statements_only(units: list[EvidenceUnit]) -> list[EvidenceUnit]:
-    """The question counts as evidence only where it states something ("the order is
-    1.5 percent over the limit"); a question sentence asserts nothing for NLI to entail."""
-    out = []
-    for unit in units:
-        if unit.kind != "question":
-            out.append(unit)
-            continue
-        for start, end in split_sentences(unit.text):
-            sentence = unit.text[start:end].strip()
-            if sentence and not sentence.endswith("?"):
-                out.append(EvidenceUnit(unit.evidence_id, "question", sentence, 0, 0))
-    return out
 
 
 def _item_text(work: _AnswerWork, unit: EvidenceUnit) -> str:
