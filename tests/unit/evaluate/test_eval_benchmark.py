@@ -103,7 +103,9 @@ class FakeJudge:
     def info(self) -> JudgeInfo:
         return JudgeInfo(name="fake", version="0", granularity="sentence")
 
-    def judge_batch(self, answers: Sequence[AnswerEvent]) -> list[AnswerJudgement]:
+    def judge_batch(
+        self, answers: Sequence[AnswerEvent], *, deadline_s: float | None = None
+    ) -> list[AnswerJudgement]:
         self.batches.append(len(answers))
         return [self._one(a) for a in answers]
 
