@@ -38,19 +38,30 @@ class TopicSpec:
 
 
 def topic_specs(settings: Settings) -> list[TopicSpec]:
-    """Every topic the worker needs, with explicit partition counts."""
+    """Every topic the worker needs, with explicit partition counts and an explicit
+    ``max.message.bytes`` on every topic the worker writes: the judging stage fits its
+    outputs under exactly these limits (``stream/output_fit.py``), so they must not be
+    whatever the broker's default happens to be."""
     topics = settings.topics
 
     def spec(name: str, config: dict[str, str] | None = None) -> TopicSpec:
         return TopicSpec(name, topics.partitions, topics.replication_factor, config or {})
 
+    output = {"max.message.bytes": str(topics.output_max_message_bytes)}
     return [
         spec(topics.answers),
-        spec(topics.verdicts),
-        spec(topics.flags),
-        spec(topics.outcomes),
-        spec(topics.aggregates),
-        spec(topics.dead_letter, {"max.message.bytes": str(DEAD_LETTER_MAX_BYTES)}),
+        spec(topics.verdicts, output),
+        spec(topics.flags, output),
+        spec(topics.outcomes, output),
+        spec(topics.aggregates, output),
+        spec(
+            topics.dead_letter,
+            {
+                "max.message.bytes": str(DEAD_LETTER_MAX_BYTES),
+                # Dead letters hold raw evidence: kept only as long as replays need.
+                "retention.ms": str(topics.dead_letter_retention_ms),
+            },
+        ),
     ]
 
 

@@ -22,6 +22,7 @@ import aiokafka.codec
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from streamproc.adapters.kafka_io import publish_answers
 from streamproc.adapters.worker_process import WorkerProcess
@@ -118,6 +119,29 @@ async def test_an_unreadable_batch_is_dead_lettered_and_the_rest_is_judged(
     assert sorted(int(str(d["offset"])) for d in letters) == [2, 3, 4]
     assert all("lz4" in str(d["error"]) for d in letters)
     assert loop.unreadable == 3
+
+
+async def test_output_topics_are_created_with_their_size_limit_and_retention(
+    kafka_bootstrap: str,
+) -> None:
+    settings = _settings(kafka_bootstrap, "limits")
+    await prepare_topics(settings)
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    await admin.start()
+    try:
+        names = [settings.topics.verdicts, settings.topics.dead_letter]
+        responses = await admin.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, name) for name in names]
+        )
+    finally:
+        await admin.close()
+    configs: dict[str, dict[str, str]] = {}
+    for response in responses:
+        for _, _, _, name, entries in response.resources:
+            configs[name] = {entry[0]: entry[1] for entry in entries}
+    verdicts, letters = configs[names[0]], configs[names[1]]
+    assert verdicts["max.message.bytes"] == str(settings.topics.output_max_message_bytes)
+    assert letters["retention.ms"] == str(settings.topics.dead_letter_retention_ms)
 
 
 async def test_a_batch_the_broker_will_not_take_is_never_acknowledged(
