@@ -113,7 +113,8 @@ async def test_an_unreadable_batch_is_dead_lettered_and_the_rest_is_judged(
         loop.stop()
         await asyncio.wait_for(task, 30)
 
-    assert sorted(str(v["event_id"]) for v in seen["verdict"]) == sorted(a.event_id for a in readable)
+    judged = sorted(str(v["event_id"]) for v in seen["verdict"])
+    assert judged == sorted(a.event_id for a in readable)
     letters = seen["dead_letter"]
     assert [d["reason"] for d in letters] == ["unreadable_record"] * 3
     assert sorted(int(str(d["offset"])) for d in letters) == [2, 3, 4]
