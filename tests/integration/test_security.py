@@ -199,7 +199,6 @@ async def test_restart_keeps_port_and_records(secure_kafka: SecureKafka) -> None
     assert values == [f"record-{index}".encode() for index in range(5)]
 
 
-@pytest.mark.xfail(reason="worker wiring pending", strict=False)
 async def test_worker_judges_over_sasl_ssl(secure_kafka: SecureKafka, tmp_path: Path) -> None:
     security = secure_kafka.security("SCRAM-SHA-256")
     settings = _settings(

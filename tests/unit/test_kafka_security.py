@@ -11,6 +11,7 @@ from typing import Any
 
 import faust
 import pytest
+from aiokafka.protocol.admin import SaslAuthenticateRequest_v1
 from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
 from faust.types.auth import AuthProtocol, SASLMechanism
 
@@ -157,3 +158,21 @@ def test_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     options = aiokafka_options(Settings().security)
     assert options["sasl_mechanism"] == "SCRAM-SHA-256"
     assert options["sasl_plain_password"] == PASSWORD
+
+
+def test_sasl_plain_bytes_are_blanked_in_aiokafka_debug_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """aiokafka logs each request at DEBUG; PLAIN's carries the password in clear."""
+    aiokafka_options(
+        _security(protocol="SASL_PLAINTEXT", sasl_username="alice", sasl_password=PASSWORD)
+    )
+    caplog.set_level(logging.DEBUG, logger="aiokafka.conn")
+    request = SaslAuthenticateRequest_v1(f"\0alice\0{PASSWORD}".encode())
+    conn_log = logging.getLogger("aiokafka.conn")
+    conn_log.debug("Request to %s:%d %d: %s", "127.0.0.1", 9092, 3, request)
+    conn_log.debug("Request to %s:%d %d: %s", "127.0.0.1", 9092, 4, "MetadataRequest_v5()")
+    assert PASSWORD in repr(request)  # what would have been logged
+    assert PASSWORD not in caplog.text
+    assert "SaslAuthenticateRequest_v1(sasl_auth_bytes=<redacted>)" in caplog.text
+    assert "MetadataRequest_v5()" in caplog.text
