@@ -110,6 +110,9 @@ class OutputTail:
             group_id=None,
             auto_offset_reset="earliest",
             enable_auto_commit=False,
+            # Only what a worker committed: a batch it aborted (crash, failed publish) is
+            # judged again, and reading uncommitted records would show it twice.
+            isolation_level="read_committed",
             **aiokafka_options(security),
         )
 
