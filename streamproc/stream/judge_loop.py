@@ -36,6 +36,7 @@ from aiokafka.abc import ConsumerRebalanceListener
 from aiokafka.errors import CorruptRecordException, KafkaError, UnsupportedCodecError
 from aiokafka.structs import TopicPartition
 
+from streamproc.adapters.kafka_security import explain_access_errors
 from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
 from streamproc.judge import Judge
@@ -93,7 +94,8 @@ class JudgeLoop:
         self._judge = judge
         worker = settings.worker
         self.group_id = judge_group_id(settings)
-        self._client_options = dict(client_options or {})
+        # Kept as passed: kafka_security's options mask the SASL password in their repr.
+        self._client_options: Mapping[str, Any] = client_options or {}
         self.transactional = worker.exactly_once and settings.broker_flavour == "kafka"
         self._pool = executor or ThreadPoolExecutor(
             max_workers=worker.judge_threads, thread_name_prefix="judge"
@@ -164,10 +166,13 @@ class JudgeLoop:
         """Run until :meth:`stop`; raises ``PublishFailed`` when a batch cannot be
         published (its inputs stay unacknowledged)."""
         self._consumer, self._publisher = self._connect()
-        await self._publisher.start()
+        settings = self._settings
+        async with explain_access_errors(settings.bootstrap_servers, settings.security):
+            await self._publisher.start()
         try:
-            self._consumer.subscribe([self._settings.topics.answers], listener=_Rebalance(self))
-            await self._consumer.start()
+            self._consumer.subscribe([settings.topics.answers], listener=_Rebalance(self))
+            async with explain_access_errors(settings.bootstrap_servers, settings.security):
+                await self._consumer.start()
             self.started = True
             log.info(
                 "judge_loop_started",
