@@ -75,8 +75,10 @@ def _live(answers: list[AnswerEvent]) -> list[AnswerEvent]:
 
 async def _drive(settings: Settings, answers: list[AnswerEvent], timeout_s: float) -> bool:
     bootstrap = settings.bootstrap_servers
-    await publish_answers(bootstrap, settings.topics.answers, answers)
-    await publish_raw(bootstrap, settings.topics.answers, [(b"broken", MALFORMED, [])])
+    await publish_answers(bootstrap, settings.topics.answers, answers, security=settings.security)
+    await publish_raw(
+        bootstrap, settings.topics.answers, [(b"broken", MALFORMED, [])], security=settings.security
+    )
     print(f"published {len(answers)} sample answers and 1 malformed event\n", flush=True)
 
     expected = {answer.event_id for answer in answers}
@@ -85,7 +87,7 @@ async def _drive(settings: Settings, answers: list[AnswerEvent], timeout_s: floa
     dead_letters = 0
     flags = 0
     deadline = time.monotonic() + timeout_s
-    async with OutputTail(bootstrap, settings.topics) as tail:
+    async with OutputTail(bootstrap, settings.topics, security=settings.security) as tail:
         while time.monotonic() < deadline:
             for record in await tail.poll(1.0):
                 _print(record)
