@@ -5,6 +5,7 @@ splitting: a wrong split makes a claim nobody wrote."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 
 from streamproc.judge._markup import CitationMark, strip_citations
@@ -15,6 +16,7 @@ __all__ = ["asserts", "atomic_spans"]
 
 
 _SEPARATOR = re.compile(r";\s+(?:(?:and|but|or|nor|yet|so)\s+)?|,\s+(?:and|but|or|nor|yet|so)\s+")
+_LIST_CONJUNCTION = re.compile(r",\s+(?:and|or)\s")
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'-]*|\d[\d.,:/-]*")  # quotes normalised first
 _AUXILIARIES = word_set(
     "is are was were be been being am has have had do does did can could will would shall "
@@ -78,12 +80,15 @@ def asserts(text: str) -> bool:
     return False
 
 
-def _ends_list(before: str, separator: str) -> bool:
+def _ends_list(text: str, start: int, end: int, separator: str) -> bool:
     """ ", and" closing a list ("burgers, fries, and shakes"): the words since the last
-    comma are a short list item, so the conjunction joins items, not statements."""
-    if not re.match(r",\s+(?:and|or)\s", separator) or "," not in before:
+    comma of ``text[start:end]`` are a short list item, so the conjunction joins items,
+    not statements. Looks back only to that comma: slicing from ``start`` would cost the
+    whole run of items so far, once per item."""
+    if not _LIST_CONJUNCTION.match(separator):
         return False
-    return len(before.rsplit(",", 1)[1].split()) <= 3
+    comma = text.rfind(",", start, end)
+    return comma >= 0 and len(text[comma + 1 : end].split()) <= 3
 
 
 def atomic_spans(
@@ -91,13 +96,14 @@ def atomic_spans(
 ) -> list[tuple[int, int]]:
     """Split one sentence span into parts that each assert something (or keep it whole)."""
     text = answer[start:end]
-    inside = [(c.start, c.end) for c in cites]
+    cite_starts = [c.start for c in cites]  # in order and disjoint: finditer's matches
     pieces: list[tuple[int, int]] = []
     last = 0
     for sep in _SEPARATOR.finditer(text):
-        if any(s <= sep.start() < e for s, e in inside):
+        cite = bisect_right(cite_starts, sep.start()) - 1  # the last citation before it
+        if cite >= 0 and sep.start() < cites[cite].end:
             continue  # "[D1; D2]"
-        if _ends_list(text[last : sep.start()], sep.group(0)):
+        if _ends_list(text, last, sep.start(), sep.group(0)):
             continue
         pieces.append((last, sep.start()))
         last = sep.end()

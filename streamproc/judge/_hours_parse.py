@@ -8,6 +8,8 @@ and returns nothing when the wording is ambiguous.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -31,10 +33,16 @@ _DAYSET = re.compile(
     rf"|\b(?P<one>{_DAY_NAME})\b",
     re.IGNORECASE,
 )
-_DAY_JOIN = re.compile(r"^\s*(?:,|and|&|or|, and)?\s*$", re.IGNORECASE)
-_EXCEPT = re.compile(r"^\s*,?\s*(?:except|but)(?: for)?(?: on)?\s*$", re.IGNORECASE)
+# The gap patterns below are used with ``match(claim, pos, endpos)``, so they are anchored
+# at ``pos`` without a "^". Each optional word carries its own trailing spaces: written
+# as ``\s*(?:word)?\s*``, two adjacent ``\s*`` split a long run of spaces in every way
+# before failing (quadratic; cubic with three), and the run is the same either way.
+_DAY_JOIN = re.compile(r"\s*(?:(?:,|and|&|or|, and)\s*)?$", re.IGNORECASE)
+_EXCEPT = re.compile(r"\s*(?:,\s*)?(?:except|but)(?: for)?(?: on)?\s*$", re.IGNORECASE)
 _CLOSED_BEFORE = re.compile(r"\bclosed\s+(?:on\s+|every\s+|all\s+)?$", re.IGNORECASE)
-_CLOSED_AFTER = re.compile(r"^\s*(?:,\s*)?(?:it|they|the \w+)?\s*(?:is|are|remains?)?\s*closed\b")
+_CLOSED_AFTER = re.compile(
+    r"\s*(?:,\s*)?(?:(?:it|they|the \w+)\s*)?(?:(?:is|are|remains?)\s*)?closed\b"
+)
 
 _CLOCK = (
     r"(?:(?P<{p}h>\d{{1,2}})(?::(?P<{p}m>\d{{2}}))?\s*(?P<{p}ap>[ap])\.?\s?m\b\.?"
@@ -66,7 +74,7 @@ _OTHER_TIMES = re.compile(
     r"shows?|events?|wait\w*|took|minutes)\b",
     re.IGNORECASE,
 )
-_TRAILING_LINK = re.compile(r"^\s*,?\s*(?:on|every|each|from|for|during)?\s*(?:the\s+)?$")
+_TRAILING_LINK = re.compile(r"\s*(?:,\s*)?(?:(?:on|every|each|from|for|during)\s*)?(?:the\s+)?$")
 
 
 def _day_index(name: str) -> int:
@@ -156,15 +164,15 @@ def _day_mentions(claim: str) -> list[_Mention]:
         days = _match_days(match)
         last = found[-1] if found else None
         if last is not None and last.days is not None and not last.closed:
-            gap = claim[last.end : match.start()]
-            merged = last.days | days if _DAY_JOIN.match(gap) else None
-            if merged is None and _EXCEPT.match(gap):
+            gap = (claim, last.end, match.start())
+            merged = last.days | days if _DAY_JOIN.match(*gap) else None
+            if merged is None and _EXCEPT.match(*gap):
                 merged = last.days - days
             if merged is not None:
                 found[-1] = _Mention(last.start, match.end(), merged, opening=last.opening)
                 continue
         before = claim[max(0, match.start() - 40) : match.start()]
-        closed = bool(_CLOSED_BEFORE.search(before) or _CLOSED_AFTER.match(claim[match.end() :]))
+        closed = bool(_CLOSED_BEFORE.search(before) or _CLOSED_AFTER.match(claim, match.end()))
         opening = _HOURS_CONTEXT.search(before.split(",")[-1]) is not None
         found.append(_Mention(match.start(), match.end(), days, closed=closed, opening=opening))
     return found
@@ -172,7 +180,8 @@ def _day_mentions(claim: str) -> list[_Mention]:
 
 def _time_mentions(claim: str) -> list[_Mention]:
     found: list[_Mention] = []
-    taken: list[tuple[int, int]] = []
+    taken_starts: list[int] = []  # in order and disjoint: finditer's matches
+    taken_ends: list[int] = []
     for match in _TIME_RANGE.finditer(claim):
         opens, closes = _clock(match, "o"), _clock(match, "c")
         if opens is None or closes is None:
@@ -180,10 +189,11 @@ def _time_mentions(claim: str) -> list[_Mention]:
         if _is_24h(match):  # "12:00 to 20:00": both ends are 24 h, 12:00 is noon
             opens, closes = _clock_24h(match, "o", opens), _clock_24h(match, "c", closes)
         found.append(_Mention(match.start(), match.end(), opens=opens, closes=closes))
-        taken.append(match.span())
+        taken_starts.append(match.start())
+        taken_ends.append(match.end())
     for pattern, side in ((_OPEN_AT, "o"), (_CLOSE_AT, "c")):
         for match in pattern.finditer(claim):
-            if any(s < match.end() and match.start() < e for s, e in taken):
+            if _overlaps(taken_starts, taken_ends, match.start(), match.end()):
                 continue
             value = _clock(match, side)
             if value is not None:
@@ -207,15 +217,18 @@ def hours_claims(claim: str) -> list[HoursClaim]:
     ]
     used: set[int] = set()
     out: list[HoursClaim] = []
+    starts = [d.start for d in days]  # in order and disjoint, as the matches they are
+    open_ends = [d.end for d in days if not d.closed]
+    open_index = [i for i, d in enumerate(days) if not d.closed]
     for time in times:
         chosen: int | None = None
-        following = [i for i, d in enumerate(days) if d.start >= time.end]
-        if following and _TRAILING_LINK.match(claim[time.end : days[following[0]].start]):
-            chosen = following[0]
+        following = bisect_left(starts, time.end)  # the first day set at or after the time
+        if following < len(days) and _TRAILING_LINK.match(claim, time.end, days[following].start):
+            chosen = following
         else:
-            preceding = [i for i, d in enumerate(days) if d.end <= time.start and not d.closed]
+            preceding = bisect_right(open_ends, time.start)  # open day sets ending before
             if preceding:
-                chosen = preceding[-1]
+                chosen = open_index[preceding - 1]
         if chosen is not None and days[chosen].closed:
             chosen = None
         if chosen is not None:
@@ -231,6 +244,13 @@ def hours_claims(claim: str) -> list[HoursClaim]:
         elif day.opening:
             out.append(HoursClaim(day.days, None, None))
     return out
+
+
+def _overlaps(starts: Sequence[int], ends: Sequence[int], start: int, end: int) -> bool:
+    """Does ``[start, end)`` overlap one of the spans ``zip(starts, ends)`` (in order and
+    disjoint)? A bisection, not a scan: a claim can hold thousands of time ranges."""
+    after = bisect_right(starts, start)  # the first span starting after ``start``
+    return (after > 0 and ends[after - 1] > start) or (after < len(starts) and starts[after] < end)
 
 
 def minutes_label(minutes: int) -> str:

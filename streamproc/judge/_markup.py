@@ -12,6 +12,9 @@ __all__ = ["CitationMark", "find_citations", "resolve_citation", "strip_citation
 
 _BRACKETS = re.compile(r"\[([^\[\]\n]{1,80})\](?!\()")  # "(...)" after it: a markdown link
 _CITATION_LABEL = re.compile(r"[A-Za-z]{0,10}[-_ ]?\d[\w.-]*")
+# Spaces before punctuation. Tried only where a run of spaces starts: tried at every
+# space, a long run not followed by punctuation is rescanned from each of its spaces.
+_SPACE_BEFORE_PUNCT = re.compile(r"(?<!\s)\s+([.!?,;:])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,4 +58,4 @@ def strip_citations(text: str, evidence_ids: frozenset[str] = frozenset()) -> st
         pieces.append(text[last : citation.start])
         last = citation.end
     pieces.append(text[last:])
-    return re.sub(r"\s+([.!?,;:])", r"\1", "".join(pieces)).strip()
+    return _SPACE_BEFORE_PUNCT.sub(r"\1", "".join(pieces)).strip()

@@ -154,8 +154,9 @@ class RecordValues:
                 return name, Decimal(length)
         return None
 
-    def measure_for(self, unit: str, words: set[str]) -> tuple[str, Decimal, str] | None:
-        """The one field measured in the unit's dimension whose name the claim uses."""
+    def measure_for(self, unit: str, prefixes: set[str]) -> tuple[str, Decimal, str] | None:
+        """The one field measured in the unit's dimension whose name the claim uses;
+        ``prefixes``: the first four letters of each word of the claim (:data:`WORD`)."""
         dimension = vp.UNITS[unit][0]
         found = []
         for leaf in self.leaves:
@@ -163,7 +164,7 @@ class RecordValues:
             if measured is None or vp.UNITS[measured[1]][0] != dimension:
                 continue
             names = {w[:4] for w in WORD.findall(leaf.words) if w not in vp.UNITS}
-            if names & {w[:4] for w in words}:
+            if names & prefixes:
                 value, leaf_unit = measured
                 found.append((leaf.name, value * vp.UNITS[leaf_unit][1], f"{value} {leaf_unit}"))
         return found[0] if len(found) == 1 else None

@@ -30,6 +30,20 @@ _LEAD_IN = re.compile(
 )
 _INITIALISM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")  # U.S, e.g, i.e (the final "." is cut)
 _NOT_INITIALISMS = frozenset({"a.m", "p.m"})  # "9 a.m. The shop..." does end a sentence
+_NON_SPACE = re.compile(r"\S")
+
+
+def _last_token(line: str, start: int, end: int) -> str:
+    """The last whitespace-separated token of ``line[start:end]`` ("" if none), found by
+    walking back from ``end``: ``line[start:end].split()[-1]`` costs the whole span, and
+    a sentence of many "Dr." would pay it once per dot."""
+    stop = end
+    while stop > start and line[stop - 1].isspace():
+        stop -= 1
+    first = stop
+    while first > start and not line[first - 1].isspace():
+        first -= 1
+    return line[first:stop]
 
 
 def _ends_sentence(line: str, sentence_start: int, dot: re.Match[str], next_char: str) -> bool:
@@ -38,10 +52,10 @@ def _ends_sentence(line: str, sentence_start: int, dot: re.Match[str], next_char
         return False  # "etc. and", "approx. three": a real sentence starts in upper case
     if dot.group(0).rstrip(_CLOSERS) != ".":
         return True  # "!", "?", "...", "?!"
-    before = line[sentence_start : dot.start()].split()
-    if not before:
+    last = _last_token(line, sentence_start, dot.start())
+    if not last:
         return True
-    token = before[-1].lstrip("([\"'\u201c\u2018")
+    token = last.lstrip("([\"'\u201c\u2018")
     lowered = token.lower()
     if lowered in _ABBREVIATIONS:
         return False
@@ -59,22 +73,22 @@ def _split_line(line: str, offset: int) -> list[tuple[int, int]]:
     marker = _LIST_MARKER.match(line, start)
     if marker:
         start = marker.end()
+    stripped_end = len(line.rstrip())
     for dot in _BOUNDARY.finditer(line):
         if dot.start() < start:
             continue
         end = dot.end()
         while cite := _TRAILING_CITATION.match(line, end):  # "...pieces. [D07] Next"
             end = cite.end()
-        rest = line[end:]
-        if rest.strip() == "":
-            break
-        if not rest[:1].isspace():
+        if end >= stripped_end:
+            break  # only spaces follow
+        if not line[end].isspace():
             continue  # "1.5", "U.S.A", "PRC-112.x": not followed by a space
-        next_char = rest.lstrip()[0]
-        if _ends_sentence(line, start, dot, next_char):
+        following = _NON_SPACE.search(line, end)
+        next_start = following.start() if following else stripped_end
+        if _ends_sentence(line, start, dot, line[next_start]):
             spans.append((offset + start, offset + end))
-            start = end + len(rest) - len(rest.lstrip())
-    stripped_end = len(line.rstrip())
+            start = next_start
     if stripped_end > start:
         spans.append((offset + start, offset + stripped_end))
     return spans

@@ -11,6 +11,7 @@ a correct sentence into a flagged one.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
@@ -28,6 +29,7 @@ from streamproc.judge._hours_parse import (
 __all__ = [
     "ALL_DAYS",
     "DAYS",
+    "ClausePolarity",
     "HoursClaim",
     "NumberClaim",
     "RatingClaim",
@@ -108,8 +110,8 @@ _BOUNDARY = re.compile(
 _NEGATION_BEFORE = re.compile(
     r"\b(?:not|no|never|neither|nor|without|lacks?|lacking|cannot|none)\b|n't\b", re.IGNORECASE
 )
-_NEGATION_AFTER = re.compile(
-    r"^[^.;]{0,60}?(?:\b(?:(?:is|are)(?:n't| not)(?: \w+)? (?:available|offered|provided|"
+_NEGATION_AFTER = re.compile(  # used with match(claim, end, right): anchored there
+    r"[^.;]{0,60}?(?:\b(?:(?:is|are)(?:n't| not)(?: \w+)? (?:available|offered|provided|"
     r"accepted|an option|possible)|unavailable|not (?:available|offered|provided|accepted))\b"
     r"|\b(?:is|are)(?:n't| not)\s*$)",
     re.IGNORECASE,
@@ -120,28 +122,72 @@ _HEDGED = re.compile(
 )
 
 
-def _clause(claim: str, start: int, end: int) -> tuple[int, int]:
-    """The span of the clause around ``claim[start:end]``."""
-    left = 0
-    for match in _BOUNDARY.finditer(claim, 0, start):
-        left = match.end()
-    after = _BOUNDARY.search(claim, end)
-    return left, after.start() if after else len(claim)
+_BOUNDARY_AT = re.compile(rf"(?=({_BOUNDARY.pattern}))", re.IGNORECASE)  # every start
+
+
+class ClausePolarity:
+    """The polarity of attribute mentions in one claim, its clauses found once.
+
+    Scanning the claim for clause boundaries, hedges and negations per mention costs the
+    claim's length each time, and a claim can mention an attribute thousands of times; so
+    the scans run once and each mention is a few bisections. Mentions start and end at
+    word boundaries (every concept pattern does), so no word straddles their edges.
+    """
+
+    __slots__ = ("_boundary_starts", "_chain_ends", "_claim", "_hedges", "_neg_ends", "_negs")
+
+    def __init__(self, claim: str) -> None:
+        self._claim = claim
+        self._chain_ends = [m.end() for m in _BOUNDARY.finditer(claim)]
+        self._boundary_starts = [m.start() for m in _BOUNDARY_AT.finditer(claim)]
+        self._hedges = [m.start() for m in _HEDGED.finditer(claim)]
+        negations = list(_NEGATION_BEFORE.finditer(claim))
+        self._negs = [m.start() for m in negations]
+        self._neg_ends = [m.end() for m in negations]
+
+    def clause(self, start: int, end: int) -> tuple[int, int]:
+        """The span of the clause around ``claim[start:end]``: from the end of the last
+        boundary before it to the start of the first boundary after it."""
+        before = bisect_right(self._chain_ends, start)
+        after = bisect_left(self._boundary_starts, end)
+        left = self._chain_ends[before - 1] if before else 0
+        right = self._boundary_starts[after] if after < len(self._boundary_starts) else None
+        return left, len(self._claim) if right is None else right
+
+    def at(self, start: int, end: int) -> bool | None:
+        """See :func:`is_negated_at`."""
+        left, right = self.clause(start, end)
+        hedge = bisect_left(self._hedges, left)
+        if hedge < len(self._hedges) and self._hedges[hedge] < right:
+            return None
+        negation = bisect_left(self._negs, left)
+        if negation < len(self._negs) and self._neg_ends[negation] <= start:
+            return True
+        return _NEGATION_AFTER.match(self._claim, end, right) is not None
 
 
 def is_negated_at(claim: str, start: int, end: int) -> bool | None:
     """Polarity of the mention at ``claim[start:end]``: True when its clause negates it,
     False when plainly asserted, None when hedged ("reservations are required", "limited
-    parking") and so not a yes/no statement."""
-    left, right = _clause(claim, start, end)
-    if _HEDGED.search(claim, left, right):
-        return None
-    if _NEGATION_BEFORE.search(claim, left, start):
-        return True
-    return _NEGATION_AFTER.search(claim[end:right]) is not None
+    parking") and so not a yes/no statement. For many mentions of one claim, build one
+    :class:`ClausePolarity`."""
+    return ClausePolarity(claim).at(start, end)
 
 
 # ------------------------------------------------------------------------------- ratings
+
+_LOOKBACK: Final = 64
+"""How far before a value a qualifier ("about", "out of") is looked for: the longest is
+a few words; searching all the text before each value costs its length per value."""
+
+
+def _ends_with(pattern: re.Pattern[str], text: str, end: int) -> bool:
+    """Does ``text[:end]`` end with a match of ``pattern`` (a "...$" pattern) that starts
+    at most ``_LOOKBACK`` characters before ``end``? ``pos`` keeps the characters before
+    the window visible to ``\\b`` and lookbehinds, so a word cut by the window does not
+    match where the whole word would not."""
+    return pattern.search(text, max(0, end - _LOOKBACK), end) is not None
+
 
 _STAR_NUMBER = rf"\d(?:\.\d+)?|(?:{_NUMWORD})(?: and a half)?"
 _STARS = re.compile(
@@ -151,7 +197,7 @@ _STARS = re.compile(
     r"|(?<![\w.])(?P<slash>\d(?:\.\d+)?)\s*/\s*5(?:\.0)?(?![\d.])",
     re.IGNORECASE,
 )
-_OUT_OF = re.compile(r"\bout\s+of\s*$", re.IGNORECASE)
+_OUT_OF = re.compile(r"\bout\s+of\s*$", re.IGNORECASE)  # with _ends_with, like _APPROXIMATE
 _ALL_REVIEWS = re.compile(r"\b(?:average|all|every|most|majority|overall|mostly)\b", re.I)
 _REVIEW_AVERAGE = re.compile(r"\baverage\b(?!\s+(?:star\s+)?rating)[^.;]*|\breviews?\b", re.I)
 _GAVE = re.compile(r"\b(?:gave|giving|left|awarded)\b", re.IGNORECASE)
@@ -173,15 +219,17 @@ def rating_claims(claim: str) -> list[RatingClaim]:
     out: list[RatingClaim] = []
     if len({m[0].split()[0].lower() for m in _REVIEW_AVERAGE.finditer(claim)}) > 1:
         return out  # "an average of 4.5-star reviews": an aggregate no field states
+    gave = _GAVE.search(claim) is not None
+    all_reviews = _ALL_REVIEWS.search(claim) is not None
     for match in _STARS.finditer(claim):
-        if _OUT_OF.search(claim[: match.start()]):
+        if _ends_with(_OUT_OF, claim, match.start()):
             continue
         written = match["n"] or match["r"] or match["slash"]
         value = number_word(written)
         if value is None or not 0 <= value <= 10:
             continue
-        review = bool(match["review"]) or _GAVE.search(claim) is not None
-        if review and _ALL_REVIEWS.search(claim):
+        review = bool(match["review"]) or gave
+        if review and all_reviews:
             continue  # "an average of 4.5-star reviews": no field states that
         out.append(RatingClaim(value, written, review))
     return out
@@ -194,6 +242,7 @@ _COUNT = re.compile(
     rf"(?P<n>\d{{1,6}}|{_NUMWORD})\s+(?:customer\s+|user\s+|online\s+)?(?P<noun>[a-z]{{3,}})\b",
     re.IGNORECASE,
 )
+# Looked for at the end of the text before a number, through _ends_with.
 _APPROXIMATE = re.compile(
     r"\b(?:about|around|approximately|roughly|nearly|almost|over|under|up to|less than|"
     r"more than|at least|at most|starting at|from|just|some|within|per|than)\s*$",
@@ -241,14 +290,14 @@ def count_claims(claim: str) -> Iterator[NumberClaim]:
     """ "based on three reviews" -> 3 reviews; approximations are skipped."""
     for match in _COUNT.finditer(claim):
         value = number_word(match["n"])
-        if value is not None and not _APPROXIMATE.search(claim[: match.start("n")]):
+        if value is not None and not _ends_with(_APPROXIMATE, claim, match.start("n")):
             yield NumberClaim(value, match["n"], match["noun"].lower(), match.start())
 
 
 def unit_claims(claim: str) -> Iterator[NumberClaim]:
     """ "2.5 km", "300 g", "45 minutes"; approximations ("about 3 km") are skipped."""
     for match in _UNIT_VALUE.finditer(claim):
-        if _APPROXIMATE.search(claim[: match.start()]):
+        if _ends_with(_APPROXIMATE, claim, match.start()):
             continue
         value = number_word(match["n"].replace(",", ""))
         if value is not None:
@@ -282,7 +331,7 @@ def money_claims(claim: str) -> Iterator[MoneyClaim]:
     if not _PRICE_WORDS.search(claim):
         return
     for match in _MONEY.finditer(claim):
-        if _APPROXIMATE.search(claim[: match.start()]):
+        if _ends_with(_APPROXIMATE, claim, match.start()):
             continue
         number = (match["num"] or match["num2"]).replace(",", "")
         raw = (match["cur"] or match["cur2"]).lower().rstrip("s")

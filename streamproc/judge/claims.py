@@ -11,6 +11,7 @@ something the evidence could support or refute.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -118,8 +119,11 @@ def _part_labels(
     """A part's own citations; a part without any takes the sentence-final ones
     ("A, and B [D07]." cites D07 for A too)."""
 
+    starts = [c.start + offset for c in cites]  # in order: finditer's matches
+
     def within(span: tuple[int, int]) -> list[str]:
-        return [lab for c in cites if span[0] <= c.start + offset < span[1] for lab in c.labels]
+        first, stop = bisect_left(starts, span[0]), bisect_left(starts, span[1])
+        return [label for c in cites[first:stop] for label in c.labels]
 
     return tuple(within(part) or within(last))
 
@@ -133,6 +137,7 @@ def decompose(
         item.kind in (EvidenceKind.RECORD, EvidenceKind.TOOL_RESULT) for item in evidence
     )
     all_cites = find_citations(answer, evidence_ids)
+    cite_starts = [c.start for c in all_cites]  # in order: a bisection per sentence
     sentences: list[Sentence] = []
     claims: list[Claim] = []
     abstained = False
@@ -141,10 +146,11 @@ def decompose(
             len(sentences), sentence_start, sentence_end, answer[sentence_start:sentence_end]
         )
         sentences.append(sentence)
+        first = bisect_left(cite_starts, sentence_start)
+        stop = bisect_left(cite_starts, sentence_end)
         cites = [
             CitationMark(c.start - sentence_start, c.end - sentence_start, c.labels)
-            for c in all_cites
-            if sentence_start <= c.start < sentence_end
+            for c in all_cites[first:stop]
         ]
         if granularity == "atomic":
             parts = atomic_spans(answer, sentence_start, sentence_end, cites)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -98,6 +99,19 @@ def specific_spans(text: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in _SPECIFIC.finditer(text)]
 
 
+def _overlapping(
+    spans: Sequence[tuple[int, int]], ends: Sequence[int], start: int, end: int
+) -> list[tuple[int, int]]:
+    """The spans (in order, disjoint; ``ends`` their ends) that overlap ``[start, end)``,
+    by bisection: a scan per token is tokens x specifics on a long sentence."""
+    found = []
+    for index in range(bisect_right(ends, start), len(spans)):
+        if spans[index][0] >= end:
+            break
+        found.append(spans[index])
+    return found
+
+
 def _is_content(token: str, in_specific: bool) -> bool:
     word = token.strip()
     if in_specific and re.search(r"[^\W_]|[$€£¥]", word):
@@ -153,6 +167,7 @@ def sentence_confidence(
     limits = thresholds or ConfidenceThresholds()
     text = _text_of(tokens, start, end)
     specifics = [(s + start, e + start) for s, e in specific_spans(text)]
+    specific_ends = [e for _, e in specifics]  # in order and disjoint, as finditer's
     probabilities: list[float] = []
     shaky: dict[tuple[int, int], None] = {}
     for token in tokens:
@@ -160,7 +175,7 @@ def sentence_confidence(
         t_end = token.offset + len(token.text.rstrip())
         if not start <= t_start < end:
             continue
-        inside = [s for s in specifics if s[0] < t_end and t_start < s[1]]
+        inside = _overlapping(specifics, specific_ends, t_start, t_end)
         if not _is_content(token.text, bool(inside)):
             continue
         p = math.exp(token.logprob)

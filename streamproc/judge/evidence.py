@@ -135,7 +135,7 @@ def _json_record(text: str) -> dict[str, Any] | list[Any] | None:
         return None
     try:
         parsed = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):  # "[[[[...": nested past the parser's stack
         return None
     return parsed if isinstance(parsed, dict | list) and parsed else None
 

@@ -81,7 +81,9 @@ _CURRENCY_WORDS: Final[Mapping[str, str]] = {
     "pound": "GBP", "pounds": "GBP",
 }  # fmt: skip
 _CODES = "EUR|USD|GBP|CHF|JPY|INR|CAD|AUD|SEK|NOK|DKK|PLN|CNY"
-_NUM = r"\d[\d.,]*\d|\d"
+# At most 32 characters: an amount is tried from every digit of a run, and an unbounded
+# one would rescan a long run of digits from each of them.
+_NUM = r"\d[\d.,]{0,30}\d|\d"
 _SYMBOL = r"[$€£¥]"
 _CLAIM_AMOUNT = re.compile(
     rf"(?P<cur1>{_SYMBOL}|\b(?:{_CODES})\b)\s?(?P<num1>{_NUM})"
@@ -94,7 +96,10 @@ _CLAIM_AMOUNT = re.compile(
     r"|licen[cs]es)\b",
     re.IGNORECASE,
 )
-# Before an amount these make it a limit or a rule, not this case's figure.
+# Before an amount these make it a limit or a rule, not this case's figure. Looked for in
+# the last _LOOKBACK characters (``pos`` keeps the text before visible to ``\b``):
+# searching all the text before each amount costs its length per amount.
+_LOOKBACK: Final = 64
 _LIMIT_BEFORE = re.compile(
     r"\b(?:over|above|under|below|up to|more than|less than|at least|at most|exceeds?|exceeding"
     r"|maximum|minimum|max|min|limit|per|than)\s*(?:of\s*)?$",
@@ -154,7 +159,7 @@ class _Amount:
 def _claim_amounts(claim: str) -> list[_Amount]:
     found = []
     for match in _CLAIM_AMOUNT.finditer(claim):
-        if _LIMIT_BEFORE.search(claim[: match.start()]):
+        if _LIMIT_BEFORE.search(claim, max(0, match.start() - _LOOKBACK), match.start()):
             continue
         quantity = match["qty1"] or match["qty2"]
         written = (match["num3"] or match[0]).strip()
@@ -248,7 +253,7 @@ _ID_PREFIXES: Final[Mapping[str, str]] = {
 _KIND_WORDS = "|".join(sorted(_ID_KINDS, key=len, reverse=True)).replace(" ", r"\s+")
 _CLAIM_ID = re.compile(
     rf"\b(?P<kind>{_KIND_WORDS})\s*(?:(?:number|no\.?|num|nr|#|id|code)\s*)?"
-    r"(?:(?:is|was)\s+)?[:#]?\s*"
+    r"(?:(?:is|was)\s+)?(?:[:#]\s*)?"  # not "[:#]?\s*": two adjacent \s* are quadratic
     r"(?P<id>(?=[\w-]*\d)[A-Z0-9][\w-]*[A-Z0-9]|\d{3,})\b"
     rf"|\b(?P<prefixed>(?:{'|'.join(_ID_PREFIXES)})[-_]?\d[\w-]*)\b",
     re.IGNORECASE,

@@ -223,13 +223,15 @@ def _attributes(record: RecordValues, claim: str) -> Iterator[ValueFinding]:
     kinds_named = parking and any(
         c.needs_parking and c.mention.search(claim) for c in CONCEPTS
     )  # "validated parking" is about that kind, not about parking at all
+    polarity: vp.ClausePolarity | None = None
     for concept in CONCEPTS:
         if (concept.needs_parking and not parking) or (concept.needs_ambience and not ambience):
             continue
         if concept.generic_parking and kinds_named:
             continue
         for match in concept.mention.finditer(claim):
-            negated = vp.is_negated_at(claim, match.start(), match.end())
+            polarity = polarity or vp.ClausePolarity(claim)  # once per claim, if needed
+            negated = polarity.at(match.start(), match.end())
             if negated is None:
                 continue
             finding = _attribute(record, concept, claim, match, negated)
@@ -282,22 +284,28 @@ def _attribute(
 
 
 def _ratings(record: RecordValues, claim: str) -> Iterator[ValueFinding]:
+    first = record.review_stars[0][0] if record.review_stars else ""
+    recorded = ", ".join(str(v) for _, v in record.review_stars)
+    hits: dict[Decimal, str] = {}  # stars -> the first review with them
+    for name, value in record.review_stars:
+        hits.setdefault(value, name)
     for rating in vp.rating_claims(claim):
         if rating.review:
             if not record.review_stars:
                 continue
-            hits = [name for name, value in record.review_stars if value == rating.value]
-            names = [name for name, _ in record.review_stars]
-            recorded = ", ".join(str(v) for _, v in record.review_stars)
-            yield _finding(record, bool(hits), (hits or names)[0], str(rating.value), recorded)
+            hit = hits.get(rating.value)
+            yield _finding(record, hit is not None, hit or first, str(rating.value), recorded)
         elif record.rating is not None:
             name, value = record.rating
             yield _finding(record, value == rating.value, name, str(rating.value), str(value))
 
 
 def _counts(record: RecordValues, claim: str) -> Iterator[ValueFinding]:
+    held_by_noun: dict[str, tuple[str, Decimal] | None] = {}  # a record scan per noun
     for count in vp.count_claims(claim):
-        held = record.count_of(count.noun)
+        if count.noun not in held_by_noun:
+            held_by_noun[count.noun] = record.count_of(count.noun)
+        held = held_by_noun[count.noun]
         if held is not None:
             name, value = held
             yield _finding(
@@ -306,9 +314,12 @@ def _counts(record: RecordValues, claim: str) -> Iterator[ValueFinding]:
 
 
 def _measures(record: RecordValues, claim: str) -> Iterator[ValueFinding]:
-    words = set(WORD.findall(claim.lower()))
+    prefixes = {w[:4] for w in WORD.findall(claim.lower())}
+    held_by_unit: dict[str, tuple[str, Decimal, str] | None] = {}  # a record scan per unit
     for measure in vp.unit_claims(claim):
-        held = record.measure_for(measure.noun, words)
+        if measure.noun not in held_by_unit:
+            held_by_unit[measure.noun] = record.measure_for(measure.noun, prefixes)
+        held = held_by_unit[measure.noun]
         if held is None:
             continue
         name, base_value, written = held
@@ -321,8 +332,9 @@ def _measures(record: RecordValues, claim: str) -> Iterator[ValueFinding]:
 
 
 def _money(record: RecordValues, claim: str) -> Iterator[ValueFinding]:
+    held: tuple[str, Decimal, str | None, str] | None = None
     for amount in money_claims(claim):
-        held = record.price_for(claim)
+        held = held or record.price_for(claim)  # the same for every amount: read once
         if held is None:
             return
         name, value, currency, written = held

@@ -27,7 +27,9 @@ def word_set(listed: str) -> frozenset[str]:
 
 STOP_WORDS: frozenset[str] = word_set(_COURSE_STOP_LIST)
 
-_NUMBER = re.compile(r"[A-Za-z]*-?\d[\d.,-]*")
+# Starts only where a run of letters starts: tried inside one, a long word without a digit
+# would be rescanned from each of its letters (a run start fails exactly when they do).
+_NUMBER = re.compile(r"(?<![A-Za-z])[A-Za-z]*-?\d[\d.,-]*")
 _WORD = re.compile(r"[a-z][a-z'-]+")
 
 
