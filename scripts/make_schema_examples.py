@@ -16,7 +16,7 @@ from streamproc.config import JudgeSettings
 from streamproc.events import AnswerEvent, Timings
 from streamproc.judge import build_judge
 from streamproc.stream.intake import MessageOrigin
-from streamproc.stream.judging import IncomingMessage, judge_messages
+from streamproc.stream.judging import IncomingMessage, StageLimits, judge_messages
 from streamproc.stream.windows import add_outcome, close_window
 
 OUT = Path(__file__).resolve().parents[1] / "schemas" / "examples"
@@ -80,16 +80,15 @@ def main() -> None:
             ),
         ],
         build_judge(JudgeSettings(name="rules")),
-        max_event_bytes=512 * 1024,
+        limits=StageLimits(max_event_bytes=512 * 1024),
+        now=NOW,
     )
-    fixed = {
-        "judged_at": NOW,
-        "timings": Timings(judge_ms=1.8, batch_size=1, end_to_end_ms=18000.0),
-    }
+    # The clock is fixed by ``now``; only the measured judge time varies between runs.
+    fixed = {"timings": Timings(judge_ms=1.8, batch_size=1, end_to_end_ms=18000.0)}
     verdict = output.verdicts[0].model_copy(update=fixed)
     state = add_outcome(None, output.outcomes[0], partition=0, size_s=60, now=NOW.timestamp())
     _, aggregate = close_window(state, now=NOW.timestamp() + 62)
-    letter = output.dead_letters[0].model_copy(update={"received_at": NOW})
+    letter = output.dead_letters[0]
     examples: dict[str, BaseModel] = {
         "answer-event": ANSWER,
         "verdict": verdict,

@@ -1,23 +1,35 @@
-"""The judging stage without a broker: validation, batching, flags, outcomes, isolation
-of a failing answer."""
+"""The judging stage without a broker: validation, batching, flags, outcomes, records ready
+to send, and isolation of every message (a failing answer, an unencodable output, an
+output too large for its topic)."""
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
-from streamproc.config import JudgeSettings
+import pytest
+
+from streamproc.config import JudgeSettings, Settings, TopicSettings, WorkerSettings
 from streamproc.events import (
     Action,
     AnswerEvent,
     AnswerJudgement,
+    DeadLetter,
     DeadLetterReason,
     JudgeInfo,
 )
 from streamproc.judge import build_judge
-from streamproc.stream.intake import MessageOrigin
-from streamproc.stream.judging import IncomingMessage, judge_messages, trace_id_from_traceparent
+from streamproc.stream.intake import MessageOrigin, parse_answer
+from streamproc.stream.judging import (
+    IncomingMessage,
+    StageLimits,
+    judge_messages,
+    trace_id_from_traceparent,
+)
+from streamproc.stream.topics import DEAD_LETTER_MAX_BYTES
 
 
 def answer(event_id: str, text: str, evidence: str) -> dict[str, object]:
@@ -84,10 +96,12 @@ class _BreaksOn:
         self._poison = poison
         self._inner = build_judge(JudgeSettings(name="rules"))
 
-    def judge_batch(self, answers: Sequence[AnswerEvent]) -> list[AnswerJudgement]:
+    def judge_batch(
+        self, answers: Sequence[AnswerEvent], *, deadline_s: float | None = None
+    ) -> list[AnswerJudgement]:
         if any(a.event_id == self._poison for a in answers):
             raise RuntimeError("model exploded")
-        return self._inner.judge_batch(answers)
+        return self._inner.judge_batch(answers, deadline_s=deadline_s)
 
 
 def test_a_failing_answer_becomes_a_dead_letter_and_the_rest_is_judged() -> None:
@@ -107,3 +121,250 @@ def test_traceparent_parsing() -> None:
     assert trace_id_from_traceparent("garbage") is None
     assert trace_id_from_traceparent(None) is None
     assert trace_id_from_traceparent("00-" + "0" * 32 + "-00f067aa0ba902b7-01") is None
+
+
+# --- records ready to send ----------------------------------------------------------------
+
+RULES = build_judge(JudgeSettings(name="rules"))
+PARSE = "streamproc.stream.judging.parse_answer"  # patched to get past intake's checks
+NOW = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
+
+
+def test_records_are_serialised_keyed_and_grouped_per_message() -> None:
+    output = judge_messages(
+        [message(GOOD, 0, "abc"), message(b"{oops", 1), message(BAD, 2)], RULES, now=NOW
+    )
+    assert [(r.kind, r.key) for r in output.records] == [
+        ("verdict", b"ans-e1"),
+        ("outcome", b"bot"),
+        ("dead_letter", b"conv"),
+        ("verdict", b"ans-e2"),
+        ("flag", b"ans-e2"),
+        ("outcome", b"bot"),
+    ]
+    values = [json.loads(r.value) for r in output.records]
+    typed = [
+        output.verdicts[0],
+        output.outcomes[0],
+        output.dead_letters[0],
+        output.verdicts[1],
+        output.flags[0],
+        output.outcomes[1],
+    ]
+    assert values == [model.model_dump(mode="json") for model in typed]
+    assert output.verdicts[0].judged_at == NOW
+    verdict_log = output.records[0].log
+    assert verdict_log == {
+        "answer_id": "ans-e1",
+        "action": "pass",
+        "hallucinated": False,
+        "trace_id": "abc",
+        "trimmed": False,
+    }
+    letter_log = output.records[2].log
+    assert letter_log["reason"] == "bad_json" and letter_log["offset"] == 1
+    assert base64.b64decode(values[2]["value_b64"]) == b"{oops"
+
+
+class _Rewrites:
+    """The rules judge, with each judgement passed through ``change`` (by event id)."""
+
+    info = JudgeInfo(name="rewrites", version="0", granularity="sentence")
+
+    def __init__(self, change: Callable[[str, AnswerJudgement], AnswerJudgement]) -> None:
+        self._change = change
+
+    def judge_batch(
+        self, answers: Sequence[AnswerEvent], *, deadline_s: float | None = None
+    ) -> list[AnswerJudgement]:
+        judged = RULES.judge_batch(answers, deadline_s=deadline_s)
+        return [self._change(a.event_id, j) for a, j in zip(answers, judged, strict=True)]
+
+
+def test_an_unencodable_judgement_costs_only_its_own_message() -> None:
+    def surrogate(event_id: str, judgement: AnswerJudgement) -> AnswerJudgement:
+        if event_id != "e2":
+            return judgement
+        claims = [c.model_copy(update={"text": "bad \ud800 text"}) for c in judgement.claims]
+        return judgement.model_copy(update={"claims": claims})
+
+    raw_bad = json.dumps(BAD).encode()
+    output = judge_messages([message(GOOD, 0), message(BAD, 1)], _Rewrites(surrogate), now=NOW)
+    assert [r.kind for r in output.records] == ["verdict", "outcome", "dead_letter"]
+    assert [v.event_id for v in output.verdicts] == ["e1"]
+    assert [o.event_id for o in output.outcomes] == ["e1"] and output.flags == []
+    [letter] = output.dead_letters
+    assert letter.reason is DeadLetterReason.PROCESSING_ERROR and letter.offset == 1
+    assert "cannot build outputs" in letter.error and "surrogates not allowed" in letter.error
+    document = json.loads(output.records[-1].value)
+    assert base64.b64decode(document["value_b64"]) == raw_bad
+
+
+def test_an_answer_id_the_key_cannot_carry_is_a_dead_letter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Intake refuses lone surrogates; this proves the stage does not rely on it.
+    event = AnswerEvent.model_validate(GOOD).model_copy(update={"answer_id": "a\udcff"})
+    monkeypatch.setattr(PARSE, lambda *args, **kwargs: event)
+    output = judge_messages([message(GOOD, 5)], RULES, now=NOW)
+    assert [r.kind for r in output.records] == ["dead_letter"]
+    [letter] = output.dead_letters
+    assert letter.reason is DeadLetterReason.PROCESSING_ERROR and letter.offset == 5
+    assert "cannot build outputs: UnicodeEncodeError" in letter.error
+
+
+def test_an_intake_bug_costs_only_its_own_message(monkeypatch: pytest.MonkeyPatch) -> None:
+
+    def breaks_on_offset_1(raw: bytes | None, *args: Any, **kwargs: Any) -> object:
+        if raw is not None and b"e2" in raw:
+            raise MemoryError("intake ran out")
+        return parse_answer(raw, *args, **kwargs)
+
+    monkeypatch.setattr(PARSE, breaks_on_offset_1)
+    output = judge_messages([message(GOOD, 0), message(BAD, 1)], RULES, now=NOW)
+    assert [v.event_id for v in output.verdicts] == ["e1"]
+    assert output.dead_letters[0].error == "cannot parse: MemoryError: intake ran out"
+
+
+def test_a_judge_that_recurses_forever_loses_only_that_answer() -> None:
+    class _Recurses:
+        info = RULES.info
+
+        def judge_batch(
+            self, answers: Sequence[AnswerEvent], *, deadline_s: float | None = None
+        ) -> list[AnswerJudgement]:
+            if any(a.event_id == "e2" for a in answers):
+                raise RecursionError("maximum recursion depth exceeded")
+            return RULES.judge_batch(answers, deadline_s=deadline_s)
+
+    output = judge_messages([message(GOOD, 0), message(BAD, 1)], _Recurses(), now=NOW)
+    assert [v.event_id for v in output.verdicts] == ["e1"]
+    [letter] = output.dead_letters
+    assert letter.error == "judge failed: RecursionError: maximum recursion depth exceeded"
+
+
+def test_a_judge_that_miscounts_is_judged_one_by_one() -> None:
+    class _Drops:
+        info = RULES.info
+
+        def judge_batch(
+            self, answers: Sequence[AnswerEvent], *, deadline_s: float | None = None
+        ) -> list[AnswerJudgement]:
+            return RULES.judge_batch(answers[:1], deadline_s=deadline_s)
+
+    output = judge_messages([message(GOOD, 0), message(BAD, 1)], _Drops(), now=NOW)
+    assert [v.event_id for v in output.verdicts] == ["e1", "e2"] and not output.dead_letters
+
+
+def test_an_exception_that_cannot_print_itself_still_makes_a_dead_letter() -> None:
+    class _Unprintable(Exception):
+        def __str__(self) -> str:
+            raise ValueError("no")
+
+    class _Raises:
+        info = RULES.info
+
+        def judge_batch(
+            self, answers: Sequence[AnswerEvent], *, deadline_s: float | None = None
+        ) -> list[AnswerJudgement]:
+            raise _Unprintable
+
+    output = judge_messages([message(GOOD, 0)], _Raises(), now=NOW)
+    assert output.dead_letters[0].error == "judge failed: _Unprintable: <unprintable>"
+
+
+def test_when_even_the_dead_letter_fails_a_minimal_ascii_one_is_sent() -> None:
+    raw = b"\xff not json"
+    odd = IncomingMessage(value=raw, origin=MessageOrigin("answers-\ud800", 3, 9, b"k\xff"))
+    output = judge_messages([odd, message(GOOD, 10)], RULES, now=NOW)
+    assert [r.kind for r in output.records] == ["dead_letter", "verdict", "outcome"]
+    record = output.records[0]
+    assert record.key == b"k\xff"
+    record.value.decode("ascii")  # ASCII-only JSON
+    document = json.loads(record.value)
+    assert document["reason"] == "bad_json" and document["topic"] == "answers-\\ud800"
+    assert (document["partition"], document["offset"]) == (3, 9)
+    assert base64.b64decode(document["value_b64"]) == raw
+    assert base64.b64decode(document["key_b64"]) == b"k\xff"
+    assert "rebuilt in ASCII after PydanticSerializationError" in document["error"]
+    # It still reads as a DeadLetter for whoever replays it.
+    assert DeadLetter.model_validate(document).offset == 9
+    assert output.dead_letters[0].reason is DeadLetterReason.BAD_JSON
+
+
+# --- limits --------------------------------------------------------------------------------
+
+
+def test_limits_from_settings() -> None:
+    settings = Settings(
+        worker=WorkerSettings(
+            max_event_bytes=1000,
+            judge_deadline_s=2.5,
+            event_time_max_future_s=60,
+            event_time_max_past_s=3600,
+        ),
+        topics=TopicSettings(output_max_message_bytes=200_000),
+    )
+    assert StageLimits.from_settings(settings) == StageLimits(
+        max_event_bytes=1000,
+        judge_deadline_s=2.5,
+        event_time_max_future_s=60,
+        event_time_max_past_s=3600,
+        output_max_bytes=200_000,
+        dead_letter_max_bytes=DEAD_LETTER_MAX_BYTES,
+    )
+
+
+def test_max_event_bytes_keyword_overrides_the_limits() -> None:
+    limits = StageLimits(max_event_bytes=10**6)
+    output = judge_messages([message(GOOD, 0)], RULES, limits=limits, max_event_bytes=10)
+    assert output.dead_letters[0].reason is DeadLetterReason.OVERSIZED
+
+
+def test_event_time_outside_the_bounds_is_a_dead_letter() -> None:
+    limits = StageLimits(event_time_max_future_s=60, event_time_max_past_s=3600)
+    late = datetime(2026, 1, 1, 2, tzinfo=UTC)  # GOOD/BAD happened at midnight
+    output = judge_messages([message(GOOD, 0)], RULES, limits=limits, now=late)
+    assert output.dead_letters[0].reason is DeadLetterReason.EVENT_TIME_OUT_OF_RANGE
+    early = datetime(2025, 12, 31, 23, 58, tzinfo=UTC)
+    output = judge_messages([message(GOOD, 0)], RULES, limits=limits, now=early)
+    assert output.dead_letters[0].reason is DeadLetterReason.EVENT_TIME_OUT_OF_RANGE
+    output = judge_messages([message(GOOD, 0)], RULES, limits=limits, now=NOW)
+    assert [v.event_id for v in output.verdicts] == ["e1"]
+
+
+def many_claims(event_id: str, judgement: AnswerJudgement) -> AnswerJudgement:
+    """400 copies of the answer's claims, with signals: a verdict of about 250 kB."""
+    [first] = judgement.claims[:1]
+    signals = {f"signal_{n}": n / 3 for n in range(12)}
+    claims = [
+        first.model_copy(update={"index": i, "signals": signals, "text": f"{first.text} {i}"})
+        for i in range(400)
+    ]
+    return judgement.model_copy(update={"claims": claims})
+
+
+def test_a_verdict_too_large_for_its_topic_is_trimmed_and_still_flagged() -> None:
+    limits = StageLimits(output_max_bytes=64 * 1024)
+    output = judge_messages([message(BAD, 0)], _Rewrites(many_claims), limits=limits, now=NOW)
+    assert [r.kind for r in output.records] == ["verdict", "flag", "outcome"]
+    assert all(len(r.value) + len(r.key or b"") <= 63 * 1024 for r in output.records)
+    [verdict] = output.verdicts
+    note = verdict.judgement.limits[-1]
+    assert note.startswith("OUTPUT_TRIMMED: signals dropped; ") and "of 400 claims omitted" in note
+    assert 0 < len(verdict.judgement.claims) < 400
+    assert json.loads(output.records[0].value) == verdict.model_dump(mode="json")
+    assert output.records[0].log["trimmed"] is True
+
+
+def test_a_verdict_that_cannot_be_trimmed_enough_is_a_dead_letter() -> None:
+    def huge_trim(event_id: str, judgement: AnswerJudgement) -> AnswerJudgement:
+        return judgement.model_copy(update={"trim_sentences": ["word " * 30_000]})
+
+    limits = StageLimits(output_max_bytes=64 * 1024)
+    output = judge_messages(
+        [message(BAD, 0), message(GOOD, 1)], _Rewrites(huge_trim), limits=limits, now=NOW
+    )
+    assert [r.kind for r in output.records] == ["dead_letter", "dead_letter"]
+    assert {d.reason for d in output.dead_letters} == {DeadLetterReason.OUTPUT_TOO_LARGE}
+    assert not output.verdicts and not output.flags and not output.outcomes
