@@ -52,9 +52,20 @@ def asserts(text: str) -> bool:
     is made fresh") or a prepositional tail ("and for Samoans to be granted citizenship")
     does not assert, and the sentence stays one claim.
     """
+    return _assertion(text)[0]
+
+
+def _assertion(text: str) -> tuple[bool, bool]:
+    """:func:`asserts`, and whether more text at the end could change it: not once the
+    text has content and more tokens than the verb search reads."""
     tokens = [t.lower() for t in _TOKEN.findall(normalise_quotes(text))]
-    if len(tokens) < 3 or not (content_words(text) or numbers(text)):
-        return False
+    if len(tokens) < 3:
+        return False, False
+    has_content = bool(content_words(text) or numbers(text))
+    return has_content and _has_main_verb(tokens), has_content and len(tokens) > _VERB_WITHIN + 1
+
+
+def _has_main_verb(tokens: Sequence[str]) -> bool:
     if tokens[0] in _PREPOSITIONS:
         return False
     if tokens[0] == "that" and (tokens[1] in _SUBJECT_PRONOUNS or tokens[1] in _DETERMINERS):
@@ -111,13 +122,21 @@ def atomic_spans(
     if len(pieces) == 1:
         return [(start, end)]
 
-    def asserting(span: tuple[int, int]) -> bool:
-        return asserts(strip_citations(text[span[0] : span[1]]))
+    def assertion(span: tuple[int, int]) -> tuple[bool, bool]:
+        return _assertion(strip_citations(text[span[0] : span[1]]))
 
     merged: list[tuple[int, int]] = []
+    known: tuple[bool, bool] | None = None  # merged[-1]'s assertion, while it holds
     for piece in pieces:
-        if merged and not (asserting(piece) and asserting(merged[-1])):
+        if merged and assertion(piece)[0]:
+            known = known or assertion(merged[-1])
+            glue = not known[0]
+        else:
+            glue = bool(merged)
+        if glue:
             merged[-1] = (merged[-1][0], piece[1])  # glue it back to what came before
+            known = known if known is not None and known[1] else None  # settled: kept
         else:
             merged.append(piece)
+            known = None
     return [(start + s, start + e) for s, e in merged]

@@ -124,6 +124,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "commas": lambda n: "a, " * n,
     "semicolons": lambda n: "it is x; " * n,
     "list_and": lambda n: "it has a, b, and c" + ", and d" * n,
+    "glued_parts": lambda n: "a which b; " + "it is big; " * n,
     "p_values": lambda n: "p = 0.3 CI " * n,
     "citations": lambda n: "[1] " * n,
     "cited_sentences": lambda n: "It is open [1]. " * n,
@@ -229,7 +230,7 @@ CASES: dict[str, tuple[str, ...]] = {
         "spaces_in_hours", "dr", "initials", "long_word", "long_caps", "cited_sentences",
         "cited_parts", "list_and", "semicolons",
     ),
-    "atomic_spans": ("list_and", "cited_parts", "semicolons", "and"),
+    "atomic_spans": ("list_and", "cited_parts", "semicolons", "and", "glued_parts"),
     "build_units": ("dr", "initials", "us", "p_values", "sentences"),
     "hours_claims": (
         "spaces_in_hours", "hours", "hours_then_day", "day_hours", "opens_at", "times",
