@@ -217,10 +217,13 @@ def capped_evidence(
     for unit in capped.units:
         if not unit.is_window:
             texts.setdefault(unit.evidence_id, []).append(unit.text)
-    asked = " ".join(texts.get(QUESTION_ID, [])) or None
-    items = [
-        item.model_copy(update={"text": " ".join(texts.get(item.id, []))}) for item in evidence
-    ]
+    asked = " ".join(texts.pop(QUESTION_ID, [])) or None
+    joined = {evidence_id: " ".join(parts) for evidence_id, parts in texts.items()}
+    items = []
+    for item in evidence:
+        # The kept units of an id go to its first item only: items sharing an id would
+        # otherwise each repeat all of them (n items x kept units, a quadratic premise).
+        items.append(item.model_copy(update={"text": joined.pop(item.id, "")}))
     return asked if question else None, items
 
 
