@@ -13,6 +13,7 @@ from typing import Any, Final, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeInt
 
 __all__ = [
+    "MAX_INPUT_ITEMS",
     "SCHEMA_VERSION",
     "Action",
     "AnswerEvent",
@@ -37,6 +38,11 @@ __all__ = [
 ]
 
 SCHEMA_VERSION: Final = 1
+
+MAX_INPUT_ITEMS: Final = 10_000
+"""Most items in one list of an input event (evidence, tokens, labels): more is a flood, not
+an answer (the judge reads 400 evidence units at most), and a flood of invalid items would
+cost seconds of schema errors."""
 
 
 class _Model(BaseModel):
@@ -106,10 +112,12 @@ class EvaluationLabels(_Incoming):
     """Human labels carried by evaluation traffic; live traffic leaves them out."""
 
     claims: list[VerdictLabel] | None = Field(
-        default=None, description="One verdict per sentence-level claim, in order."
+        default=None,
+        max_length=MAX_INPUT_ITEMS,
+        description="One verdict per sentence-level claim, in order.",
     )
     spans: list[LabelledSpan] | None = Field(
-        default=None, description="Hallucinated spans of the answer."
+        default=None, max_length=MAX_INPUT_ITEMS, description="Hallucinated spans of the answer."
     )
     response: Literal["hallucinated", "faithful"] | None = None
     source: str | None = Field(default=None, description="Where the labels come from.")
@@ -128,8 +136,8 @@ class AnswerEvent(_Incoming):
     occurred_at: AwareDatetime = Field(description="Event time: when the answer was given.")
     question: str | None = None
     answer: str
-    evidence: list[EvidenceItem] = Field(default_factory=list)
-    tokens: list[TokenLogprob] | None = None
+    evidence: list[EvidenceItem] = Field(default_factory=list, max_length=MAX_INPUT_ITEMS)
+    tokens: list[TokenLogprob] | None = Field(default=None, max_length=MAX_INPUT_ITEMS)
     answerable: bool | None = Field(
         default=None, description="Evaluation traffic: can the evidence answer the question?"
     )

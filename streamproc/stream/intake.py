@@ -6,8 +6,8 @@ Intake is where hostile input stops. It reads the wire format as I-JSON (RFC 749
 strict profile of JSON meant for protocols: UTF-8 without a byte order mark, no
 duplicate member names, no NaN or Infinity, numbers a double can hold, no lone
 surrogates. On top of that: no U+0000 (it truncates text in C libraries and databases
-downstream), at most :data:`MAX_DEPTH` levels of nesting and :data:`MAX_MEMBERS` members
-per array or object, and, when asked, an event time near the clock. Whatever passes can
+downstream), at most :data:`MAX_DEPTH` levels of nesting, the schema's caps on list
+lengths, and, when asked, an event time near the clock. Whatever passes can
 be judged, serialised and aggregated without surprises later; whatever does not becomes a
 dead letter with the reason and the original bytes. :func:`parse_answer` never raises.
 """
@@ -28,7 +28,6 @@ from streamproc.events import AnswerEvent, DeadLetter, DeadLetterReason
 
 __all__ = [
     "MAX_DEPTH",
-    "MAX_MEMBERS",
     "MessageOrigin",
     "Rejection",
     "dead_letter_for",
@@ -37,11 +36,6 @@ __all__ = [
 
 MAX_DEPTH = 64
 """Most nested arrays/objects in one event; the judge walks record ``fields`` recursively."""
-
-MAX_MEMBERS = 10_000
-"""Most items of one array or members of one object: more is a flood, not an answer (the
-judge looks at 400 evidence units at most), and a flood of invalid items would cost
-seconds of schema errors."""
 
 _MAX_ERROR_CHARS = 2000
 _MAX_LISTED_ERRORS = 20
@@ -53,6 +47,12 @@ _JSON_WHITESPACE = b" \t\r\n"
 # per-string check runs only when the raw text has such an escape (false alarms such as
 # "\\ud800" only cost the check).
 _SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+# In JSON that parsed, every quote outside a string opens one, so this finds every string
+# literal in one linear pass (never run it on text the parser refused: there it can be
+# quadratic).
+_STRING_LITERAL = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_AS_PARENS = str.maketrans("[{]}", "(())")
 _FORBIDDEN_CHAR = re.compile("[\x00\ud800-\udfff]")
 
 _Path: TypeAlias = "tuple[_Path, str | int] | None"
@@ -170,9 +170,12 @@ def _parse(raw: bytes | None, max_bytes: int) -> AnswerEvent | Rejection:
             DeadLetterReason.SCHEMA_VIOLATION,
             f"expected a JSON object, got {_json_type(document)}",
         )
-    problem = _shape_problem(document, check_strings=_SUSPECT_ESCAPE.search(text) is not None)
-    if problem is not None:
-        return Rejection(DeadLetterReason.SCHEMA_VIOLATION, problem)
+    # Fast checks over the whole text first; the walk that names the place only on a hit.
+    bad_char = _SUSPECT_ESCAPE.search(text) is not None and _has_forbidden_char(document)
+    if bad_char or _deeper_than(text, MAX_DEPTH):
+        problem = _shape_problem(document, check_strings=bad_char)
+        if problem is not None:
+            return Rejection(DeadLetterReason.SCHEMA_VIOLATION, problem)
     try:
         return AnswerEvent.model_validate(document)
     except ValidationError as exc:
@@ -244,8 +247,37 @@ def _bounded_int(literal: str) -> int:
 # -------------------------------------------------------------------- document shape
 
 
+def _deeper_than(text: str, limit: int) -> bool:
+    """Whether JSON ``text`` (one the parser accepted) nests deeper than ``limit``.
+
+    At C speed: blank the strings, keep the brackets as "(" and ")", and peel off the
+    innermost pairs once per level; whatever is left after ``limit`` peels is deeper.
+    """
+    nested = _NOT_BRACKET.sub("", _STRING_LITERAL.sub("", text)).translate(_AS_PARENS)
+    for level in range(limit):
+        if len(nested) <= 2 * (limit - level):  # too few brackets left to be deeper
+            return False
+        peeled = nested.replace("()", "")
+        if len(peeled) == len(nested):  # unbalanced: cannot happen after json.loads
+            return False
+        nested = peeled
+    return bool(nested)
+
+
+def _has_forbidden_char(document: dict[str, Any]) -> bool:
+    """Whether any string or key holds a lone surrogate or U+0000, in one C-speed pass:
+    dumped without ASCII escaping, a lone surrogate cannot be encoded and U+0000 shows as
+    its escape (a literal backslash-u0000 is a false alarm the walk then clears)."""
+    dumped = json.dumps(document, ensure_ascii=False)
+    try:
+        dumped.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return "\\u0000" in dumped
+
+
 def _shape_problem(document: dict[str, Any], *, check_strings: bool) -> str | None:
-    """The first nesting, size or character problem, named by its path.
+    """The first nesting or character problem, named by its path.
 
     One pass over the containers, no recursion; a value's path is kept as a link to its
     parent's and only spelled out for the message.
@@ -255,8 +287,6 @@ def _shape_problem(document: dict[str, Any], *, check_strings: bool) -> str | No
         container, depth, path = stack.pop()
         if depth > MAX_DEPTH:
             return f"{_spell(path)}: nested deeper than {MAX_DEPTH} levels"
-        if len(container) > MAX_MEMBERS:
-            return f"{_spell(path)}: {len(container)} members, more than {MAX_MEMBERS}"
         members = container.items() if isinstance(container, dict) else enumerate(container)
         for key, inner in members:
             if isinstance(inner, dict | list):

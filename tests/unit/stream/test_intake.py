@@ -6,10 +6,9 @@ import base64
 import json
 from datetime import UTC, datetime
 
-from streamproc.events import AnswerEvent, DeadLetterReason
+from streamproc.events import MAX_INPUT_ITEMS, AnswerEvent, DeadLetterReason
 from streamproc.stream.intake import (
     MAX_DEPTH,
-    MAX_MEMBERS,
     MessageOrigin,
     Rejection,
     dead_letter_for,
@@ -193,10 +192,14 @@ def test_wrong_types_name_every_field() -> None:
     assert all(name in rejection.error for name in ("answer", "evidence", "tenant"))
 
 
-def test_giant_array_is_rejected_before_schema_validation() -> None:
-    rejection = _rejected(_event(evidence=[0] * (MAX_MEMBERS + 1)))
-    assert rejection.reason is DeadLetterReason.SCHEMA_VIOLATION
-    assert rejection.error == f"evidence: {MAX_MEMBERS + 1} members, more than {MAX_MEMBERS}"
+def test_giant_array_is_one_short_schema_error() -> None:
+    for field in ("evidence", "tokens"):
+        rejection = _rejected(_event(**{field: [0] * (MAX_INPUT_ITEMS * 20)}))
+        assert rejection.reason is DeadLetterReason.SCHEMA_VIOLATION
+        assert rejection.error == (
+            f"1 schema error(s): {field}: List should have at most {MAX_INPUT_ITEMS} items "
+            f"after validation, not {MAX_INPUT_ITEMS * 20}"
+        )
 
 
 def test_many_invalid_items_give_a_short_error() -> None:
@@ -298,3 +301,16 @@ def test_dead_letter_of_a_hostile_error_serialises() -> None:
     origin = MessageOrigin(topic="answers", partition=0, offset=1, key=None)
     letter = dead_letter_for(Rejection(DeadLetterReason.BAD_JSON, "bad \ud800"), origin, b"x")
     assert b"bad" in letter.model_dump_json().encode()
+
+
+def test_depth_limit_is_exact_and_ignores_brackets_inside_strings() -> None:
+    def nested(levels: int) -> object:  # the event object is level 1, evidence level 2, ...
+        value: object = '"]}[{\\'
+        for _ in range(levels - 4):
+            value = [value, "[[[{{{"]
+        return [{"id": "D1", "text": "]]]", "fields": {"x": value}}]
+
+    assert isinstance(parse_answer(_event(evidence=nested(MAX_DEPTH)), 10_000), AnswerEvent)
+    rejection = _rejected(_event(evidence=nested(MAX_DEPTH + 1)))
+    assert rejection.reason is DeadLetterReason.SCHEMA_VIOLATION
+    assert f"deeper than {MAX_DEPTH}" in rejection.error
