@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
+import statistics
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from streamproc.events import MAX_INPUT_ITEMS, AnswerEvent, DeadLetterReason
@@ -314,3 +317,40 @@ def test_depth_limit_is_exact_and_ignores_brackets_inside_strings() -> None:
     rejection = _rejected(_event(evidence=nested(MAX_DEPTH + 1)))
     assert rejection.reason is DeadLetterReason.SCHEMA_VIOLATION
     assert f"deeper than {MAX_DEPTH}" in rejection.error
+
+
+def test_intake_adds_no_pass_that_grows_faster_than_the_json_parser() -> None:
+    """No quadratic pass of ours: intake's cost over json.loads's stays the same factor
+    when the hostile content grows 4x (json.loads itself is the yardstick, since CPython's
+    allocator makes even it superlinear on some shapes)."""
+    chain: object = 0
+    for _ in range(MAX_DEPTH - 4):
+        chain = [chain]
+    shapes: dict[str, Callable[[int], dict[str, object]]] = {
+        "empty arrays": lambda n: {"x": [[]] * n},
+        "objects": lambda n: {"x": [{"a": 1, "b": "c"}] * n},
+        "surrogate pairs": lambda n: {"x": ["\U0001f600"] * n},
+        "lone surrogate at the end": lambda n: {"x": ["a"] * n + ["\ud800"]},
+        "deep chains": lambda n: {"x": [chain] * (n // 20)},
+    }
+
+    def median_seconds(work: Callable[[], object]) -> float:
+        runs = []
+        for _ in range(5):
+            started = time.perf_counter()
+            work()
+            runs.append(time.perf_counter() - started)
+        return statistics.median(runs)
+
+    def overhead(raw: bytes) -> float:
+        return median_seconds(lambda: parse_answer(raw, 10**7)) / median_seconds(
+            lambda: json.loads(raw)
+        )
+
+    for name, shape in shapes.items():
+        small, large = (
+            json.dumps({**VALID, **shape(n)}).encode("utf-8", "surrogatepass")
+            for n in (4000, 16000)
+        )
+        growth = overhead(large) / overhead(small)
+        assert growth < 2.5, f"{name}: intake's overhead grew {growth:.1f}x with 4x the input"
