@@ -170,10 +170,12 @@ def _parse(raw: bytes | None, max_bytes: int) -> AnswerEvent | Rejection:
             DeadLetterReason.SCHEMA_VIOLATION,
             f"expected a JSON object, got {_json_type(document)}",
         )
-    # Fast checks over the whole text first; the walk that names the place only on a hit.
-    bad_char = _SUSPECT_ESCAPE.search(text) is not None and _has_forbidden_char(document)
-    if bad_char or _deeper_than(text, MAX_DEPTH):
-        problem = _shape_problem(document, check_strings=bad_char)
+    # Fast checks over the whole text first (depth before the re-serialising character
+    # check, which recurses); the walk that names the place runs only on a hit.
+    suspect = _SUSPECT_ESCAPE.search(text) is not None
+    too_deep = _deeper_than(text, MAX_DEPTH)
+    if too_deep or (suspect and _has_forbidden_char(document)):
+        problem = _shape_problem(document, check_strings=suspect)
         if problem is not None:
             return Rejection(DeadLetterReason.SCHEMA_VIOLATION, problem)
     try:
