@@ -355,6 +355,13 @@ def _incoming(record: ConsumerRecord[bytes, bytes]) -> IncomingMessage:
 
 
 def _log_outputs(output: StageOutput) -> None:
+    for origin in output.repeats:
+        log.info(
+            "duplicate_event_in_batch",
+            partition=origin.partition,
+            offset=origin.offset,
+            detail="same event_id as an earlier message of this batch; judged once",
+        )
     for letter in output.dead_letters:
         log.warning(
             "dead_letter",

@@ -122,6 +122,9 @@ class StageOutput:
     flags: list[Flag] = field(default_factory=list)
     outcomes: list[AnswerOutcome] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
+    repeats: list[MessageOrigin] = field(default_factory=list)
+    """Messages repeating an ``event_id`` already in this batch (a producer retry): the
+    first copy is judged, the repeat is logged and acknowledged with it."""
 
 
 def trace_id_from_traceparent(header: str | bytes | None) -> str | None:
@@ -159,12 +162,14 @@ def judge_messages(
     slots: list[int | Rejection | None] = []
     accepted: list[AnswerEvent] = []
     seen: set[str] = set()
+    repeats: list[MessageOrigin] = []
     for message in messages:
         parsed = _parse(message, limits, received_at)
         if isinstance(parsed, Rejection):
             slots.append(parsed)
         elif parsed.event_id in seen:
             slots.append(None)
+            repeats.append(message.origin)
         else:
             seen.add(parsed.event_id)
             slots.append(len(accepted))
@@ -179,7 +184,7 @@ def judge_messages(
         batch_size=len(accepted),
     )
 
-    output = StageOutput()
+    output = StageOutput(repeats=repeats)
     for message, slot in zip(messages, slots, strict=True):
         if slot is None:
             continue

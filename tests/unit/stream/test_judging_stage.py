@@ -85,6 +85,7 @@ def test_duplicate_event_in_one_batch_is_judged_once() -> None:
         max_event_bytes=10**6,
     )
     assert len(output.verdicts) == 1
+    assert [origin.offset for origin in output.repeats] == [1], "the repeat is accounted for"
 
 
 class _BreaksOn:
