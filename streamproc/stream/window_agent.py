@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable
+from datetime import UTC, datetime
 
 import faust
 import structlog
@@ -90,22 +91,29 @@ def install_window_agent(
             now = time.time()
             parsed = _parse_outcome(event.value)
             if isinstance(parsed, AnswerOutcome):
-                count_outcome(
-                    windows,
-                    index_of(partition),
-                    parsed,
-                    partition=partition,
-                    size_s=window.size_s,
-                    now=now,
-                )
-            elif isinstance(parsed, Rejection):
+                try:
+                    # A window whose end is not a datetime could never be closed.
+                    datetime.fromtimestamp(parsed.occurred_at.timestamp() + window.size_s, UTC)
+                    count_outcome(
+                        windows,
+                        index_of(partition),
+                        parsed,
+                        partition=partition,
+                        size_s=window.size_s,
+                        now=now,
+                    )
+                except Exception as exc:  # noqa: BLE001 - one outcome must not stop the windows
+                    parsed = Rejection(
+                        DeadLetterReason.PROCESSING_ERROR, f"outcome not counted: {exc!r}"
+                    )
+            if isinstance(parsed, Rejection):
                 origin = MessageOrigin(
                     message.topic, message.partition, message.offset, message.key
                 )
                 letter = dead_letter_for(parsed, origin, event.value)
                 await (await dead_letters.send(key=origin.key, value=_json(letter)))
                 log.warning("dead_letter", reason=letter.reason.value, error=letter.error)
-            else:  # a tick: close what is due in this partition
+            elif parsed is None:  # a tick: close what is due in this partition
                 await on_tick(partition, now)
 
     async def on_tick(partition: int, now: float) -> None:
