@@ -1,7 +1,7 @@
 """streamproc: a streaming groundedness monitor for live LLM assistants.
 
-Kept import-light on purpose: importing the package must not pull in faust or
-aiokafka, so the judge stays usable offline.
+Kept import-light on purpose: importing the package must not pull in aiokafka,
+so the judge stays usable offline.
 """
 
 __all__ = ["__version__"]

@@ -245,7 +245,8 @@ class Settings(BaseSettings):
 
     app_id: str = "streamproc"
     broker_url: str = Field(
-        default="kafka://127.0.0.1:9092", description="faust broker URL(s), ';'-separated."
+        default="kafka://127.0.0.1:9092",
+        description="Broker URL(s) (kafka://host:port), ';'-separated.",
     )
     broker_flavour: Literal["kafka", "tansu"] = Field(
         default="kafka",

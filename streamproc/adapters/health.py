@@ -1,4 +1,4 @@
-"""``/livez`` and ``/readyz`` for an orchestrator, served by aiohttp (a faust dependency).
+"""``/livez`` and ``/readyz`` for an orchestrator, served by aiohttp.
 
 Live means: the judging loop runs and no owned partition with lag has stood still for
 ``worker.stall_after_s``. A worker that is not live answers 503 with the reason, so a

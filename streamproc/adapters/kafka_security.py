@@ -1,9 +1,8 @@
-"""Kafka TLS and SASL from ``Settings.security``, in the shapes our two client stacks take.
+"""Kafka TLS and SASL from ``Settings.security``, as aiokafka client keyword arguments.
 
-Every Kafka client streamproc opens (admin, producers, tail consumers, the faust app) must
-authenticate the same way, so the translation from settings lives here once:
-``aiokafka_options`` gives keyword arguments for any aiokafka client, ``faust_options``
-gives the ``broker_credentials`` keyword of ``faust.App``.
+Every Kafka client streamproc opens (admin, the worker's consumers and producers, tail
+consumers, the CLI tools) must authenticate the same way, so the translation from
+settings lives here once: ``aiokafka_options``.
 
 The password leaves its ``SecretStr`` only inside the returned mapping, whose ``repr``
 masks it, so a logged options dict does not leak it. aiokafka logs every request at DEBUG,
@@ -41,7 +40,6 @@ __all__ = [
     "access_denial",
     "aiokafka_options",
     "explain_access_errors",
-    "faust_options",
     "ssl_context",
 ]
 
@@ -138,29 +136,6 @@ def aiokafka_options(security: KafkaSecurity) -> ClientOptions:
     if _uses_tls(security):
         options["ssl_context"] = ssl_context(security)
     return options
-
-
-def faust_options(security: KafkaSecurity) -> dict[str, Any]:
-    """``faust.App`` keyword arguments: ``broker_credentials`` (empty for PLAINTEXT).
-
-    faust derives the protocol from the credentials class: SASLCredentials with an SSL
-    context is SASL_SSL, without one SASL_PLAINTEXT; SSLCredentials is SSL."""
-    import faust  # the faust app is the only caller; keep the import off aiokafka users
-
-    context = ssl_context(security)
-    if _uses_sasl(security):
-        username, password = _sasl_credentials(security)
-        return {
-            "broker_credentials": faust.SASLCredentials(
-                username=username,
-                password=password,
-                ssl_context=context,
-                mechanism=security.sasl_mechanism,
-            )
-        }
-    if context is not None:
-        return {"broker_credentials": faust.SSLCredentials(context)}
-    return {}
 
 
 class BrokerAccessDenied(Exception):

@@ -1,7 +1,7 @@
 """Logging, configured once at the entry point.
 
-structlog renders our own events and, through the stdlib bridge, faust's and aiokafka's
-too, so every line of a worker is one JSON object (or a readable line for humans).
+structlog renders our own events and, through the stdlib bridge, aiokafka's too, so every
+line of a worker is one JSON object (or a readable line for humans).
 """
 
 from __future__ import annotations
@@ -14,15 +14,10 @@ import structlog
 
 __all__ = ["configure_logging"]
 
-_NOISY = ("faust", "mode", "aiokafka", "kafka")
-# Group membership, assignment and table recovery stay visible at INFO: a worker that
-# owns partitions but reads none of them must be explainable from its log.
-_MEMBERSHIP = (
-    "aiokafka.consumer.group_coordinator",
-    "faust.app.base",
-    "faust.tables.recovery",
-    "faust.transport.consumer",
-)
+_NOISY = ("aiokafka", "kafka")
+# Group membership and assignment stay visible at INFO: a worker that owns partitions but
+# reads none of them must be explainable from its log.
+_MEMBERSHIP = ("aiokafka.consumer.group_coordinator",)
 
 
 def configure_logging(level: str = "INFO", *, json_logs: bool = True) -> None:

@@ -1,6 +1,6 @@
 """A streamproc worker in a child process: how the demo and the end-to-end tests run one.
 
-A separate process is what production runs too (faust owns its event loop and signal
+A separate process is what production runs too (the worker owns its event loop and signal
 handlers), and it lets a test kill a worker the way a crash would.
 """
 
@@ -61,7 +61,7 @@ class WorkerProcess:
             return None
 
     def stop(self, timeout_s: float = 20.0) -> int | None:
-        """SIGTERM (faust commits offsets and leaves the group), then SIGKILL if stuck."""
+        """SIGTERM (the loops finish their batch and leave their groups), then SIGKILL if stuck."""
         return self._signal(signal.SIGTERM, timeout_s)
 
     def kill(self) -> int | None:

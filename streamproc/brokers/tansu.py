@@ -124,7 +124,7 @@ class EmbeddedTansu:
 
     @property
     def url(self) -> str:
-        """``kafka://127.0.0.1:PORT``, for ``STREAMPROC_BROKER_URL`` / faust."""
+        """``kafka://127.0.0.1:PORT``, for ``STREAMPROC_BROKER_URL``."""
         return f"kafka://{self.bootstrap}"
 
     @property

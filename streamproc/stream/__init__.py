@@ -1,6 +1,7 @@
-"""The stream shell: faust app, topics, agents and windows around the pure judge.
+"""The stream shell around the pure judge: two aiokafka consumer loops (judging,
+windows), the topics, and the pure stages they run.
 
-Importing this package is cheap; faust is imported only by :mod:`streamproc.stream.app`.
+Importing this package is cheap; Kafka clients are made only when a loop runs.
 """
 
 __all__: list[str] = []

@@ -25,7 +25,7 @@ import asyncio
 import os
 import socket
 import time
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -33,13 +33,15 @@ from typing import Any
 import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from aiokafka.abc import ConsumerRebalanceListener
-from aiokafka.errors import CorruptRecordException, KafkaError, UnsupportedCodecError
+from aiokafka.errors import CorruptRecordException, UnsupportedCodecError
 from aiokafka.structs import TopicPartition
 
 from streamproc.adapters.kafka_security import explain_access_errors
 from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
 from streamproc.judge import Judge
+from streamproc.stream._loop_support import bounded_close, partition_names, record_count
+from streamproc.stream.consumer_watch import ConsumerWatch
 from streamproc.stream.intake import MessageOrigin, Rejection, dead_letter_for
 from streamproc.stream.judging import (
     IncomingMessage,
@@ -48,7 +50,6 @@ from streamproc.stream.judging import (
     judge_messages,
     trace_id_from_traceparent,
 )
-from streamproc.stream.progress import ProgressWatch
 from streamproc.stream.publisher import (
     AtLeastOncePublisher,
     OutboundRecord,
@@ -62,8 +63,6 @@ __all__ = ["JudgeLoop", "judge_group_id", "transactional_id"]
 log = structlog.get_logger(__name__)
 
 _UNREADABLE = (UnsupportedCodecError, CorruptRecordException)
-_WATCH_EVERY_S = 2.0
-_CLOSE_TIMEOUT_S = 10.0
 
 
 def judge_group_id(settings: Settings) -> str:
@@ -107,8 +106,7 @@ class JudgeLoop:
             "outcome": settings.topics.outcomes,
             "dead_letter": settings.topics.dead_letter,
         }
-        self.watch: ProgressWatch[TopicPartition] = ProgressWatch(worker.stall_after_s)
-        self.live = True
+        self.watch = ConsumerWatch("judge", worker.stall_after_s)
         self.started = False
         self.judged = 0
         self.unreadable = 0
@@ -179,7 +177,10 @@ class JudgeLoop:
                 group_id=self.group_id,
                 guarantee="exactly_once" if self.transactional else "at_least_once",
             )
-            watchdog = asyncio.create_task(self._watch(), name="judge-progress-watch")
+            watchdog = asyncio.create_task(
+                self.watch.run(self._consumer, lambda: not self._lock.locked()),
+                name="judge-progress-watch",
+            )
             try:
                 while not self._stopping.is_set():
                     await self._step()
@@ -187,11 +188,16 @@ class JudgeLoop:
                 watchdog.cancel()
         finally:
             self.started = False
-            await _bounded(self._consumer.stop(), "consumer")
-            await _bounded(self._publisher.stop(), "producer")
+            await bounded_close(self._consumer.stop(), "consumer")
+            await bounded_close(self._publisher.stop(), "producer")
 
     def stop(self) -> None:
         self._stopping.set()
+
+    @property
+    def live(self) -> bool:
+        """No owned partition with lag has stood still for ``stall_after_s``."""
+        return self.watch.live
 
     # ------------------------------------------------------------------ one batch
 
@@ -211,7 +217,7 @@ class JudgeLoop:
             if generation != self._generation:
                 # Partitions were revoked after these records were fetched: whoever owns
                 # them now reads them from the committed offsets.
-                log.info("batch_dropped_after_rebalance", records=_count(batch))
+                log.info("batch_dropped_after_rebalance", records=record_count(batch))
                 return
             await self._judge_and_publish(batch, unreadable)
 
@@ -234,7 +240,7 @@ class JudgeLoop:
         await self._publisher.publish(outbound, offsets)
         for tp, offset, _ in unreadable:
             self._consumer.seek(tp, offset + 1)
-        self.watch.acknowledged(offsets, time.monotonic())
+        self.watch.progress.acknowledged(offsets, time.monotonic())
         self.judged += len(output.verdicts)
         _log_outputs(output)
 
@@ -284,38 +290,6 @@ class JudgeLoop:
         log.error("unreadable_record", partition=tp.partition, offset=offset, error=repr(exc))
         return OutboundRecord(self._topics["dead_letter"], None, letter.model_dump_json().encode())
 
-    # ------------------------------------------------------------------ progress
-
-    async def _watch(self) -> None:
-        """Every few seconds: end offsets of the owned partitions, then stalled or not."""
-        while True:
-            await asyncio.sleep(_WATCH_EVERY_S)
-            partitions = list(self.watch.partitions)
-            if not partitions:
-                continue
-            try:
-                ends = await self._consumer.end_offsets(partitions)
-                missing = [p for p in partitions if self.watch.partitions[p].acknowledged is None]
-                for tp in missing:
-                    committed = await self._consumer.committed(tp)
-                    self.watch.committed({tp: committed}, time.monotonic())
-            except (KafkaError, OSError, AssertionError) as exc:
-                log.warning("progress_check_failed", error=repr(exc))
-                continue
-            now = time.monotonic()
-            self.watch.ends(ends, now)
-            stalled = self.watch.stalled(now)
-            if stalled and self.live:
-                self.live = False
-                log.error(
-                    "worker_stalled",
-                    partitions={f"{tp.topic}/{tp.partition}": s.lag for tp, s in stalled.items()},
-                    seconds=round(max(now - s.moved_at for s in stalled.values()), 1),
-                )
-            elif not stalled and not self.live:
-                self.live = True
-                log.info("worker_progressing", lag=self.watch.total_lag())
-
 
 class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
     """Log every assignment; finish the batch in flight before giving partitions up, so
@@ -327,22 +301,13 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
     async def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
         async with self._loop._lock:
             self._loop._generation += 1
-            self._loop.watch.revoked()
-        log.info("partitions_revoked", partitions=_names(revoked))
+            self._loop.watch.progress.revoked()
+        log.info("partitions_revoked", partitions=partition_names(revoked))
 
     async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
         partitions = sorted(assigned)
-        self._loop.watch.assigned(partitions, time.monotonic())
-        log.info("partitions_assigned", partitions=_names(partitions))
-
-
-async def _bounded(closing: Awaitable[None], what: str) -> None:
-    """Close a client, but never hang on it: after a failed publish the producer may
-    still hold sends to a broker or topic that is gone, and the process must exit."""
-    try:
-        await asyncio.wait_for(closing, _CLOSE_TIMEOUT_S)
-    except (TimeoutError, KafkaError, OSError) as exc:
-        log.warning("client_close_failed", client=what, error=repr(exc))
+        self._loop.watch.progress.assigned(partitions, time.monotonic())
+        log.info("partitions_assigned", partitions=partition_names(partitions))
 
 
 def _incoming(record: ConsumerRecord[bytes, bytes]) -> IncomingMessage:
@@ -378,11 +343,3 @@ def _log_outputs(output: StageOutput) -> None:
             hallucinated=verdict.judgement.hallucinated,
             trace_id=verdict.trace_id,
         )
-
-
-def _names(partitions: Iterable[TopicPartition]) -> list[str]:
-    return [f"{tp.topic}/{tp.partition}" for tp in partitions]
-
-
-def _count(batch: Mapping[TopicPartition, Sequence[object]]) -> int:
-    return sum(len(records) for records in batch.values())

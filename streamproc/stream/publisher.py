@@ -41,11 +41,15 @@ OutputKind = Literal["verdict", "flag", "outcome", "dead_letter"]
 
 @dataclass(frozen=True, slots=True)
 class OutboundRecord:
-    """One record to send: the topic it goes to, its key and its serialised value."""
+    """One record to send: the topic it goes to, its key, its serialised value (None: a
+    tombstone, which deletes the key from a compacted topic) and, where it matters, the
+    partition."""
 
     topic: str
     key: bytes | None
-    value: bytes
+    value: bytes | None
+    partition: int | None = None
+    """None: the producer's partitioner picks by key (murmur2, as Java clients do)."""
 
 
 class PublishFailed(Exception):
@@ -113,10 +117,11 @@ class TransactionalPublisher:
         try:
             pending = [await _send(producer, record) for record in records]
             await asyncio.gather(*pending)
-            await producer.send_offsets_to_transaction(
-                {tp: OffsetAndMetadata(offset, "") for tp, offset in offsets.items()},
-                self._group_id,
-            )
+            if offsets:  # a tick's closings come with no input to acknowledge
+                await producer.send_offsets_to_transaction(
+                    {tp: OffsetAndMetadata(offset, "") for tp, offset in offsets.items()},
+                    self._group_id,
+                )
         except BaseException:
             await _abort_quietly(producer)
             raise
@@ -170,7 +175,9 @@ class AtLeastOncePublisher:
 
 
 async def _send(producer: AIOKafkaProducer, record: OutboundRecord) -> Awaitable[Any]:
-    future: Awaitable[Any] = await producer.send(record.topic, value=record.value, key=record.key)
+    future: Awaitable[Any] = await producer.send(
+        record.topic, value=record.value, key=record.key, partition=record.partition
+    )
     return future
 
 

@@ -22,7 +22,13 @@ from aiokafka.errors import TopicAlreadyExistsError, for_code
 from streamproc.adapters.kafka_security import aiokafka_options, explain_access_errors
 from streamproc.config import KafkaSecurity, Settings
 
-__all__ = ["DEAD_LETTER_MAX_BYTES", "TopicSpec", "ensure_topics", "topic_specs"]
+__all__ = [
+    "DEAD_LETTER_MAX_BYTES",
+    "TopicSpec",
+    "ensure_topics",
+    "topic_specs",
+    "window_changelog_topic",
+]
 
 DEAD_LETTER_MAX_BYTES = 8 * 1024 * 1024
 """A dead letter carries the original bytes base64-encoded (4/3 larger), so its topic
@@ -35,6 +41,11 @@ class TopicSpec:
     partitions: int
     replication_factor: int
     config: dict[str, str] = field(default_factory=dict)
+
+
+def window_changelog_topic(settings: Settings) -> str:
+    """The compacted topic holding the window loop's state, partitioned like the outcomes."""
+    return f"{settings.app_id}.window-state-changelog"
 
 
 def topic_specs(settings: Settings) -> list[TopicSpec]:
@@ -54,6 +65,11 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         spec(topics.flags, output),
         spec(topics.outcomes, output),
         spec(topics.aggregates, output),
+        # The window loop's state, partitioned like the outcomes it is derived from.
+        spec(
+            window_changelog_topic(settings),
+            {"cleanup.policy": "compact", **output},
+        ),
         spec(
             topics.dead_letter,
             {

@@ -9,22 +9,22 @@ One changelogged table holds three kinds of entry, told apart by a key prefix:
 - ``m|<partition>``: the partition's event-time watermark, so a restarted or rebalanced
   worker resumes with it instead of closing windows only by the idle rule.
 
-Why one table and not a separate dedup table: without Kafka transactions, the records of
-two changelog topics can reach the broker in any combination when a worker dies, so a
-window update could survive without its seen mark (a double count after redelivery).
-Within one changelog partition the log is a prefix of what was written. The window
-record is written first and carries ``last_event_id``; its seen mark follows. A crash in
-between leaves that window record as the last one of the partition, and
-``last_event_id`` recognises the redelivery.
+Why one table and not a separate dedup table: on a broker without transactions (Tansu),
+the records of two changelog topics can reach the broker in any combination when a worker
+dies, so a window update could survive without its seen mark (a double count after
+redelivery). Within one changelog partition the log is a prefix of what was written. The
+window record is written first and carries ``last_event_id``; its seen mark follows. A
+crash in between leaves that window record as the last one of the partition, and
+``last_event_id`` recognises the redelivery. On Kafka the window loop commits the
+changelog, the aggregates and the input offsets in one transaction, and the seen marks
+only guard against a producer that sends the same outcome twice.
 
-A table write goes to the changelog partition of the event being processed (faust's
-``Collection.partition_for_key`` uses ``current_event().message.partition``). The
-outcomes topic is keyed by assistant, so each assistant's windows, seen marks and the
-partition's watermark all live in that partition; the tick of a partition arrives in the
-same partition, so its deletions do too.
+Each outcome partition has its own store and its own changelog partition: the outcomes
+topic is keyed by assistant, so each assistant's windows, seen marks and the partition's
+watermark all live in that partition.
 
-Everything here works on any ``MutableMapping``: the agent passes the faust table, the
-tests and the benchmark a dict.
+Everything here works on any ``MutableMapping``: the window loop passes a
+:class:`~streamproc.stream.window_store.TrackedStore`, the tests and the benchmark a dict.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Tumbling event-time windows for per-assistant hallucination rates - pure arithmetic.
 
-The faust agent keeps one :class:`WindowState` per (assistant, window) in a changelogged
+The window loop keeps one :class:`WindowState` per (assistant, window) in a changelogged
 table, so a worker that dies loses nothing: the next owner of the partition recovers the
 open windows. Everything here is deterministic and broker-free, so it is unit-tested
 directly.

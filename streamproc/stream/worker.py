@@ -1,14 +1,15 @@
-"""Running one worker process: create topics, build the judging loop and the windows' faust
-app, hand both to faust's worker."""
+"""Running one worker process: create topics, then run the judging loop and the window
+loop side by side until a signal stops them."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import os
+import signal
+import sys
 from typing import NoReturn
 
-import faust
 import structlog
 from aiokafka.errors import KafkaError
 
@@ -16,10 +17,10 @@ from streamproc.adapters.health import HealthServer, HealthState
 from streamproc.adapters.kafka_security import aiokafka_options
 from streamproc.config import Settings
 from streamproc.judge import build_judge
-from streamproc.stream.app import create_app
 from streamproc.stream.judge_loop import JudgeLoop
 from streamproc.stream.publisher import PublishFailed
 from streamproc.stream.topics import ensure_topics, topic_specs
+from streamproc.stream.window_loop import WindowLoop
 
 __all__ = ["prepare_topics", "run_worker"]
 
@@ -43,76 +44,91 @@ async def prepare_topics(settings: Settings, *, attempts: int = 30, delay_s: flo
 
 
 def run_worker(settings: Settings) -> NoReturn:
-    """Block running the worker until SIGTERM/SIGINT.
+    """Block running the worker until SIGTERM/SIGINT, then leave the groups cleanly.
 
-    Two consumers share the process: our judging loop (answers -> verdicts, one Kafka
-    transaction per micro-batch) and faust's windows agent (outcomes -> aggregates).
-    A batch that cannot be published ends the process with exit code 3, after one log
-    line, so the orchestrator restarts it; nothing unpublished was acknowledged.
+    Two consumer loops share the process, each with its own group and Kafka
+    transactions: judging (answers -> verdicts, flags, outcomes, dead letters) and
+    windows (outcomes -> aggregates, with changelogged state). A batch that cannot be
+    published ends the process with exit code 3 after one log line, so the orchestrator
+    restarts it; nothing unpublished was acknowledged.
     """
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    loop.run_until_complete(prepare_topics(settings))
+    code = asyncio.run(_serve(settings))
+    logging.shutdown()
+    sys.exit(code)
+
+
+EXIT_PUBLISH_FAILED = 3
+EXIT_LOOP_CRASHED = 4
+
+
+async def _serve(settings: Settings) -> int:
+    await prepare_topics(settings)
     judge = build_judge(settings.judge)
-    app = create_app(settings)
-    judging = JudgeLoop(settings, judge, client_options=aiokafka_options(settings.security))
-    health = _health_server(settings, judging)
-
-    @app.task  # type: ignore[untyped-decorator]
-    async def judge_answers() -> None:
-        if health is not None:
-            await health.start()
-            log.info("health_server_started", port=health.port)
-        try:
-            await judging.run()
-        except PublishFailed as exc:
-            _exit(EXIT_PUBLISH_FAILED, "publish_failed_exiting", exc)
-        except Exception as exc:  # noqa: BLE001 - the loop must never end silently
-            _exit(EXIT_JUDGE_LOOP_CRASHED, "judge_loop_crashed_exiting", exc)
-
+    options = aiokafka_options(settings.security)
+    judging = JudgeLoop(settings, judge, client_options=options)
+    windows = WindowLoop(settings, client_options=options)
+    health = _health_server(settings, judging, windows)
+    if health is not None:
+        await health.start()
+        log.info("health_server_started", port=health.port)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, _stop_all, judging, windows)
     log.info(
         "worker_starting",
         app_id=settings.app_id,
         judge=judge.info.name,
         guarantee="exactly_once" if judging.transactional else "at_least_once",
     )
-    worker = faust.Worker(
-        app,
-        loop=loop,
-        loglevel=settings.log_level,
-        override_logging=False,
-        redirect_stdouts=False,
-        quiet=True,
-    )
-    worker.execute_from_commandline()
+    tasks = [
+        asyncio.create_task(judging.run(), name="judge-loop"),
+        asyncio.create_task(windows.run(), name="window-loop"),
+    ]
+    try:
+        for finished in asyncio.as_completed(tasks):
+            try:
+                await finished
+            except PublishFailed as exc:
+                _exit(EXIT_PUBLISH_FAILED, "publish_failed_exiting", exc)
+            except Exception as exc:  # noqa: BLE001 - a loop must never end silently
+                _exit(EXIT_LOOP_CRASHED, "loop_crashed_exiting", exc)
+            _stop_all(judging, windows)  # one loop ended (a stop): end the other too
+    finally:
+        if health is not None:
+            await health.stop()
+    log.info("worker_stopped", judged=judging.judged, windows_closed=windows.closed)
+    return 0
 
 
-EXIT_PUBLISH_FAILED = 3
-EXIT_JUDGE_LOOP_CRASHED = 4
+def _stop_all(*loops: JudgeLoop | WindowLoop) -> None:
+    for each in loops:
+        each.stop()
 
 
 def _exit(code: int, event: str, exc: BaseException) -> NoReturn:
     """One clear line, then leave at once: no offset of the failed batch is committed,
-    and faust's orderly shutdown could itself hang on a broker that is gone."""
+    and an orderly shutdown could itself hang on a broker that is gone."""
     log.error(event, error=repr(exc), exit_code=code)
     logging.shutdown()
     os._exit(code)
 
 
-def _health_server(settings: Settings, judging: JudgeLoop) -> HealthServer | None:
+def _health_server(
+    settings: Settings, judging: JudgeLoop, windows: WindowLoop
+) -> HealthServer | None:
     port = settings.worker.health_port
     if port is None:
         return None
 
     def probe() -> HealthState:
-        watch = judging.watch
         return HealthState(
-            live=judging.live,
-            ready=judging.started,
+            live=judging.live and windows.live,
+            ready=judging.started and windows.started,
             detail={
-                "lag": watch.total_lag(),
-                "partitions": len(watch.partitions),
+                "judge_lag": judging.watch.progress.total_lag(),
+                "windows_lag": windows.watch.progress.total_lag(),
                 "judged": judging.judged,
+                "windows_closed": windows.closed,
             },
         )
 

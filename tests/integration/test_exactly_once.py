@@ -1,7 +1,8 @@
 """Exactly once on real Kafka, under crashes and a broker restart.
 
-Two workers share the input; 10,000 short answers; workers are SIGKILLed at seeded random
-points (some in the middle of a batch, one during start-up) and restarted under the same
+Two workers share the input; 10,000 short answers arrive as a steady stream; workers are
+SIGKILLed at seeded random points while they judge (so in the middle of batches, one
+during start-up) and restarted under the same
 instance id; then the broker itself restarts, keeping its data. A ``read_committed``
 reader then counts: every answer has exactly one verdict and one outcome, nothing is
 dead-lettered, and the latest revision of every window adds up to the answers sent.
@@ -79,16 +80,20 @@ def _answers(base: datetime) -> list[AnswerEvent]:
 
 
 async def _produce(bootstrap: str, topic: str, answers: list[AnswerEvent]) -> None:
+    """Send the answers as a steady stream (about 170 a second), so the crashes below
+    land while batches are being judged, published and committed."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)
     await producer.start()
     try:
-        futures = [
-            await producer.send(
-                topic, key=a.conversation_id.encode(), value=a.model_dump_json().encode()
-            )
-            for a in answers
-        ]
-        await asyncio.gather(*futures)
+        for start in range(0, len(answers), 100):
+            futures = [
+                await producer.send(
+                    topic, key=a.conversation_id.encode(), value=a.model_dump_json().encode()
+                )
+                for a in answers[start : start + 100]
+            ]
+            await asyncio.gather(*futures)
+            await asyncio.sleep(0.5)
     finally:
         await producer.stop()
 
@@ -161,10 +166,12 @@ async def test_kills_and_a_broker_restart_lose_and_duplicate_nothing(
     counts = _CommittedCounts(settings["a"])
     await counts.consumer.start()
     kills: list[str] = []
+    producing = asyncio.create_task(
+        _produce(kafka_bootstrap, settings["a"].topics.answers, answers)
+    )
     try:
         start("a")
         start("b")
-        await _produce(kafka_bootstrap, settings["a"].topics.answers, answers)
         # Crashes at seeded random points while the backlog is being judged.
         for round_ in range(4):
             await _poll_for(counts, rng.uniform(4.0, 9.0))
@@ -179,11 +186,13 @@ async def test_kills_and_a_broker_restart_lose_and_duplicate_nothing(
                 start(victim)
         # The broker restarts keeping its data; the workers carry on.
         await _poll_for(counts, 3.0)
-        kafka_restart()
+        await asyncio.to_thread(kafka_restart)  # the producer keeps sending meanwhile
+        await producing
         await _wait(counts, lambda: len(counts.verdicts) >= ANSWERS, timeout_s=420, workers=workers)
         await _wait(counts, lambda: counts.windowed() >= ANSWERS, timeout_s=120, workers=workers)
         await _poll_for(counts, 5.0)  # anything late or duplicated would show up now
     finally:
+        producing.cancel()
         for worker in workers.values():
             worker.kill()
         await counts.consumer.stop()

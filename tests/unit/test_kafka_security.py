@@ -1,4 +1,4 @@
-"""Settings.security -> aiokafka keyword arguments and faust broker credentials."""
+"""Settings.security -> aiokafka keyword arguments."""
 
 from __future__ import annotations
 
@@ -9,13 +9,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import faust
 import pytest
 from aiokafka.protocol.admin import SaslAuthenticateRequest_v1
-from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
-from faust.types.auth import AuthProtocol, SASLMechanism
 
-from streamproc.adapters.kafka_security import aiokafka_options, faust_options
+from streamproc.adapters.kafka_security import aiokafka_options
 from streamproc.config import KafkaSecurity, Settings
 
 PASSWORD = "s3cret-pa55word"
@@ -42,7 +39,6 @@ def _security(**fields: Any) -> KafkaSecurity:
 
 def test_plaintext_adds_nothing() -> None:
     assert aiokafka_options(KafkaSecurity()) == {}
-    assert faust_options(KafkaSecurity()) == {}
 
 
 def test_sasl_ssl_gives_every_option(ca_file: Path) -> None:
@@ -94,45 +90,12 @@ def test_sasl_without_credentials_is_refused(protocol: str) -> None:
     with pytest.raises(ValueError, match="sasl_password"):
         aiokafka_options(_security(protocol=protocol, sasl_username="alice"))
     with pytest.raises(ValueError, match="sasl_username"):
-        faust_options(_security(protocol=protocol, sasl_password=PASSWORD))
+        aiokafka_options(_security(protocol=protocol, sasl_password=PASSWORD))
 
 
 def test_key_without_certificate_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="ssl_certfile"):
         aiokafka_options(_security(protocol="SSL", ssl_keyfile=tmp_path / "client.key"))
-
-
-@pytest.mark.parametrize(
-    ("fields", "protocol"),
-    [
-        ({"protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512"}, AuthProtocol.SASL_SSL),
-        ({"protocol": "SASL_PLAINTEXT"}, AuthProtocol.SASL_PLAINTEXT),
-    ],
-)
-def test_faust_sasl_credentials_match_the_aiokafka_options(
-    ca_file: Path, fields: dict[str, Any], protocol: AuthProtocol
-) -> None:
-    security = _security(
-        **fields, sasl_username="alice", sasl_password=PASSWORD, ssl_cafile=ca_file
-    )
-    credentials = faust_options(security)["broker_credentials"]
-    assert isinstance(credentials, faust.SASLCredentials)
-    assert credentials.protocol is protocol
-    assert credentials.mechanism is SASLMechanism(security.sasl_mechanism)
-    # What faust hands its aiokafka clients equals what ours get (the context aside).
-    via_faust = dict(credentials_to_aiokafka_auth(credentials))
-    ours = dict(aiokafka_options(security))
-    assert (via_faust.pop("ssl_context") is None) == ("ssl_context" not in ours)
-    ours.pop("ssl_context", None)
-    assert via_faust == ours
-
-
-def test_faust_ssl_credentials(ca_file: Path) -> None:
-    credentials = faust_options(_security(protocol="SSL", ssl_cafile=ca_file))["broker_credentials"]
-    assert isinstance(credentials, faust.SSLCredentials)
-    auth = credentials_to_aiokafka_auth(credentials)
-    assert auth["security_protocol"] == "SSL"
-    assert len(auth["ssl_context"].get_ca_certs()) == 1
 
 
 def test_password_never_shown(ca_file: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -141,9 +104,8 @@ def test_password_never_shown(ca_file: Path, caplog: pytest.LogCaptureFixture) -
         protocol="SASL_SSL", sasl_username="alice", sasl_password=PASSWORD, ssl_cafile=ca_file
     )
     options = aiokafka_options(security)
-    credentials = faust_options(security)
-    logging.getLogger("streamproc.test").info("options %s %r", options, credentials)
-    shown = [repr(options), str(options), f"{options}", repr(credentials), repr(security)]
+    logging.getLogger("streamproc.test").info("options %s %r", options, options)
+    shown = [repr(options), str(options), f"{options}", repr(security)]
     assert "alice" in repr(options)
     assert all(PASSWORD not in text for text in shown)
     assert PASSWORD not in caplog.text

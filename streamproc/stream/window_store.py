@@ -1,0 +1,99 @@
+"""Window state of one outcome partition, kept in memory and changelogged to Kafka.
+
+The state is the key/value layout of :mod:`streamproc.stream.window_table` (windows,
+seen marks, the watermark). Every change is remembered until it is flushed: the window
+loop sends the changed keys to a compacted changelog topic (a deleted key as a
+tombstone) in the same Kafka transaction as the aggregates and the input offsets, so the
+changelog and the offsets always agree. A worker that takes a partition over restores it
+by reading that changelog partition from the beginning (``read_committed``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, MutableMapping
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer
+from aiokafka.structs import TopicPartition
+
+__all__ = ["TrackedStore", "decode_entry", "encode_entry", "restore_partition"]
+
+_MAX_IDLE_POLLS = 30
+
+
+class TrackedStore(MutableMapping[str, Any]):
+    """A dict that remembers which keys changed since :meth:`drain`."""
+
+    def __init__(self, data: dict[str, Any] | None = None) -> None:
+        self._data: dict[str, Any] = data or {}
+        self._changed: set[str] = set()
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._data[key] = value
+        self._changed.add(key)
+
+    def __delitem__(self, key: str) -> None:
+        del self._data[key]
+        self._changed.add(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def drain(self) -> list[tuple[str, Any | None]]:
+        """The changes since the last drain: (key, value), value None for a deleted key."""
+        changes = [(key, self._data.get(key)) for key in sorted(self._changed)]
+        self._changed.clear()
+        return changes
+
+
+def encode_entry(key: str, value: Any | None) -> tuple[bytes, bytes | None]:
+    """A changelog record: the key, and the value as JSON or None (tombstone)."""
+    return key.encode(), None if value is None else json.dumps(value).encode()
+
+
+def decode_entry(value: bytes) -> Any:
+    return json.loads(value)
+
+
+async def restore_partition(
+    bootstrap_servers: str,
+    changelog: TopicPartition,
+    client_options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The committed state of one partition: its changelog read to the end."""
+    reader = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap_servers,
+        group_id=None,
+        enable_auto_commit=False,
+        isolation_level="read_committed",
+        auto_offset_reset="earliest",
+        **(client_options or {}),
+    )
+    await reader.start()
+    try:
+        reader.assign([changelog])
+        await reader.seek_to_beginning(changelog)
+        end = (await reader.end_offsets([changelog]))[changelog]
+        state: dict[str, Any] = {}
+        idle_polls = 0
+        while (position := await reader.position(changelog)) < end:
+            if idle_polls >= _MAX_IDLE_POLLS:
+                raise RuntimeError(f"restoring {changelog} stopped at {position} of {end}")
+            batch = await reader.getmany(changelog, timeout_ms=1000)
+            idle_polls = 0 if batch else idle_polls + 1
+            for record in batch.get(changelog, []):
+                key = (record.key or b"").decode()
+                if record.value is None:
+                    state.pop(key, None)
+                else:
+                    state[key] = decode_entry(record.value)
+        return state
+    finally:
+        await reader.stop()
