@@ -1,4 +1,4 @@
-"""Faults the judging loop must survive or stop on cleanly, on a real broker.
+"""Faults the consumer loops must survive or stop on cleanly, on a real broker.
 
 - A record batch the client cannot decode (here: lz4 with the codec switched off, which
   is what a missing codec library looked like in the field) is dead-lettered record by
@@ -6,6 +6,8 @@
 - A batch whose outputs the broker will not take (its output topic deleted) is never
   acknowledged: the worker logs one line and exits with code 3, and the worker that
   replaces it judges those answers.
+- A window whose aggregate cannot be published is not marked closed: the next worker
+  closes it with every answer.
 """
 
 from __future__ import annotations
@@ -158,12 +160,7 @@ async def test_a_batch_the_broker_will_not_take_is_never_acknowledged(
         seen = await _read_committed(settings, lambda s: len(s["verdict"]) >= 6, timeout_s=90)
         assert len(seen["verdict"]) == 6, worker.log_tail()
 
-        admin = AIOKafkaAdminClient(bootstrap_servers=kafka_bootstrap)
-        await admin.start()
-        try:
-            await admin.delete_topics([settings.topics.verdicts])
-        finally:
-            await admin.close()
+        await _delete_topic(kafka_bootstrap, settings.topics.verdicts)
         await publish_answers(settings.bootstrap_servers, settings.topics.answers, second)
         code = await asyncio.to_thread(worker.wait, 90.0)
         assert code == EXIT_PUBLISH_FAILED, worker.log_tail()
@@ -197,3 +194,87 @@ async def _committed_total(settings: Settings) -> int:
         return total
     finally:
         await consumer.stop()
+
+
+async def test_a_window_is_closed_only_once_its_aggregate_is_published(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """The aggregates topic is gone when the window is due: the worker exits 3 and the
+    window stays open in the committed state; the next worker closes it with every answer."""
+    settings = _settings(kafka_bootstrap, "noagg", publish_timeout_s=5.0, instance_id="only")
+    settings = settings.model_copy(
+        update={
+            "window": settings.window.model_copy(
+                update={"grace_s": 1.0, "idle_close_s": 2.0, "tick_s": 0.5}
+            )
+        }
+    )
+    await prepare_topics(settings)
+    past = datetime.now(UTC) - timedelta(minutes=5)  # its window is due after idle_close_s
+    answers = [
+        a.model_copy(update={"event_id": f"w-{i}", "occurred_at": past})
+        for i, a in enumerate(load_answers(SEED_LAB)[:6])
+    ]
+    worker = WorkerProcess(settings, tmp_path / "worker-1.log").start()
+    try:
+        # Once it runs (a starting worker would create the topic again), the topic goes.
+        await _until_logged(worker, "window_partitions_assigned", timeout_s=90)
+        await _delete_topic(kafka_bootstrap, settings.topics.aggregates)
+        await publish_answers(settings.bootstrap_servers, settings.topics.answers, answers)
+        code = await asyncio.to_thread(worker.wait, 120.0)
+        assert code == EXIT_PUBLISH_FAILED, worker.log_tail()
+        assert "publish_failed_exiting" in worker.log_tail(5)
+    finally:
+        worker.kill()
+
+    await asyncio.sleep(2)
+    await prepare_topics(settings)
+    with WorkerProcess(settings, tmp_path / "worker-2.log") as replacement:
+        windows = await _latest_windows(settings, answers=len(answers), timeout_s=120)
+        assert sum(windows.values()) == len(answers), replacement.log_tail()
+
+
+async def _until_logged(worker: WorkerProcess, event: str, *, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if worker.log_path.exists() and event in worker.log_path.read_text(errors="replace"):
+            return
+        await asyncio.sleep(0.5)
+    pytest.fail(f"worker never logged {event}:\n{worker.log_tail()}", pytrace=False)
+
+
+async def _delete_topic(bootstrap: str, topic: str) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.delete_topics([topic])
+    finally:
+        await admin.close()
+
+
+async def _latest_windows(
+    settings: Settings, *, answers: int, timeout_s: float
+) -> dict[tuple[str, str], int]:
+    """Answers per window, latest revision, read_committed, once they add up (or time out)."""
+    consumer = AIOKafkaConsumer(
+        settings.topics.aggregates,
+        bootstrap_servers=settings.bootstrap_servers,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+    )
+    latest: dict[tuple[str, str], tuple[int, int]] = {}
+    await consumer.start()
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                for record in records:
+                    doc = json.loads(record.value or b"{}")
+                    key = (str(doc["assistant_id"]), str(doc["window_start"]))
+                    if doc["revision"] >= latest.get(key, (-1, 0))[0]:
+                        latest[key] = (int(doc["revision"]), int(doc["answers"]))
+            if sum(n for _, n in latest.values()) >= answers:
+                break
+    finally:
+        await consumer.stop()
+    return {key: n for key, (_, n) in latest.items()}
