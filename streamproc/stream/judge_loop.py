@@ -22,26 +22,22 @@ its partition, dead-lettered offset by offset (``unreadable_record``) and skippe
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
 import structlog
-from aiokafka import AIOKafkaConsumer, ConsumerRecord
-from aiokafka.abc import ConsumerRebalanceListener
+from aiokafka import ConsumerRecord
 from aiokafka.errors import CorruptRecordException, UnsupportedCodecError
 from aiokafka.structs import TopicPartition
 
-from streamproc.adapters.kafka_security import explain_access_errors
 from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
 from streamproc.judge import Judge
-from streamproc.stream._loop_support import bounded_close, partition_names, record_count
-from streamproc.stream.consumer_watch import ConsumerWatch
+from streamproc.stream._loop_support import record_count
+from streamproc.stream.consumer_loop import ConsumerLoop
 from streamproc.stream.intake import MessageOrigin, Rejection, dead_letter_for
 from streamproc.stream.judging import (
     IncomingMessage,
@@ -51,14 +47,11 @@ from streamproc.stream.judging import (
     trace_id_from_traceparent,
 )
 from streamproc.stream.publisher import (
-    AtLeastOncePublisher,
     OutboundRecord,
-    Publisher,
-    TransactionalPublisher,
 )
 from streamproc.stream.topics import DEAD_LETTER_MAX_BYTES
 
-__all__ = ["JudgeLoop", "judge_group_id", "transactional_id"]
+__all__ = ["JudgeLoop", "judge_group_id"]
 
 log = structlog.get_logger(__name__)
 
@@ -66,19 +59,11 @@ _UNREADABLE = (UnsupportedCodecError, CorruptRecordException)
 
 
 def judge_group_id(settings: Settings) -> str:
-    """The judging consumer's group (the windows' faust app uses ``app_id`` itself)."""
+    """The judging consumer's group."""
     return f"{settings.app_id}.judge"
 
 
-def transactional_id(settings: Settings) -> str:
-    """Stable per worker slot when ``worker.instance_id`` is set (a restarted slot fences
-    its predecessor at once); otherwise unique per process, and a killed worker's open
-    transaction is aborted by the broker after ``transaction_timeout_s``."""
-    slot = settings.worker.instance_id or f"{socket.gethostname()}-{os.getpid()}"
-    return f"{judge_group_id(settings)}.{slot}"
-
-
-class JudgeLoop:
+class JudgeLoop(ConsumerLoop):
     """Consume answers, judge them in micro-batches, publish, acknowledge; see module doc."""
 
     def __init__(
@@ -89,13 +74,19 @@ class JudgeLoop:
         client_options: Mapping[str, Any] | None = None,
         executor: Executor | None = None,
     ) -> None:
-        self._settings = settings
-        self._judge = judge
         worker = settings.worker
-        self.group_id = judge_group_id(settings)
-        # Kept as passed: kafka_security's options mask the SASL password in their repr.
-        self._client_options: Mapping[str, Any] = client_options or {}
-        self.transactional = worker.exactly_once and settings.broker_flavour == "kafka"
+        super().__init__(
+            settings,
+            name="judge",
+            topic=settings.topics.answers,
+            client_options=client_options,
+            consumer_options={
+                "max_poll_records": worker.batch_max,
+                "max_partition_fetch_bytes": max(1024 * 1024, worker.max_event_bytes + 65536),
+            },
+            producer_options={"max_request_size": DEAD_LETTER_MAX_BYTES + 65536},
+        )
+        self._judge = judge
         self._pool = executor or ThreadPoolExecutor(
             max_workers=worker.judge_threads, thread_name_prefix="judge"
         )
@@ -106,98 +97,9 @@ class JudgeLoop:
             "outcome": settings.topics.outcomes,
             "dead_letter": settings.topics.dead_letter,
         }
-        self.watch = ConsumerWatch("judge", worker.stall_after_s)
-        self.started = False
         self.judged = 0
         self.unreadable = 0
-        self._lock = asyncio.Lock()
-        self._generation = 0
         self._last_unreadable: TopicPartition | None = None
-        self._stopping = asyncio.Event()
-
-    # ------------------------------------------------------------------ lifecycle
-
-    def _connect(self) -> tuple[AIOKafkaConsumer, Publisher]:
-        """The Kafka clients; made inside the running event loop, as aiokafka requires."""
-        settings = self._settings
-        worker = settings.worker
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=settings.bootstrap_servers,
-            group_id=self.group_id,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            isolation_level="read_committed",
-            max_poll_records=worker.batch_max,
-            session_timeout_ms=int(worker.session_timeout_s * 1000),
-            heartbeat_interval_ms=int(min(3.0, worker.session_timeout_s / 3) * 1000),
-            rebalance_timeout_ms=int(worker.rebalance_timeout_s * 1000),
-            max_partition_fetch_bytes=max(1024 * 1024, worker.max_event_bytes + 64 * 1024),
-            **self._client_options,
-        )
-        producer_options = {
-            **self._client_options,
-            "bootstrap_servers": settings.bootstrap_servers,
-            "max_request_size": DEAD_LETTER_MAX_BYTES + 64 * 1024,
-        }
-        publisher: Publisher
-        if self.transactional:
-            publisher = TransactionalPublisher(
-                consumer=consumer,
-                group_id=self.group_id,
-                transactional_id=transactional_id(settings),
-                timeout_s=worker.publish_timeout_s,
-                client_options={
-                    **producer_options,
-                    "transaction_timeout_ms": int(worker.transaction_timeout_s * 1000),
-                },
-            )
-        else:
-            publisher = AtLeastOncePublisher(
-                consumer=consumer,
-                timeout_s=worker.publish_timeout_s,
-                one_record_per_batch=settings.broker_flavour == "tansu",
-                client_options=producer_options,
-            )
-        return consumer, publisher
-
-    async def run(self) -> None:
-        """Run until :meth:`stop`; raises ``PublishFailed`` when a batch cannot be
-        published (its inputs stay unacknowledged)."""
-        self._consumer, self._publisher = self._connect()
-        settings = self._settings
-        async with explain_access_errors(settings.bootstrap_servers, settings.security):
-            await self._publisher.start()
-        try:
-            self._consumer.subscribe([settings.topics.answers], listener=_Rebalance(self))
-            async with explain_access_errors(settings.bootstrap_servers, settings.security):
-                await self._consumer.start()
-            self.started = True
-            log.info(
-                "judge_loop_started",
-                group_id=self.group_id,
-                guarantee="exactly_once" if self.transactional else "at_least_once",
-            )
-            watchdog = asyncio.create_task(
-                self.watch.run(self._consumer, lambda: not self._lock.locked()),
-                name="judge-progress-watch",
-            )
-            try:
-                while not self._stopping.is_set():
-                    await self._step()
-            finally:
-                watchdog.cancel()
-        finally:
-            self.started = False
-            await bounded_close(self._consumer.stop(), "consumer")
-            await bounded_close(self._publisher.stop(), "producer")
-
-    def stop(self) -> None:
-        self._stopping.set()
-
-    @property
-    def live(self) -> bool:
-        """No owned partition with lag has stood still for ``stall_after_s``."""
-        return self.watch.live
 
     # ------------------------------------------------------------------ one batch
 
@@ -289,25 +191,6 @@ class JudgeLoop:
         )
         log.error("unreadable_record", partition=tp.partition, offset=offset, error=repr(exc))
         return OutboundRecord(self._topics["dead_letter"], None, letter.model_dump_json().encode())
-
-
-class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
-    """Log every assignment; finish the batch in flight before giving partitions up, so
-    no other worker commits offsets for records this one is still publishing."""
-
-    def __init__(self, loop: JudgeLoop) -> None:
-        self._loop = loop
-
-    async def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
-        async with self._loop._lock:
-            self._loop._generation += 1
-            self._loop.watch.progress.revoked()
-        log.info("partitions_revoked", partitions=partition_names(revoked))
-
-    async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
-        partitions = sorted(assigned)
-        self._loop.watch.progress.assigned(partitions, time.monotonic())
-        log.info("partitions_assigned", partitions=partition_names(partitions))
 
 
 def _incoming(record: ConsumerRecord[bytes, bytes]) -> IncomingMessage:

@@ -17,32 +17,24 @@ partitions after a rebalance, silently, with 11 % of the answers never counted. 
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import socket
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import structlog
-from aiokafka import AIOKafkaConsumer, ConsumerRecord
-from aiokafka.abc import ConsumerRebalanceListener
+from aiokafka import ConsumerRecord
 from aiokafka.structs import TopicPartition
 from pydantic import ValidationError
 
-from streamproc.adapters.kafka_security import explain_access_errors
 from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
-from streamproc.stream._loop_support import bounded_close, partition_names, record_count
-from streamproc.stream.consumer_watch import ConsumerWatch
+from streamproc.stream._loop_support import record_count
+from streamproc.stream.consumer_loop import ConsumerLoop
 from streamproc.stream.intake import MessageOrigin, Rejection, dead_letter_for
 from streamproc.stream.publisher import (
-    AtLeastOncePublisher,
     OutboundRecord,
-    Publisher,
-    TransactionalPublisher,
 )
 from streamproc.stream.topics import window_changelog_topic
 from streamproc.stream.window_index import PartitionIndex
@@ -58,13 +50,9 @@ from streamproc.stream.window_table import (
 )
 from streamproc.stream.windows import AnswerOutcome, close_window
 
-__all__ = ["WindowLoop", "windows_group_id"]
+__all__ = ["WindowLoop"]
 
 log = structlog.get_logger(__name__)
-
-
-def windows_group_id(settings: Settings) -> str:
-    return f"{settings.app_id}.windows"
 
 
 class _Partition:
@@ -75,105 +63,25 @@ class _Partition:
         self.index = index
 
 
-class WindowLoop:
+class WindowLoop(ConsumerLoop):
     """Consume outcomes, keep windows, publish aggregates; see the module docstring."""
 
-    def __init__(self, settings: Settings, *, client_options: Mapping[str, Any] | None = None):
-        self._settings = settings
-        self._client_options: Mapping[str, Any] = client_options or {}
-        self.group_id = windows_group_id(settings)
-        self.transactional = settings.worker.exactly_once and settings.broker_flavour == "kafka"
+    def __init__(
+        self, settings: Settings, *, client_options: Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__(
+            settings,
+            name="windows",
+            topic=settings.topics.outcomes,
+            client_options=client_options,
+            consumer_options={"max_poll_records": 1000},
+            producer_options={},
+        )
         self._timing = index_timing(settings.window)
         self._partitions: dict[int, _Partition] = {}
-        self.watch = ConsumerWatch("windows", settings.worker.stall_after_s)
-        self.started = False
         self.counted = 0
         self.closed = 0
-        self._lock = asyncio.Lock()
-        self._generation = 0
-        self._stopping = asyncio.Event()
         self._last_tick = 0.0
-
-    @property
-    def live(self) -> bool:
-        return self.watch.live
-
-    def stop(self) -> None:
-        self._stopping.set()
-
-    # ------------------------------------------------------------------ lifecycle
-
-    def _connect(self) -> tuple[AIOKafkaConsumer, Publisher]:
-        settings = self._settings
-        worker = settings.worker
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=settings.bootstrap_servers,
-            group_id=self.group_id,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            isolation_level="read_committed",
-            max_poll_records=1000,
-            session_timeout_ms=int(worker.session_timeout_s * 1000),
-            heartbeat_interval_ms=int(min(3.0, worker.session_timeout_s / 3) * 1000),
-            rebalance_timeout_ms=int(worker.rebalance_timeout_s * 1000),
-            **self._client_options,
-        )
-        producer_options = {
-            **self._client_options,
-            "bootstrap_servers": settings.bootstrap_servers,
-        }
-        publisher: Publisher
-        if self.transactional:
-            slot = worker.instance_id or f"{socket.gethostname()}-{os.getpid()}"
-            publisher = TransactionalPublisher(
-                consumer=consumer,
-                group_id=self.group_id,
-                transactional_id=f"{self.group_id}.{slot}",
-                timeout_s=worker.publish_timeout_s,
-                client_options={
-                    **producer_options,
-                    "transaction_timeout_ms": int(worker.transaction_timeout_s * 1000),
-                },
-            )
-        else:
-            publisher = AtLeastOncePublisher(
-                consumer=consumer,
-                timeout_s=worker.publish_timeout_s,
-                one_record_per_batch=settings.broker_flavour == "tansu",
-                client_options=producer_options,
-            )
-        return consumer, publisher
-
-    async def run(self) -> None:
-        """Run until :meth:`stop`; raises ``PublishFailed`` when a batch cannot be
-        published (its inputs and state changes stay uncommitted)."""
-        settings = self._settings
-        self._consumer, self._publisher = self._connect()
-        async with explain_access_errors(settings.bootstrap_servers, settings.security):
-            await self._publisher.start()
-        try:
-            self._consumer.subscribe([settings.topics.outcomes], listener=_Rebalance(self))
-            async with explain_access_errors(settings.bootstrap_servers, settings.security):
-                await self._consumer.start()
-            self.started = True
-            log.info(
-                "window_loop_started",
-                group_id=self.group_id,
-                guarantee="exactly_once" if self.transactional else "at_least_once",
-            )
-            watchdog = asyncio.create_task(
-                self.watch.run(self._consumer, lambda: not self._lock.locked()),
-                name="windows-watch",
-            )
-            try:
-                while not self._stopping.is_set():
-                    await self._step()
-            finally:
-                watchdog.cancel()
-        finally:
-            self.started = False
-            await bounded_close(self._consumer.stop(), "consumer")
-            await bounded_close(self._publisher.stop(), "producer")
 
     # ------------------------------------------------------------------ one step
 
@@ -289,6 +197,12 @@ class WindowLoop:
 
     # ------------------------------------------------------------------ rebalances
 
+    async def _on_revoked(self, partitions: list[TopicPartition]) -> None:
+        self._partitions.clear()
+
+    async def _on_assigned(self, partitions: list[TopicPartition]) -> None:
+        await self._restore(partitions)
+
     async def _restore(self, partitions: Iterable[TopicPartition]) -> None:
         topic = window_changelog_topic(self._settings)
         for tp in partitions:
@@ -309,30 +223,6 @@ class WindowLoop:
                 queued=index.sizes(),
                 seconds=round(time.monotonic() - started, 2),
             )
-
-
-class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
-    """Finish the batch in flight before giving partitions up; restore the state of new
-    partitions before any of their outcomes is read."""
-
-    def __init__(self, loop: WindowLoop) -> None:
-        self._loop = loop
-
-    async def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
-        loop = self._loop
-        async with loop._lock:
-            loop._generation += 1
-            loop._partitions.clear()
-            loop.watch.progress.revoked()
-        log.info("window_partitions_revoked", partitions=partition_names(revoked))
-
-    async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
-        partitions = sorted(assigned)
-        loop = self._loop
-        async with loop._lock:
-            await loop._restore(partitions)
-        loop.watch.progress.assigned(partitions, time.monotonic())
-        log.info("window_partitions_assigned", partitions=partition_names(partitions))
 
 
 def _representable(timestamp: float) -> None:

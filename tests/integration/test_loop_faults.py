@@ -218,7 +218,7 @@ async def test_a_window_is_closed_only_once_its_aggregate_is_published(
     worker = WorkerProcess(settings, tmp_path / "worker-1.log").start()
     try:
         # Once it runs (a starting worker would create the topic again), the topic goes.
-        await _until_logged(worker, "window_partitions_assigned", timeout_s=90)
+        await _until_logged(worker, "windows_loop_started", timeout_s=90)
         await _delete_topic(kafka_bootstrap, settings.topics.aggregates)
         await publish_answers(settings.bootstrap_servers, settings.topics.answers, answers)
         code = await asyncio.to_thread(worker.wait, 120.0)

@@ -1,0 +1,191 @@
+"""What the worker's two consumer loops (judging, windows) share: one consumer group on
+one topic, a :class:`~streamproc.stream.publisher.Publisher` that commits outputs and
+offsets together, a progress watch, and the rebalance discipline.
+
+The discipline: a batch is handled under ``_lock`` from the moment it is read until it is
+published; revoking partitions takes the same lock, so a batch in flight is finished
+before its partitions go to another worker, and a batch read before a revocation (the
+generation changed) is dropped, to be read again by the partitions' next owner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import structlog
+from aiokafka import AIOKafkaConsumer
+from aiokafka.abc import ConsumerRebalanceListener
+from aiokafka.structs import TopicPartition
+
+from streamproc.adapters.kafka_security import explain_access_errors
+from streamproc.config import Settings
+from streamproc.stream._loop_support import bounded_close, partition_names
+from streamproc.stream.consumer_watch import ConsumerWatch
+from streamproc.stream.publisher import (
+    AtLeastOncePublisher,
+    Publisher,
+    TransactionalPublisher,
+)
+
+__all__ = ["ConsumerLoop", "transactional_id"]
+
+log = structlog.get_logger(__name__)
+
+
+def transactional_id(settings: Settings, group_id: str) -> str:
+    """Stable per worker slot when ``worker.instance_id`` is set (a restarted slot fences
+    its predecessor at once); otherwise unique per process, and a killed worker's open
+    transaction is aborted by the broker after ``transaction_timeout_s``."""
+    slot = settings.worker.instance_id or f"{socket.gethostname()}-{os.getpid()}"
+    return f"{group_id}.{slot}"
+
+
+class ConsumerLoop(ABC):
+    """One consumer group reading ``topic``; subclasses implement :meth:`_step`."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        name: str,
+        topic: str,
+        client_options: Mapping[str, Any] | None,
+        consumer_options: Mapping[str, Any],
+        producer_options: Mapping[str, Any],
+    ) -> None:
+        self._settings = settings
+        self.name = name
+        self._topic = topic
+        self.group_id = f"{settings.app_id}.{name}"
+        # Kept as passed: kafka_security's options mask the SASL password in their repr.
+        self._client_options: Mapping[str, Any] = client_options or {}
+        self._consumer_options = consumer_options
+        self._producer_options = producer_options
+        self.transactional = settings.worker.exactly_once and settings.broker_flavour == "kafka"
+        self.watch = ConsumerWatch(name, settings.worker.stall_after_s)
+        self.started = False
+        self._lock = asyncio.Lock()
+        self._generation = 0
+        self._stopping = asyncio.Event()
+
+    @property
+    def live(self) -> bool:
+        """No owned partition with lag has stood still for ``stall_after_s``."""
+        return self.watch.live
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    async def run(self) -> None:
+        """Run until :meth:`stop`; raises ``PublishFailed`` when a batch cannot be
+        published (its inputs stay unacknowledged)."""
+        settings = self._settings
+        self._consumer, self._publisher = self._connect()
+        async with explain_access_errors(settings.bootstrap_servers, settings.security):
+            await self._publisher.start()
+        try:
+            self._consumer.subscribe([self._topic], listener=_Rebalance(self))
+            async with explain_access_errors(settings.bootstrap_servers, settings.security):
+                await self._consumer.start()
+            self.started = True
+            log.info(
+                f"{self.name}_loop_started",
+                group_id=self.group_id,
+                guarantee="exactly_once" if self.transactional else "at_least_once",
+            )
+            watchdog = asyncio.create_task(
+                self.watch.run(self._consumer, lambda: not self._lock.locked()),
+                name=f"{self.name}-progress-watch",
+            )
+            try:
+                while not self._stopping.is_set():
+                    await self._step()
+            finally:
+                watchdog.cancel()
+        finally:
+            self.started = False
+            await bounded_close(self._consumer.stop(), "consumer")
+            await bounded_close(self._publisher.stop(), "producer")
+
+    @abstractmethod
+    async def _step(self) -> None:
+        """Read one batch, handle it under ``_lock``, publish it with its offsets."""
+
+    async def _on_revoked(self, partitions: list[TopicPartition]) -> None:  # noqa: B027 - optional hook
+        """Called under ``_lock`` when partitions go; drop what belongs to them."""
+
+    async def _on_assigned(self, partitions: list[TopicPartition]) -> None:  # noqa: B027 - optional hook
+        """Called under ``_lock`` when partitions come, before any of their records."""
+
+    def _connect(self) -> tuple[AIOKafkaConsumer, Publisher]:
+        """The Kafka clients; made inside the running event loop, as aiokafka requires."""
+        settings = self._settings
+        worker = settings.worker
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=settings.bootstrap_servers,
+            group_id=self.group_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            isolation_level="read_committed",
+            session_timeout_ms=int(worker.session_timeout_s * 1000),
+            heartbeat_interval_ms=int(min(3.0, worker.session_timeout_s / 3) * 1000),
+            rebalance_timeout_ms=int(worker.rebalance_timeout_s * 1000),
+            **self._consumer_options,
+            **self._client_options,
+        )
+        producer_options = {
+            **self._client_options,
+            **self._producer_options,
+            "bootstrap_servers": settings.bootstrap_servers,
+        }
+        publisher: Publisher
+        if self.transactional:
+            publisher = TransactionalPublisher(
+                consumer=consumer,
+                group_id=self.group_id,
+                transactional_id=transactional_id(settings, self.group_id),
+                timeout_s=worker.publish_timeout_s,
+                client_options={
+                    **producer_options,
+                    "transaction_timeout_ms": int(worker.transaction_timeout_s * 1000),
+                },
+            )
+        else:
+            publisher = AtLeastOncePublisher(
+                consumer=consumer,
+                timeout_s=worker.publish_timeout_s,
+                one_record_per_batch=settings.broker_flavour == "tansu",
+                client_options=producer_options,
+            )
+        return consumer, publisher
+
+
+class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Finish the batch in flight before giving partitions up; prepare new partitions
+    before any of their records is read; log both."""
+
+    def __init__(self, loop: ConsumerLoop) -> None:
+        self._loop = loop
+
+    async def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
+        loop = self._loop
+        partitions = sorted(revoked)
+        async with loop._lock:
+            loop._generation += 1
+            loop.watch.progress.revoked()
+            await loop._on_revoked(partitions)
+        log.info("partitions_revoked", consumer=loop.name, partitions=partition_names(partitions))
+
+    async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
+        loop = self._loop
+        partitions = sorted(assigned)
+        async with loop._lock:
+            await loop._on_assigned(partitions)
+        loop.watch.progress.assigned(partitions, time.monotonic())
+        log.info("partitions_assigned", consumer=loop.name, partitions=partition_names(partitions))
