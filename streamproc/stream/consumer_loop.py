@@ -147,7 +147,6 @@ class ConsumerLoop(ABC):
         publisher: Publisher
         if self.transactional:
             publisher = TransactionalPublisher(
-                consumer=consumer,
                 group_id=self.group_id,
                 transactional_id=transactional_id(settings, self.group_id),
                 timeout_s=worker.publish_timeout_s,

@@ -18,6 +18,7 @@ restarted worker judges the batch again from the last committed offsets).
 from __future__ import annotations
 
 import asyncio
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -69,33 +70,16 @@ class Publisher(Protocol):
         ...
 
 
-class TransactionalPublisher:
-    """Outputs and input offsets in one Kafka transaction (idempotent producer)."""
+class _ProducerPublisher(ABC):
+    """A producer and a time limit per batch; subclasses say how a batch is delivered."""
 
-    def __init__(
-        self,
-        *,
-        consumer: AIOKafkaConsumer,
-        group_id: str,
-        transactional_id: str,
-        timeout_s: float,
-        client_options: Mapping[str, Any],
-    ) -> None:
-        self._consumer = consumer
-        self._group_id = group_id
+    _failure = "batch not published"
+
+    def __init__(self, producer: AIOKafkaProducer, timeout_s: float) -> None:
+        self._producer = producer
         self._timeout_s = timeout_s
-        self.transactional_id = transactional_id
-        self._producer = AIOKafkaProducer(
-            transactional_id=transactional_id,
-            enable_idempotence=True,
-            acks="all",
-            linger_ms=5,
-            **client_options,
-        )
 
     async def start(self) -> None:
-        # init_transactions (inside start) fences an older producer with the same id and
-        # aborts whatever transaction a killed predecessor left open.
         await self._producer.start()
 
     async def stop(self) -> None:
@@ -105,18 +89,54 @@ class TransactionalPublisher:
         self, records: Sequence[OutboundRecord], offsets: Mapping[TopicPartition, int]
     ) -> None:
         try:
-            await asyncio.wait_for(self._commit(records, offsets), self._timeout_s)
+            await asyncio.wait_for(self._deliver(records, offsets), self._timeout_s)
         except Exception as exc:
-            raise PublishFailed(f"transaction not committed: {exc!r}") from exc
+            raise PublishFailed(f"{self._failure}: {exc!r}") from exc
 
-    async def _commit(
+    async def _send_all(self, records: Sequence[OutboundRecord]) -> None:
+        pending = [await _send(self._producer, record) for record in records]
+        await asyncio.gather(*pending)
+
+    @abstractmethod
+    async def _deliver(
+        self, records: Sequence[OutboundRecord], offsets: Mapping[TopicPartition, int]
+    ) -> None: ...
+
+
+class TransactionalPublisher(_ProducerPublisher):
+    """Outputs and input offsets in one Kafka transaction (idempotent producer).
+
+    ``start`` runs init_transactions, which fences an older producer with the same id and
+    aborts whatever transaction a killed predecessor left open."""
+
+    _failure = "transaction not committed"
+
+    def __init__(
+        self,
+        *,
+        group_id: str,
+        transactional_id: str,
+        timeout_s: float,
+        client_options: Mapping[str, Any],
+    ) -> None:
+        producer = AIOKafkaProducer(
+            transactional_id=transactional_id,
+            enable_idempotence=True,
+            acks="all",
+            linger_ms=5,
+            **client_options,
+        )
+        super().__init__(producer, timeout_s)
+        self._group_id = group_id
+        self.transactional_id = transactional_id
+
+    async def _deliver(
         self, records: Sequence[OutboundRecord], offsets: Mapping[TopicPartition, int]
     ) -> None:
         producer = self._producer
         await producer.begin_transaction()
         try:
-            pending = [await _send(producer, record) for record in records]
-            await asyncio.gather(*pending)
+            await self._send_all(records)
             if offsets:  # a tick's closings come with no input to acknowledge
                 await producer.send_offsets_to_transaction(
                     {tp: OffsetAndMetadata(offset, "") for tp, offset in offsets.items()},
@@ -128,8 +148,10 @@ class TransactionalPublisher:
         await producer.commit_transaction()
 
 
-class AtLeastOncePublisher:
+class AtLeastOncePublisher(_ProducerPublisher):
     """Every output acknowledged by the broker, then the input offsets committed."""
+
+    _failure = "batch not acknowledged"
 
     def __init__(
         self,
@@ -139,35 +161,20 @@ class AtLeastOncePublisher:
         one_record_per_batch: bool,
         client_options: Mapping[str, Any],
     ) -> None:
-        self._consumer = consumer
-        self._timeout_s = timeout_s
-        self._producer = AIOKafkaProducer(
+        producer = AIOKafkaProducer(
             acks="all",
             linger_ms=0 if one_record_per_batch else 5,
             # Tansu under-reports the last offset of multi-record batches.
             max_batch_size=1 if one_record_per_batch else 16384,
             **client_options,
         )
+        super().__init__(producer, timeout_s)
+        self._consumer = consumer
 
-    async def start(self) -> None:
-        await self._producer.start()
-
-    async def stop(self) -> None:
-        await self._producer.stop()
-
-    async def publish(
+    async def _deliver(
         self, records: Sequence[OutboundRecord], offsets: Mapping[TopicPartition, int]
     ) -> None:
-        try:
-            await asyncio.wait_for(self._send_then_commit(records, offsets), self._timeout_s)
-        except Exception as exc:
-            raise PublishFailed(f"batch not acknowledged: {exc!r}") from exc
-
-    async def _send_then_commit(
-        self, records: Sequence[OutboundRecord], offsets: Mapping[TopicPartition, int]
-    ) -> None:
-        pending = [await _send(self._producer, record) for record in records]
-        await asyncio.gather(*pending)
+        await self._send_all(records)
         if offsets:
             await self._consumer.commit(
                 {tp: OffsetAndMetadata(offset, "") for tp, offset in offsets.items()}
