@@ -211,6 +211,7 @@ class WindowLoop(ConsumerLoop):
                 self._settings.bootstrap_servers,
                 TopicPartition(topic, tp.partition),
                 dict(self._client_options),
+                settle_timeout_s=self._settings.worker.transaction_timeout_s + 30.0,
             )
             store = TrackedStore(state)
             index = rebuild_index(store.items(), tp.partition, self._timing)

@@ -11,15 +11,14 @@ by reading that changelog partition from the beginning (``read_committed``).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from aiokafka.structs import TopicPartition
 
 __all__ = ["TrackedStore", "decode_entry", "encode_entry", "restore_partition"]
-
-_MAX_IDLE_POLLS = 30
 
 
 class TrackedStore(MutableMapping[str, Any]):
@@ -66,8 +65,18 @@ async def restore_partition(
     bootstrap_servers: str,
     changelog: TopicPartition,
     client_options: dict[str, Any] | None = None,
+    *,
+    settle_timeout_s: float = 60.0,
 ) -> dict[str, Any]:
-    """The committed state of one partition: its changelog read to the end."""
+    """The committed state of one partition: its changelog read to the end.
+
+    "The end" is taken only once no transaction is open on the partition (last stable
+    offset = high watermark): the previous owner's last transaction may be half-way
+    through committing (its offsets already committed, its changelog marker not yet
+    written), and stopping before it would lose what it counted. A dead owner's open
+    transaction is aborted by the broker within its transaction timeout, or at once when
+    its slot restarts; ``settle_timeout_s`` bounds the wait.
+    """
     reader = AIOKafkaConsumer(
         bootstrap_servers=bootstrap_servers,
         group_id=None,
@@ -80,20 +89,33 @@ async def restore_partition(
     try:
         reader.assign([changelog])
         await reader.seek_to_beginning(changelog)
-        end = (await reader.end_offsets([changelog]))[changelog]
         state: dict[str, Any] = {}
-        idle_polls = 0
-        while (position := await reader.position(changelog)) < end:
-            if idle_polls >= _MAX_IDLE_POLLS:
-                raise RuntimeError(f"restoring {changelog} stopped at {position} of {end}")
-            batch = await reader.getmany(changelog, timeout_ms=1000)
-            idle_polls = 0 if batch else idle_polls + 1
-            for record in batch.get(changelog, []):
-                key = (record.key or b"").decode()
-                if record.value is None:
-                    state.pop(key, None)
-                else:
-                    state[key] = decode_entry(record.value)
-        return state
+        deadline = time.monotonic() + settle_timeout_s
+        while True:
+            _apply(state, await reader.getmany(changelog, timeout_ms=500), changelog)
+            stable = (await reader.end_offsets([changelog]))[changelog]
+            position = await reader.position(changelog)
+            high = reader.highwater(changelog)
+            # ``high`` comes with the first fetch response; until then nothing is known.
+            if high is not None and position >= stable and stable >= high:
+                return state
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"restoring {changelog}: at {position}, stable {stable}, high {high} "
+                    f"after {settle_timeout_s:g} s (a transaction that never ends?)"
+                )
     finally:
         await reader.stop()
+
+
+def _apply(
+    state: dict[str, Any],
+    batch: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]],
+    changelog: TopicPartition,
+) -> None:
+    for record in batch.get(changelog, []):
+        key = (record.key or b"").decode()
+        if record.value is None:
+            state.pop(key, None)
+        else:
+            state[key] = decode_entry(record.value)
