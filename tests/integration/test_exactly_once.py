@@ -84,23 +84,28 @@ async def _produce(
 ) -> None:
     """Send the answers as a steady stream (about 170 a second), so the crashes below
     land while batches are being judged, published and committed. Each chunk is sent
-    holding ``sending``: the test takes it to restart the broker between two chunks (the
-    test's own producer is not what is under test)."""
+    holding ``sending``: the test takes it to restart the broker between two chunks. A
+    fresh producer per chunk, bounded in time: an aiokafka producer that lived through a
+    broker restart was seen to hang, and the test's own producer is not under test."""
+    for start in range(0, len(answers), 100):
+        async with sending:
+            await asyncio.wait_for(_send_chunk(bootstrap, topic, answers[start : start + 100]), 60)
+        await asyncio.sleep(0.5)
+
+
+async def _send_chunk(bootstrap: str, topic: str, chunk: list[AnswerEvent]) -> None:
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap, acks="all", linger_ms=20, enable_idempotence=True
     )
     await producer.start()
     try:
-        for start in range(0, len(answers), 100):
-            async with sending:
-                futures = [
-                    await producer.send(
-                        topic, key=a.conversation_id.encode(), value=a.model_dump_json().encode()
-                    )
-                    for a in answers[start : start + 100]
-                ]
-                await asyncio.gather(*futures)
-            await asyncio.sleep(0.5)
+        futures = [
+            await producer.send(
+                topic, key=a.conversation_id.encode(), value=a.model_dump_json().encode()
+            )
+            for a in chunk
+        ]
+        await asyncio.gather(*futures)
     finally:
         await producer.stop()
 
