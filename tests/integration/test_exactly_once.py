@@ -2,10 +2,11 @@
 
 Two workers share the input; 10,000 short answers arrive as a steady stream; workers are
 SIGKILLed at seeded random points while they judge (so in the middle of batches, one
-during start-up) and restarted under the same
-instance id; then the broker itself restarts, keeping its data. A ``read_committed``
-reader then counts: every answer has exactly one verdict and one outcome, nothing is
-dead-lettered, and the latest revision of every window adds up to the answers sent.
+during start-up) and restarted under the same instance id; then, with the last answers
+still being judged and windows open, the broker itself restarts, keeping its data. A
+``read_committed`` reader then counts: every answer has exactly one verdict and one
+outcome, nothing is dead-lettered, and the latest revision of every window adds up to the
+answers sent.
 """
 
 from __future__ import annotations
@@ -79,33 +80,23 @@ def _answers(base: datetime) -> list[AnswerEvent]:
     return out
 
 
-async def _produce(
-    bootstrap: str, topic: str, answers: list[AnswerEvent], sending: asyncio.Lock
-) -> None:
+async def _produce(bootstrap: str, topic: str, answers: list[AnswerEvent]) -> None:
     """Send the answers as a steady stream (about 170 a second), so the crashes below
-    land while batches are being judged, published and committed. Each chunk is sent
-    holding ``sending``: the test takes it to restart the broker between two chunks. A
-    fresh producer per chunk, bounded in time: an aiokafka producer that lived through a
-    broker restart was seen to hang, and the test's own producer is not under test."""
-    for start in range(0, len(answers), 100):
-        async with sending:
-            await asyncio.wait_for(_send_chunk(bootstrap, topic, answers[start : start + 100]), 60)
-        await asyncio.sleep(0.5)
-
-
-async def _send_chunk(bootstrap: str, topic: str, chunk: list[AnswerEvent]) -> None:
+    land while batches are being judged, published and committed."""
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap, acks="all", linger_ms=20, enable_idempotence=True
     )
     await producer.start()
     try:
-        futures = [
-            await producer.send(
-                topic, key=a.conversation_id.encode(), value=a.model_dump_json().encode()
-            )
-            for a in chunk
-        ]
-        await asyncio.gather(*futures)
+        for start in range(0, len(answers), 100):
+            futures = [
+                await producer.send(
+                    topic, key=a.conversation_id.encode(), value=a.model_dump_json().encode()
+                )
+                for a in answers[start : start + 100]
+            ]
+            await asyncio.gather(*futures)
+            await asyncio.sleep(0.5)
     finally:
         await producer.stop()
 
@@ -158,6 +149,7 @@ class _CommittedCounts:
         return sum(answers for _, answers in self.windows.values())
 
 
+@pytest.mark.timeout(600)
 async def test_kills_and_a_broker_restart_lose_and_duplicate_nothing(
     kafka_bootstrap: str, kafka_restart: Callable[[], str], tmp_path: Path
 ) -> None:
@@ -178,9 +170,8 @@ async def test_kills_and_a_broker_restart_lose_and_duplicate_nothing(
     counts = _CommittedCounts(settings["a"])
     await counts.consumer.start()
     kills: list[str] = []
-    sending = asyncio.Lock()
     producing = asyncio.create_task(
-        _produce(kafka_bootstrap, settings["a"].topics.answers, answers, sending)
+        _produce(kafka_bootstrap, settings["a"].topics.answers, answers)
     )
     try:
         start("a")
@@ -197,13 +188,15 @@ async def test_kills_and_a_broker_restart_lose_and_duplicate_nothing(
                 workers[victim].kill()
                 kills.append(f"{victim}@startup")
                 start(victim)
-        # The broker restarts keeping its data; the workers carry on.
-        await _poll_for(counts, 3.0)
-        async with sending:  # mid-stream: the workers hold a backlog and open windows
-            await asyncio.to_thread(kafka_restart)
-            restarted_at = len(counts.verdicts)
-        await producing
-        await _wait(counts, lambda: len(counts.verdicts) >= ANSWERS, timeout_s=420, workers=workers)
+        # The broker restarts once the last answer is in (a plain aiokafka producer with
+        # batches in flight was seen to hang across a restart, and the test's producer is
+        # not what is under test), while the workers still judge and windows are open.
+        while not producing.done():
+            await counts.poll()
+        producing.result()
+        restarted_at = len(counts.verdicts)
+        await asyncio.to_thread(kafka_restart)
+        await _wait(counts, lambda: len(counts.verdicts) >= ANSWERS, timeout_s=240, workers=workers)
         await _wait(counts, lambda: counts.windowed() >= ANSWERS, timeout_s=120, workers=workers)
         await _poll_for(counts, 5.0)  # anything late or duplicated would show up now
     finally:
