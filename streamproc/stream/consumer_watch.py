@@ -23,6 +23,7 @@ __all__ = ["ConsumerWatch"]
 log = structlog.get_logger(__name__)
 
 CHECK_EVERY_S = 2.0
+CHECK_TIMEOUT_S = 20.0
 
 
 class ConsumerWatch:
@@ -36,9 +37,21 @@ class ConsumerWatch:
     async def run(self, consumer: AIOKafkaConsumer, idle: Callable[[], bool]) -> None:
         """Check every few seconds until cancelled. ``idle`` says the loop holds no
         batch: everything it has read is then published."""
+        unknown_since: float | None = None
         while True:
             await asyncio.sleep(CHECK_EVERY_S)
-            await self.check(consumer, idle)
+            try:
+                await asyncio.wait_for(self.check(consumer, idle), CHECK_TIMEOUT_S)
+                unknown_since = None
+            except TimeoutError:
+                # The broker does not answer our questions: progress is unknown, and a
+                # worker that cannot tell for a whole stall period does not call itself live.
+                now = time.monotonic()
+                unknown_since = unknown_since or now
+                log.warning("progress_check_timed_out", consumer=self.name)
+                if self.live and now - unknown_since >= self.progress.stall_after_s:
+                    self.live = False
+                    log.error("worker_stalled", consumer=self.name, reason="progress unknown")
 
     async def check(self, consumer: AIOKafkaConsumer, idle: Callable[[], bool]) -> None:
         partitions = list(self.progress.partitions)

@@ -15,6 +15,7 @@ from aiokafka.errors import KafkaError
 
 from streamproc.adapters.health import HealthServer, HealthState
 from streamproc.adapters.kafka_security import aiokafka_options
+from streamproc.adapters.loop_guard import LoopGuard
 from streamproc.config import Settings
 from streamproc.judge import build_judge
 from streamproc.stream.judge_loop import JudgeLoop
@@ -80,6 +81,9 @@ async def _serve(settings: Settings) -> int:
         judge=judge.info.name,
         guarantee="exactly_once" if judging.transactional else "at_least_once",
     )
+    guard = LoopGuard(blocked_after_s=max(30.0, settings.worker.stall_after_s))
+    guard.start()
+    beating = asyncio.create_task(guard.beat(), name="loop-guard-beat")
     tasks = [
         asyncio.create_task(judging.run(), name="judge-loop"),
         asyncio.create_task(windows.run(), name="window-loop"),
@@ -94,6 +98,8 @@ async def _serve(settings: Settings) -> int:
                 _exit(EXIT_LOOP_CRASHED, "loop_crashed_exiting", exc)
             _stop_all(judging, windows)  # one loop ended (a stop): end the other too
     finally:
+        guard.stop()
+        beating.cancel()
         if health is not None:
             await health.stop()
     log.info("worker_stopped", judged=judging.judged, windows_closed=windows.closed)
