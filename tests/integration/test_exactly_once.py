@@ -170,6 +170,7 @@ async def test_kills_and_a_broker_restart_lose_and_duplicate_nothing(
     counts = _CommittedCounts(settings["a"])
     await counts.consumer.start()
     kills: list[str] = []
+    exits: list[str] = []  # workers that stopped themselves and were restarted
     producing = asyncio.create_task(
         _produce(kafka_bootstrap, settings["a"].topics.answers, answers)
     )
@@ -196,8 +197,22 @@ async def test_kills_and_a_broker_restart_lose_and_duplicate_nothing(
         producing.result()
         restarted_at = len(counts.verdicts)
         await asyncio.to_thread(kafka_restart)
-        await _wait(counts, lambda: len(counts.verdicts) >= ANSWERS, timeout_s=240, workers=workers)
-        await _wait(counts, lambda: counts.windowed() >= ANSWERS, timeout_s=120, workers=workers)
+        await _wait(
+            counts,
+            lambda: len(counts.verdicts) >= ANSWERS,
+            timeout_s=240,
+            workers=workers,
+            restart=start,
+            exits=exits,
+        )
+        await _wait(
+            counts,
+            lambda: counts.windowed() >= ANSWERS,
+            timeout_s=120,
+            workers=workers,
+            restart=start,
+            exits=exits,
+        )
         await _poll_for(counts, 5.0)  # anything late or duplicated would show up now
     finally:
         producing.cancel()
@@ -214,6 +229,7 @@ async def test_kills_and_a_broker_restart_lose_and_duplicate_nothing(
     assert counts.windowed() == ANSWERS, counts.windows
     print(  # the figures RELIABILITY.md quotes
         f"\nexactly-once: {ANSWERS} answers, kills {kills}, broker restarted at {restarted_at}; "
+        f"self-exits {exits}; "
         f"verdicts {sum(counts.verdicts.values())} for {len(counts.verdicts)} answers, "
         f"outcomes {sum(counts.outcomes.values())}, dead letters {len(counts.dead_letters)}, "
         f"windowed {counts.windowed()} over {len(counts.windows)} windows, "
@@ -233,12 +249,18 @@ async def _wait(
     *,
     timeout_s: float,
     workers: dict[str, WorkerProcess],
+    restart: Callable[[str], None],
+    exits: list[str],
 ) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         await counts.poll()
         if done():
             return
+        for name, worker in workers.items():
+            if not worker.running:  # it stopped itself (exit 3, 4 or 5): as an orchestrator
+                exits.append(f"{name}:{worker.wait(1.0)}")
+                restart(name)
     tails = "\n".join(f"--- {n}\n{w.log_tail(20)}" for n, w in workers.items())
     pytest.fail(
         f"timed out: verdicts {len(counts.verdicts)}, windowed {counts.windowed()}\n{tails}",
