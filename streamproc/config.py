@@ -215,6 +215,12 @@ class WorkerSettings(_Group):
         description="A worker with lag but no progress this long logs 'stalled' and reports "
         "itself not live.",
     )
+    stall_exit_s: float | None = Field(
+        default=120.0,
+        gt=0,
+        description="A worker not live this long exits (code 6) so that any orchestrator "
+        "restarts it, probes or not; None = only report (/livez, worker_stalled).",
+    )
     health_port: int | None = Field(
         default=None,
         ge=0,

@@ -70,6 +70,7 @@ class ConsumerLoop(ABC):
         self.transactional = settings.worker.exactly_once and settings.broker_flavour == "kafka"
         self.watch = ConsumerWatch(name, settings.worker.stall_after_s)
         self.started = False
+        self.last_poll_at = time.monotonic()
         self._lock = asyncio.Lock()
         self._generation = 0
         self._stopping = asyncio.Event()
@@ -99,13 +100,17 @@ class ConsumerLoop(ABC):
                 group_id=self.group_id,
                 guarantee="exactly_once" if self.transactional else "at_least_once",
             )
+            self.last_poll_at = time.monotonic()
             watchdog = asyncio.create_task(
-                self.watch.run(self._consumer, lambda: not self._lock.locked()),
+                self.watch.run(
+                    self._consumer, lambda: not self._lock.locked(), lambda: self.last_poll_at
+                ),
                 name=f"{self.name}-progress-watch",
             )
             try:
                 while not self._stopping.is_set():
                     await self._step()
+                    self.last_poll_at = time.monotonic()
             finally:
                 watchdog.cancel()
         finally:

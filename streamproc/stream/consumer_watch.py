@@ -34,12 +34,30 @@ class ConsumerWatch:
         self.progress: ProgressWatch[TopicPartition] = ProgressWatch(stall_after_s)
         self.live = True
 
-    async def run(self, consumer: AIOKafkaConsumer, idle: Callable[[], bool]) -> None:
+    async def run(
+        self,
+        consumer: AIOKafkaConsumer,
+        idle: Callable[[], bool],
+        last_poll_at: Callable[[], float],
+    ) -> None:
         """Check every few seconds until cancelled. ``idle`` says the loop holds no
-        batch: everything it has read is then published."""
+        batch: everything it has read is then published. ``last_poll_at`` is when the
+        loop last came back from a poll: a loop stuck in a rebalance that never ends owns
+        no partition, so only this shows it."""
         unknown_since: float | None = None
         while True:
             await asyncio.sleep(CHECK_EVERY_S)
+            stuck_s = time.monotonic() - last_poll_at()
+            if stuck_s >= self.progress.stall_after_s:
+                if self.live:
+                    self.live = False
+                    log.error(
+                        "worker_stalled",
+                        consumer=self.name,
+                        reason="the consumer loop has not come back from a poll",
+                        seconds=round(stuck_s, 1),
+                    )
+                continue
             try:
                 await asyncio.wait_for(self.check(consumer, idle), CHECK_TIMEOUT_S)
                 unknown_since = None

@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from typing import NoReturn
 
 import structlog
@@ -60,6 +61,7 @@ def run_worker(settings: Settings) -> NoReturn:
 
 EXIT_PUBLISH_FAILED = 3
 EXIT_LOOP_CRASHED = 4
+EXIT_STALLED = 6
 
 
 async def _serve(settings: Settings) -> int:
@@ -84,6 +86,10 @@ async def _serve(settings: Settings) -> int:
     guard = LoopGuard(blocked_after_s=max(30.0, settings.worker.stall_after_s))
     guard.start()
     beating = asyncio.create_task(guard.beat(), name="loop-guard-beat")
+    helpers = [beating]
+    if settings.worker.stall_exit_s is not None:
+        stall_exit = _exit_when_stalled(settings.worker.stall_exit_s, judging, windows)
+        helpers.append(asyncio.create_task(stall_exit, name="stall-exit"))
     tasks = [
         asyncio.create_task(judging.run(), name="judge-loop"),
         asyncio.create_task(windows.run(), name="window-loop"),
@@ -99,11 +105,27 @@ async def _serve(settings: Settings) -> int:
             _stop_all(judging, windows)  # one loop ended (a stop): end the other too
     finally:
         guard.stop()
-        beating.cancel()
+        for helper in helpers:
+            helper.cancel()
         if health is not None:
             await health.stop()
     log.info("worker_stopped", judged=judging.judged, windows_closed=windows.closed)
     return 0
+
+
+async def _exit_when_stalled(limit_s: float, *loops: JudgeLoop | WindowLoop) -> None:
+    """Leave when a loop has not been live for ``limit_s``: a stall the worker cannot
+    get out of by itself (a rebalance that never completes) ends with a restart."""
+    not_live_since: float | None = None
+    while True:
+        await asyncio.sleep(1.0)
+        if all(each.live for each in loops):
+            not_live_since = None
+            continue
+        now = time.monotonic()
+        not_live_since = not_live_since or now
+        if now - not_live_since >= limit_s:
+            _exit(EXIT_STALLED, "stalled_exiting", TimeoutError(f"not live for {limit_s:g} s"))
 
 
 def _stop_all(*loops: JudgeLoop | WindowLoop) -> None:

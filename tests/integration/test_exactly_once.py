@@ -49,6 +49,9 @@ def _settings(bootstrap: str, instance: str) -> Settings:
             "session_timeout_s": 6.0,
             "transaction_timeout_s": 10.0,
             "instance_id": instance,
+            # A worker stuck for 35 s leaves by itself, and the test restarts it.
+            "stall_after_s": 15.0,
+            "stall_exit_s": 20.0,
             "event_time_max_past_s": 30 * 24 * 3600.0,
         },
         log_json=True,
