@@ -40,9 +40,9 @@ class HealthServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._host, self._port)
         await site.start()
-        server = site._server
-        sockets = getattr(server, "sockets", None) or []
-        self.port = sockets[0].getsockname()[1] if sockets else self._port
+        # With port 0 the OS picks one; the runner knows which (host, port) it bound.
+        addresses = self._runner.addresses
+        self.port = int(addresses[0][1]) if addresses else self._port
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -128,7 +128,6 @@ class TransactionalPublisher(_ProducerPublisher):
         )
         super().__init__(producer, timeout_s)
         self._group_id = group_id
-        self.transactional_id = transactional_id
 
     async def _deliver(
         self, records: Sequence[OutboundRecord], offsets: Mapping[TopicPartition, int]
