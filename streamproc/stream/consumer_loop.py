@@ -71,6 +71,7 @@ class ConsumerLoop(ABC):
         self.watch = ConsumerWatch(name, settings.worker.stall_after_s)
         self.started = False
         self.last_poll_at = time.monotonic()
+        self._revoked_at: float | None = None
         self._lock = asyncio.Lock()
         self._generation = 0
         self._stopping = asyncio.Event()
@@ -103,7 +104,7 @@ class ConsumerLoop(ABC):
             self.last_poll_at = time.monotonic()
             watchdog = asyncio.create_task(
                 self.watch.run(
-                    self._consumer, lambda: not self._lock.locked(), lambda: self.last_poll_at
+                    self._consumer, lambda: not self._lock.locked(), self._waiting_since
                 ),
                 name=f"{self.name}-progress-watch",
             )
@@ -117,6 +118,14 @@ class ConsumerLoop(ABC):
             self.started = False
             await bounded_close(self._consumer.stop(), "consumer")
             await bounded_close(self._publisher.stop(), "producer")
+
+    def _waiting_since(self) -> float:
+        """Since when the loop has made no headway: its last poll, or the start of a
+        rebalance that has revoked its partitions and not assigned any since (after a
+        broker restart such a rejoin was seen never to complete, polls returning empty)."""
+        if self._revoked_at is not None:
+            return min(self._revoked_at, self.last_poll_at)
+        return self.last_poll_at
 
     @abstractmethod
     async def _step(self) -> None:
@@ -182,6 +191,7 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
         partitions = sorted(revoked)
         async with loop._lock:
             loop._generation += 1
+            loop._revoked_at = time.monotonic()
             loop.watch.progress.revoked()
             await loop._on_revoked(partitions)
         log.info("partitions_revoked", consumer=loop.name, partitions=partition_names(partitions))
@@ -191,5 +201,6 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
         partitions = sorted(assigned)
         async with loop._lock:
             await loop._on_assigned(partitions)
+            loop._revoked_at = None
         loop.watch.progress.assigned(partitions, time.monotonic())
         log.info("partitions_assigned", consumer=loop.name, partitions=partition_names(partitions))

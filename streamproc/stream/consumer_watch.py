@@ -38,23 +38,23 @@ class ConsumerWatch:
         self,
         consumer: AIOKafkaConsumer,
         idle: Callable[[], bool],
-        last_poll_at: Callable[[], float],
+        waiting_since: Callable[[], float],
     ) -> None:
         """Check every few seconds until cancelled. ``idle`` says the loop holds no
-        batch: everything it has read is then published. ``last_poll_at`` is when the
-        loop last came back from a poll: a loop stuck in a rebalance that never ends owns
-        no partition, so only this shows it."""
+        batch: everything it has read is then published. ``waiting_since`` is since when
+        the loop has made no headway (no poll came back, or a rebalance left it without
+        partitions): such a loop owns no partition, so only this shows it."""
         unknown_since: float | None = None
         while True:
             await asyncio.sleep(CHECK_EVERY_S)
-            stuck_s = time.monotonic() - last_poll_at()
+            stuck_s = time.monotonic() - waiting_since()
             if stuck_s >= self.progress.stall_after_s:
                 if self.live:
                     self.live = False
                     log.error(
                         "worker_stalled",
                         consumer=self.name,
-                        reason="the consumer loop has not come back from a poll",
+                        reason="no poll came back, or a rebalance left it without partitions",
                         seconds=round(stuck_s, 1),
                     )
                 continue
