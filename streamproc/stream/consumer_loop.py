@@ -4,8 +4,12 @@ offsets together, a progress watch, and the rebalance discipline.
 
 The discipline: a batch is handled under ``_lock`` from the moment it is read until it is
 published; revoking partitions takes the same lock, so a batch in flight is finished
-before its partitions go to another worker, and a batch read before a revocation (the
-generation changed) is dropped, to be read again by the partitions' next owner.
+before its partitions go to another worker. :meth:`ConsumerLoop._admit` decides, under
+the lock, whether a batch just read may be handled: one read before a revocation is
+dropped (the next assignment starts again from the committed offsets), and one read from
+a new assignment before ``on_partitions_assigned`` has run is put back (its partitions
+are sought to its first offsets), never dropped - the consumer's position has already
+moved past it, and dropping it lost it (200 answers in one run of the exactly-once test).
 """
 
 from __future__ import annotations
@@ -15,17 +19,17 @@ import os
 import socket
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import structlog
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from aiokafka.abc import ConsumerRebalanceListener
 from aiokafka.structs import TopicPartition
 
 from streamproc.adapters.kafka_security import explain_access_errors
 from streamproc.config import Settings
-from streamproc.stream._loop_support import bounded_close, partition_names
+from streamproc.stream._loop_support import bounded_close, partition_names, record_count
 from streamproc.stream.consumer_watch import ConsumerWatch
 from streamproc.stream.publisher import (
     AtLeastOncePublisher,
@@ -74,6 +78,8 @@ class ConsumerLoop(ABC):
         self._revoked_at: float | None = None
         self._lock = asyncio.Lock()
         self._generation = 0
+        self._assigned = False
+        """``on_partitions_assigned`` has run for the current assignment."""
         self._stopping = asyncio.Event()
 
     @property
@@ -126,6 +132,40 @@ class ConsumerLoop(ABC):
         if self._revoked_at is not None:
             return min(self._revoked_at, self.last_poll_at)
         return self.last_poll_at
+
+    def _admit(
+        self, batch: Mapping[TopicPartition, Sequence[ConsumerRecord[bytes, bytes]]], read_at: int
+    ) -> bool:
+        """Under ``_lock``: whether ``batch`` may be handled now. ``read_at`` is the
+        generation taken right after ``getmany`` returned (no await in between: aiokafka
+        hands out records only of the assignment in force, and none while one is being
+        made, so a revocation after the read shows as a new generation).
+
+        - Revoked since the read: drop it. Its partitions' positions died with the old
+          assignment; whoever owns them next starts from the committed offsets.
+        - Read from a new assignment whose ``on_partitions_assigned`` has not run yet
+          (it waits for this lock): put it back. The position has moved past these
+          records, so each partition is sought to its first one and read again once the
+          assignment is prepared. No revocation can complete while the lock is held, so
+          the assignment sought is the one the records came from.
+        """
+        if read_at != self._generation:
+            log.info(
+                "batch_dropped_after_rebalance", consumer=self.name, records=record_count(batch)
+            )
+            return False
+        if not self._assigned:
+            for tp, records in batch.items():
+                if records:
+                    self._consumer.seek(tp, records[0].offset)
+            if batch:
+                log.info(
+                    "batch_put_back_until_assigned",
+                    consumer=self.name,
+                    records=record_count(batch),
+                )
+            return False
+        return True
 
     @abstractmethod
     async def _step(self) -> None:
@@ -191,6 +231,7 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
         partitions = sorted(revoked)
         async with loop._lock:
             loop._generation += 1
+            loop._assigned = False
             loop._revoked_at = time.monotonic()
             loop.watch.progress.revoked()
             await loop._on_revoked(partitions)
@@ -202,5 +243,6 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
         async with loop._lock:
             await loop._on_assigned(partitions)
             loop._revoked_at = None
+            loop._assigned = True
         loop.watch.progress.assigned(partitions, time.monotonic())
         log.info("partitions_assigned", consumer=loop.name, partitions=partition_names(partitions))

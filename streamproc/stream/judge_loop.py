@@ -36,7 +36,6 @@ from aiokafka.structs import TopicPartition
 from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
 from streamproc.judge import Judge
-from streamproc.stream._loop_support import record_count
 from streamproc.stream.consumer_loop import ConsumerLoop
 from streamproc.stream.intake import MessageOrigin, Rejection, dead_letter_for
 from streamproc.stream.judging import (
@@ -104,7 +103,6 @@ class JudgeLoop(ConsumerLoop):
     # ------------------------------------------------------------------ one batch
 
     async def _step(self) -> None:
-        generation = self._generation
         unreadable: list[tuple[TopicPartition, int, Exception]] = []
         try:
             batch = await self._consumer.getmany(
@@ -113,15 +111,12 @@ class JudgeLoop(ConsumerLoop):
             )
         except _UNREADABLE as exc:
             batch, unreadable = await self._isolate_unreadable(exc)
+        read_at = self._generation
         if not batch and not unreadable:
             return
         async with self._lock:
-            if generation != self._generation:
-                # Partitions were revoked after these records were fetched: whoever owns
-                # them now reads them from the committed offsets.
-                log.info("batch_dropped_after_rebalance", records=record_count(batch))
-                return
-            await self._judge_and_publish(batch, unreadable)
+            if self._admit(batch, read_at):
+                await self._judge_and_publish(batch, unreadable)
 
     async def _judge_and_publish(
         self,

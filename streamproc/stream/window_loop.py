@@ -30,7 +30,6 @@ from pydantic import ValidationError
 
 from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
-from streamproc.stream._loop_support import record_count
 from streamproc.stream.consumer_loop import ConsumerLoop
 from streamproc.stream.intake import MessageOrigin, Rejection, dead_letter_for
 from streamproc.stream.publisher import (
@@ -86,16 +85,15 @@ class WindowLoop(ConsumerLoop):
     # ------------------------------------------------------------------ one step
 
     async def _step(self) -> None:
-        generation = self._generation
         wait_s = min(self._settings.worker.batch_wait_s * 4, self._settings.window.tick_s)
         batch = await self._consumer.getmany(timeout_ms=int(wait_s * 1000))
+        read_at = self._generation
         now = time.time()
         tick = now - self._last_tick >= self._settings.window.tick_s
         if not batch and not tick:
             return
         async with self._lock:
-            if generation != self._generation:
-                log.info("batch_dropped_after_rebalance", records=record_count(batch))
+            if not self._admit(batch, read_at):
                 return
             outbound: list[OutboundRecord] = []
             for tp, records in batch.items():

@@ -17,6 +17,7 @@ from aiokafka.errors import KafkaError
 from streamproc.adapters.health import HealthServer, HealthState
 from streamproc.adapters.kafka_security import aiokafka_options
 from streamproc.adapters.loop_guard import LoopGuard
+from streamproc.adapters.task_dump import install_task_dump
 from streamproc.config import Settings
 from streamproc.judge import build_judge
 from streamproc.stream.judge_loop import JudgeLoop
@@ -77,6 +78,7 @@ async def _serve(settings: Settings) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, _stop_all, judging, windows)
+    install_task_dump(loop)
     log.info(
         "worker_starting",
         app_id=settings.app_id,

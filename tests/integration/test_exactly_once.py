@@ -201,6 +201,7 @@ async def test_kills_lose_and_duplicate_nothing(kafka_bootstrap: str, tmp_path: 
             workers=workers,
             restart=start,
             exits=exits,
+            missing=lambda: f"{_missing(answers, counts)}; kills {kills}, exits {exits}",
         )
         await _wait(
             counts,
@@ -209,6 +210,7 @@ async def test_kills_lose_and_duplicate_nothing(kafka_bootstrap: str, tmp_path: 
             workers=workers,
             restart=start,
             exits=exits,
+            missing=lambda: f"{_missing(answers, counts)}; kills {kills}, exits {exits}",
         )
         await _poll_for(counts, 5.0)  # anything late or duplicated would show up now
     finally:
@@ -248,6 +250,7 @@ async def _wait(
     workers: dict[str, WorkerProcess],
     restart: Callable[[str], None],
     exits: list[str],
+    missing: Callable[[], str],
 ) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -260,6 +263,23 @@ async def _wait(
                 restart(name)
     tails = "\n".join(f"--- {n}\n{w.log_tail(20)}" for n, w in workers.items())
     pytest.fail(
-        f"timed out: verdicts {len(counts.verdicts)}, windowed {counts.windowed()}\n{tails}",
+        f"timed out: verdicts {len(counts.verdicts)}, windowed {counts.windowed()}, "
+        f"{missing()}\n{tails}",
         pytrace=False,
     )
+
+
+def _missing(answers: list[AnswerEvent], counts: _CommittedCounts) -> str:
+    """Which answers have no verdict, as runs of event ids, and their conversations (the
+    input key: which partition they were read from)."""
+    lost = [a for a in answers if a.event_id not in counts.verdicts]
+    runs: list[list[str]] = []
+    for answer in lost:
+        index = int(answer.event_id[1:])
+        if runs and int(runs[-1][-1][1:]) == index - 1:
+            runs[-1].append(answer.event_id)
+        else:
+            runs.append([answer.event_id])
+    spans = ", ".join(f"{r[0]}..{r[-1]}" if len(r) > 1 else r[0] for r in runs[:20])
+    conversations = sorted({a.conversation_id for a in lost})
+    return f"no verdict for {len(lost)}: {spans}; conversations {conversations[:40]}"

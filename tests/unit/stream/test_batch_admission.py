@@ -1,0 +1,90 @@
+"""Which batches a consumer loop handles around a rebalance, and what it does with the rest.
+
+The bug this pins: a batch read from a new assignment before ``on_partitions_assigned``
+had run was dropped as if revoked, but the consumer's position had already moved past it,
+so the next batch's transaction committed offsets beyond it and 200 answers were never
+judged. A batch like that must be put back (sought to its first offsets) instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiokafka import ConsumerRecord
+from aiokafka.structs import TopicPartition
+
+from streamproc.config import Settings
+from streamproc.stream.consumer_loop import ConsumerLoop, _Rebalance
+
+P0 = TopicPartition("answers", 0)
+P1 = TopicPartition("answers", 1)
+
+
+class _Seeks:
+    """Stands in for the consumer: records where the loop moves each position."""
+
+    def __init__(self) -> None:
+        self.positions: dict[TopicPartition, int] = {}
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self.positions[tp] = offset
+
+
+class _Loop(ConsumerLoop):
+    async def _step(self) -> None:  # never run here
+        raise AssertionError
+
+
+def _loop() -> tuple[_Loop, _Seeks, _Rebalance]:
+    loop = _Loop(
+        Settings(),
+        name="judge",
+        topic="answers",
+        client_options=None,
+        consumer_options={},
+        producer_options={},
+    )
+    seeks = _Seeks()
+    loop._consumer = seeks
+    return loop, seeks, _Rebalance(loop)
+
+
+def _records(tp: TopicPartition, first: int, count: int) -> list[ConsumerRecord[Any, Any]]:
+    return [
+        ConsumerRecord(tp.topic, tp.partition, offset, 0, 0, None, b"{}", None, 0, 2, [])
+        for offset in range(first, first + count)
+    ]
+
+
+async def test_a_batch_of_a_prepared_assignment_is_handled_and_left_where_it_is() -> None:
+    loop, seeks, rebalance = _loop()
+    await rebalance.on_partitions_revoked([])
+    await rebalance.on_partitions_assigned([P0, P1])
+    batch = {P0: _records(P0, 100, 3), P1: _records(P1, 7, 2)}
+    assert loop._admit(batch, read_at=loop._generation)
+    assert seeks.positions == {}
+
+
+async def test_a_batch_read_before_a_revocation_is_dropped_without_moving_positions() -> None:
+    loop, seeks, rebalance = _loop()
+    await rebalance.on_partitions_assigned([P0])
+    read_at = loop._generation
+    batch = {P0: _records(P0, 100, 3)}
+    await rebalance.on_partitions_revoked([P0])  # the positions die with the assignment
+    await rebalance.on_partitions_assigned([P0])
+    assert not loop._admit(batch, read_at)
+    assert seeks.positions == {}
+
+
+async def test_a_batch_read_before_its_assignment_was_prepared_is_put_back() -> None:
+    loop, seeks, rebalance = _loop()
+    await rebalance.on_partitions_assigned([P0, P1])
+    await rebalance.on_partitions_revoked([P0, P1])
+    # aiokafka has made the new assignment and handed out its first records; the
+    # on_partitions_assigned callback has not run yet.
+    read_at = loop._generation
+    batch = {P0: _records(P0, 200, 200), P1: []}
+    assert not loop._admit(batch, read_at)
+    assert seeks.positions == {P0: 200}  # read again from the first record, not lost
+    await rebalance.on_partitions_assigned([P0])
+    assert loop._admit({P0: _records(P0, 200, 200)}, read_at)
