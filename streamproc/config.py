@@ -242,6 +242,55 @@ class KafkaSecurity(_Group):
     ssl_check_hostname: bool = True
 
 
+class TelemetrySettings(_Group):
+    """OpenTelemetry traces, metrics and evaluation log records (adapters/telemetry)."""
+
+    exporter: Literal["none", "otlp-grpc", "otlp-http", "console"] = Field(
+        default="none",
+        description="Where spans and log records go; 'none' installs no SDK (costs nothing).",
+    )
+    endpoint: str | None = Field(
+        default=None,
+        description="OTLP endpoint (e.g. http://otel-collector:4317 for gRPC, "
+        "http://otel-collector:4318 for HTTP); None: the exporter's default / OTEL_* env.",
+    )
+    service_name: str = "streamproc"
+    instance_id: str | None = Field(
+        default=None, description="service.instance.id; None: host name and process id."
+    )
+    sample_ratio: float = Field(
+        default=1.0, ge=0, le=1, description="Share of new root traces kept (parent-based)."
+    )
+    stage_spans: bool = Field(
+        default=True, description="A child span per judging stage under each answer's span."
+    )
+
+
+class AuditSettings(_Group):
+    """The audit trail: one record per answer on a compacted topic, stored by the sink."""
+
+    enabled: bool = Field(default=True, description="Publish an audit record per answer.")
+    topic: str = "streamproc.audit"
+    store_url: str = Field(
+        default="sqlite:///streamproc-audit.db",
+        description="SQLAlchemy URL of the audit store: sqlite:///path (embedded default) "
+        "or postgresql+psycopg://user:pass@host/db.",
+    )
+    retention_days: int = Field(
+        default=400,
+        ge=1,
+        description="Audit records older than this are purged by 'audit purge --expired' "
+        "(default above the 6 months record-keeping rules ask for).",
+    )
+    checkpoint_every: int = Field(
+        default=1000, ge=1, description="Records between chain-head checkpoints per partition."
+    )
+    log_texts: bool = Field(
+        default=False,
+        description="Allow evidence, question and answer text in logs (off: never logged).",
+    )
+
+
 class Settings(BaseSettings):
     """Everything streamproc can be told, from ``STREAMPROC_*`` environment variables."""
 
@@ -266,6 +315,8 @@ class Settings(BaseSettings):
     window: WindowSettings = WindowSettings()
     judge: JudgeSettings = JudgeSettings()
     worker: WorkerSettings = WorkerSettings()
+    telemetry: TelemetrySettings = TelemetrySettings()
+    audit: AuditSettings = AuditSettings()
 
     def to_env(self) -> dict[str, str]:
         """These settings as ``STREAMPROC_*`` variables, to start another process with them."""

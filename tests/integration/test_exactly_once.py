@@ -1,8 +1,9 @@
-"""Exactly once on real Kafka, under crashes.
+"""Exactly once on real Kafka, under crashes and a broker restart.
 
 Two workers share the input; 10,000 short answers arrive as a steady stream; workers are
 SIGKILLed at seeded random points while they judge (so in the middle of batches, one
-during start-up) and restarted under the same instance id. A
+during start-up) and restarted under the same instance id; then, with the last answers
+still being judged and windows open, the broker itself restarts, keeping its data. A
 ``read_committed`` reader then counts: every answer has exactly one verdict and one
 outcome, nothing is dead-lettered, and the latest revision of every window adds up to the
 answers sent.
@@ -12,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
+import signal
 import time
 import uuid
 from collections import Counter
@@ -31,6 +34,7 @@ from streamproc.stream.worker import prepare_topics
 ANSWERS = 10_000
 ASSISTANTS = 5
 SEED = 20261130
+FINAL_BURST = 3_000
 
 
 def _settings(bootstrap: str, instance: str) -> Settings:
@@ -84,7 +88,8 @@ def _answers(base: datetime) -> list[AnswerEvent]:
 
 async def _produce(bootstrap: str, topic: str, answers: list[AnswerEvent]) -> None:
     """Send the answers as a steady stream (about 170 a second), so the crashes below
-    land while batches are being judged, published and committed."""
+    land while batches are being judged, published and committed; the last
+    ``FINAL_BURST`` at once, so the broker restart that follows finds a backlog."""
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap, acks="all", linger_ms=20, enable_idempotence=True
     )
@@ -98,7 +103,8 @@ async def _produce(bootstrap: str, topic: str, answers: list[AnswerEvent]) -> No
                 for a in answers[start : start + 100]
             ]
             await asyncio.gather(*futures)
-            await asyncio.sleep(0.5)
+            if start < len(answers) - FINAL_BURST:
+                await asyncio.sleep(0.5)
     finally:
         await producer.stop()
 
@@ -152,7 +158,9 @@ class _CommittedCounts:
 
 
 @pytest.mark.timeout(600)
-async def test_kills_lose_and_duplicate_nothing(kafka_bootstrap: str, tmp_path: Path) -> None:
+async def test_kills_and_a_broker_restart_lose_and_duplicate_nothing(
+    kafka_bootstrap: str, kafka_restart: Callable[[], str], tmp_path: Path
+) -> None:
     rng = random.Random(SEED)
     began = time.monotonic()
     settings = {name: _settings(kafka_bootstrap, name) for name in ("a", "b")}
@@ -189,11 +197,14 @@ async def test_kills_lose_and_duplicate_nothing(kafka_bootstrap: str, tmp_path: 
                 workers[victim].kill()
                 kills.append(f"{victim}@startup")
                 start(victim)
-        # No broker restart here: after one, the consumer group rejoin (aiokafka) hung in
-        # 4 of 10 runs and the workers sat silent (RELIABILITY.md, open problem).
+        # The broker restarts once the last answer is in (a plain aiokafka producer with
+        # batches in flight was seen to hang across a restart, and the test's producer is
+        # not what is under test), while the workers still judge and windows are open.
         while not producing.done():
             await counts.poll()
         producing.result()
+        restarted_at = len(counts.verdicts)
+        await asyncio.to_thread(kafka_restart)
         await _wait(
             counts,
             lambda: len(counts.verdicts) >= ANSWERS,
@@ -227,7 +238,7 @@ async def test_kills_lose_and_duplicate_nothing(kafka_bootstrap: str, tmp_path: 
     assert counts.dead_letters == []
     assert counts.windowed() == ANSWERS, counts.windows
     print(  # the figures RELIABILITY.md quotes
-        f"\nexactly-once: {ANSWERS} answers, kills {kills}, "
+        f"\nexactly-once: {ANSWERS} answers, kills {kills}, broker restarted at {restarted_at}; "
         f"self-exits {exits}; "
         f"verdicts {sum(counts.verdicts.values())} for {len(counts.verdicts)} answers, "
         f"outcomes {sum(counts.outcomes.values())}, dead letters {len(counts.dead_letters)}, "
@@ -261,6 +272,10 @@ async def _wait(
             if not worker.running:  # it stopped itself (exit 3, 4 or 5): as an orchestrator
                 exits.append(f"{name}:{worker.wait(1.0)}")
                 restart(name)
+    for worker in workers.values():  # what each worker's tasks wait on (task_dump)
+        if worker.pid is not None and worker.running:
+            os.kill(worker.pid, signal.SIGUSR1)
+    await asyncio.sleep(1.0)
     tails = "\n".join(f"--- {n}\n{w.log_tail(20)}" for n, w in workers.items())
     pytest.fail(
         f"timed out: verdicts {len(counts.verdicts)}, windowed {counts.windowed()}, "
