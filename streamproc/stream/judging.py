@@ -118,6 +118,9 @@ class StageOutput:
     published, i.e. possibly trimmed), for tests and tools."""
 
     records: list[OutputRecord] = field(default_factory=list)
+    sources: list[int] = field(default_factory=list)
+    """Parallel to ``records``: the index, in the batch, of the message each came from
+    (so the sender can give each record its answer's ``traceparent``)."""
     verdicts: list[Verdict] = field(default_factory=list)
     flags: list[Flag] = field(default_factory=list)
     outcomes: list[AnswerOutcome] = field(default_factory=list)
@@ -185,27 +188,43 @@ def judge_messages(
     )
 
     output = StageOutput(repeats=repeats)
-    for message, slot in zip(messages, slots, strict=True):
-        if slot is None:
-            continue
-        if isinstance(slot, Rejection):
-            _add_dead_letter(output, slot, message, received_at, limits)
-            continue
-        result = judged[slot]
-        if isinstance(result, Rejection):
-            _add_dead_letter(output, result, message, received_at, limits)
-            continue
-        try:
-            built = _build(accepted[slot], result, message, context, limits)
-        except Exception as exc:  # noqa: BLE001 - one message's failure is its dead letter
-            built = Rejection(
-                DeadLetterReason.PROCESSING_ERROR, f"cannot build outputs: {_describe(exc)}"
-            )
-        if isinstance(built, Rejection):
-            _add_dead_letter(output, built, message, received_at, limits)
-        else:
-            built.add_to(output)
+    for index, (message, slot) in enumerate(zip(messages, slots, strict=True)):
+        before = len(output.records)
+        _add_outputs(output, message, slot, judged, accepted, context, limits, received_at)
+        output.sources.extend([index] * (len(output.records) - before))
     return output
+
+
+def _add_outputs(
+    output: StageOutput,
+    message: IncomingMessage,
+    slot: int | Rejection | None,
+    judged: list[AnswerJudgement | Rejection],
+    accepted: list[AnswerEvent],
+    context: _JudgedContext,
+    limits: StageLimits,
+    received_at: datetime,
+) -> None:
+    """The records of one message: its outputs, its dead letter, or none (a repeat)."""
+    if slot is None:
+        return
+    if isinstance(slot, Rejection):
+        _add_dead_letter(output, slot, message, received_at, limits)
+        return
+    result = judged[slot]
+    if isinstance(result, Rejection):
+        _add_dead_letter(output, result, message, received_at, limits)
+        return
+    try:
+        built = _build(accepted[slot], result, message, context, limits)
+    except Exception as exc:  # noqa: BLE001 - one message's failure is its dead letter
+        built = Rejection(
+            DeadLetterReason.PROCESSING_ERROR, f"cannot build outputs: {_describe(exc)}"
+        )
+    if isinstance(built, Rejection):
+        _add_dead_letter(output, built, message, received_at, limits)
+    else:
+        built.add_to(output)
 
 
 def _parse(message: IncomingMessage, limits: StageLimits, now: datetime) -> AnswerEvent | Rejection:

@@ -51,6 +51,8 @@ class OutboundRecord:
     value: bytes | None
     partition: int | None = None
     """None: the producer's partitioner picks by key (murmur2, as Java clients do)."""
+    headers: tuple[tuple[str, bytes], ...] = ()
+    """Kafka record headers, e.g. the ``traceparent`` that continues the answer's trace."""
 
 
 class PublishFailed(Exception):
@@ -182,7 +184,11 @@ class AtLeastOncePublisher(_ProducerPublisher):
 
 async def _send(producer: AIOKafkaProducer, record: OutboundRecord) -> Awaitable[Any]:
     future: Awaitable[Any] = await producer.send(
-        record.topic, value=record.value, key=record.key, partition=record.partition
+        record.topic,
+        value=record.value,
+        key=record.key,
+        partition=record.partition,
+        headers=list(record.headers) or None,
     )
     return future
 

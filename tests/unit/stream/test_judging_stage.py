@@ -369,3 +369,18 @@ def test_a_verdict_that_cannot_be_trimmed_enough_is_a_dead_letter() -> None:
     assert [r.kind for r in output.records] == ["dead_letter", "dead_letter"]
     assert {d.reason for d in output.dead_letters} == {DeadLetterReason.OUTPUT_TOO_LARGE}
     assert not output.verdicts and not output.flags and not output.outcomes
+
+
+def test_every_record_names_the_message_it_came_from() -> None:
+    judge = build_judge(JudgeSettings(name="rules"))
+    batch = [message(GOOD, 0), message(b"{not json", 1), message(BAD, 2)]
+    output = judge_messages(batch, judge)
+    assert len(output.sources) == len(output.records)
+    by_source: dict[int, list[str]] = {}
+    for record, source in zip(output.records, output.sources, strict=True):
+        by_source.setdefault(source, []).append(record.kind)
+    assert by_source == {
+        0: ["verdict", "outcome"],
+        1: ["dead_letter"],
+        2: ["verdict", "flag", "outcome"],
+    }
