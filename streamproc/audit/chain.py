@@ -132,10 +132,12 @@ class ChainVerifier:
     trusted_leaves: int = 0
     """Purged rows whose stored leaf hash was taken on trust."""
     broken: ChainBreak | None = None
-    _wanted: dict[int, bytes] = field(default_factory=dict, init=False, repr=False)
+    _wanted: dict[int, set[bytes]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._wanted = {c.seq: c.chain_hash for c in self.checkpoints if c.seq >= self.next_seq}
+        for mark in self.checkpoints:
+            if mark.seq >= self.next_seq:
+                self._wanted.setdefault(mark.seq, set()).add(mark.chain_hash)
 
     def feed(self, row: ChainRow) -> ChainBreak | None:
         """Check one row; the first break is kept and returned again on every later call."""
@@ -173,6 +175,8 @@ class ChainVerifier:
                 f"prev hash {row.prev_hash.hex()} is not the previous head {self.prev_hash.hex()}",
                 name,
             )
+        if len(row.leaf_hash) != 32 or len(row.chain_hash) != 32:
+            return ChainBreak(row.seq, "chain_mismatch", "a stored hash is not sha256", name)
         if row.content is None:
             self.trusted_leaves += 1
         else:
@@ -193,12 +197,12 @@ class ChainVerifier:
                 f"chain hash {row.chain_hash.hex()} should be {expected.hex()}",
                 name,
             )
-        wanted = self._wanted.pop(row.seq, None)
-        if wanted is not None and wanted != row.chain_hash:
+        wrong = self._wanted.pop(row.seq, set()) - {row.chain_hash}
+        if wrong:
             return ChainBreak(
                 row.seq,
                 "checkpoint_mismatch",
-                f"a checkpoint recorded the head here as {wanted.hex()}, the chain has "
+                f"a checkpoint recorded the head here as {min(wrong).hex()}, the chain has "
                 f"{row.chain_hash.hex()}: the chain was rewritten",
                 name,
             )

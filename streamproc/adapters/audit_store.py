@@ -1,0 +1,755 @@
+"""The audit store: audit records in SQL, chained, searchable, verifiable and purgeable.
+
+SQLite (``sqlite:///path``) is the embedded default; PostgreSQL
+(``postgresql+psycopg://user:pass@host/db``) is for production. Both go through
+SQLAlchemy 2 Core, and the schema is created on first use.
+
+Each audit-topic partition is one hash chain (:mod:`streamproc.audit.chain`); a record's
+place in it is ``(partition, seq)``. The row keeps the canonical JSON of the record as
+published, its leaf hash, the previous head and the new head. Every
+``checkpoint_every`` records a checkpoint row remembers the head; the sink also
+publishes it to the audit topic, so a store whose tail was cut (checkpoints included)
+is still caught by ``verify`` given the topic's checkpoints.
+
+A purge (by conversation, or by age) sets ``record_json`` to NULL and stamps
+``purged_at``: the texts and evidence are gone, the leaf and chain hashes stay, so the
+chain still verifies; for a purged row ``verify`` trusts the stored leaf hash and counts
+it (``trusted_leaves``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+from typing import Any, Self
+
+from pydantic import ValidationError
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Connection,
+    DateTime,
+    Index,
+    Integer,
+    MetaData,
+    Row,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    and_,
+    create_engine,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql.elements import ColumnElement
+
+from streamproc.audit.chain import (
+    GENESIS,
+    ChainBreak,
+    ChainRow,
+    ChainVerifier,
+    Checkpoint,
+    canonical_json,
+    link,
+)
+from streamproc.audit.record import AuditRecord
+from streamproc.events import Action
+
+__all__ = [
+    "AppendResult",
+    "AuditStore",
+    "PartitionCheck",
+    "RecordSummary",
+    "StoredCheckpoint",
+    "StoredRecord",
+    "VerifyReport",
+]
+
+_PAGE = 1000
+_APPEND_ATTEMPTS = 3
+
+_metadata = MetaData()
+
+_records = Table(
+    "audit_records",
+    _metadata,
+    Column("audit_partition", Integer, primary_key=True, comment="audit-topic partition"),
+    Column("seq", BigInteger, primary_key=True, comment="1-based place in the chain"),
+    Column("audit_offset", BigInteger, nullable=False, comment="audit-topic offset"),
+    Column("answer_id", String(200), nullable=False),
+    Column("conversation_id", String(200), nullable=False),
+    Column("tenant", String(200), nullable=False),
+    Column("assistant_id", String(200), nullable=False),
+    Column("model", String(200), nullable=False),
+    Column("action", String(16), nullable=False),
+    Column("hallucinated", Boolean, nullable=False),
+    Column("occurred_at", DateTime, nullable=False, comment="UTC"),
+    Column("stored_at", DateTime, nullable=False, comment="UTC"),
+    Column("record_json", Text, nullable=True, comment="canonical JSON; NULL once purged"),
+    Column("leaf_hash", String(64), nullable=False),
+    Column("prev_hash", String(64), nullable=False),
+    Column("chain_hash", String(64), nullable=False),
+    Column("purged_at", DateTime, nullable=True, comment="UTC"),
+    UniqueConstraint("answer_id", name="uq_audit_records_answer_id"),
+    Index("ix_audit_records_conversation", "conversation_id"),
+    Index("ix_audit_records_tenant_time", "tenant", "occurred_at"),
+    Index("ix_audit_records_assistant_time", "assistant_id", "occurred_at"),
+    Index("ix_audit_records_time", "occurred_at"),
+)
+
+_checkpoints = Table(
+    "audit_checkpoints",
+    _metadata,
+    Column("audit_partition", Integer, primary_key=True),
+    Column("seq", BigInteger, primary_key=True),
+    Column("chain_hash", String(64), nullable=False),
+    Column("at", DateTime, nullable=False, comment="UTC"),
+)
+
+_SUMMARY_COLUMNS = (
+    _records.c.answer_id,
+    _records.c.audit_partition,
+    _records.c.seq,
+    _records.c.audit_offset,
+    _records.c.conversation_id,
+    _records.c.tenant,
+    _records.c.assistant_id,
+    _records.c.model,
+    _records.c.action,
+    _records.c.hallucinated,
+    _records.c.occurred_at,
+    _records.c.stored_at,
+    _records.c.purged_at,
+)
+
+
+# --- what the store hands back --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RecordSummary:
+    """The searchable columns of one stored record (no texts)."""
+
+    answer_id: str
+    partition: int
+    seq: int
+    offset: int
+    conversation_id: str
+    tenant: str
+    assistant_id: str
+    model: str
+    action: str
+    hallucinated: bool
+    occurred_at: datetime
+    stored_at: datetime
+    purged_at: datetime | None
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "answer_id": self.answer_id,
+            "partition": self.partition,
+            "seq": self.seq,
+            "offset": self.offset,
+            "conversation_id": self.conversation_id,
+            "tenant": self.tenant,
+            "assistant_id": self.assistant_id,
+            "model": self.model,
+            "action": self.action,
+            "hallucinated": self.hallucinated,
+            "occurred_at": self.occurred_at.isoformat(),
+            "stored_at": self.stored_at.isoformat(),
+            "purged_at": None if self.purged_at is None else self.purged_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    """One stored record with its place in the chain. ``record_json`` is the canonical
+    text that was hashed; None once purged."""
+
+    summary: RecordSummary
+    record_json: str | None
+    leaf_hash: str
+    prev_hash: str
+    chain_hash: str
+
+    @property
+    def record(self) -> AuditRecord | None:
+        """The record parsed (None once purged)."""
+        if self.record_json is None:
+            return None
+        return AuditRecord.model_validate_json(self.record_json)
+
+    def as_json(self) -> dict[str, object]:
+        """Everything stored, the record as a JSON object: one export line. A verifier
+        recomputes ``leaf_hash`` from ``canonical_json(record)``."""
+        return {
+            **self.summary.as_json(),
+            "leaf_hash": self.leaf_hash,
+            "prev_hash": self.prev_hash,
+            "chain_hash": self.chain_hash,
+            "record": None if self.record_json is None else json.loads(self.record_json),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCheckpoint:
+    partition: int
+    seq: int
+    chain_hash: str
+    at: datetime
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "kind": "audit_checkpoint",
+            "partition": self.partition,
+            "seq": self.seq,
+            "chain_hash": self.chain_hash,
+            "at": self.at.isoformat(),
+        }
+
+
+@dataclass(slots=True)
+class AppendResult:
+    """What one :meth:`AuditStore.append` did."""
+
+    stored: list[str] = field(default_factory=list)
+    """Answer ids appended, in chain order."""
+    duplicates: list[str] = field(default_factory=list)
+    """Answer ids already stored (a redelivery): skipped."""
+    rejected: list[tuple[int, str]] = field(default_factory=list)
+    """``(offset, why)`` of values that are not audit records: skipped."""
+    checkpoints: list[StoredCheckpoint] = field(default_factory=list)
+    """Chain heads checkpointed by this append."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionCheck:
+    """The verification of one partition's chain."""
+
+    partition: int
+    checked: int
+    trusted_leaves: int
+    last_seq: int
+    checkpoints: int
+    problem: ChainBreak | None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+    def describe(self) -> str:
+        head = (
+            f"partition {self.partition}: {self.checked} records checked through seq "
+            f"{self.last_seq}, {self.checkpoints} checkpoints, {self.trusted_leaves} purged "
+            "(leaf hash trusted)"
+        )
+        return head if self.problem is None else f"{head}; BROKEN at {self.problem.describe()}"
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    partitions: tuple[PartitionCheck, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(check.ok for check in self.partitions)
+
+    @property
+    def first_problem(self) -> PartitionCheck | None:
+        """The first broken partition (lowest number), whose ``problem`` names the record."""
+        return next((check for check in self.partitions if not check.ok), None)
+
+    def describe(self) -> str:
+        if not self.partitions:
+            return "no audit records to verify"
+        return "\n".join(check.describe() for check in self.partitions)
+
+
+# --- the store ------------------------------------------------------------------------
+
+
+class AuditStore:
+    """The audit records of one deployment, in SQLite or PostgreSQL.
+
+    Constructing it opens nothing; the first call connects and creates the schema if it
+    is missing. Methods are blocking (call them off the event loop)."""
+
+    def __init__(self, url: str, *, echo: bool = False) -> None:
+        self.url = url
+        self._engine: Engine = create_engine(url, echo=echo, **_engine_options(url))
+        self._ready = False
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _begin(self) -> Any:
+        if not self._ready:
+            _metadata.create_all(self._engine)
+            self._ready = True
+        return self._engine.begin()
+
+    # -- writing -----------------------------------------------------------------------
+
+    def append(
+        self,
+        partition: int,
+        entries: Sequence[tuple[int, AuditRecord | bytes]],
+        *,
+        checkpoint_every: int | None = None,
+        now: datetime | None = None,
+    ) -> AppendResult:
+        """Append ``(audit-topic offset, record)`` pairs of one partition, in offset order,
+        in one transaction. An answer id already stored is skipped (idempotent: a
+        redelivered batch changes nothing); a value that is no audit record is skipped
+        and reported. Every ``checkpoint_every``-th seq also stores a checkpoint."""
+        stamp = _utc(now or datetime.now(UTC))
+        prepared: list[tuple[int, str, dict[str, Any], AuditRecord]] = []
+        result = AppendResult()
+        for offset, value in entries:
+            parsed = _parse(value)
+            if isinstance(parsed, str):
+                result.rejected.append((offset, parsed))
+            else:
+                prepared.append((offset, parsed[1].answer_id, parsed[0], parsed[1]))
+        for attempt in range(_APPEND_ATTEMPTS):
+            try:
+                with self._begin() as conn:
+                    done = self._append(conn, partition, prepared, checkpoint_every, stamp)
+            except IntegrityError:
+                # Another sink appended to this chain at the same time (a rebalance in
+                # flight): read the new head and try again.
+                if attempt == _APPEND_ATTEMPTS - 1:
+                    raise
+                continue
+            done.rejected = result.rejected
+            return done
+        raise AssertionError("unreachable")
+
+    def _append(
+        self,
+        conn: Connection,
+        partition: int,
+        prepared: list[tuple[int, str, dict[str, Any], AuditRecord]],
+        checkpoint_every: int | None,
+        stamp: datetime,
+    ) -> AppendResult:
+        result = AppendResult()
+        ids = [answer_id for _, answer_id, _, _ in prepared]
+        present: set[str] = set()
+        for start in range(0, len(ids), _PAGE):
+            chunk = ids[start : start + _PAGE]
+            present.update(
+                conn.execute(
+                    select(_records.c.answer_id).where(_records.c.answer_id.in_(chunk))
+                ).scalars()
+            )
+        seq, head = self._head(conn, partition)
+        rows: list[dict[str, Any]] = []
+        marks: list[dict[str, Any]] = []
+        for offset, answer_id, document, record in prepared:
+            if answer_id in present:
+                result.duplicates.append(answer_id)
+                continue
+            present.add(answer_id)
+            seq += 1
+            text = canonical_json(document).decode("utf-8")
+            row = link(seq, head, text.encode("utf-8"), answer_id)
+            head = row.chain_hash
+            rows.append(_row_values(partition, offset, record, text, row, stamp))
+            result.stored.append(answer_id)
+            if checkpoint_every and seq % checkpoint_every == 0:
+                marks.append(
+                    {
+                        "audit_partition": partition,
+                        "seq": seq,
+                        "chain_hash": head.hex(),
+                        "at": stamp,
+                    }
+                )
+                result.checkpoints.append(StoredCheckpoint(partition, seq, head.hex(), stamp))
+        if rows:
+            conn.execute(insert(_records), rows)
+        if marks:
+            conn.execute(insert(_checkpoints), marks)
+        return result
+
+    @staticmethod
+    def _head(conn: Connection, partition: int) -> tuple[int, bytes]:
+        last = conn.execute(
+            select(_records.c.seq, _records.c.chain_hash)
+            .where(_records.c.audit_partition == partition)
+            .order_by(_records.c.seq.desc())
+            .limit(1)
+        ).first()
+        return (0, GENESIS) if last is None else (int(last.seq), _unhex(last.chain_hash))
+
+    def head(self, partition: int) -> tuple[int, str]:
+        """``(seq, chain hash hex)`` of a partition's last record; ``(0, genesis)`` if none."""
+        with self._begin() as conn:
+            seq, head = self._head(conn, partition)
+        return seq, head.hex()
+
+    def purge_conversation(self, conversation_id: str, *, now: datetime | None = None) -> int:
+        """Drop the texts and evidence of one conversation's records; keep their hashes.
+        Returns how many records were purged (already purged ones do not count)."""
+        return self._purge(_records.c.conversation_id == conversation_id, now)
+
+    def purge_expired(self, retention_days: int, *, now: datetime | None = None) -> int:
+        """Purge every record whose answer is older than ``retention_days`` (event time)."""
+        cutoff = _utc(now or datetime.now(UTC)) - timedelta(days=retention_days)
+        return self._purge(_records.c.occurred_at < cutoff, now)
+
+    def _purge(self, where: ColumnElement[bool], now: datetime | None) -> int:
+        stamp = _utc(now or datetime.now(UTC))
+        with self._begin() as conn:
+            done = conn.execute(
+                update(_records)
+                .where(where, _records.c.purged_at.is_(None))
+                .values(record_json=None, purged_at=stamp)
+            )
+        return int(done.rowcount)
+
+    # -- reading -----------------------------------------------------------------------
+
+    def get(self, answer_id: str) -> StoredRecord | None:
+        with self._begin() as conn:
+            row = conn.execute(
+                select(
+                    *_SUMMARY_COLUMNS,
+                    _records.c.record_json,
+                    _records.c.leaf_hash,
+                    _records.c.prev_hash,
+                    _records.c.chain_hash,
+                ).where(_records.c.answer_id == answer_id)
+            ).first()
+        return None if row is None else _stored(row)
+
+    def find(
+        self,
+        *,
+        conversation: str | None = None,
+        tenant: str | None = None,
+        assistant: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        hallucinated: bool | None = None,
+        action: Action | str | None = None,
+        limit: int | None = 100,
+    ) -> list[RecordSummary]:
+        """Records matching every given filter (time: the answer's ``occurred_at``,
+        ``since`` inclusive, ``until`` exclusive), oldest first."""
+        where = _filters(conversation, tenant, assistant, since, until, hallucinated, action)
+        query = (
+            select(*_SUMMARY_COLUMNS)
+            .where(*where)
+            .order_by(_records.c.occurred_at, _records.c.answer_id)
+        )
+        if limit is not None:
+            query = query.limit(limit)
+        with self._begin() as conn:
+            return [_summary(row) for row in conn.execute(query)]
+
+    def export(
+        self,
+        *,
+        conversation: str | None = None,
+        tenant: str | None = None,
+        assistant: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        hallucinated: bool | None = None,
+        action: Action | str | None = None,
+        partition: int | None = None,
+    ) -> Iterator[StoredRecord]:
+        """Every matching record in chain order (partition, seq), read page by page."""
+        where = _filters(conversation, tenant, assistant, since, until, hallucinated, action)
+        if partition is not None:
+            where.append(_records.c.audit_partition == partition)
+        after: tuple[int, int] | None = None
+        while True:
+            page_where = list(where)
+            if after is not None:
+                page_where.append(
+                    or_(
+                        _records.c.audit_partition > after[0],
+                        and_(_records.c.audit_partition == after[0], _records.c.seq > after[1]),
+                    )
+                )
+            query = (
+                select(
+                    *_SUMMARY_COLUMNS,
+                    _records.c.record_json,
+                    _records.c.leaf_hash,
+                    _records.c.prev_hash,
+                    _records.c.chain_hash,
+                )
+                .where(*page_where)
+                .order_by(_records.c.audit_partition, _records.c.seq)
+                .limit(_PAGE)
+            )
+            with self._begin() as conn:
+                page = [_stored(row) for row in conn.execute(query)]
+            yield from page
+            if len(page) < _PAGE:
+                return
+            after = (page[-1].summary.partition, page[-1].summary.seq)
+
+    def partitions(self) -> list[int]:
+        """Every partition with records or checkpoints."""
+        with self._begin() as conn:
+            found = set(conn.execute(select(_records.c.audit_partition).distinct()).scalars())
+            found.update(conn.execute(select(_checkpoints.c.audit_partition).distinct()).scalars())
+        return sorted(found)
+
+    def checkpoints(self, partition: int) -> list[StoredCheckpoint]:
+        with self._begin() as conn:
+            rows = conn.execute(
+                select(_checkpoints)
+                .where(_checkpoints.c.audit_partition == partition)
+                .order_by(_checkpoints.c.seq)
+            ).all()
+        return [
+            StoredCheckpoint(int(r.audit_partition), int(r.seq), r.chain_hash, _aware(r.at))
+            for r in rows
+        ]
+
+    # -- verifying ---------------------------------------------------------------------
+
+    def verify(
+        self,
+        partition: int | None = None,
+        since_seq: int | None = None,
+        until_seq: int | None = None,
+        *,
+        extra_checkpoints: Mapping[int, Sequence[Checkpoint]] | None = None,
+    ) -> VerifyReport:
+        """Check the chains (one partition or all) from ``since_seq`` to ``until_seq``
+        (inclusive; default: the whole chain). Each check names the first bad record:
+        an altered record (leaf mismatch), a deleted one (seq gap), a rewritten chain, or
+        a cut tail (a checkpoint past the end). ``extra_checkpoints``: chain heads from
+        elsewhere (the audit topic), for a store whose checkpoint rows went too."""
+        extra = extra_checkpoints or {}
+        if partition is not None:
+            chosen = [partition]
+        else:
+            chosen = sorted(set(self.partitions()) | set(extra))
+        return VerifyReport(
+            tuple(
+                self._verify_partition(p, since_seq, until_seq, list(extra.get(p, ())))
+                for p in chosen
+            )
+        )
+
+    def _verify_partition(
+        self, partition: int, since_seq: int | None, until_seq: int | None, extra: list[Checkpoint]
+    ) -> PartitionCheck:
+        first = max(1, since_seq or 1)
+        marks = [
+            Checkpoint(c.seq, _unhex(c.chain_hash)) for c in self.checkpoints(partition)
+        ] + extra
+        if until_seq is not None:
+            marks = [mark for mark in marks if mark.seq <= until_seq]
+        prev = GENESIS
+        if first > 1:
+            with self._begin() as conn:
+                anchor = conn.execute(
+                    select(_records.c.chain_hash).where(
+                        _records.c.audit_partition == partition, _records.c.seq == first - 1
+                    )
+                ).scalar()
+            if anchor is None:
+                missing = ChainBreak(
+                    first - 1, "seq_gap", "the record before the range is missing", None
+                )
+                return PartitionCheck(partition, 0, 0, first - 1, len(marks), missing)
+            prev = _unhex(anchor)
+        verifier = ChainVerifier(prev, first, marks)
+        for row in self._chain_rows(partition, first, until_seq):
+            if verifier.feed(row) is not None:
+                break
+        problem = verifier.finish(to_end=until_seq is None)
+        return PartitionCheck(
+            partition,
+            verifier.checked,
+            verifier.trusted_leaves,
+            verifier.next_seq - 1,
+            len(marks),
+            problem,
+        )
+
+    def _chain_rows(self, partition: int, first: int, until: int | None) -> Iterator[ChainRow]:
+        after = first - 1
+        while True:
+            query = (
+                select(
+                    _records.c.seq,
+                    _records.c.answer_id,
+                    _records.c.record_json,
+                    _records.c.leaf_hash,
+                    _records.c.prev_hash,
+                    _records.c.chain_hash,
+                )
+                .where(_records.c.audit_partition == partition, _records.c.seq > after)
+                .order_by(_records.c.seq)
+                .limit(_PAGE)
+            )
+            if until is not None:
+                query = query.where(_records.c.seq <= until)
+            with self._begin() as conn:
+                page = conn.execute(query).all()
+            for row in page:
+                yield ChainRow(
+                    seq=int(row.seq),
+                    leaf_hash=_unhex(row.leaf_hash),
+                    prev_hash=_unhex(row.prev_hash),
+                    chain_hash=_unhex(row.chain_hash),
+                    content=None if row.record_json is None else row.record_json.encode("utf-8"),
+                    name=row.answer_id,
+                )
+            if len(page) < _PAGE:
+                return
+            after = int(page[-1].seq)
+
+
+# --- helpers --------------------------------------------------------------------------
+
+
+def _engine_options(url: str) -> dict[str, Any]:
+    if url.startswith("sqlite"):
+        # The sink writes while an auditor reads: wait for the lock rather than fail.
+        return {"connect_args": {"timeout": 30}}
+    return {"pool_pre_ping": True}
+
+
+def _parse(value: AuditRecord | bytes) -> tuple[dict[str, Any], AuditRecord] | str:
+    """The record's JSON document (as published, unknown fields kept) and the record, or
+    why it is not one."""
+    try:
+        if isinstance(value, AuditRecord):
+            document = json.loads(value.model_dump_json())
+        else:
+            document = json.loads(value)
+        if not isinstance(document, dict):
+            return "not a JSON object"
+        return document, AuditRecord.model_validate(document)
+    except (ValueError, ValidationError) as exc:  # JSONDecodeError is a ValueError
+        return f"{type(exc).__name__}: {str(exc)[:500]}"
+
+
+def _row_values(
+    partition: int, offset: int, record: AuditRecord, text: str, row: ChainRow, stamp: datetime
+) -> dict[str, Any]:
+    return {
+        "audit_partition": partition,
+        "seq": row.seq,
+        "audit_offset": offset,
+        "answer_id": record.answer_id,
+        "conversation_id": record.conversation_id,
+        "tenant": record.tenant,
+        "assistant_id": record.assistant_id,
+        "model": record.model,
+        "action": record.judgement.action.value,
+        "hallucinated": record.judgement.hallucinated,
+        "occurred_at": _utc(record.occurred_at),
+        "stored_at": stamp,
+        "record_json": text,
+        "leaf_hash": row.leaf_hash.hex(),
+        "prev_hash": row.prev_hash.hex(),
+        "chain_hash": row.chain_hash.hex(),
+        "purged_at": None,
+    }
+
+
+def _filters(
+    conversation: str | None,
+    tenant: str | None,
+    assistant: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    hallucinated: bool | None,
+    action: Action | str | None,
+) -> list[ColumnElement[bool]]:
+    where: list[ColumnElement[bool]] = []
+    if conversation is not None:
+        where.append(_records.c.conversation_id == conversation)
+    if tenant is not None:
+        where.append(_records.c.tenant == tenant)
+    if assistant is not None:
+        where.append(_records.c.assistant_id == assistant)
+    if since is not None:
+        where.append(_records.c.occurred_at >= _utc(since))
+    if until is not None:
+        where.append(_records.c.occurred_at < _utc(until))
+    if hallucinated is not None:
+        where.append(_records.c.hallucinated == hallucinated)
+    if action is not None:
+        where.append(_records.c.action == Action(action).value)
+    return where
+
+
+def _summary(row: Row[Any]) -> RecordSummary:
+    return RecordSummary(
+        answer_id=row.answer_id,
+        partition=int(row.audit_partition),
+        seq=int(row.seq),
+        offset=int(row.audit_offset),
+        conversation_id=row.conversation_id,
+        tenant=row.tenant,
+        assistant_id=row.assistant_id,
+        model=row.model,
+        action=row.action,
+        hallucinated=bool(row.hallucinated),
+        occurred_at=_aware(row.occurred_at),
+        stored_at=_aware(row.stored_at),
+        purged_at=None if row.purged_at is None else _aware(row.purged_at),
+    )
+
+
+def _stored(row: Row[Any]) -> StoredRecord:
+    return StoredRecord(
+        summary=_summary(row),
+        record_json=row.record_json,
+        leaf_hash=row.leaf_hash,
+        prev_hash=row.prev_hash,
+        chain_hash=row.chain_hash,
+    )
+
+
+def _utc(moment: datetime) -> datetime:
+    """Naive UTC, as stored (SQLite keeps no zone; one convention for both databases)."""
+    if moment.tzinfo is None:
+        return moment
+    return moment.astimezone(UTC).replace(tzinfo=None)
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _unhex(text: str | None) -> bytes:
+    """A stored hex hash; an unreadable one becomes b"" and fails verification."""
+    try:
+        return bytes.fromhex(text or "")
+    except ValueError:
+        return b""
