@@ -25,6 +25,9 @@ from pydantic import SecretStr
 from streamproc.brokers import EmbeddedTansu
 from streamproc.config import KafkaSecurity
 
+# A real PostgreSQL server (tests/integration/postgres.py), for the audit store's tests.
+from tests.integration.postgres import postgres_database, postgres_server  # noqa: F401
+
 _HERE = Path(__file__).resolve().parent
 _KAFKA_SH = _HERE.parents[1] / "scripts" / "kafka.sh"
 # First run on a fresh machine resolves ~46 jars from Maven Central before the broker starts.
