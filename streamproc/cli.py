@@ -45,6 +45,10 @@ def _parser() -> argparse.ArgumentParser:
     from streamproc.evaluate.cli import register
 
     register(commands)
+
+    from streamproc.adapters.audit_cli import register as register_audit
+
+    register_audit(commands)  # audit show | find | export | verify | purge, and audit-sink
     return parser
 
 

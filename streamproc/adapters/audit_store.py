@@ -286,7 +286,10 @@ class AuditStore:
 
     def __init__(self, url: str, *, echo: bool = False) -> None:
         self.url = url
-        self._engine: Engine = create_engine(url, echo=echo, **_engine_options(url))
+        # hide_parameters: a database error must not quote record texts into a log.
+        self._engine: Engine = create_engine(
+            url, echo=echo, hide_parameters=True, **_engine_options(url)
+        )
         self._ready = False
 
     def close(self) -> None:

@@ -1,0 +1,476 @@
+"""The auditor's commands: ``streamproc audit show | find | export | verify | purge`` and
+``streamproc audit-sink``.
+
+``audit show`` answers a complaint: the answer with each claim highlighted by its
+verdict, the reasons, the evidence that decided each claim exactly as the assistant was
+given it, the models with their sha256, the thresholds and the trace id. It renders with
+rich for people; ``--plain`` prints unwrapped text lines and ``--json`` the stored record
+with its chain hashes, for scripts. Every command reads ``settings.audit.store_url``
+unless ``--store URL`` says otherwise; none of them needs a broker except ``purge
+--conversation`` (tombstones on the audit topic, unless ``--no-topic``) and ``verify
+--topic-checkpoints``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from streamproc.adapters.audit_store import AuditStore, StoredRecord
+    from streamproc.audit.record import AuditRecord
+    from streamproc.config import Settings
+
+__all__ = ["register"]
+
+EXIT_NOT_FOUND = 1
+EXIT_VERIFY_FAILED = 1
+
+_RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_VERDICT_STYLE = {
+    "supported": "bold green",
+    "contradicted": "bold white on red",
+    "unsupported": "bold black on yellow",
+    None: "dim",
+}
+_ACTION_STYLE = {"pass": "green", "trim": "yellow", "withhold": "bold red"}
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``audit`` and ``audit-sink`` subcommands."""
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument(
+        "--store", metavar="URL", help="audit store URL (default: settings.audit.store_url)"
+    )
+
+    sink = subparsers.add_parser(
+        "audit-sink",
+        parents=[store],
+        help="store the audit topic in the audit store (settings: STREAMPROC_*)",
+    )
+    sink.set_defaults(func=_run_sink)
+
+    audit = subparsers.add_parser(
+        "audit", help="the audit trail: show | find | export | verify | purge"
+    )
+    commands = audit.add_subparsers(metavar="ACTION")
+
+    show = commands.add_parser(
+        "show", parents=[store], help="everything about one answer, for a complaint"
+    )
+    show.add_argument("answer_id")
+    mode = show.add_mutually_exclusive_group()
+    mode.add_argument("--json", action="store_true", help="the stored record and its hashes")
+    mode.add_argument("--plain", action="store_true", help="unwrapped text, no colours")
+    show.set_defaults(func=_show)
+
+    find = commands.add_parser("find", parents=[store], help="records matching filters")
+    _add_filters(find)
+    find.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
+    find.add_argument("--json", action="store_true", help="JSON lines")
+    find.set_defaults(func=_find)
+
+    export = commands.add_parser(
+        "export", parents=[store], help="records as JSON lines, in chain order"
+    )
+    _add_filters(export)
+    export.add_argument("--partition", type=int)
+    export.add_argument("--output", "-o", metavar="FILE", help="write here (default: stdout)")
+    export.set_defaults(func=_export)
+
+    verify = commands.add_parser(
+        "verify", parents=[store], help="check the hash chains; name the first bad record"
+    )
+    verify.add_argument("--partition", type=int, help="one chain (default: all)")
+    verify.add_argument("--since-seq", type=int)
+    verify.add_argument("--until-seq", type=int)
+    verify.add_argument(
+        "--topic-checkpoints",
+        action="store_true",
+        help="also check against the chain heads published on the audit topic",
+    )
+    verify.add_argument("--json", action="store_true")
+    verify.set_defaults(func=_verify)
+
+    purge = commands.add_parser(
+        "purge", parents=[store], help="remove texts and evidence, keep the hashes"
+    )
+    which = purge.add_mutually_exclusive_group(required=True)
+    which.add_argument("--conversation", metavar="ID", help="every record of one conversation")
+    which.add_argument(
+        "--expired", action="store_true", help="records older than settings.audit.retention_days"
+    )
+    purge.add_argument("--days", type=int, help="with --expired: this retention instead")
+    purge.add_argument(
+        "--no-topic",
+        action="store_true",
+        help="with --conversation: do not publish tombstones to the audit topic",
+    )
+    purge.set_defaults(func=_purge)
+
+    def _audit_help(args: argparse.Namespace) -> int:
+        audit.print_help()
+        return 2
+
+    audit.set_defaults(func=_audit_help)
+
+
+def _add_filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--conversation", metavar="ID")
+    parser.add_argument("--tenant")
+    parser.add_argument("--assistant", metavar="ID")
+    parser.add_argument(
+        "--since", type=_moment, help="answers from (ISO 8601 or e.g. 24h, 7d ago; UTC if no zone)"
+    )
+    parser.add_argument("--until", type=_moment, help="answers before (same forms)")
+    flagged = parser.add_mutually_exclusive_group()
+    flagged.add_argument("--hallucinated", dest="hallucinated", action="store_true", default=None)
+    flagged.add_argument("--not-hallucinated", dest="hallucinated", action="store_false")
+    parser.add_argument("--action", choices=["pass", "trim", "withhold"])
+
+
+def _moment(text: str) -> datetime:
+    relative = _RELATIVE.match(text.strip())
+    if relative:
+        amount, unit = relative.groups()
+        return datetime.now(UTC) - timedelta(**{_UNITS[unit]: int(amount)})
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a time: {text!r} (ISO 8601, or 24h / 7d)") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    from streamproc.config import Settings
+
+    settings = Settings()
+    url = getattr(args, "store", None)
+    if url:
+        audit = settings.audit.model_copy(update={"store_url": url})
+        settings = settings.model_copy(update={"audit": audit})
+    return settings
+
+
+def _open(args: argparse.Namespace) -> AuditStore:
+    from streamproc.adapters.audit_store import AuditStore
+
+    return AuditStore(_settings(args).audit.store_url)
+
+
+def _filters(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "conversation": args.conversation,
+        "tenant": args.tenant,
+        "assistant": args.assistant,
+        "since": args.since,
+        "until": args.until,
+        "hallucinated": args.hallucinated,
+        "action": args.action,
+    }
+
+
+# --- commands -------------------------------------------------------------------------
+
+
+def _run_sink(args: argparse.Namespace) -> int:
+    from streamproc.adapters.audit_sink import run_audit_sink
+    from streamproc.adapters.logging import configure_logging
+
+    settings = _settings(args)
+    configure_logging(settings.log_level, json_logs=settings.log_json)
+    return run_audit_sink(settings)
+
+
+def _show(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        stored = store.get(args.answer_id)
+    if stored is None:
+        print(f"no audit record for answer {args.answer_id!r}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    if args.json:
+        print(json.dumps(stored.as_json(), ensure_ascii=False, indent=2))
+    elif args.plain:
+        sys.stdout.write("\n".join(plain_lines(stored)) + "\n")
+    else:
+        from rich.console import Console
+
+        render(stored, Console(highlight=False))
+    return 0
+
+
+def _find(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        found = store.find(**_filters(args), limit=args.limit)
+    if args.json:
+        for summary in found:
+            print(json.dumps(summary.as_json(), ensure_ascii=False))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("answer", "occurred (UTC)", "conversation", "tenant", "assistant", "action")
+    for s in found:
+        table.add_row(
+            s.answer_id + (" (purged)" if s.purged_at else ""),
+            s.occurred_at.strftime("%Y-%m-%d %H:%M:%S"),
+            s.conversation_id,
+            s.tenant,
+            s.assistant_id,
+            f"[{_ACTION_STYLE.get(s.action, '')}]{s.action}[/]",
+        )
+    console = Console(highlight=False)
+    console.print(table)
+    console.print(
+        f"{len(found)} record(s)" + (" (limit reached)" if len(found) == args.limit else "")
+    )
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        records = store.export(**_filters(args), partition=args.partition)
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as out:
+                count = _write_lines(records, out)
+            print(f"exported {count} record(s) to {args.output}", file=sys.stderr)
+        else:
+            _write_lines(records, sys.stdout)
+    return 0
+
+
+def _write_lines(records: Iterable[StoredRecord], out: IO[str]) -> int:
+    count = 0
+    for stored in records:
+        out.write(json.dumps(stored.as_json(), ensure_ascii=False, sort_keys=True) + "\n")
+        count += 1
+    return count
+
+
+def _verify(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    extra = None
+    if args.topic_checkpoints:
+        from streamproc.adapters.audit_sink import fetch_topic_checkpoints
+
+        extra = asyncio.run(fetch_topic_checkpoints(settings))
+    from streamproc.adapters.audit_store import AuditStore
+
+    with AuditStore(settings.audit.store_url) as store:
+        report = store.verify(
+            args.partition, args.since_seq, args.until_seq, extra_checkpoints=extra
+        )
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "ok": report.ok,
+                    "partitions": [
+                        {
+                            "partition": c.partition,
+                            "checked": c.checked,
+                            "trusted_leaves": c.trusted_leaves,
+                            "last_seq": c.last_seq,
+                            "checkpoints": c.checkpoints,
+                            "problem": None
+                            if c.problem is None
+                            else {
+                                "seq": c.problem.seq,
+                                "answer_id": c.problem.name,
+                                "problem": c.problem.problem,
+                                "detail": c.problem.detail,
+                            },
+                        }
+                        for c in report.partitions
+                    ],
+                }
+            )
+        )
+    else:
+        print(report.describe())
+    first = report.first_problem
+    if first is None:
+        if not args.json:
+            print("OK: every chain verifies")
+        return 0
+    assert first.problem is not None
+    who = first.problem.name or "(missing record)"
+    print(
+        f"FAILED: first bad record: partition {first.partition}, seq {first.problem.seq}, "
+        f"answer {who}: {first.problem.problem}",
+        file=sys.stderr,
+    )
+    return EXIT_VERIFY_FAILED
+
+
+def _purge(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    from streamproc.adapters.audit_store import AuditStore
+
+    with AuditStore(settings.audit.store_url) as store:
+        if args.expired:
+            days = args.days or settings.audit.retention_days
+            count = store.purge_expired(days)
+            print(f"purged {count} record(s) older than {days} days; hashes kept")
+            return 0
+        ids = [s.answer_id for s in store.find(conversation=args.conversation, limit=None)]
+        if ids and not args.no_topic:
+            from streamproc.adapters.audit_sink import publish_tombstones
+
+            # First the topic: a purge that fails half-way is simply run again.
+            sent = asyncio.run(publish_tombstones(settings, ids))
+            print(f"published {sent} tombstone(s) to {settings.audit.topic}")
+        count = store.purge_conversation(args.conversation)
+    print(f"purged {count} record(s) of conversation {args.conversation}; hashes kept")
+    return 0
+
+
+# --- rendering ------------------------------------------------------------------------
+
+
+def plain_lines(stored: StoredRecord) -> list[str]:
+    """``audit show --plain``: one fact per line, texts unwrapped and exact."""
+    s = stored.summary
+    lines = [
+        f"answer_id: {s.answer_id}",
+        f"conversation_id: {s.conversation_id}",
+        f"tenant: {s.tenant}",
+        f"assistant_id: {s.assistant_id}",
+        f"model: {s.model}",
+        f"occurred_at: {s.occurred_at.isoformat()}",
+        f"action: {s.action}",
+        f"hallucinated: {str(s.hallucinated).lower()}",
+        f"chain: partition {s.partition} seq {s.seq} offset {s.offset}",
+        f"leaf_hash: {stored.leaf_hash}",
+        f"chain_hash: {stored.chain_hash}",
+    ]
+    record = stored.record
+    if record is None:
+        purged = s.purged_at.isoformat() if s.purged_at else "?"
+        return [*lines, f"purged_at: {purged} (texts and evidence removed; hashes kept)"]
+    lines += [
+        f"trace_id: {record.trace_id or '-'}",
+        f"judged_at: {record.judged_at.isoformat()}",
+        f"input: {record.origin.topic} partition {record.origin.partition} "
+        f"offset {record.origin.offset}",
+        f"event_sha256: {record.event_sha256}",
+        f"judge: {record.judge.name} {record.judge.version} ({record.judge.granularity})",
+        f"calibrator: {record.calibrator or '-'}",
+        f"code_version: {record.code_version}",
+    ]
+    lines += [f"model_sha256: {name} {sha}" for name, sha in sorted(record.judge.models.items())]
+    lines += [f"threshold: {k} = {v:g}" for k, v in sorted(record.judge.thresholds.items())]
+    lines += [f"question: {record.question or ''}", f"answer: {record.answer}"]
+    for claim in record.claims:
+        verdict = claim.verdict.value if claim.verdict else "unchecked"
+        score = "-" if claim.score is None else f"{claim.score:.3f}"
+        lines += [
+            f"claim {claim.index + 1} [{claim.start}:{claim.end}] {verdict} "
+            f"(class {claim.claim_class.value}, score {score}, "
+            f"confidence {claim.confidence.value if claim.confidence else '-'}): {claim.text}",
+        ]
+        lines += [f"  reason: {reason}" for reason in claim.reasons]
+        lines += [f"  citation: {cited}" for cited in claim.citations]
+        for evidence_id in claim.evidence_ids:
+            lines.append(f"  evidence {evidence_id}: {_evidence(record, evidence_id)}")
+    return lines
+
+
+def render(stored: StoredRecord, console: Console) -> None:
+    """``audit show``: the complaint view, with rich."""
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    s = stored.summary
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="bold")
+    facts.add_column()
+    facts.add_row("answer", s.answer_id)
+    facts.add_row("conversation", s.conversation_id)
+    facts.add_row("tenant / assistant", f"{s.tenant} / {s.assistant_id}")
+    facts.add_row("model", s.model)
+    facts.add_row("occurred at", s.occurred_at.isoformat())
+    facts.add_row("action", Text(s.action, style=_ACTION_STYLE.get(s.action, "")))
+    facts.add_row("chain", f"partition {s.partition}, seq {s.seq} (audit offset {s.offset})")
+    facts.add_row("leaf / chain hash", f"{stored.leaf_hash}\n{stored.chain_hash}")
+    record = stored.record
+    if record is None:
+        facts.add_row("purged at", s.purged_at.isoformat() if s.purged_at else "?")
+        console.print(Panel(facts, title="audit record (purged: texts removed, hashes kept)"))
+        return
+    facts.add_row("trace id", record.trace_id or "-")
+    facts.add_row("judged at", record.judged_at.isoformat())
+    facts.add_row(
+        "input",
+        f"{record.origin.topic} partition {record.origin.partition} offset {record.origin.offset}",
+    )
+    facts.add_row("event sha256", record.event_sha256)
+    facts.add_row("code version", record.code_version)
+    console.print(Panel(facts, title=f"audit record {s.answer_id}"))
+
+    if record.question:
+        console.print(Panel(Text(record.question), title="question"))
+    console.print(Panel(_highlighted(record), title="answer (claims coloured by verdict)"))
+
+    claims = Table("#", "claim", "verdict", "score", "reasons", "evidence", title="claims")
+    for claim in record.claims:
+        verdict = claim.verdict.value if claim.verdict else None
+        claims.add_row(
+            str(claim.index + 1),
+            claim.text,
+            Text(verdict or "unchecked", style=_VERDICT_STYLE[verdict]),
+            "-" if claim.score is None else f"{claim.score:.3f}",
+            "\n".join(claim.reasons) or "-",
+            ", ".join(claim.evidence_ids) or "-",
+        )
+    console.print(claims)
+
+    shown: set[str] = set()
+    for claim in record.claims:
+        for evidence_id in claim.evidence_ids:
+            if evidence_id in shown:
+                continue
+            shown.add(evidence_id)
+            console.print(
+                Panel(
+                    Text(_evidence(record, evidence_id)),
+                    title=f"evidence {evidence_id} (decided claim {claim.index + 1}; as given)",
+                )
+            )
+
+    judge = Table("judge", "value", title="judge, models and thresholds")
+    judge.add_row("judge", f"{record.judge.name} {record.judge.version}")
+    judge.add_row("granularity", record.judge.granularity)
+    judge.add_row("calibrator", record.calibrator or "-")
+    for name, sha in sorted(record.judge.models.items()):
+        judge.add_row(f"model {name}", sha)
+    for key, value in sorted(record.judge.thresholds.items()):
+        judge.add_row(key, f"{value:g}")
+    console.print(judge)
+
+
+def _highlighted(record: AuditRecord) -> Any:
+    from rich.text import Text
+
+    text = Text(record.answer)
+    for claim in record.claims:
+        verdict = claim.verdict.value if claim.verdict else None
+        end = min(claim.end, len(record.answer))
+        if 0 <= claim.start < end:
+            text.stylize(_VERDICT_STYLE[verdict], claim.start, end)
+    return text
+
+
+def _evidence(record: AuditRecord, evidence_id: str) -> str:
+    found = record.evidence_text(evidence_id)
+    return "(not among the evidence items)" if found is None else found
