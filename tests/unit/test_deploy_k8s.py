@@ -26,7 +26,12 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from tests.unit.test_deploy_settings import UnknownSettingError, settings_from_env
+from tests.unit.test_deploy_settings import (
+    SERVES_HEALTH,
+    TRANSACTIONAL,
+    UnknownSettingError,
+    settings_from_env,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 K8S_DIR = REPO / "deploy" / "k8s"
@@ -126,11 +131,15 @@ def _workload_problems(workload: Obj, by_name: Mapping[tuple[str, str], Obj]) ->
         where = f"{name}/{container['name']}"
         ports = {p["containerPort"] for p in container.get("ports", [])}
         names = {p["name"]: p["containerPort"] for p in container.get("ports", []) if "name" in p}
+        command = (container.get("args") or [""])[0]
         for probe_name, path in PROBE_PATHS.items():
             probe = container.get(probe_name)
             if probe is None:
-                if probe_name != "startupProbe":
+                if probe_name != "startupProbe" and command in SERVES_HEALTH:
                     yield f"{where}: no {probe_name}"
+                continue
+            if command not in SERVES_HEALTH:
+                yield f"{where}: {command} serves no health endpoint, {probe_name} would fail"
                 continue
             get = probe.get("httpGet", {})
             if get.get("port") not in ports | set(names):
@@ -154,12 +163,12 @@ def _workload_problems(workload: Obj, by_name: Mapping[tuple[str, str], Obj]) ->
         except (UnknownSettingError, ValidationError) as error:
             yield f"{where}: settings refused: {error}"
             continue
-        if settings.worker.health_port != names.get("health"):
+        if command in SERVES_HEALTH and settings.worker.health_port != names.get("health"):
             yield (
                 f"{where}: health port {settings.worker.health_port} is not the "
                 f"containerPort named health ({names.get('health')})"
             )
-        if env.get("STREAMPROC_WORKER__INSTANCE_ID") != POD_NAME:
+        if command in TRANSACTIONAL and env.get("STREAMPROC_WORKER__INSTANCE_ID") != POD_NAME:
             yield f"{where}: STREAMPROC_WORKER__INSTANCE_ID is not the pod name"
         replicas = spec.get("replicas", 1)
         if replicas > settings.topics.partitions:
@@ -300,12 +309,18 @@ MUTATIONS: dict[str, tuple[Callable[[list[Obj]], None], str]] = {
         "livenessProbe port 9090 is not a container port",
     ),
     "probe path": (
-        lambda o: _container(o, "Deployment")["readinessProbe"]["httpGet"].update(path="/livez"),
+        lambda o: _container(o)["readinessProbe"]["httpGet"].update(path="/livez"),
         "readinessProbe asks /livez, not /readyz",
     ),
     "missing probe": (
-        lambda o: _container(o, "Deployment").pop("livenessProbe"),
+        lambda o: _container(o).pop("livenessProbe"),
         "no livenessProbe",
+    ),
+    "probe on the sink": (
+        lambda o: _container(o, "Deployment").update(
+            livenessProbe=_container(o)["livenessProbe"], ports=_container(o)["ports"]
+        ),
+        "audit-sink serves no health endpoint, livenessProbe would fail",
     ),
     "config map name": (
         lambda o: _container(o)["envFrom"][0]["configMapRef"].update(name="streamproc-cfg"),
@@ -405,7 +420,7 @@ def test_every_object_matches_the_kubernetes_schemas(objects: list[Obj]) -> None
     [
         lambda o: _container(o)["ports"][0].update(containerPort="8081"),
         lambda o: _find(o, "StatefulSet", "streamproc-worker")["spec"].update(replica=2),
-        lambda o: _container(o, "Deployment")["livenessProbe"].update(httpGet={"path": "/livez"}),
+        lambda o: _container(o)["livenessProbe"].update(httpGet={"path": "/livez"}),
         lambda o: _find(o, "Secret", "streamproc-broker").update(stringdata={}),
     ],
     ids=["port as text", "unknown field", "probe without port", "misspelt stringData"],

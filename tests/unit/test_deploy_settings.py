@@ -16,9 +16,21 @@ from pydantic import BaseModel, ValidationError
 
 from streamproc.config import Settings
 
-__all__ = ["PREFIX", "UnknownSettingError", "settings_from_env", "unknown_settings"]
+__all__ = [
+    "PREFIX",
+    "SERVES_HEALTH",
+    "TRANSACTIONAL",
+    "UnknownSettingError",
+    "settings_from_env",
+    "unknown_settings",
+]
 
 PREFIX = "STREAMPROC_"
+SERVES_HEALTH = frozenset({"worker"})
+"""streamproc commands that serve /livez and /readyz on ``worker.health_port``: only these
+may have probes (a probe of a port nobody listens on restarts its container forever)."""
+TRANSACTIONAL = frozenset({"worker"})
+"""streamproc commands whose Kafka transactional id is ``worker.instance_id``."""
 
 
 class UnknownSettingError(ValueError):
