@@ -28,7 +28,7 @@ import yaml
 from sqlalchemy.engine import make_url
 
 from streamproc.config import Settings
-from tests.unit.test_deploy_settings import SERVES_HEALTH, settings_from_env
+from tests.unit.test_deploy_settings import SERVES_HEALTH, is_command, settings_from_env
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO / "docker-compose.yml"
@@ -248,6 +248,11 @@ def test_streamproc_settings_are_accepted(services: dict[str, Service]) -> None:
         assert kafka is not None, f"{name}: broker host {host!r} is not a compose service"
         assert (host, int(port)) in _advertised(kafka), f"{name}: unadvertised listener"
         assert not any(key.startswith("OTEL_") for key in ours), "Settings owns telemetry"
+
+
+def test_commands_are_streamproc_commands(services: dict[str, Service]) -> None:
+    for name, service in _streamproc_services(services).items():
+        assert is_command(service["command"]), f"{name}: streamproc {service['command']}"
 
 
 def test_one_partition_count_everywhere(services: dict[str, Service]) -> None:

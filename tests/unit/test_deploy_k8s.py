@@ -30,6 +30,7 @@ from tests.unit.test_deploy_settings import (
     SERVES_HEALTH,
     TRANSACTIONAL,
     UnknownSettingError,
+    is_command,
     settings_from_env,
 )
 
@@ -250,6 +251,7 @@ def test_commands_are_the_worker_and_the_sink(objects: list[Obj]) -> None:
     sink = _containers(_find(objects, "Deployment", "streamproc-audit-sink"))[0]
     assert (worker["args"], sink["args"]) == (["worker"], ["audit-sink"])
     assert "command" not in worker and "command" not in sink, "the image's entrypoint runs"
+    assert is_command(worker["args"]) and is_command(sink["args"])
 
 
 def test_broker_credentials_come_from_the_secret(objects: list[Obj]) -> None:

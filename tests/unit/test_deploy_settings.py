@@ -8,12 +8,15 @@ tests (test_compose.py, test_deploy_k8s.py) build their services' settings throu
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from streamproc.cli import main
 from streamproc.config import Settings
 
 __all__ = [
@@ -21,6 +24,7 @@ __all__ = [
     "SERVES_HEALTH",
     "TRANSACTIONAL",
     "UnknownSettingError",
+    "is_command",
     "settings_from_env",
     "unknown_settings",
 ]
@@ -75,6 +79,23 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
             if key.startswith(PREFIX):
                 patch.setenv(key, value)
         return Settings(_env_file=None)
+
+
+def is_command(argv: Sequence[str]) -> bool:
+    """Whether ``streamproc *argv`` names a command: asked with ``--help``, which runs nothing
+    (and so answers before argparse would look at any option after the command)."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            main([*argv, "--help"])
+        except SystemExit as exit_:
+            return exit_.code == 0
+    return False
+
+
+def test_deployed_commands_parse() -> None:
+    assert is_command(["worker"]) and is_command(["audit-sink"])
+    assert not is_command(["audit_sink"])
+    assert not is_command(["audit", "sink"])
 
 
 def test_a_full_environment_is_read() -> None:
