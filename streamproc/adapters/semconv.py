@@ -52,19 +52,11 @@ __all__ = [
     "STREAMPROC_ASSISTANT_ID",
     "STREAMPROC_CLAIMS_CHECKED",
     "STREAMPROC_CLAIMS_CONTRADICTED",
-    "STREAMPROC_CLAIMS_SUPPORTED",
-    "STREAMPROC_CLAIMS_TOTAL",
     "STREAMPROC_CLAIMS_UNSUPPORTED",
-    "STREAMPROC_CLAIM_CLASS",
     "STREAMPROC_CLAIM_INDEX",
-    "STREAMPROC_DEAD_LETTER_REASON",
     "STREAMPROC_FAITHFULNESS",
     "STREAMPROC_HALLUCINATED",
-    "STREAMPROC_JUDGE_NAME",
-    "STREAMPROC_JUDGE_VERSION",
     "STREAMPROC_MODEL",
-    "STREAMPROC_OUTCOME",
-    "STREAMPROC_STAGE",
     "STREAMPROC_TENANT",
 ]
 
@@ -126,17 +118,9 @@ STREAMPROC_ASSISTANT_ID: Final = "streamproc.assistant.id"
 STREAMPROC_TENANT: Final = "streamproc.tenant"
 STREAMPROC_MODEL: Final = "streamproc.model"
 STREAMPROC_ACTION: Final = "streamproc.action"
-STREAMPROC_OUTCOME: Final = "streamproc.outcome"
 STREAMPROC_HALLUCINATED: Final = "streamproc.hallucinated"
 STREAMPROC_FAITHFULNESS: Final = "streamproc.faithfulness"
-STREAMPROC_CLAIMS_TOTAL: Final = "streamproc.claims.total"
 STREAMPROC_CLAIMS_CHECKED: Final = "streamproc.claims.checked"
-STREAMPROC_CLAIMS_SUPPORTED: Final = "streamproc.claims.supported"
 STREAMPROC_CLAIMS_CONTRADICTED: Final = "streamproc.claims.contradicted"
 STREAMPROC_CLAIMS_UNSUPPORTED: Final = "streamproc.claims.unsupported"
 STREAMPROC_CLAIM_INDEX: Final = "streamproc.claim.index"
-STREAMPROC_CLAIM_CLASS: Final = "streamproc.claim.class"
-STREAMPROC_JUDGE_NAME: Final = "streamproc.judge.name"
-STREAMPROC_JUDGE_VERSION: Final = "streamproc.judge.version"
-STREAMPROC_DEAD_LETTER_REASON: Final = "streamproc.dead_letter.reason"
-STREAMPROC_STAGE: Final = "streamproc.stage"

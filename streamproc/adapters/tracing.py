@@ -30,6 +30,7 @@ records still carry the producer's ``traceparent`` and nothing is recorded.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -101,6 +102,16 @@ class KafkaHeadersSetter(Setter[list[tuple[str, bytes]]]):
 
 
 _GETTER = KafkaHeadersGetter()
+_EMPTY = Context()
+_PROPAGATED = frozenset({"traceparent", "tracestate", "baggage"})
+# W3C trace context exactly as OpenTelemetry's propagator reads it, for the pass-through.
+_TRACEPARENT = re.compile(
+    r"[ \t]*(?P<version>[0-9a-f]{2})-(?P<trace>[0-9a-f]{32})-(?P<span>[0-9a-f]{16})"
+    r"-[0-9a-f]{2}(?:(?P<rest>-.*)|[ \t]*)"
+)
+_TRACEPARENT_MAX_CHARS = 512
+_ZERO_TRACE = "0" * 32
+_ZERO_SPAN = "0" * 16
 _SETTER = KafkaHeadersSetter()
 
 
@@ -123,6 +134,18 @@ def traceparent_headers(span: Span, context: Context | None = None) -> OutHeader
     """The headers that make ``span`` the parent of whoever reads the record; ``context``
     is the span's parent context, to carry its baggage along."""
     return inject(trace.set_span_in_context(span, context))
+
+
+def _traceparent_ids(header: str) -> tuple[str, str] | None:
+    """(trace id, span id) of a valid ``traceparent``, by the propagator's own rules."""
+    if len(header) > _TRACEPARENT_MAX_CHARS:
+        return None
+    match = _TRACEPARENT.fullmatch(header)
+    if match is None or match["version"] == "ff" or (match["version"] == "00" and match["rest"]):
+        return None
+    if match["trace"] == _ZERO_TRACE or match["span"] == _ZERO_SPAN:
+        return None
+    return match["trace"], match["span"]
 
 
 # --- messages and stage times -------------------------------------------------------------
@@ -221,7 +244,7 @@ class Tracing:
 class MessageTrace:
     """One message's span and what the records written for it carry."""
 
-    __slots__ = ("_headers", "context", "message", "span", "verdict")
+    __slots__ = ("_headers", "_ids", "context", "message", "span", "verdict")
 
     def __init__(self, message: MessageRef, span: Span, context: Context) -> None:
         self.message = message
@@ -230,6 +253,27 @@ class MessageTrace:
         """The span's context (with the producer's baggage): parent of stage spans."""
         self.verdict: Verdict | None = None
         self._headers: OutHeaders | None = None
+        self._ids: tuple[str, str] | None = None
+
+    @classmethod
+    def passthrough(cls, message: MessageRef) -> MessageTrace:
+        """Telemetry off: no span, no propagator; the producer's valid ``traceparent``
+        (with its ``tracestate`` and ``baggage``) is handed on as it came, so tracing
+        off costs a header scan and one regular expression per message."""
+        traced = cls(message, trace.INVALID_SPAN, _EMPTY)
+        traced._headers = ()
+        for name, value in message.headers:
+            if value is not None and name.lower() == "traceparent":
+                ids = _traceparent_ids(value.decode("latin-1"))
+                if ids is not None:
+                    traced._ids = ids
+                    traced._headers = tuple(
+                        (key.lower(), raw)
+                        for key, raw in message.headers
+                        if raw is not None and key.lower() in _PROPAGATED
+                    )
+                break  # the propagator, too, reads only the first traceparent
+        return traced
 
     @property
     def headers(self) -> OutHeaders:
@@ -242,8 +286,8 @@ class MessageTrace:
     def trace_id(self) -> str | None:
         """The trace id as 32 hex digits (what ``Verdict.trace_id`` holds); None when
         there is none (telemetry off and no valid ``traceparent``)."""
-        span_context = self.span.get_span_context()
-        return trace.format_trace_id(span_context.trace_id) if span_context.is_valid else None
+        ids = self._span_ids()
+        return ids[0] if ids is not None else None
 
     def log_fields(self) -> dict[str, str | int]:
         """trace_id, span_id, partition, offset (and answer_id once judged) for
@@ -253,13 +297,22 @@ class MessageTrace:
             "partition": self.message.partition,
             "offset": self.message.offset,
         }
-        span_context = self.span.get_span_context()
-        if span_context.is_valid:
-            fields["trace_id"] = trace.format_trace_id(span_context.trace_id)
-            fields["span_id"] = trace.format_span_id(span_context.span_id)
+        ids = self._span_ids()
+        if ids is not None:
+            fields["trace_id"], fields["span_id"] = ids
         if self.verdict is not None:
             fields["answer_id"] = self.verdict.answer_id
         return fields
+
+    def _span_ids(self) -> tuple[str, str] | None:
+        if self._ids is None:
+            span_context = self.span.get_span_context()
+            if span_context.is_valid:
+                self._ids = (
+                    trace.format_trace_id(span_context.trace_id),
+                    trace.format_span_id(span_context.span_id),
+                )
+        return self._ids
 
 
 class BatchTrace:
@@ -272,30 +325,40 @@ class BatchTrace:
         self._enabled = tracing.telemetry.enabled
         self.clock = StageClock()
         self._ended = False
+        self._order: list[MessageTrace] = []
+        if self._enabled:
+            self.span = self._start_spans(messages, start_ns)
+        else:
+            self.span = trace.INVALID_SPAN
+            self._order = [MessageTrace.passthrough(message) for message in messages]
+        self._messages = {
+            (traced.message.topic, traced.message.partition, traced.message.offset): traced
+            for traced in self._order
+        }
+
+    def _start_spans(self, messages: Sequence[MessageRef], start_ns: int) -> Span:
         parents = [extract(message.headers) for message in messages]
-        self.span = self._tracer.start_span(
+        batch_span = self._tracer.start_span(
             _batch_span_name(messages),
             context=Context(),
             kind=SpanKind.CONSUMER,
-            attributes=_batch_attributes(messages, tracing.group) if self._enabled else None,
-            links=_links(messages, parents) if self._enabled else None,
+            attributes=_batch_attributes(messages, self._tracing.group),
+            links=_links(messages, parents),
             start_time=start_ns,
         )
-        batch_link = [Link(self.span.get_span_context())] if self._enabled else None
-        self._messages: dict[tuple[str, int, int], MessageTrace] = {}
-        self._order: list[MessageTrace] = []
+        batch_link = [Link(batch_span.get_span_context())]
         for message, parent in zip(messages, parents, strict=True):
             span = self._tracer.start_span(
                 semconv.ANSWER_SPAN,
                 context=parent,
                 kind=SpanKind.CONSUMER,
-                attributes=_message_attributes(message, tracing.group) if self._enabled else None,
+                attributes=_message_attributes(message, self._tracing.group),
                 links=batch_link,
                 start_time=start_ns,
             )
-            traced = MessageTrace(message, span, trace.set_span_in_context(span, parent))
-            self._messages[(message.topic, message.partition, message.offset)] = traced
-            self._order.append(traced)
+            context = trace.set_span_in_context(span, parent)
+            self._order.append(MessageTrace(message, span, context))
+        return batch_span
 
     def __enter__(self) -> BatchTrace:
         return self
@@ -317,7 +380,7 @@ class BatchTrace:
     def headers(self) -> OutHeaders:
         """The batch span's context, for a record tied to no message (an unreadable
         record's dead letter)."""
-        return traceparent_headers(self.span)
+        return traceparent_headers(self.span) if self._enabled else ()
 
     def message(self, origin: _Located) -> MessageTrace:
         """The trace of the message at ``origin`` (topic, partition, offset). KeyError if
@@ -338,9 +401,7 @@ class BatchTrace:
         error text, which may quote the event)."""
         traced = self.message(origin)
         if traced.span.is_recording():
-            traced.span.set_attributes(
-                {semconv.STREAMPROC_DEAD_LETTER_REASON: reason, semconv.ERROR_TYPE: reason}
-            )
+            traced.span.set_attribute(semconv.ERROR_TYPE, reason)
             traced.span.set_status(Status(StatusCode.ERROR, reason))
         return traced
 
@@ -350,8 +411,10 @@ class BatchTrace:
         if self._ended:
             return
         self._ended = True
+        if not self._enabled:
+            return
         end_ns = end_ns if end_ns is not None else time.time_ns()
-        stages = self.clock.stages if self._enabled else ()
+        stages = self.clock.stages
         per_answer = self._tracing.telemetry.stage_spans
         logger = self._tracing.telemetry.logger
         for traced in self._order:
@@ -361,7 +424,7 @@ class BatchTrace:
                 if error is not None:
                     _fail(traced.span, error)
             traced.span.end(end_time=end_ns)
-            if self._enabled and error is None and traced.verdict is not None:
+            if error is None and traced.verdict is not None:
                 evaluation_records(
                     logger,
                     traced.verdict,
@@ -380,7 +443,6 @@ class BatchTrace:
             self._tracer.start_span(
                 semconv.STAGE_SPAN_PREFIX + stage.name,
                 context=parent,
-                attributes={semconv.STREAMPROC_STAGE: stage.name},
                 start_time=stage.start_ns,
             ).end(end_time=stage.end_ns)
 
@@ -455,7 +517,9 @@ def _message_attributes(message: MessageRef, group: str) -> dict[str, AttributeV
 
 
 def verdict_attributes(verdict: Verdict) -> dict[str, AttributeValue]:
-    """The facts of a verdict on its answer's span (ids and counts, never texts)."""
+    """The facts of a verdict on its answer's span: ids and counts, never texts. Kept
+    few on purpose (the SDK validates and the exporter encodes each one, per answer);
+    the judge's name, version and thresholds are on the verdict and in the audit trail."""
     judgement = verdict.judgement
     attributes: dict[str, AttributeValue] = {
         semconv.STREAMPROC_ANSWER_ID: verdict.answer_id,
@@ -463,16 +527,10 @@ def verdict_attributes(verdict: Verdict) -> dict[str, AttributeValue]:
         semconv.STREAMPROC_TENANT: verdict.tenant,
         semconv.STREAMPROC_MODEL: verdict.model,
         semconv.STREAMPROC_ACTION: judgement.action.value,
-        semconv.STREAMPROC_OUTCOME: judgement.outcome.value,
         semconv.STREAMPROC_HALLUCINATED: judgement.hallucinated,
-        semconv.STREAMPROC_CLAIMS_TOTAL: len(judgement.claims),
         semconv.STREAMPROC_CLAIMS_CHECKED: judgement.checked_claims,
-        semconv.STREAMPROC_CLAIMS_SUPPORTED: judgement.supported_claims,
         semconv.STREAMPROC_CLAIMS_CONTRADICTED: judgement.contradicted_claims,
         semconv.STREAMPROC_CLAIMS_UNSUPPORTED: judgement.unsupported_claims,
-        semconv.STREAMPROC_JUDGE_NAME: verdict.judge.name,
-        semconv.STREAMPROC_JUDGE_VERSION: verdict.judge.version,
-        semconv.GEN_AI_RESPONSE_ID: verdict.answer_id,
     }
     if judgement.faithfulness is not None:
         attributes[semconv.STREAMPROC_FAITHFULNESS] = judgement.faithfulness
@@ -502,21 +560,14 @@ def evaluation_records(
     many were emitted."""
     context = trace.set_span_in_context(trace.NonRecordingSpan(span_context))
     judgement = verdict.judgement
-    common: dict[str, AttributeValue] = {
+    answer: dict[str, AttributeValue] = {
         semconv.GEN_AI_RESPONSE_ID: verdict.answer_id,
+        semconv.GEN_AI_EVALUATION_NAME: semconv.GROUNDEDNESS_EVALUATION,
+        semconv.GEN_AI_EVALUATION_SCORE_LABEL: judgement.action.value,
         semconv.STREAMPROC_ASSISTANT_ID: verdict.assistant_id,
         semconv.STREAMPROC_TENANT: verdict.tenant,
         semconv.STREAMPROC_MODEL: verdict.model,
-    }
-    answer: dict[str, AttributeValue] = {
-        **common,
-        semconv.GEN_AI_EVALUATION_NAME: semconv.GROUNDEDNESS_EVALUATION,
-        semconv.GEN_AI_EVALUATION_SCORE_LABEL: judgement.action.value,
-        semconv.STREAMPROC_OUTCOME: judgement.outcome.value,
         semconv.STREAMPROC_HALLUCINATED: judgement.hallucinated,
-        semconv.STREAMPROC_CLAIMS_CHECKED: judgement.checked_claims,
-        semconv.STREAMPROC_CLAIMS_CONTRADICTED: judgement.contradicted_claims,
-        semconv.STREAMPROC_CLAIMS_UNSUPPORTED: judgement.unsupported_claims,
     }
     if judgement.faithfulness is not None:
         answer[semconv.GEN_AI_EVALUATION_SCORE_VALUE] = judgement.faithfulness
@@ -535,18 +586,21 @@ def evaluation_records(
                 if claim.verdict is VerdictLabel.SUPPORTED
                 else SeverityNumber.WARN
             )
-            attributes = {**common, **_claim_attributes(claim, claim.verdict)}
+            attributes = _claim_attributes(verdict.answer_id, claim, claim.verdict)
             _emit(logger, context, attributes, severity, timestamp_ns)
             emitted += 1
     return emitted
 
 
-def _claim_attributes(claim: ClaimVerdict, label: VerdictLabel) -> dict[str, AttributeValue]:
+def _claim_attributes(
+    answer_id: str, claim: ClaimVerdict, label: VerdictLabel
+) -> dict[str, AttributeValue]:
+    """A claim's record: the answer's record beside it (same span) holds who and what."""
     attributes: dict[str, AttributeValue] = {
+        semconv.GEN_AI_RESPONSE_ID: answer_id,
         semconv.GEN_AI_EVALUATION_NAME: semconv.CLAIM_EVALUATION,
         semconv.GEN_AI_EVALUATION_SCORE_LABEL: label.value,
         semconv.STREAMPROC_CLAIM_INDEX: claim.index,
-        semconv.STREAMPROC_CLAIM_CLASS: claim.claim_class.value,
     }
     if claim.score is not None:
         attributes[semconv.GEN_AI_EVALUATION_SCORE_VALUE] = claim.score

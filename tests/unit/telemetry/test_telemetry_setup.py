@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.sampling import ParentBased
 from streamproc import __version__
 from streamproc.adapters import semconv
 from streamproc.adapters.telemetry import Telemetry
-from streamproc.adapters.tracing import MessageRef, Tracing
+from streamproc.adapters.tracing import MessageRef, Tracing, extract
 from streamproc.config import TelemetrySettings
 from streamproc.stream.intake import MessageOrigin
 from tests.unit.telemetry.conftest import GOOD, GROUP, PARENT_TRACE, TOPIC, TRACEPARENT, judged
@@ -27,7 +27,7 @@ def test_exporter_none_imports_no_sdk_and_records_nothing() -> None:
         f"""
         import sys
         from streamproc.adapters.telemetry import Telemetry
-        from streamproc.adapters.tracing import MessageRef, Tracing
+        from streamproc.adapters.tracing import MessageRef, Tracing, extract
         from streamproc.config import TelemetrySettings
 
         telemetry = Telemetry.from_settings(TelemetrySettings(exporter="none"))
@@ -65,6 +65,33 @@ def test_disabled_telemetry_emits_nothing_through_installed_exporters() -> None:
         assert batch.headers == ()
     assert isinstance(telemetry.tracer, trace.NoOpTracer)
     assert telemetry.force_flush()
+
+
+@pytest.mark.parametrize(
+    "traceparent",
+    [
+        TRACEPARENT,
+        b" " + TRACEPARENT + b"\t",
+        b"01-" + TRACEPARENT[3:] + b"-future-field",
+        TRACEPARENT + b"-extra",  # version 00 allows nothing more
+        b"ff-" + TRACEPARENT[3:],
+        TRACEPARENT.upper(),
+        f"00-{'0' * 32}-b7ad6b7169203331-01".encode(),
+        f"00-{PARENT_TRACE}-{'0' * 16}-01".encode(),
+        b"00-" + b"a" * 600,
+        b"garbage",
+    ],
+)
+def test_passthrough_accepts_exactly_what_the_propagator_accepts(traceparent: bytes) -> None:
+    """Telemetry off reads ``traceparent`` without the propagator; both must agree."""
+    headers = [("traceparent", traceparent), ("tracestate", b"v=1")]
+    span_context = trace.get_current_span(extract(headers)).get_span_context()
+    expected = trace.format_trace_id(span_context.trace_id) if span_context.is_valid else None
+    tracing = Tracing(Telemetry.disabled(), group=GROUP)
+    with tracing.start_batch([MessageRef(TOPIC, 0, 0, None, headers)]) as batch:
+        (traced,) = batch.messages
+    assert traced.trace_id == expected
+    assert traced.headers == (tuple(headers) if expected else ())
 
 
 def test_resource_and_sampler_come_from_settings() -> None:

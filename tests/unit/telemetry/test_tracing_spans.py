@@ -200,7 +200,6 @@ def test_verdict_and_dead_letter_facts_land_on_their_message_spans(otel: Otel) -
     bad = spans[1].attributes
     assert bad is not None
     assert bad[semconv.STREAMPROC_ANSWER_ID] == "ans-e2"
-    assert bad[semconv.GEN_AI_RESPONSE_ID] == "ans-e2"
     assert bad[semconv.STREAMPROC_ACTION] == "withhold"
     assert bad[semconv.STREAMPROC_HALLUCINATED] is True
     assert bad[semconv.STREAMPROC_CLAIMS_CONTRADICTED] == 1
@@ -243,7 +242,6 @@ def test_stage_spans_are_built_from_measured_times(otel: Otel) -> None:
     publish = by_name(otel, "groundedness.publish")
     assert len(publish) == 3
     assert all(s.end_time is not None and s.start_time is not None for s in publish)
-    assert all((s.attributes or {})[semconv.STREAMPROC_STAGE] == "publish" for s in publish)
 
 
 def test_stage_spans_off_keeps_only_the_batch_ones() -> None:
