@@ -217,16 +217,18 @@ def _find(args: argparse.Namespace) -> int:
         return 0
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table("answer", "occurred (UTC)", "conversation", "tenant", "assistant", "action")
     for s in found:
-        table.add_row(
+        _row(
+            table,
             s.answer_id + (" (purged)" if s.purged_at else ""),
             s.occurred_at.strftime("%Y-%m-%d %H:%M:%S"),
             s.conversation_id,
             s.tenant,
             s.assistant_id,
-            f"[{_ACTION_STYLE.get(s.action, '')}]{s.action}[/]",
+            Text(s.action, style=_ACTION_STYLE.get(s.action, "")),
         )
     console = Console(highlight=False)
     console.print(table)
@@ -395,28 +397,29 @@ def render(stored: StoredRecord, console: Console) -> None:
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
     facts.add_column()
-    facts.add_row("answer", s.answer_id)
-    facts.add_row("conversation", s.conversation_id)
-    facts.add_row("tenant / assistant", f"{s.tenant} / {s.assistant_id}")
-    facts.add_row("model", s.model)
-    facts.add_row("occurred at", s.occurred_at.isoformat())
-    facts.add_row("action", Text(s.action, style=_ACTION_STYLE.get(s.action, "")))
-    facts.add_row("chain", f"partition {s.partition}, seq {s.seq} (audit offset {s.offset})")
-    facts.add_row("leaf / chain hash", f"{stored.leaf_hash}\n{stored.chain_hash}")
+    _row(facts, "answer", s.answer_id)
+    _row(facts, "conversation", s.conversation_id)
+    _row(facts, "tenant / assistant", f"{s.tenant} / {s.assistant_id}")
+    _row(facts, "model", s.model)
+    _row(facts, "occurred at", s.occurred_at.isoformat())
+    _row(facts, "action", Text(s.action, style=_ACTION_STYLE.get(s.action, "")))
+    _row(facts, "chain", f"partition {s.partition}, seq {s.seq} (audit offset {s.offset})")
+    _row(facts, "leaf / chain hash", f"{stored.leaf_hash}\n{stored.chain_hash}")
     record = stored.record
     if record is None:
-        facts.add_row("purged at", s.purged_at.isoformat() if s.purged_at else "?")
+        _row(facts, "purged at", s.purged_at.isoformat() if s.purged_at else "?")
         console.print(Panel(facts, title="audit record (purged: texts removed, hashes kept)"))
         return
-    facts.add_row("trace id", record.trace_id or "-")
-    facts.add_row("judged at", record.judged_at.isoformat())
-    facts.add_row(
+    _row(facts, "trace id", record.trace_id or "-")
+    _row(facts, "judged at", record.judged_at.isoformat())
+    _row(
+        facts,
         "input",
         f"{record.origin.topic} partition {record.origin.partition} offset {record.origin.offset}",
     )
-    facts.add_row("event sha256", record.event_sha256)
-    facts.add_row("code version", record.code_version)
-    console.print(Panel(facts, title=f"audit record {s.answer_id}"))
+    _row(facts, "event sha256", record.event_sha256)
+    _row(facts, "code version", record.code_version)
+    console.print(Panel(facts, title=Text(f"audit record {s.answer_id}")))
 
     if record.question:
         console.print(Panel(Text(record.question), title="question"))
@@ -425,7 +428,8 @@ def render(stored: StoredRecord, console: Console) -> None:
     claims = Table("#", "claim", "verdict", "score", "reasons", "evidence", title="claims")
     for claim in record.claims:
         verdict = claim.verdict.value if claim.verdict else None
-        claims.add_row(
+        _row(
+            claims,
             str(claim.index + 1),
             claim.text,
             Text(verdict or "unchecked", style=_VERDICT_STYLE[verdict]),
@@ -444,19 +448,29 @@ def render(stored: StoredRecord, console: Console) -> None:
             console.print(
                 Panel(
                     Text(_evidence(record, evidence_id)),
-                    title=f"evidence {evidence_id} (decided claim {claim.index + 1}; as given)",
+                    title=Text(
+                        f"evidence {evidence_id} (decided claim {claim.index + 1}; as given)"
+                    ),
                 )
             )
 
     judge = Table("judge", "value", title="judge, models and thresholds")
-    judge.add_row("judge", f"{record.judge.name} {record.judge.version}")
-    judge.add_row("granularity", record.judge.granularity)
-    judge.add_row("calibrator", record.calibrator or "-")
+    _row(judge, "judge", f"{record.judge.name} {record.judge.version}")
+    _row(judge, "granularity", record.judge.granularity)
+    _row(judge, "calibrator", record.calibrator or "-")
     for name, sha in sorted(record.judge.models.items()):
-        judge.add_row(f"model {name}", sha)
+        _row(judge, f"model {name}", sha)
     for key, value in sorted(record.judge.thresholds.items()):
-        judge.add_row(key, f"{value:g}")
+        _row(judge, key, f"{value:g}")
     console.print(judge)
+
+
+def _row(table: Any, *cells: object) -> None:
+    """A table row whose cells are never read as rich markup: answer ids, claims and
+    reasons are data, and a "[/]" in them must print, not raise."""
+    from rich.text import Text
+
+    table.add_row(*(cell if isinstance(cell, Text) else Text(str(cell)) for cell in cells))
 
 
 def _highlighted(record: AuditRecord) -> Any:

@@ -327,14 +327,14 @@ class AuditStore:
         redelivered batch changes nothing); a value that is no audit record is skipped
         and reported. Every ``checkpoint_every``-th seq also stores a checkpoint."""
         stamp = _utc(now or datetime.now(UTC))
-        prepared: list[tuple[int, str, dict[str, Any], AuditRecord]] = []
+        prepared: list[tuple[int, bytes, AuditRecord]] = []
         result = AppendResult()
         for offset, value in entries:
             parsed = _parse(value)
             if isinstance(parsed, str):
                 result.rejected.append((offset, parsed))
             else:
-                prepared.append((offset, parsed[1].answer_id, parsed[0], parsed[1]))
+                prepared.append((offset, parsed[0], parsed[1]))
         for attempt in range(_APPEND_ATTEMPTS):
             try:
                 with self._begin() as conn:
@@ -353,12 +353,12 @@ class AuditStore:
         self,
         conn: Connection,
         partition: int,
-        prepared: list[tuple[int, str, dict[str, Any], AuditRecord]],
+        prepared: list[tuple[int, bytes, AuditRecord]],
         checkpoint_every: int | None,
         stamp: datetime,
     ) -> AppendResult:
         result = AppendResult()
-        ids = [answer_id for _, answer_id, _, _ in prepared]
+        ids = [record.answer_id for _, _, record in prepared]
         present: set[str] = set()
         for start in range(0, len(ids), _PAGE):
             chunk = ids[start : start + _PAGE]
@@ -370,15 +370,16 @@ class AuditStore:
         seq, head = self._head(conn, partition)
         rows: list[dict[str, Any]] = []
         marks: list[dict[str, Any]] = []
-        for offset, answer_id, document, record in prepared:
+        for offset, canonical, record in prepared:
+            answer_id = record.answer_id
             if answer_id in present:
                 result.duplicates.append(answer_id)
                 continue
             present.add(answer_id)
             seq += 1
-            text = canonical_json(document).decode("utf-8")
-            row = link(seq, head, text.encode("utf-8"), answer_id)
+            row = link(seq, head, canonical, answer_id)
             head = row.chain_hash
+            text = canonical.decode("utf-8")
             rows.append(_row_values(partition, offset, record, text, row, stamp))
             result.stored.append(answer_id)
             if checkpoint_every and seq % checkpoint_every == 0:
@@ -645,9 +646,9 @@ def _engine_options(url: str) -> dict[str, Any]:
     return {"pool_pre_ping": True}
 
 
-def _parse(value: AuditRecord | bytes) -> tuple[dict[str, Any], AuditRecord] | str:
-    """The record's JSON document (as published, unknown fields kept) and the record, or
-    why it is not one."""
+def _parse(value: AuditRecord | bytes) -> tuple[bytes, AuditRecord] | str:
+    """The record's canonical JSON (as published, unknown fields kept) and the record,
+    or why it is not one - in words that never quote the record (it holds evidence)."""
     try:
         if isinstance(value, AuditRecord):
             document = json.loads(value.model_dump_json())
@@ -655,9 +656,16 @@ def _parse(value: AuditRecord | bytes) -> tuple[dict[str, Any], AuditRecord] | s
             document = json.loads(value)
         if not isinstance(document, dict):
             return "not a JSON object"
-        return document, AuditRecord.model_validate(document)
-    except (ValueError, ValidationError) as exc:  # JSONDecodeError is a ValueError
-        return f"{type(exc).__name__}: {str(exc)[:500]}"
+        record = AuditRecord.model_validate(document)
+        return canonical_json(document), record
+    except ValidationError as exc:
+        where = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['type']}"
+            for error in exc.errors()[:10]
+        )
+        return f"not an audit record ({exc.error_count()} errors): {where}"
+    except ValueError as exc:  # bad JSON, NaN, a lone surrogate
+        return f"unreadable: {type(exc).__name__}"
 
 
 def _row_values(

@@ -4,6 +4,7 @@ it a ``store`` fixture on an empty database."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from sqlalchemy import create_engine, text
@@ -11,7 +12,7 @@ from sqlalchemy import create_engine, text
 from streamproc.adapters.audit_store import AuditStore, PartitionCheck
 from streamproc.audit import AuditRecord, Checkpoint, canonical_json, leaf_hash
 from streamproc.events import Action
-from tests.unit.audit.audit_samples import NOW, make_records
+from tests.unit.audit.audit_samples import EVIDENCE_TEXT, NOW, make_records
 
 __all__ = ["StoreContract", "sql"]
 
@@ -80,6 +81,17 @@ class StoreContract:
         done = store.append(0, [(0, b"{not json"), (1, b'{"answer_id": "x"}'), (2, record)])
         assert [offset for offset, _ in done.rejected] == [0, 1]
         assert done.stored == ["ans-0"] and store.head(0)[0] == 1
+
+    def test_a_rejection_never_quotes_the_record(self, store: AuditStore) -> None:
+        [record] = make_records(1)
+        document = json.loads(record.model_dump_json())
+        broken = json.dumps({**document, "judgement": {"claims": EVIDENCE_TEXT}}).encode()
+        not_finite = json.dumps({**document, "answer_id": "nan", "x": float("nan")}).encode()
+        done = store.append(0, [(0, broken), (1, not_finite)])
+        assert done.stored == []
+        [(_, why_broken), (_, why_nan)] = done.rejected
+        assert "judgement" in why_broken and EVIDENCE_TEXT not in why_broken
+        assert "Köln" not in why_broken and why_nan.startswith("unreadable")
 
     def test_find_filters_by_each_column(self, store: AuditStore) -> None:
         append(store, 0, make_records(6))

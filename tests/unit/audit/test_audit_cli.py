@@ -107,3 +107,17 @@ def test_purge_keeps_the_chain_verifiable(
     assert code == 0 and "3 purged" in out
     code, out, _ = run(capsys, "audit", "purge", "--expired", "--days", "1", "--store", store_url)
     assert code == 0 and "purged 4 record(s)" in out, "the samples are from March 2026"
+
+
+def test_show_prints_data_that_looks_like_markup_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'markup.db'}"
+    [record] = make_records(1)
+    odd = record.model_copy(update={"answer_id": "[/]ans[bold red]", "conversation_id": "[x]"})
+    with AuditStore(url) as store:
+        store.append(0, [(0, odd)])
+    code, out, _ = run(capsys, "audit", "show", "[/]ans[bold red]", "--store", url)
+    assert code == 0 and "[/]ans[bold red]" in out and "[x]" in out
+    code, out, _ = run(capsys, "audit", "find", "--store", url)
+    assert code == 0 and "[x]" in out
