@@ -95,6 +95,7 @@ class JudgeLoop(ConsumerLoop):
             "flag": settings.topics.flags,
             "outcome": settings.topics.outcomes,
             "dead_letter": settings.topics.dead_letter,
+            "audit": settings.audit.topic,
         }
         self.judged = 0
         self.unreadable = 0

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
+from streamproc.audit.record import applied_settings, build_audit_record
 from streamproc.config import Settings, TopicSettings, WorkerSettings
 from streamproc.events import (
     Action,
@@ -43,7 +44,7 @@ from streamproc.stream.output_fit import (
     fit_record,
     fit_verdict,
 )
-from streamproc.stream.topics import DEAD_LETTER_MAX_BYTES
+from streamproc.stream.topics import AUDIT_MAX_MESSAGE_BYTES, DEAD_LETTER_MAX_BYTES
 from streamproc.stream.windows import AnswerOutcome
 
 __all__ = [
@@ -59,7 +60,7 @@ __all__ = [
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
 _MAX_ERROR_CHARS = 2000
 
-RecordKind = Literal["verdict", "flag", "outcome", "dead_letter"]
+RecordKind = Literal["verdict", "flag", "outcome", "dead_letter", "audit"]
 LogValue = str | int | float | bool | None
 
 
@@ -85,6 +86,10 @@ class StageLimits:
     output_max_bytes: int = TopicSettings.model_fields["output_max_message_bytes"].default
     """max.message.bytes of the verdict, flag and outcome topics."""
     dead_letter_max_bytes: int = DEAD_LETTER_MAX_BYTES
+    audit_max_bytes: int = AUDIT_MAX_MESSAGE_BYTES
+    audit_settings: Mapping[str, object] | None = None
+    """The settings that shape a verdict (``audit.record.applied_settings``), written into
+    every answer's audit record; None: no audit records."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> StageLimits:
@@ -96,6 +101,7 @@ class StageLimits:
             event_time_max_past_s=worker.event_time_max_past_s,
             output_max_bytes=settings.topics.output_max_message_bytes,
             dead_letter_max_bytes=DEAD_LETTER_MAX_BYTES,
+            audit_settings=applied_settings(settings) if settings.audit.enabled else None,
         )
 
 
@@ -398,7 +404,37 @@ def _build(
     if isinstance(outcome_bytes, TooLarge):
         return Rejection(DeadLetterReason.OUTPUT_TOO_LARGE, outcome_bytes.detail)
     records.append(OutputRecord("outcome", assistant_key, outcome_bytes))
+    if limits.audit_settings is not None:
+        audit = _audit_record(message, verdict, limits)
+        if isinstance(audit, Rejection):
+            return audit
+        records.append(OutputRecord("audit", answer_key, audit))
     return _Built(records, published, flag, outcome)
+
+
+def _audit_record(
+    message: IncomingMessage, verdict: Verdict, limits: StageLimits
+) -> bytes | Rejection:
+    """The answer's audit record: the event exactly as received and the whole verdict
+    (not the one trimmed for its topic), with the settings that applied."""
+    origin = message.origin
+    record = build_audit_record(
+        message.value or b"",
+        verdict,
+        origin_topic=origin.topic,
+        origin_partition=origin.partition,
+        origin_offset=origin.offset,
+        settings_applied=limits.audit_settings or {},
+        trace_id=message.trace_id,
+    )
+    value = record.model_dump_json().encode()
+    if len(value) + len(verdict.answer_id) + 512 > limits.audit_max_bytes:
+        return Rejection(
+            DeadLetterReason.OUTPUT_TOO_LARGE,
+            f"audit record of {len(value)} bytes is over the audit topic's "
+            f"{limits.audit_max_bytes} bytes",
+        )
+    return value
 
 
 def _outcome(answer: AnswerEvent, judgement: AnswerJudgement) -> AnswerOutcome:

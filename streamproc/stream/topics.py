@@ -10,6 +10,8 @@ can scale, so they are chosen here, from settings, on purpose. Keys (see README)
   one partition, which is what per-assistant windows need.
 - aggregates: ``assistant_id`` - one assistant's windows arrive in order.
 - dead letter: the original key, so a replay lands where the original would have.
+- audit: ``answer_id`` (compacted), one record per judged answer, written in the same
+  transaction as its verdict.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from streamproc.adapters.kafka_security import aiokafka_options, explain_access_
 from streamproc.config import KafkaSecurity, Settings
 
 __all__ = [
+    "AUDIT_MAX_MESSAGE_BYTES",
     "DEAD_LETTER_MAX_BYTES",
     "TopicSpec",
+    "audit_topic_spec",
     "ensure_topics",
     "topic_specs",
     "window_changelog_topic",
@@ -33,6 +37,12 @@ __all__ = [
 DEAD_LETTER_MAX_BYTES = 8 * 1024 * 1024
 """A dead letter carries the original bytes base64-encoded (4/3 larger), so its topic
 accepts bigger records than the input topic."""
+
+
+AUDIT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+"""An audit record holds the event exactly as received (base64) and parsed for display,
+next to the whole verdict: with the default 512 KiB event cap it stays far below this."""
+_DAY_MS = 24 * 3600 * 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +80,7 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
             window_changelog_topic(settings),
             {"cleanup.policy": "compact", **output},
         ),
+        *([audit_topic_spec(settings)] if settings.audit.enabled else []),
         spec(
             topics.dead_letter,
             {
@@ -79,6 +90,25 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
             },
         ),
     ]
+
+
+def audit_topic_spec(settings: Settings) -> TopicSpec:
+    """The audit topic: keyed by answer id, compacted (a re-judged answer replaces its
+    record), records older than the retention dropped, segments rolled daily so that
+    compaction and purges take effect within a day. Chain-head checkpoints of the audit
+    sink go here too (keys ``checkpoint:<partition>``)."""
+    topics = settings.topics
+    return TopicSpec(
+        settings.audit.topic,
+        topics.partitions,
+        topics.replication_factor,
+        {
+            "cleanup.policy": "compact,delete",
+            "retention.ms": str(settings.audit.retention_days * _DAY_MS),
+            "segment.ms": str(_DAY_MS),
+            "max.message.bytes": str(AUDIT_MAX_MESSAGE_BYTES),
+        },
+    )
 
 
 async def ensure_topics(

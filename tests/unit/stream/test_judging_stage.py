@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from streamproc.config import JudgeSettings, Settings, TopicSettings, WorkerSettings
+from streamproc.audit.record import AuditRecord, applied_settings
+from streamproc.config import AuditSettings, JudgeSettings, Settings, TopicSettings, WorkerSettings
 from streamproc.events import (
     Action,
     AnswerEvent,
@@ -313,7 +314,22 @@ def test_limits_from_settings() -> None:
         event_time_max_past_s=3600,
         output_max_bytes=200_000,
         dead_letter_max_bytes=DEAD_LETTER_MAX_BYTES,
+        audit_settings=applied_settings(settings),
     )
+    no_audit = settings.model_copy(update={"audit": AuditSettings(enabled=False)})
+    assert StageLimits.from_settings(no_audit).audit_settings is None
+
+
+def test_each_judged_answer_has_an_audit_record_with_its_exact_bytes() -> None:
+    limits = StageLimits(audit_settings=applied_settings(Settings()))
+    raw = json.dumps(GOOD, indent=3).encode()  # spacing a re-serialisation would lose
+    output = judge_messages([message(raw, 4), message(b"[1]", 5)], RULES, limits=limits)
+    audits = [r for r in output.records if r.kind == "audit"]
+    assert len(audits) == 1 and audits[0].key == b"ans-e1"
+    record = AuditRecord.model_validate_json(audits[0].value)
+    assert record.event_bytes() == raw
+    assert (record.origin.partition, record.origin.offset) == (0, 4)
+    assert record.judgement.action is output.verdicts[0].judgement.action
 
 
 def test_max_event_bytes_keyword_overrides_the_limits() -> None:
