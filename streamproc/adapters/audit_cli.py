@@ -384,6 +384,9 @@ def plain_lines(stored: StoredRecord) -> list[str]:
         lines += [f"  citation: {cited}" for cited in claim.citations]
         for evidence_id in claim.evidence_ids:
             lines.append(f"  evidence {evidence_id}: {_evidence(record, evidence_id)}")
+            fields = _fields(record, evidence_id)
+            if fields:
+                lines.append(f"  evidence {evidence_id} fields: {fields}")
     return lines
 
 
@@ -445,14 +448,12 @@ def render(stored: StoredRecord, console: Console) -> None:
             if evidence_id in shown:
                 continue
             shown.add(evidence_id)
-            console.print(
-                Panel(
-                    Text(_evidence(record, evidence_id)),
-                    title=Text(
-                        f"evidence {evidence_id} (decided claim {claim.index + 1}; as given)"
-                    ),
-                )
-            )
+            body = _evidence(record, evidence_id)
+            fields = _fields(record, evidence_id)
+            if fields:
+                body += f"\n\nfields: {fields}"
+            title = f"evidence {evidence_id} (decided claim {claim.index + 1}; as given)"
+            console.print(Panel(Text(body), title=Text(title)))
 
     judge = Table("judge", "value", title="judge, models and thresholds")
     _row(judge, "judge", f"{record.judge.name} {record.judge.version}")
@@ -488,3 +489,11 @@ def _highlighted(record: AuditRecord) -> Any:
 def _evidence(record: AuditRecord, evidence_id: str) -> str:
     found = record.evidence_text(evidence_id)
     return "(not among the evidence items)" if found is None else found
+
+
+def _fields(record: AuditRecord, evidence_id: str) -> str:
+    """A record or tool result's structured fields, as JSON ("" when it has none)."""
+    item = next((item for item in record.evidence if item.id == evidence_id), None)
+    if item is None or not item.fields:
+        return ""
+    return json.dumps(item.fields, ensure_ascii=False, sort_keys=True)

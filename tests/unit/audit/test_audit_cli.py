@@ -121,3 +121,18 @@ def test_show_prints_data_that_looks_like_markup_as_it_is(
     assert code == 0 and "[/]ans[bold red]" in out and "[x]" in out
     code, out, _ = run(capsys, "audit", "find", "--store", url)
     assert code == 0 and "[x]" in out
+
+
+def test_show_prints_a_deciding_records_fields(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'fields.db'}"
+    record = make_records(3)[2]
+    item = record.evidence[0].model_copy(update={"fields": {"status": "shipped", "day": 5}})
+    with AuditStore(url) as store:
+        store.append(0, [(0, record.model_copy(update={"evidence": [item]}))])
+    code, out, _ = run(capsys, "audit", "show", "ans-2", "--plain", "--store", url)
+    assert code == 0
+    assert '  evidence D1 fields: {"day": 5, "status": "shipped"}' in out.splitlines()
+    code, out, _ = run(capsys, "audit", "show", "ans-2", "--store", url)
+    assert code == 0 and '"status": "shipped"' in out
