@@ -1,10 +1,8 @@
 """Traces of the judging consumer, built from Kafka headers.
 
 The consumer reads records itself (aiokafka's ``getmany``), so no instrumentation sees
-them: this module extracts each message's W3C context from its headers and injects the
-answer's context into every record written for it, through the configured propagator
-(``opentelemetry.propagate``: tracecontext and baggage unless ``OTEL_PROPAGATORS`` says
-otherwise).
+them: each message's W3C context is extracted from its headers and the answer's context
+injected into every record written for it (:mod:`streamproc.adapters.trace_headers`).
 
 One micro-batch gives, following the messaging conventions for batch consumers:
 
@@ -22,15 +20,16 @@ One micro-batch gives, following the messaging conventions for batch consumers:
   measures around it (e.g. ``judge``, ``publish``) and an answer's stage spans show its
   batch's times;
 - per judged answer one ``gen_ai.evaluation.result`` log record, and one per checked
-  claim, through the Logs API with the answer span's trace and span ids.
+  claim, through the Logs API with the answer span's trace and span ids
+  (:mod:`streamproc.adapters.evaluation_log`), once the batch is published.
 
-With telemetry off (the API's no-op tracer) an answer's "span" is its producer's context:
-records still carry the producer's ``traceparent`` and nothing is recorded.
+With telemetry off nothing is started or recorded and no propagator runs: each message's
+valid ``traceparent`` (with ``tracestate`` and ``baggage``) is handed on to its records as
+it came, so downstream consumers still continue the producer's trace.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -38,117 +37,39 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol
 
-from opentelemetry import _logs, propagate, trace
-from opentelemetry._logs import SeverityNumber
+from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.propagators.textmap import Getter, Setter
-from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from streamproc.adapters import semconv
+from streamproc.adapters.evaluation_log import evaluation_records
 from streamproc.adapters.telemetry import Telemetry
-from streamproc.events import Action, ClaimVerdict, Verdict, VerdictLabel
+from streamproc.adapters.trace_headers import (
+    Headers,
+    OutHeaders,
+    extract,
+    inject,
+    passthrough,
+    traceparent_headers,
+)
+from streamproc.events import Verdict
 
 __all__ = [
     "BatchTrace",
-    "Headers",
-    "KafkaHeadersGetter",
-    "KafkaHeadersSetter",
     "MessageRef",
     "MessageTrace",
     "StageClock",
     "StageTiming",
     "Tracing",
-    "evaluation_records",
-    "extract",
-    "inject",
-    "reason_codes",
-    "traceparent_headers",
     "verdict_attributes",
 ]
 
-Headers = Sequence[tuple[str, bytes | None]]
-"""Kafka record headers as aiokafka gives them (the value may be None)."""
-OutHeaders = tuple[tuple[str, bytes], ...]
-"""Headers to send (``OutboundRecord.headers``)."""
-
-
-# --- propagation over Kafka headers -------------------------------------------------------
-
-
-class KafkaHeadersGetter(Getter[Headers]):
-    """Reads propagation fields from Kafka headers; names compare case-insensitively and
-    values decode as latin-1 (never fails: a garbled header just does not parse)."""
-
-    def get(self, carrier: Headers, key: str) -> list[str] | None:
-        wanted = key.lower()
-        values = [
-            value.decode("latin-1")
-            for name, value in carrier
-            if value is not None and name.lower() == wanted
-        ]
-        return values or None
-
-    def keys(self, carrier: Headers) -> list[str]:
-        return [name for name, _ in carrier]
-
-
-class KafkaHeadersSetter(Setter[list[tuple[str, bytes]]]):
-    """Writes propagation fields as Kafka headers, replacing a field already present."""
-
-    def set(self, carrier: list[tuple[str, bytes]], key: str, value: str) -> None:
-        carrier[:] = [(name, old) for name, old in carrier if name.lower() != key.lower()]
-        carrier.append((key, value.encode("latin-1", "replace")))
-
-
-_GETTER = KafkaHeadersGetter()
-_EMPTY = Context()
-_PROPAGATED = frozenset({"traceparent", "tracestate", "baggage"})
-# W3C trace context exactly as OpenTelemetry's propagator reads it, for the pass-through.
-_TRACEPARENT = re.compile(
-    r"[ \t]*(?P<version>[0-9a-f]{2})-(?P<trace>[0-9a-f]{32})-(?P<span>[0-9a-f]{16})"
-    r"-[0-9a-f]{2}(?:(?P<rest>-.*)|[ \t]*)"
-)
-_TRACEPARENT_MAX_CHARS = 512
-_ZERO_TRACE = "0" * 32
-_ZERO_SPAN = "0" * 16
-_SETTER = KafkaHeadersSetter()
-
-
-def extract(headers: Headers | None) -> Context:
-    """The context the producer propagated in ``headers``. Absent or malformed headers
-    give an empty context, so a span started in it is a new root (never a child of
-    whatever span happens to be current)."""
-    return propagate.extract(headers or (), context=Context(), getter=_GETTER)
-
-
-def inject(context: Context) -> OutHeaders:
-    """``traceparent`` (and ``tracestate``, ``baggage`` where set) for ``context``; empty
-    when it holds no valid span."""
-    carrier: list[tuple[str, bytes]] = []
-    propagate.inject(carrier, context=context, setter=_SETTER)
-    return tuple(carrier)
-
-
-def traceparent_headers(span: Span, context: Context | None = None) -> OutHeaders:
-    """The headers that make ``span`` the parent of whoever reads the record; ``context``
-    is the span's parent context, to carry its baggage along."""
-    return inject(trace.set_span_in_context(span, context))
-
-
-def _traceparent_ids(header: str) -> tuple[str, str] | None:
-    """(trace id, span id) of a valid ``traceparent``, by the propagator's own rules."""
-    if len(header) > _TRACEPARENT_MAX_CHARS:
-        return None
-    match = _TRACEPARENT.fullmatch(header)
-    if match is None or match["version"] == "ff" or (match["version"] == "00" and match["rest"]):
-        return None
-    if match["trace"] == _ZERO_TRACE or match["span"] == _ZERO_SPAN:
-        return None
-    return match["trace"], match["span"]
-
 
 # --- messages and stage times -------------------------------------------------------------
+
+
+_EMPTY = Context()
 
 
 class _Located(Protocol):
@@ -261,23 +182,13 @@ class MessageTrace:
         (with its ``tracestate`` and ``baggage``) is handed on as it came, so tracing
         off costs a header scan and one regular expression per message."""
         traced = cls(message, trace.INVALID_SPAN, _EMPTY)
-        traced._headers = ()
-        for name, value in message.headers:
-            if value is not None and name.lower() == "traceparent":
-                ids = _traceparent_ids(value.decode("latin-1"))
-                if ids is not None:
-                    traced._ids = ids
-                    traced._headers = tuple(
-                        (key.lower(), raw)
-                        for key, raw in message.headers
-                        if raw is not None and key.lower() in _PROPAGATED
-                    )
-                break  # the propagator, too, reads only the first traceparent
+        traced._ids, traced._headers = passthrough(message.headers)
         return traced
 
     @property
     def headers(self) -> OutHeaders:
-        """``traceparent`` / ``tracestate`` for every record written for this message."""
+        """``traceparent`` (and ``tracestate``, ``baggage``) for every record written for
+        this message: ``OutboundRecord(..., headers=traced.headers)``."""
         if self._headers is None:
             self._headers = inject(self.context)
         return self._headers
@@ -535,93 +446,3 @@ def verdict_attributes(verdict: Verdict) -> dict[str, AttributeValue]:
     if judgement.faithfulness is not None:
         attributes[semconv.STREAMPROC_FAITHFULNESS] = judgement.faithfulness
     return attributes
-
-
-# --- evaluation records (Logs API) --------------------------------------------------------
-
-
-def reason_codes(reasons: Sequence[str]) -> list[str]:
-    """The codes of reasons that read ``"CODE: detail"`` (details may quote the answer
-    or evidence, so only codes leave the worker), sorted and unique."""
-    return sorted({reason.split(":", 1)[0].strip() for reason in reasons} - {""})
-
-
-def evaluation_records(
-    logger: _logs.Logger,
-    verdict: Verdict,
-    span_context: SpanContext,
-    *,
-    claims: bool = True,
-    timestamp_ns: int | None = None,
-) -> int:
-    """Emit ``gen_ai.evaluation.result`` for the answer (score: faithfulness, label: the
-    action) and, with ``claims``, for each checked claim (score: its support score,
-    label: its verdict), all carrying ``span_context``'s trace and span ids. Returns how
-    many were emitted."""
-    context = trace.set_span_in_context(trace.NonRecordingSpan(span_context))
-    judgement = verdict.judgement
-    answer: dict[str, AttributeValue] = {
-        semconv.GEN_AI_RESPONSE_ID: verdict.answer_id,
-        semconv.GEN_AI_EVALUATION_NAME: semconv.GROUNDEDNESS_EVALUATION,
-        semconv.GEN_AI_EVALUATION_SCORE_LABEL: judgement.action.value,
-        semconv.STREAMPROC_ASSISTANT_ID: verdict.assistant_id,
-        semconv.STREAMPROC_TENANT: verdict.tenant,
-        semconv.STREAMPROC_MODEL: verdict.model,
-        semconv.STREAMPROC_HALLUCINATED: judgement.hallucinated,
-    }
-    if judgement.faithfulness is not None:
-        answer[semconv.GEN_AI_EVALUATION_SCORE_VALUE] = judgement.faithfulness
-    codes = reason_codes([reason for claim in judgement.claims for reason in claim.reasons])
-    if codes:
-        answer[semconv.GEN_AI_EVALUATION_EXPLANATION] = ", ".join(codes)
-    severity = SeverityNumber.INFO if judgement.action is Action.PASS else SeverityNumber.WARN
-    _emit(logger, context, answer, severity, timestamp_ns)
-    emitted = 1
-    if claims:
-        for claim in judgement.claims:
-            if claim.verdict is None:
-                continue  # not checked (conversational): nothing was evaluated
-            severity = (
-                SeverityNumber.INFO
-                if claim.verdict is VerdictLabel.SUPPORTED
-                else SeverityNumber.WARN
-            )
-            attributes = _claim_attributes(verdict.answer_id, claim, claim.verdict)
-            _emit(logger, context, attributes, severity, timestamp_ns)
-            emitted += 1
-    return emitted
-
-
-def _claim_attributes(
-    answer_id: str, claim: ClaimVerdict, label: VerdictLabel
-) -> dict[str, AttributeValue]:
-    """A claim's record: the answer's record beside it (same span) holds who and what."""
-    attributes: dict[str, AttributeValue] = {
-        semconv.GEN_AI_RESPONSE_ID: answer_id,
-        semconv.GEN_AI_EVALUATION_NAME: semconv.CLAIM_EVALUATION,
-        semconv.GEN_AI_EVALUATION_SCORE_LABEL: label.value,
-        semconv.STREAMPROC_CLAIM_INDEX: claim.index,
-    }
-    if claim.score is not None:
-        attributes[semconv.GEN_AI_EVALUATION_SCORE_VALUE] = claim.score
-    codes = reason_codes(claim.reasons)
-    if codes:
-        attributes[semconv.GEN_AI_EVALUATION_EXPLANATION] = ", ".join(codes)
-    return attributes
-
-
-def _emit(
-    logger: _logs.Logger,
-    context: Context,
-    attributes: dict[str, AttributeValue],
-    severity: SeverityNumber,
-    timestamp_ns: int | None,
-) -> None:
-    logger.emit(
-        timestamp=timestamp_ns,
-        context=context,
-        severity_number=severity,
-        severity_text=severity.name,
-        attributes=attributes,
-        event_name=semconv.EVALUATION_RESULT_EVENT,
-    )

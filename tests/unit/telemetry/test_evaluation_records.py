@@ -9,7 +9,8 @@ from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.trace import SpanContext, TraceFlags
 
 from streamproc.adapters import semconv
-from streamproc.adapters.tracing import MessageRef, Tracing, evaluation_records, reason_codes
+from streamproc.adapters.evaluation_log import evaluation_records, reason_codes
+from streamproc.adapters.tracing import MessageRef, Tracing
 from streamproc.stream.intake import MessageOrigin
 from tests.unit.telemetry.conftest import (
     BAD,

@@ -14,7 +14,8 @@ from opentelemetry.sdk.trace.sampling import ParentBased
 from streamproc import __version__
 from streamproc.adapters import semconv
 from streamproc.adapters.telemetry import Telemetry
-from streamproc.adapters.tracing import MessageRef, Tracing, extract
+from streamproc.adapters.trace_headers import extract
+from streamproc.adapters.tracing import MessageRef, Tracing
 from streamproc.config import TelemetrySettings
 from streamproc.stream.intake import MessageOrigin
 from tests.unit.telemetry.conftest import GOOD, GROUP, PARENT_TRACE, TOPIC, TRACEPARENT, judged
@@ -27,7 +28,7 @@ def test_exporter_none_imports_no_sdk_and_records_nothing() -> None:
         f"""
         import sys
         from streamproc.adapters.telemetry import Telemetry
-        from streamproc.adapters.tracing import MessageRef, Tracing, extract
+        from streamproc.adapters.tracing import MessageRef, Tracing
         from streamproc.config import TelemetrySettings
 
         telemetry = Telemetry.from_settings(TelemetrySettings(exporter="none"))

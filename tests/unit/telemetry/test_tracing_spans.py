@@ -10,13 +10,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from streamproc.adapters import semconv
-from streamproc.adapters.tracing import (
-    KafkaHeadersSetter,
-    MessageRef,
-    Tracing,
-    extract,
-    inject,
-)
+from streamproc.adapters.trace_headers import KafkaHeadersSetter, extract, inject
+from streamproc.adapters.tracing import MessageRef, Tracing
 from streamproc.stream.intake import MessageOrigin
 from streamproc.stream.judging import trace_id_from_traceparent
 from tests.unit.telemetry.conftest import (
