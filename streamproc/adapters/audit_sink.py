@@ -39,7 +39,10 @@ from streamproc.adapters.audit_store import AuditStore, StoredCheckpoint
 from streamproc.adapters.kafka_security import aiokafka_options, explain_access_errors
 from streamproc.audit.chain import Checkpoint
 from streamproc.config import Settings
-from streamproc.stream.topics import TopicSpec, ensure_topics
+
+# The topic's spec lives with the others (created at worker start-up); re-exported here
+# for the sink's callers. AUDIT_MAX_MESSAGE_BYTES also sizes the sink's fetches.
+from streamproc.stream.topics import AUDIT_MAX_MESSAGE_BYTES, audit_topic_spec, ensure_topics
 
 __all__ = [
     "AUDIT_MAX_MESSAGE_BYTES",
@@ -55,34 +58,7 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-AUDIT_MAX_MESSAGE_BYTES: Final = 8 * 1024 * 1024
-"""max.message.bytes of the audit topic. A record holds the event twice (its bytes in
-base64 and parsed for display) next to the verdict: with the default 512 KiB event cap
-and 1 MiB verdicts that stays under 3 MiB. A worker's producer needs
-``max_request_size`` at least this large (the judge loop already allows 8 MiB + 64 KiB
-for dead letters)."""
-
 CHECKPOINT_KEY_PREFIX: Final = b"checkpoint:"
-_SEGMENT_MS: Final = 24 * 3600 * 1000
-_DAY_MS: Final = 24 * 3600 * 1000
-
-
-def audit_topic_spec(settings: Settings) -> TopicSpec:
-    """The audit topic, for ``ensure_topics``: partitioned like the others, compacted by
-    answer id, records older than the retention dropped, segments rolled daily so
-    compaction and purges take effect within a day."""
-    topics = settings.topics
-    return TopicSpec(
-        settings.audit.topic,
-        topics.partitions,
-        topics.replication_factor,
-        {
-            "cleanup.policy": "compact,delete",
-            "retention.ms": str(settings.audit.retention_days * _DAY_MS),
-            "segment.ms": str(_SEGMENT_MS),
-            "max.message.bytes": str(AUDIT_MAX_MESSAGE_BYTES),
-        },
-    )
 
 
 def audit_sink_group(settings: Settings) -> str:
