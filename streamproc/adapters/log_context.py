@@ -78,7 +78,9 @@ _MAX_ERROR_CHARS = 300
 _MAX_QUOTED_CHARS = 32
 _MAX_CHAIN = 5
 _MAX_DEPTH = 3
-_INPUT_VALUE = re.compile(r"input_value=.*?(?=, input_type=|\]|$)", re.DOTALL)
+# pydantic: "[type=..., input_value=<repr, one line>, input_type=...]"; without the
+# input_type, to the end of the line. Greedy: the value itself may hold ", input_type=".
+_INPUT_VALUE = re.compile(r"input_value=(?:.*(?=, input_type=)|.*)")
 _LONG = f"{{{_MAX_QUOTED_CHARS + 1},}}"
 _QUOTED = re.compile(rf"'(?:[^'\\\n]|\\.){_LONG}'|\"(?:[^\"\\\n]|\\.){_LONG}\"")
 

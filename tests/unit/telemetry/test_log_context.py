@@ -129,6 +129,19 @@ def test_stdlib_records_through_the_formatter_chain_are_redacted_too() -> None:
     assert EVIDENCE not in line
 
 
+def test_input_values_are_cut_whatever_they_hold() -> None:
+    text = (
+        "1 validation error\nanswer\n  Input should be a valid string "
+        "[type=string_type, input_value='a ] b, input_type= c', input_type=dict]\n"
+        "next line input_value={'x': 'ab'}"
+    )
+    assert scrub_error_text(text) == (
+        "1 validation error\nanswer\n  Input should be a valid string "
+        "[type=string_type, input_value=<cut>, input_type=dict]\n"
+        "next line input_value=<cut>"
+    )
+
+
 def test_long_error_text_is_cut_to_the_limit() -> None:
     cut = scrub_error_text("x" * 1000, limit=50)
     assert cut == "x" * 50 + "... [950 chars cut]"
