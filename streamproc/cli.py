@@ -58,7 +58,9 @@ def _worker(args: argparse.Namespace) -> int:
     from streamproc.stream.worker import run_worker
 
     settings = Settings()
-    configure_logging(settings.log_level, json_logs=settings.log_json)
+    configure_logging(
+        settings.log_level, json_logs=settings.log_json, log_texts=settings.audit.log_texts
+    )
     run_worker(settings)
 
 

@@ -187,7 +187,9 @@ def _run_sink(args: argparse.Namespace) -> int:
     from streamproc.adapters.logging import configure_logging
 
     settings = _settings(args)
-    configure_logging(settings.log_level, json_logs=settings.log_json)
+    configure_logging(
+        settings.log_level, json_logs=settings.log_json, log_texts=settings.audit.log_texts
+    )
     return run_audit_sink(settings)
 
 

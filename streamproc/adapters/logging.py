@@ -12,6 +12,8 @@ from typing import Any
 
 import structlog
 
+from streamproc.adapters.log_context import RedactTexts, add_answer_context
+
 __all__ = ["configure_logging"]
 
 _NOISY = ("aiokafka", "kafka")
@@ -20,10 +22,16 @@ _NOISY = ("aiokafka", "kafka")
 _MEMBERSHIP = ("aiokafka.consumer.group_coordinator",)
 
 
-def configure_logging(level: str = "INFO", *, json_logs: bool = True) -> None:
-    """Route structlog and stdlib logging to stderr with one renderer."""
+def configure_logging(
+    level: str = "INFO", *, json_logs: bool = True, log_texts: bool = False
+) -> None:
+    """Route structlog and stdlib logging to stderr with one renderer. Every line about
+    an answer carries its trace_id, span_id, answer_id, partition and offset; evidence,
+    question and answer texts are cut unless ``log_texts`` (``audit.log_texts``)."""
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
+        add_answer_context,
+        RedactTexts(log_texts=log_texts),
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),

@@ -58,6 +58,7 @@ __all__ = [
     "STREAMPROC_HALLUCINATED",
     "STREAMPROC_MODEL",
     "STREAMPROC_TENANT",
+    "WINDOW_CLOSE_SPAN",
 ]
 
 # --- resource -----------------------------------------------------------------------------
@@ -91,6 +92,8 @@ ERROR_TYPE: Final = "error.type"
 BATCH_OPERATION: Final = OPERATION_PROCESS
 """The batch span is named ``"process <topic>"``, as the messaging conventions ask."""
 ANSWER_SPAN: Final = "groundedness.check"
+WINDOW_CLOSE_SPAN: Final = "groundedness.windows.close"
+"""The closing of windows whose aggregates one transaction publishes."""
 """One answer's span: the child of the producer's ``traceparent``."""
 STAGE_SPAN_PREFIX: Final = "groundedness."
 """Stage spans are ``groundedness.<stage>`` (validate, judge, fit, publish, ...)."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol
@@ -44,6 +44,7 @@ from opentelemetry.util.types import AttributeValue
 
 from streamproc.adapters import semconv
 from streamproc.adapters.evaluation_log import evaluation_records
+from streamproc.adapters.log_context import bound_answer
 from streamproc.adapters.telemetry import Telemetry
 from streamproc.adapters.trace_headers import (
     Headers,
@@ -214,6 +215,17 @@ class MessageTrace:
         if self.verdict is not None:
             fields["answer_id"] = self.verdict.answer_id
         return fields
+
+    def bound(self) -> AbstractContextManager[None]:
+        """Bind :meth:`log_fields` to every line logged inside the block."""
+        ids = self._span_ids()
+        return bound_answer(
+            answer_id=self.verdict.answer_id if self.verdict is not None else None,
+            trace_id=ids[0] if ids is not None else None,
+            span_id=ids[1] if ids is not None else None,
+            partition=self.message.partition,
+            offset=self.message.offset,
+        )
 
     def _span_ids(self) -> tuple[str, str] | None:
         if self._ids is None:

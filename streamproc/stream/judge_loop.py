@@ -33,6 +33,8 @@ from aiokafka import ConsumerRecord
 from aiokafka.errors import CorruptRecordException, UnsupportedCodecError
 from aiokafka.structs import TopicPartition
 
+from streamproc.adapters.telemetry import Telemetry
+from streamproc.adapters.tracing import BatchTrace, MessageRef, Tracing
 from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
 from streamproc.judge import Judge
@@ -43,7 +45,6 @@ from streamproc.stream.judging import (
     StageLimits,
     StageOutput,
     judge_messages,
-    trace_id_from_traceparent,
 )
 from streamproc.stream.publisher import (
     OutboundRecord,
@@ -72,6 +73,7 @@ class JudgeLoop(ConsumerLoop):
         *,
         client_options: Mapping[str, Any] | None = None,
         executor: Executor | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         worker = settings.worker
         super().__init__(
@@ -90,6 +92,7 @@ class JudgeLoop(ConsumerLoop):
             max_workers=worker.judge_threads, thread_name_prefix="judge"
         )
         self._limits = StageLimits.from_settings(settings)
+        self._tracing = Tracing(telemetry or Telemetry.disabled(), group=self.group_id)
         self._topics = {
             "verdict": settings.topics.verdicts,
             "flag": settings.topics.flags,
@@ -125,22 +128,33 @@ class JudgeLoop(ConsumerLoop):
         unreadable: Sequence[tuple[TopicPartition, int, Exception]],
     ) -> None:
         records = [record for tp in sorted(batch) for record in batch[tp]]
-        messages = [_incoming(record) for record in records]
-        output = StageOutput()
-        if messages:
-            work = partial(judge_messages, messages, self._judge, limits=self._limits)
-            output = await asyncio.get_running_loop().run_in_executor(self._pool, work)
-        outbound = [OutboundRecord(self._topics[r.kind], r.key, r.value) for r in output.records]
-        offsets = {tp: rs[-1].offset + 1 for tp, rs in batch.items() if rs}
-        for tp, offset, exc in unreadable:
-            outbound.append(self._unreadable_letter(tp, offset, exc))
-            offsets[tp] = max(offsets.get(tp, 0), offset + 1)
-        await self._publisher.publish(outbound, offsets)
-        for tp, offset, _ in unreadable:
-            self._consumer.seek(tp, offset + 1)
-        self.watch.progress.acknowledged(offsets, time.monotonic())
-        self.judged += len(output.verdicts)
-        _log_outputs(output)
+        with self._tracing.start_batch([MessageRef.from_record(r) for r in records]) as traced:
+            messages = [
+                _incoming(record, traced.messages[i].trace_id) for i, record in enumerate(records)
+            ]
+            output = StageOutput()
+            if messages:
+                work = partial(judge_messages, messages, self._judge, limits=self._limits)
+                with traced.clock.stage("judge"):
+                    output = await asyncio.get_running_loop().run_in_executor(self._pool, work)
+            _trace_outputs(traced, output)
+            outbound = [
+                OutboundRecord(
+                    self._topics[r.kind], r.key, r.value, headers=traced.messages[source].headers
+                )
+                for r, source in zip(output.records, output.sources, strict=True)
+            ]
+            offsets = {tp: rs[-1].offset + 1 for tp, rs in batch.items() if rs}
+            for tp, offset, exc in unreadable:
+                outbound.append(self._unreadable_letter(tp, offset, exc, traced.headers))
+                offsets[tp] = max(offsets.get(tp, 0), offset + 1)
+            with traced.clock.stage("publish"):
+                await self._publisher.publish(outbound, offsets)
+            for tp, offset, _ in unreadable:
+                self._consumer.seek(tp, offset + 1)
+            self.watch.progress.acknowledged(offsets, time.monotonic())
+            self.judged += len(output.verdicts)
+            _log_outputs(traced, output)
 
     # ------------------------------------------------------------------ unreadable data
 
@@ -178,7 +192,13 @@ class JudgeLoop(ConsumerLoop):
             self._consumer.resume(*assigned)
         return fetched, []
 
-    def _unreadable_letter(self, tp: TopicPartition, offset: int, exc: Exception) -> OutboundRecord:
+    def _unreadable_letter(
+        self,
+        tp: TopicPartition,
+        offset: int,
+        exc: Exception,
+        headers: tuple[tuple[str, bytes], ...],
+    ) -> OutboundRecord:
         self.unreadable += 1
         origin = MessageOrigin(tp.topic, tp.partition, offset, None)
         detail = f"record batch could not be read by the client: {exc!r}"
@@ -186,19 +206,34 @@ class JudgeLoop(ConsumerLoop):
             Rejection(DeadLetterReason.UNREADABLE_RECORD, detail), origin, None
         )
         log.error("unreadable_record", partition=tp.partition, offset=offset, error=repr(exc))
-        return OutboundRecord(self._topics["dead_letter"], None, letter.model_dump_json().encode())
+        return OutboundRecord(
+            self._topics["dead_letter"], None, letter.model_dump_json().encode(), headers=headers
+        )
 
 
-def _incoming(record: ConsumerRecord[bytes, bytes]) -> IncomingMessage:
-    headers = {name.lower(): value for name, value in (record.headers or ())}
+def _incoming(record: ConsumerRecord[bytes, bytes], trace_id: str | None) -> IncomingMessage:
     return IncomingMessage(
         value=record.value,
         origin=MessageOrigin(record.topic, record.partition, record.offset, record.key),
-        trace_id=trace_id_from_traceparent(headers.get("traceparent")),
+        trace_id=trace_id,
     )
 
 
-def _log_outputs(output: StageOutput) -> None:
+def _trace_outputs(traced: BatchTrace, output: StageOutput) -> None:
+    """Put each verdict and dead letter on its message's span. The stage adds one verdict
+    record per verdict and one dead-letter record per dead letter, in order, so the
+    records' sources say which message each belongs to."""
+    verdicts = iter(output.verdicts)
+    letters = iter(output.dead_letters)
+    for record, source in zip(output.records, output.sources, strict=True):
+        message = traced.messages[source].message
+        if record.kind == "verdict":
+            traced.verdict(message, next(verdicts))
+        elif record.kind == "dead_letter":
+            traced.dead_letter(message, next(letters).reason.value)
+
+
+def _log_outputs(traced: BatchTrace, output: StageOutput) -> None:
     for origin in output.repeats:
         log.info(
             "duplicate_event_in_batch",
@@ -207,18 +242,15 @@ def _log_outputs(output: StageOutput) -> None:
             detail="same event_id as an earlier message of this batch; judged once",
         )
     for letter in output.dead_letters:
-        log.warning(
-            "dead_letter",
-            reason=letter.reason.value,
-            error=letter.error,
-            partition=letter.partition,
-            offset=letter.offset,
-        )
-    for verdict in output.verdicts:
-        log.info(
-            "verdict",
-            answer_id=verdict.answer_id,
-            action=verdict.judgement.action.value,
-            hallucinated=verdict.judgement.hallucinated,
-            trace_id=verdict.trace_id,
-        )
+        with traced.message(letter).bound():
+            log.warning("dead_letter", reason=letter.reason.value, error=letter.error)
+    for message in traced.messages:
+        verdict = message.verdict
+        if verdict is None:
+            continue
+        with message.bound():
+            log.info(
+                "verdict",
+                action=verdict.judgement.action.value,
+                hallucinated=verdict.judgement.hallucinated,
+            )

@@ -17,6 +17,7 @@ partitions after a rebalance, silently, with 11 % of the answers never counted. 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,8 +27,12 @@ from typing import Any
 import structlog
 from aiokafka import ConsumerRecord
 from aiokafka.structs import TopicPartition
+from opentelemetry.context import Context
 from pydantic import ValidationError
 
+from streamproc.adapters import semconv
+from streamproc.adapters.telemetry import Telemetry
+from streamproc.adapters.trace_headers import passthrough, traceparent_headers
 from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
 from streamproc.stream.consumer_loop import ConsumerLoop
@@ -66,7 +71,11 @@ class WindowLoop(ConsumerLoop):
     """Consume outcomes, keep windows, publish aggregates; see the module docstring."""
 
     def __init__(
-        self, settings: Settings, *, client_options: Mapping[str, Any] | None = None
+        self,
+        settings: Settings,
+        *,
+        client_options: Mapping[str, Any] | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         super().__init__(
             settings,
@@ -77,6 +86,7 @@ class WindowLoop(ConsumerLoop):
             producer_options={},
         )
         self._timing = index_timing(settings.window)
+        self._telemetry = telemetry or Telemetry.disabled()
         self._partitions: dict[int, _Partition] = {}
         self.counted = 0
         self.closed = 0
@@ -101,7 +111,7 @@ class WindowLoop(ConsumerLoop):
             closes: list[dict[str, object]] = []
             if tick:
                 self._last_tick = now
-                outbound += self._close_due(now, closes)
+                outbound += self._traced(self._close_due(now, closes))
             outbound += self._changelog_records()
             offsets = {tp: records[-1].offset + 1 for tp, records in batch.items() if records}
             if not outbound and not offsets:
@@ -151,6 +161,7 @@ class WindowLoop(ConsumerLoop):
                         self._settings.topics.dead_letter,
                         record.key,
                         letter.model_dump_json().encode(),
+                        headers=passthrough(record.headers or ())[1],
                     )
                 )
         return letters
@@ -182,6 +193,27 @@ class WindowLoop(ConsumerLoop):
             forget_expired_seen(part.store, part.index, now)
             persist_watermark(part.store, part.index, partition)
         return outbound
+
+    def _traced(self, aggregates: list[OutboundRecord]) -> list[OutboundRecord]:
+        """The aggregates with the ``traceparent`` of one span for their closing (a new
+        root: a window sums many answers' traces, so it continues none of them)."""
+        if not aggregates or not self._telemetry.enabled:
+            return aggregates
+        span = self._telemetry.tracer.start_span(
+            semconv.WINDOW_CLOSE_SPAN,
+            context=Context(),
+            attributes={
+                semconv.MESSAGING_SYSTEM: semconv.MESSAGING_SYSTEM_KAFKA,
+                semconv.MESSAGING_DESTINATION_NAME: self._settings.topics.aggregates,
+                semconv.MESSAGING_BATCH_MESSAGE_COUNT: len(aggregates),
+                semconv.MESSAGING_CONSUMER_GROUP_NAME: self.group_id,
+            },
+        )
+        try:
+            headers = traceparent_headers(span)
+            return [dataclasses.replace(record, headers=headers) for record in aggregates]
+        finally:
+            span.end()
 
     def _changelog_records(self) -> list[OutboundRecord]:
         topic = window_changelog_topic(self._settings)

@@ -18,6 +18,7 @@ from streamproc.adapters.health import HealthServer, HealthState
 from streamproc.adapters.kafka_security import aiokafka_options
 from streamproc.adapters.loop_guard import LoopGuard
 from streamproc.adapters.task_dump import install_task_dump
+from streamproc.adapters.telemetry import Telemetry
 from streamproc.config import Settings
 from streamproc.judge import build_judge
 from streamproc.stream.judge_loop import JudgeLoop
@@ -69,8 +70,9 @@ async def _serve(settings: Settings) -> int:
     await prepare_topics(settings)
     judge = build_judge(settings.judge)
     options = aiokafka_options(settings.security)
-    judging = JudgeLoop(settings, judge, client_options=options)
-    windows = WindowLoop(settings, client_options=options)
+    telemetry = Telemetry.from_settings(settings.telemetry)
+    judging = JudgeLoop(settings, judge, client_options=options, telemetry=telemetry)
+    windows = WindowLoop(settings, client_options=options, telemetry=telemetry)
     health = _health_server(settings, judging, windows)
     if health is not None:
         await health.start()
@@ -83,6 +85,7 @@ async def _serve(settings: Settings) -> int:
         "worker_starting",
         app_id=settings.app_id,
         judge=judge.info.name,
+        telemetry=settings.telemetry.exporter,
         guarantee="exactly_once" if judging.transactional else "at_least_once",
     )
     guard = LoopGuard(blocked_after_s=max(30.0, settings.worker.stall_after_s))
@@ -111,6 +114,7 @@ async def _serve(settings: Settings) -> int:
             helper.cancel()
         if health is not None:
             await health.stop()
+        await asyncio.to_thread(telemetry.shutdown)  # flush what is still batched
     log.info("worker_stopped", judged=judging.judged, windows_closed=windows.closed)
     return 0
 

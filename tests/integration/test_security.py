@@ -43,6 +43,7 @@ def _settings(address: str, security: KafkaSecurity, prefix: str, **extra: Any) 
         broker_url=f"kafka://{address}",
         security=security,
         topics={**{name: f"{prefix}-{run}.{name}" for name in names}, "partitions": 1},
+        audit={"topic": f"{prefix}-{run}.audit"},
         **extra,
     )
 
