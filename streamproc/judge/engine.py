@@ -39,6 +39,7 @@ from streamproc.judge.limits import (
     unchecked_verdict,
     with_limits,
 )
+from streamproc.judge.stage_times import stage
 
 __all__ = [
     "ClaimJudge",
@@ -121,19 +122,22 @@ class ClaimJudge:
         this long, else :class:`~streamproc.judge.deadline.AnswerTimedOut` names it.
         """
         plans = []
-        for index, answer in enumerate(answers):
-            clock = Deadline(deadline_s).start(index)
-            plans.append(self._plan(answer, clock))
-            clock.pause()
+        with stage("claims"):
+            for index, answer in enumerate(answers):
+                clock = Deadline(deadline_s).start(index)
+                plans.append(self._plan(answer, clock))
+                clock.pause()
         pairs = list(dict.fromkeys(pair for plan in plans for pair in plan.pairs()))
-        results = self._checker.check(pairs) if pairs else []
+        with stage("check"):  # the checker, once for the batch
+            results = self._checker.check(pairs) if pairs else []
         if len(results) != len(pairs):
             raise ValueError(
                 f"checker {self._checker.name!r} returned {len(results)} results "
                 f"for {len(pairs)} pairs"
             )
         lookup = dict(zip(pairs, results, strict=True))
-        return [self._assemble(plan, lookup) for plan in plans]
+        with stage("decide"):
+            return [self._assemble(plan, lookup) for plan in plans]
 
     def _plan(self, answer: AnswerEvent, clock: Deadline) -> _Plan:
         # Odd content (empty, only citations, unknown ids) is judged, never raised. A bug

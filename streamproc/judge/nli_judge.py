@@ -66,6 +66,7 @@ from streamproc.judge.records import confirmed_values
 from streamproc.judge.retrieval import Candidate, rank_candidates
 from streamproc.judge.settle import EvidenceFacts, Prechecks, Settled, precheck
 from streamproc.judge.signals import SIGNAL_NAMES, ClaimEvidence, claim_signals
+from streamproc.judge.stage_times import stage
 from streamproc.judge.structured import StructuredEvidence, ValueReason
 from streamproc.judge.text import content_words, numbers
 
@@ -202,16 +203,20 @@ class NliJudge:
         """One judgement per answer, in order. ``deadline_s`` bounds each answer's own
         steps (not the shared model calls): over it, ``AnswerTimedOut`` names the answer."""
         works = []
-        for index, answer in enumerate(answers):
-            clock = Deadline(deadline_s).start(index)
-            works.append(self._prepare(answer, clock))
-            clock.pause()
-        self._retrieve(works)
+        with stage("claims"):  # decompose, token confidence, record checks
+            for index, answer in enumerate(answers):
+                clock = Deadline(deadline_s).start(index)
+                works.append(self._prepare(answer, clock))
+                clock.pause()
+        with stage("retrieval"):
+            self._retrieve(works)
         pairs = list(dict.fromkeys(_pairs(works)))
-        scores = self._scorer.score(pairs) if pairs else []
+        with stage("nli"):  # one batched model call for every answer of the batch
+            scores = self._scorer.score(pairs) if pairs else []
         self.pairs_scored += len(pairs)
         lookup = dict(zip(pairs, scores, strict=True))
-        return [self._assemble(work, lookup) for work in works]
+        with stage("decide"):
+            return [self._assemble(work, lookup) for work in works]
 
     # -- level 1 and 2a: no model --------------------------------------------------------
 

@@ -137,6 +137,8 @@ class JudgeLoop(ConsumerLoop):
                 work = partial(judge_messages, messages, self._judge, limits=self._limits)
                 with traced.clock.stage("judge"):
                     output = await asyncio.get_running_loop().run_in_executor(self._pool, work)
+                for name, start_ns, end_ns in output.stage_times:
+                    traced.clock.record(f"judge.{name}", start_ns, end_ns)
             _trace_outputs(traced, output)
             outbound = [
                 OutboundRecord(

@@ -37,6 +37,7 @@ from streamproc.events import (
 )
 from streamproc.judge import Judge
 from streamproc.judge.deadline import AnswerTimedOut
+from streamproc.judge.stage_times import StageTime, collecting
 from streamproc.stream.intake import MessageOrigin, Rejection, dead_letter_for, parse_answer
 from streamproc.stream.output_fit import (
     TooLarge,
@@ -131,6 +132,9 @@ class StageOutput:
     flags: list[Flag] = field(default_factory=list)
     outcomes: list[AnswerOutcome] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
+    stage_times: list[StageTime] = field(default_factory=list)
+    """The judge's own stages for this batch (claims, retrieval, nli, decide...), for
+    trace spans."""
     repeats: list[MessageOrigin] = field(default_factory=list)
     """Messages repeating an ``event_id`` already in this batch (a producer retry): the
     first copy is judged, the repeat is logged and acknowledged with it."""
@@ -185,7 +189,8 @@ def judge_messages(
             accepted.append(parsed)
 
     started = time.perf_counter()
-    judged = _judge_all(accepted, judge, limits.judge_deadline_s) if accepted else []
+    with collecting() as stage_times:
+        judged = _judge_all(accepted, judge, limits.judge_deadline_s) if accepted else []
     context = _JudgedContext(
         judge=_judge_info(judge),
         judged_at=now or datetime.now(UTC),
@@ -193,7 +198,7 @@ def judge_messages(
         batch_size=len(accepted),
     )
 
-    output = StageOutput(repeats=repeats)
+    output = StageOutput(repeats=repeats, stage_times=stage_times)
     for index, (message, slot) in enumerate(zip(messages, slots, strict=True)):
         before = len(output.records)
         _add_outputs(output, message, slot, judged, accepted, context, limits, received_at)

@@ -165,6 +165,13 @@ async def test_an_answer_is_traced_from_its_producer_through_every_output(
     linked = {trace.format_trace_id(link.context.trace_id) for link in batch.links}
     assert linked == {TRACE_A, TRACE_B}  # the messages that came with a creation context
     assert dict(batch.attributes or {})[semconv.MESSAGING_BATCH_MESSAGE_COUNT] == 4
+    stages = {
+        s.name
+        for s in spans.get_finished_spans()
+        if s.parent is not None and s.parent.span_id == batch.context.span_id
+    }
+    # The loop's stages and the judge's own (the rules judge: claims, check, decide).
+    assert {"groundedness.judge", "groundedness.publish", "groundedness.judge.check"} <= stages
 
     evaluations = [
         log.log_record
