@@ -242,6 +242,59 @@ class KafkaSecurity(_Group):
     ssl_check_hostname: bool = True
 
 
+class BurnRateWindow(_Group):
+    """One multi-window burn-rate condition (SRE workbook): the long and the short window
+    must both burn the error budget faster than ``factor``."""
+
+    long_s: float = Field(gt=0)
+    short_s: float = Field(gt=0)
+    factor: float = Field(gt=0)
+
+
+class AlertSettings(_Group):
+    """Hallucination-rate objectives and the burn-rate policy that pages on them."""
+
+    objective: float = Field(
+        default=0.05,
+        gt=0,
+        lt=1,
+        description="Most hallucinated share of answered answers allowed, per assistant.",
+    )
+    page: list[BurnRateWindow] = Field(
+        default_factory=lambda: [
+            BurnRateWindow(long_s=3600, short_s=300, factor=14.4),
+            BurnRateWindow(long_s=6 * 3600, short_s=1800, factor=6.0),
+        ],
+        description="Fast burns that page.",
+    )
+    ticket: list[BurnRateWindow] = Field(
+        default_factory=lambda: [
+            BurnRateWindow(long_s=3 * 24 * 3600, short_s=6 * 3600, factor=1.0),
+        ],
+        description="Slow burns that open a ticket.",
+    )
+    min_answered: int = Field(
+        default=30,
+        ge=1,
+        description="An alert needs at least this many answered answers in its long window.",
+    )
+    require_wilson_above_objective: bool = Field(
+        default=True,
+        description="An alert also needs the Wilson 95 % lower bound of the long window's "
+        "rate above the objective (no page on a tiny unlucky sample).",
+    )
+    topic: str = "groundedness.alerts"
+
+
+class MetricsSettings(_Group):
+    """The Prometheus endpoint of a worker."""
+
+    host: str = Field(default="127.0.0.1", description="Address /metrics binds to.")
+    port: int | None = Field(
+        default=None, ge=0, le=65535, description="None: no metrics endpoint; 0: any free port."
+    )
+
+
 class TelemetrySettings(_Group):
     """OpenTelemetry traces, metrics and evaluation log records (adapters/telemetry)."""
 
@@ -317,6 +370,8 @@ class Settings(BaseSettings):
     worker: WorkerSettings = WorkerSettings()
     telemetry: TelemetrySettings = TelemetrySettings()
     audit: AuditSettings = AuditSettings()
+    alerts: AlertSettings = AlertSettings()
+    metrics: MetricsSettings = MetricsSettings()
 
     def to_env(self) -> dict[str, str]:
         """These settings as ``STREAMPROC_*`` variables, to start another process with them."""
@@ -336,6 +391,8 @@ class Settings(BaseSettings):
                                 for k, v in value.items()
                             }
                         )
+                elif isinstance(value, list):  # a list of values or groups: one JSON value
+                    env[key] = json.dumps([_jsonable(v) for v in value])
                 elif isinstance(value, SecretStr):
                     env[key] = value.get_secret_value()
                 elif value is not None:
@@ -349,6 +406,10 @@ class Settings(BaseSettings):
         """The broker list in the ``host:port,host:port`` form Kafka clients expect."""
         hosts = [part.strip() for part in self.broker_url.split(";") if part.strip()]
         return ",".join(host.split("://", 1)[-1] for host in hosts)
+
+
+def _jsonable(value: object) -> object:
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
 
 
 def _env_text(value: object) -> str:
