@@ -20,6 +20,7 @@ it (``trusted_leaves``).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -49,7 +50,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
 from streamproc.audit.chain import (
@@ -308,9 +309,23 @@ class AuditStore:
 
     def _begin(self) -> Any:
         if not self._ready:
-            _metadata.create_all(self._engine)
+            self._create_schema()
             self._ready = True
         return self._engine.begin()
+
+    def _create_schema(self, attempts: int = 5) -> None:
+        """Create the tables on first use. Two processes opening a fresh store at once
+        (two sink replicas, a sink and an auditor's CLI) race between "is it there?" and
+        "create it": the loser gets "already exists", which only means the winner made
+        it, so check again instead of failing."""
+        for attempt in range(attempts):
+            try:
+                _metadata.create_all(self._engine)
+                return
+            except DBAPIError:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
 
     # -- writing -----------------------------------------------------------------------
 
