@@ -444,18 +444,19 @@ def render(stored: StoredRecord, console: Console) -> None:
         )
     console.print(claims)
 
-    shown: set[str] = set()
+    decided: dict[str, list[int]] = {}  # evidence id -> the claims it decided, in order
     for claim in record.claims:
         for evidence_id in claim.evidence_ids:
-            if evidence_id in shown:
-                continue
-            shown.add(evidence_id)
-            body = _evidence(record, evidence_id)
-            fields = _fields(record, evidence_id)
-            if fields:
-                body += f"\n\nfields: {fields}"
-            title = f"evidence {evidence_id} (decided claim {claim.index + 1}; as given)"
-            console.print(Panel(Text(body), title=Text(title)))
+            decided.setdefault(evidence_id, []).append(claim.index + 1)
+    for evidence_id, claims_decided in decided.items():
+        body = _evidence(record, evidence_id)
+        fields = _fields(record, evidence_id)
+        if fields:
+            body += f"\n\nfields: {fields}"
+        which = ", ".join(str(n) for n in claims_decided)
+        noun = "claim" if len(claims_decided) == 1 else "claims"
+        title = f"evidence {evidence_id} (decided {noun} {which}; as given)"
+        console.print(Panel(Text(body), title=Text(title)))
 
     judge = Table("judge", "value", title="judge, models and thresholds")
     _row(judge, "judge", f"{record.judge.name} {record.judge.version}")
