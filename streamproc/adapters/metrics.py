@@ -1,0 +1,349 @@
+"""The worker's Prometheus metrics: what the loops observe, in the names on-call queries.
+
+The names, label names and meanings are a contract shared with ``deploy/prometheus``
+rules and the Grafana dashboard (issue 10); change them only together. Every metric lives
+in a :class:`WorkerMetrics`' own registry, never prometheus-client's global one, so two
+workers in one test process (or two tests) never see each other's numbers.
+
+Label cardinality. ``tenant``, ``assistant`` and ``model`` come from producers, so a
+buggy or hostile producer could mint a new series per answer. At most ``max_keys``
+distinct (tenant, assistant, model) keys get series of their own, first come first served
+(a key keeps its series for the life of the process: counters must never vanish);
+answers of later keys are counted under ``tenant=assistant=model="__other__"``, so
+``sum()`` over a metric stays exact and no admitted key's numbers move, and their window
+gauges are left out (a rate mixed over unrelated keys means nothing). The first overflow
+is logged as ``metric_keys_capped``. (tenant, assistant) pairs of ``alert_firing`` have
+a budget of the same size. Other labels are bounded by construction: actions, verdicts,
+dead-letter reasons and severities are enums, windows and partitions come from settings.
+Never an answer id.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Hashable, Mapping
+from datetime import datetime
+from typing import Final, Literal
+
+import structlog
+from aiokafka.structs import TopicPartition
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from streamproc.events import DeadLetterReason, Verdict
+from streamproc.stream.judging import StageOutput
+from streamproc.stream.progress import ProgressWatch
+
+__all__ = [
+    "BATCH_SIZE_BUCKETS",
+    "END_TO_END_BUCKETS_S",
+    "JUDGE_LATENCY_BUCKETS_S",
+    "OTHER",
+    "LagSource",
+    "LoopName",
+    "WorkerMetrics",
+    "partition_lags",
+    "window_label",
+]
+
+log = structlog.get_logger(__name__)
+
+OTHER: Final = "__other__"
+"""The label value of every key past the cardinality budget."""
+
+JUDGE_LATENCY_BUCKETS_S: Final = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+)  # fmt: skip
+"""The rules judge takes about a millisecond a batch, an NLI judge on a CPU seconds."""
+
+END_TO_END_BUCKETS_S: Final = (
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
+)  # fmt: skip
+"""From the answer to its verdict: batching and judging at best, a backlog at worst."""
+
+BATCH_SIZE_BUCKETS: Final = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+"""Powers of two around ``worker.batch_max`` (32 by default)."""
+
+DEFAULT_MAX_KEYS: Final = 1000
+"""About 20 series per key (3 actions, answered, hallucinated, late, 3 gauges x 3
+windows, plus ``_created``): 20,000 series per worker at the cap."""
+
+DEFAULT_WINDOW_STALE_AFTER_S: Final = 900.0
+"""A window gauge not updated for this long is dropped: a key that went quiet stops
+showing its last rate forever. 15 min covers three hops of a 1 h window every 5 min."""
+
+LoopName = Literal["judge", "windows"]
+LagSource = Callable[[], Mapping[int, int | None]]
+"""Per owned partition, its lag in records (None: not known yet)."""
+
+_KEY: Final = ("tenant", "assistant", "model")
+
+
+class _KeyBudget:
+    """Which label keys may have series of their own (see the module docstring)."""
+
+    def __init__(self, limit: int, what: str) -> None:
+        self._limit = limit
+        self._what = what
+        self._admitted: set[Hashable] = set()
+        self.refused = 0
+
+    def admit(self, key: Hashable) -> bool:
+        if key in self._admitted:
+            return True
+        if len(self._admitted) < self._limit:
+            self._admitted.add(key)
+            return True
+        if self.refused == 0:
+            log.warning("metric_keys_capped", keys=self._what, limit=self._limit, other=OTHER)
+        self.refused += 1
+        return False
+
+
+class WorkerMetrics:
+    """Every metric of one worker, in its own registry, with the methods the loops call.
+
+    Meant to be called from the event loop (the consumer loops and the scrape handler);
+    prometheus-client itself is thread-safe, the key budgets and lag bookkeeping are not.
+    ``clock`` (monotonic seconds) is for tests of window-gauge expiry."""
+
+    def __init__(
+        self,
+        *,
+        max_keys: int = DEFAULT_MAX_KEYS,
+        window_stale_after_s: float | None = DEFAULT_WINDOW_STALE_AFTER_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_keys < 0:
+            raise ValueError(f"max_keys must be >= 0, not {max_keys}")
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._keys = _KeyBudget(max_keys, "tenant,assistant,model")
+        self._alert_keys = _KeyBudget(max_keys, "tenant,assistant (alerts)")
+        self._window_stale_after_s = window_stale_after_s
+        self._clock = clock
+        self._window_updated: dict[tuple[str, str, str, str], float] = {}
+        self._lag_partitions: dict[str, set[int]] = {}
+        self._lag_sources: dict[str, LagSource] = {}
+        r = self.registry
+        self._answers = Counter(
+            "streamproc_answers_total",
+            "Judged answers by action (pass, trim, withhold).",
+            [*_KEY, "action"],
+            registry=r,
+        )
+        self._answered = Counter(
+            "streamproc_answers_answered_total",
+            "Judged answers that were answered (not abstained): the objective's denominator.",
+            _KEY,
+            registry=r,
+        )
+        self._hallucinated = Counter(
+            "streamproc_answers_hallucinated_total",
+            "Answered answers judged hallucinated: the objective's numerator.",
+            _KEY,
+            registry=r,
+        )
+        self._claims = Counter(
+            "streamproc_claims_total",
+            "Claims of judged answers by verdict (supported, contradicted, unsupported, "
+            "unchecked).",
+            ["verdict"],
+            registry=r,
+        )
+        self._flags = Counter(
+            "streamproc_flags_total", "Flags published, by action.", ["action"], registry=r
+        )
+        self._dead_letters = Counter(
+            "streamproc_dead_letters_total",
+            "Inputs dead-lettered, by reason.",
+            ["reason"],
+            registry=r,
+        )
+        self._judge_latency = Histogram(
+            "streamproc_judge_latency_seconds",
+            "Judge time of the micro-batch each answer was in, observed once per answer.",
+            buckets=JUDGE_LATENCY_BUCKETS_S,
+            registry=r,
+        )
+        self._end_to_end_latency = Histogram(
+            "streamproc_end_to_end_latency_seconds",
+            "From an answer's occurred_at to its verdict.",
+            buckets=END_TO_END_BUCKETS_S,
+            registry=r,
+        )
+        self._batch_size = Histogram(
+            "streamproc_batch_size",
+            "Answers (input messages) per judged micro-batch.",
+            buckets=BATCH_SIZE_BUCKETS,
+            registry=r,
+        )
+        self._consumer_lag = Gauge(
+            "streamproc_consumer_lag",
+            "Records not yet processed per owned input partition (loop: judge, windows).",
+            ["loop", "partition"],
+            registry=r,
+        )
+        self._late_events = Counter(
+            "streamproc_late_events_total",
+            "Events too late for any window (past the grace period).",
+            _KEY,
+            registry=r,
+        )
+        self._window_rate = Gauge(
+            "streamproc_window_hallucination_rate",
+            "Hallucinated / answered of the last closed window.",
+            [*_KEY, "window"],
+            registry=r,
+        )
+        self._window_low = Gauge(
+            "streamproc_window_hallucination_rate_wilson_low",
+            "Wilson 95 % lower bound of the last closed window's rate.",
+            [*_KEY, "window"],
+            registry=r,
+        )
+        self._window_high = Gauge(
+            "streamproc_window_hallucination_rate_wilson_high",
+            "Wilson 95 % upper bound of the last closed window's rate.",
+            [*_KEY, "window"],
+            registry=r,
+        )
+        self._alert_firing = Gauge(
+            "streamproc_alert_firing",
+            "1 while a burn-rate alert is firing, 0 once resolved.",
+            ["tenant", "assistant", "severity"],
+            registry=r,
+        )
+
+    # ------------------------------------------------------------------ judging loop
+
+    def observe_batch(self, output: StageOutput, *, published_at: datetime | None = None) -> None:
+        """Count one micro-batch once its records are published. End-to-end latency runs
+        to ``published_at`` when given (the verdict is visible from then on), else to
+        each verdict's ``judged_at``; clock skew never makes it negative."""
+        messages = len(output.verdicts) + len(output.dead_letters) + len(output.repeats)
+        if messages:
+            self._batch_size.observe(messages)
+        for verdict in output.verdicts:
+            self._observe_verdict(verdict, published_at)
+        for flag in output.flags:
+            self._flags.labels(flag.action.value).inc()
+        self.dead_letter(*(letter.reason for letter in output.dead_letters))
+
+    def _observe_verdict(self, verdict: Verdict, published_at: datetime | None) -> None:
+        judgement = verdict.judgement
+        key = self._counter_key(verdict.tenant, verdict.assistant_id, verdict.model)
+        self._answers.labels(*key, judgement.action.value).inc()
+        if not judgement.abstained:
+            self._answered.labels(*key).inc()
+            if judgement.hallucinated:
+                self._hallucinated.labels(*key).inc()
+        for claim in judgement.claims:
+            self._claims.labels("unchecked" if claim.verdict is None else claim.verdict.value).inc()
+        self._judge_latency.observe(verdict.timings.judge_ms / 1000)
+        until = published_at or verdict.judged_at
+        self._end_to_end_latency.observe(max(0.0, (until - verdict.occurred_at).total_seconds()))
+
+    def dead_letter(self, *reasons: DeadLetterReason | str) -> None:
+        """Dead letters made outside the judging stage (unreadable records, the window
+        loop's bad outcomes)."""
+        for reason in reasons:
+            self._dead_letters.labels(str(reason)).inc()
+
+    # ------------------------------------------------------------------ windows loop
+
+    def late_event(self, tenant: str, assistant: str, model: str) -> None:
+        """An event too late for any window (counted, written to the late topic)."""
+        self._late_events.labels(*self._counter_key(tenant, assistant, model)).inc()
+
+    def window_rate(
+        self,
+        tenant: str,
+        assistant: str,
+        model: str,
+        window: str,
+        rate: float | None,
+        low: float | None,
+        high: float | None,
+    ) -> None:
+        """The rate and Wilson bounds of a key's last closed window (``window``: its size
+        as :func:`window_label` writes it). ``rate`` None (nothing answered) removes the
+        key's series for that window: no data, not zero."""
+        series = (tenant, assistant, model, window)
+        if rate is None:
+            self._drop_window(series)
+            return
+        if not self._keys.admit((tenant, assistant, model)):
+            return
+        self._window_rate.labels(*series).set(rate)
+        self._window_low.labels(*series).set(math.nan if low is None else low)
+        self._window_high.labels(*series).set(math.nan if high is None else high)
+        self._window_updated[series] = self._clock()
+
+    def alert_state(self, tenant: str, assistant: str, severity: str, firing: bool) -> None:
+        """Mirror an alert's state (severity: page or ticket)."""
+        if self._alert_keys.admit((tenant, assistant)):
+            self._alert_firing.labels(tenant, assistant, severity).set(1 if firing else 0)
+
+    # ------------------------------------------------------------------ both loops
+
+    def set_lag(self, loop: LoopName | str, lags: Mapping[int, int | None]) -> None:
+        """The lag of every partition ``loop`` owns now. Partitions it no longer owns,
+        and those whose lag is not known yet, have no series."""
+        known = {partition: lag for partition, lag in lags.items() if lag is not None}
+        for gone in self._lag_partitions.get(loop, set()) - known.keys():
+            self._consumer_lag.remove(loop, str(gone))
+        for partition, lag in known.items():
+            self._consumer_lag.labels(loop, str(partition)).set(lag)
+        self._lag_partitions[loop] = set(known)
+
+    def add_lag_source(self, loop: LoopName | str, source: LagSource) -> None:
+        """Read ``loop``'s lag from ``source`` at every scrape (see :meth:`refresh`)."""
+        self._lag_sources[loop] = source
+
+    # ------------------------------------------------------------------ exposition
+
+    def refresh(self) -> None:
+        """Bring pulled values up to date: lag from the sources, stale window gauges
+        dropped. Call on the event loop, where the sources are changed."""
+        for loop, source in self._lag_sources.items():
+            self.set_lag(loop, source())
+        if self._window_stale_after_s is not None:
+            oldest = self._clock() - self._window_stale_after_s
+            for series, updated in list(self._window_updated.items()):
+                if updated < oldest:
+                    self._drop_window(series)
+
+    def render(self) -> bytes:
+        """:meth:`refresh`, then the Prometheus text format (0.0.4)."""
+        self.refresh()
+        return generate_latest(self.registry)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _counter_key(self, tenant: str, assistant: str, model: str) -> tuple[str, str, str]:
+        if self._keys.admit((tenant, assistant, model)):
+            return tenant, assistant, model
+        return OTHER, OTHER, OTHER
+
+    def _drop_window(self, series: tuple[str, str, str, str]) -> None:
+        for gauge in (self._window_rate, self._window_low, self._window_high):
+            gauge.remove(*series)
+        self._window_updated.pop(series, None)
+
+
+def partition_lags(progress: ProgressWatch[TopicPartition]) -> dict[int, int | None]:
+    """A consumer's lag per owned partition, from its progress watch (each loop reads
+    one topic, so the partition number names it)."""
+    return {tp.partition: state.lag for tp, state in progress.partitions.items()}
+
+
+def window_label(size_s: float) -> str:
+    """A window size as the ``window`` label writes it: 60 -> "1m", 300 -> "5m",
+    3600 -> "1h", 86400 -> "1d", 90 -> "90s", 5400 -> "90m"."""
+    seconds = round(size_s)
+    if seconds <= 0 or not math.isclose(seconds, size_s):
+        raise ValueError(f"a window is a positive whole number of seconds, not {size_s!r}")
+    for unit, length in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % length == 0:
+            return f"{seconds // length}{unit}"
+    return f"{seconds}s"

@@ -1,0 +1,104 @@
+"""``/metrics`` for Prometheus, with ``/livez`` and ``/readyz`` beside it, on aiohttp.
+
+Bound to ``settings.metrics.host`` (127.0.0.1 unless an operator opens it) and
+``settings.metrics.port`` (0: any free port, :attr:`MetricsServer.port` says which).
+The scrape answers in the format the scraper asks for (OpenMetrics for Prometheus,
+text 0.0.4 otherwise), as prometheus-client's own servers do. Pulled values (lag) are
+read on the event loop; the text is made in a thread so a large registry never blocks
+the consumer loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from aiohttp import web
+from prometheus_client.exposition import choose_encoder
+
+from streamproc.adapters.health import HealthState
+from streamproc.adapters.metrics import WorkerMetrics
+from streamproc.config import Settings
+
+__all__ = ["MetricsServer"]
+
+
+class MetricsServer:
+    """Serves ``metrics`` and, when ``probe`` is given, the health of the worker."""
+
+    def __init__(
+        self,
+        metrics: WorkerMetrics,
+        *,
+        host: str,
+        port: int,
+        probe: Callable[[], HealthState] | None = None,
+    ) -> None:
+        self._metrics = metrics
+        self._probe = probe
+        self._host = host
+        self._port = port
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+        """The bound port once started (the OS's pick when asked for 0)."""
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        metrics: WorkerMetrics,
+        probe: Callable[[], HealthState] | None = None,
+    ) -> MetricsServer | None:
+        """The server ``settings.metrics`` asks for; None when its port is None."""
+        if settings.metrics.port is None:
+            return None
+        return cls(metrics, host=settings.metrics.host, port=settings.metrics.port, probe=probe)
+
+    @property
+    def url(self) -> str:
+        """Where ``/metrics`` is served (after :meth:`start`)."""
+        if self.port is None:
+            raise RuntimeError("the metrics server is not started")
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self.port}/metrics"
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/metrics", self._scrape)
+        if self._probe is not None:
+            app.router.add_get("/livez", self._livez)
+            app.router.add_get("/readyz", self._readyz)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self._host, self._port).start()
+        addresses = self._runner.addresses
+        self.port = int(addresses[0][1]) if addresses else self._port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+            self.port = None
+
+    async def _scrape(self, request: web.Request) -> web.Response:
+        self._metrics.refresh()
+        encode, content_type = choose_encoder(request.headers.get("Accept", ""))
+        body = await asyncio.to_thread(encode, self._metrics.registry)
+        # aiohttp refuses a charset inside content_type; the header is set whole instead.
+        return web.Response(body=body, headers={"Content-Type": content_type})
+
+    async def _livez(self, _: web.Request) -> web.Response:
+        state = self._state()
+        return web.json_response(
+            {"live": state.live, **state.detail}, status=200 if state.live else 503
+        )
+
+    async def _readyz(self, _: web.Request) -> web.Response:
+        state = self._state()
+        return web.json_response(
+            {"ready": state.ready, **state.detail}, status=200 if state.ready else 503
+        )
+
+    def _state(self) -> HealthState:
+        assert self._probe is not None  # the routes exist only with a probe
+        return self._probe()
