@@ -36,6 +36,8 @@ from streamproc.stream.progress import ProgressWatch
 
 __all__ = [
     "BATCH_SIZE_BUCKETS",
+    "DEFAULT_MAX_KEYS",
+    "DEFAULT_WINDOW_STALE_AFTER_S",
     "END_TO_END_BUCKETS_S",
     "JUDGE_LATENCY_BUCKETS_S",
     "OTHER",
