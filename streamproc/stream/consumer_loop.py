@@ -74,6 +74,8 @@ class ConsumerLoop(ABC):
         self.transactional = settings.worker.exactly_once and settings.broker_flavour == "kafka"
         self.watch = ConsumerWatch(name, settings.worker.stall_after_s)
         self.started = False
+        self.ended = False
+        """run() has returned or raised: the loop will read nothing more."""
         self.last_poll_at = time.monotonic()
         self._revoked_at: float | None = None
         self._lock = asyncio.Lock()
@@ -122,6 +124,7 @@ class ConsumerLoop(ABC):
                 watchdog.cancel()
         finally:
             self.started = False
+            self.ended = True
             await bounded_close(self._consumer.stop(), "consumer")
             await bounded_close(self._publisher.stop(), "producer")
 

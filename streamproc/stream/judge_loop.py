@@ -25,6 +25,7 @@ import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -33,6 +34,7 @@ from aiokafka import ConsumerRecord
 from aiokafka.errors import CorruptRecordException, UnsupportedCodecError
 from aiokafka.structs import TopicPartition
 
+from streamproc.adapters.metrics import WorkerMetrics
 from streamproc.adapters.telemetry import Telemetry
 from streamproc.adapters.tracing import BatchTrace, MessageRef, Tracing
 from streamproc.config import Settings
@@ -74,6 +76,7 @@ class JudgeLoop(ConsumerLoop):
         client_options: Mapping[str, Any] | None = None,
         executor: Executor | None = None,
         telemetry: Telemetry | None = None,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         worker = settings.worker
         super().__init__(
@@ -93,6 +96,7 @@ class JudgeLoop(ConsumerLoop):
         )
         self._limits = StageLimits.from_settings(settings)
         self._tracing = Tracing(telemetry or Telemetry.disabled(), group=self.group_id)
+        self._metrics = metrics or WorkerMetrics()
         self._topics = {
             "verdict": settings.topics.verdicts,
             "flag": settings.topics.flags,
@@ -152,6 +156,8 @@ class JudgeLoop(ConsumerLoop):
                 offsets[tp] = max(offsets.get(tp, 0), offset + 1)
             with traced.clock.stage("publish"):
                 await self._publisher.publish(outbound, offsets)
+            self._metrics.observe_batch(output, published_at=datetime.now(UTC))
+            self._metrics.dead_letter(*(DeadLetterReason.UNREADABLE_RECORD for _ in unreadable))
             for tp, offset, _ in unreadable:
                 self._consumer.seek(tp, offset + 1)
             self.watch.progress.acknowledged(offsets, time.monotonic())

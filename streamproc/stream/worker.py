@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import NoReturn
 
 import structlog
@@ -17,6 +18,8 @@ from aiokafka.errors import KafkaError
 from streamproc.adapters.health import HealthServer, HealthState
 from streamproc.adapters.kafka_security import aiokafka_options
 from streamproc.adapters.loop_guard import LoopGuard
+from streamproc.adapters.metrics import WorkerMetrics, partition_lags
+from streamproc.adapters.metrics_server import MetricsServer
 from streamproc.adapters.task_dump import install_task_dump
 from streamproc.adapters.telemetry import Telemetry
 from streamproc.config import Settings
@@ -71,12 +74,22 @@ async def _serve(settings: Settings) -> int:
     judge = build_judge(settings.judge)
     options = aiokafka_options(settings.security)
     telemetry = Telemetry.from_settings(settings.telemetry)
-    judging = JudgeLoop(settings, judge, client_options=options, telemetry=telemetry)
+    metrics = WorkerMetrics()
+    judging = JudgeLoop(
+        settings, judge, client_options=options, telemetry=telemetry, metrics=metrics
+    )
     windows = WindowLoop(settings, client_options=options, telemetry=telemetry)
-    health = _health_server(settings, judging, windows)
+    metrics.add_lag_source("judge", lambda: partition_lags(judging.watch.progress))
+    metrics.add_lag_source("windows", lambda: partition_lags(windows.watch.progress))
+    probe = _probe(judging, windows)
+    health = _health_server(settings, probe)
     if health is not None:
         await health.start()
         log.info("health_server_started", port=health.port)
+    metrics_server = MetricsServer.from_settings(settings, metrics, probe=probe)
+    if metrics_server is not None:
+        await metrics_server.start()
+        log.info("metrics_server_started", url=metrics_server.url)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, _stop_all, judging, windows)
@@ -114,6 +127,8 @@ async def _serve(settings: Settings) -> int:
             helper.cancel()
         if health is not None:
             await health.stop()
+        if metrics_server is not None:
+            await metrics_server.stop()
         await asyncio.to_thread(telemetry.shutdown)  # flush what is still batched
     log.info("worker_stopped", judged=judging.judged, windows_closed=windows.closed)
     return 0
@@ -147,16 +162,13 @@ def _exit(code: int, event: str, exc: BaseException) -> NoReturn:
     os._exit(code)
 
 
-def _health_server(
-    settings: Settings, judging: JudgeLoop, windows: WindowLoop
-) -> HealthServer | None:
-    port = settings.worker.health_port
-    if port is None:
-        return None
+def _probe(judging: JudgeLoop, windows: WindowLoop) -> Callable[[], HealthState]:
+    """Live: neither loop has ended and both make progress where they have work (a
+    worker still joining is live: start-up probes cover that); ready: both joined."""
 
     def probe() -> HealthState:
         return HealthState(
-            live=judging.live and windows.live,
+            live=not (judging.ended or windows.ended) and judging.live and windows.live,
             ready=judging.started and windows.started,
             detail={
                 "judge_lag": judging.watch.progress.total_lag(),
@@ -166,4 +178,11 @@ def _health_server(
             },
         )
 
+    return probe
+
+
+def _health_server(settings: Settings, probe: Callable[[], HealthState]) -> HealthServer | None:
+    port = settings.worker.health_port
+    if port is None:
+        return None
     return HealthServer(probe, host="0.0.0.0", port=port)

@@ -4,13 +4,16 @@ verdicts, flags, a dead letter and a window aggregate out, matching the offline 
 from __future__ import annotations
 
 import base64
+import socket
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from streamproc.adapters.kafka_io import OutputTail, publish_answers, publish_raw
 from streamproc.adapters.worker_process import WorkerProcess
@@ -56,7 +59,27 @@ def _settings(bootstrap: str) -> Settings:
             "session_timeout_s": 10.0,
             "event_time_max_past_s": REPLAY_HORIZON_S,  # fixed timestamps from January
         },
+        metrics={"port": _free_port()},
     )
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _scrape(settings: Settings) -> dict[str, float]:
+    """The worker's /metrics, summed per sample name and label set as ``name{a=b,...}``."""
+    url = f"http://127.0.0.1:{settings.metrics.port}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    samples: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+            samples[f"{sample.name}{{{labels}}}"] = sample.value
+    return samples
 
 
 def _seed_answers() -> list[AnswerEvent]:
@@ -174,3 +197,16 @@ async def test_seed_answers_flow_through_real_kafka(
         wilson_interval(hallucinated, len(answered))
     )
     assert window.revision == 0
+
+    # The same numbers on the worker's Prometheus endpoint.
+    scraped = _scrape(settings)
+    key = f"assistant={answers[0].assistant_id},model={answers[0].model},tenant={answers[0].tenant}"
+    by_action = {
+        action: scraped.get(f"streamproc_answers_total{{action={action.value},{key}}}", 0.0)
+        for action in Action
+    }
+    assert sum(by_action.values()) == 12
+    assert by_action == {action: sum(j.action is action for j in offline) for action in Action}
+    assert scraped[f"streamproc_answers_answered_total{{{key}}}"] == len(answered)
+    assert scraped[f"streamproc_answers_hallucinated_total{{{key}}}"] == hallucinated
+    assert scraped["streamproc_dead_letters_total{reason=bad_json}"] == 1
