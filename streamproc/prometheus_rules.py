@@ -22,6 +22,7 @@ __all__ = [
     "HALLUCINATED_METRIC",
     "MIN_ANSWERED_RECORD",
     "OBJECTIVE_RECORD",
+    "OVERFLOW",
     "RUNBOOK_URL",
     "THRESHOLD_RECORD",
     "Z",
@@ -38,6 +39,10 @@ HALLUCINATED_METRIC = "streamproc_answers_hallucinated_total"
 ANSWERED_METRIC = "streamproc_answers_answered_total"
 GROUP_LABELS = ("tenant", "assistant")
 """The objective holds per (tenant, assistant): models are summed, tenants never mixed."""
+OVERFLOW = "__other__"
+"""The label value the worker counts keys past its cardinality budget under
+(``streamproc.adapters.metrics.OTHER``): unrelated keys mixed, so never alerted on."""
+_SELECTOR = f'{{tenant!="{OVERFLOW}"}}'
 ALERT_NAME = "StreamprocHallucinationBudgetBurn"
 RUNBOOK_URL = "README.md#for-on-call-hallucination-alerts"
 OBJECTIVE_RECORD = "streamproc:hallucination_objective:ratio"
@@ -100,8 +105,8 @@ def long_windows(alerts: AlertSettings) -> list[str]:
 
 def _ratio_expr(window: str) -> str:
     # A key whose hallucinated counter has no series yet reads 0, not "no data".
-    hallucinated = f"{_BY} (rate({HALLUCINATED_METRIC}[{window}]))"
-    answered = f"{_BY} (rate({ANSWERED_METRIC}[{window}]))"
+    hallucinated = f"{_BY} (rate({HALLUCINATED_METRIC}{_SELECTOR}[{window}]))"
+    answered = f"{_BY} (rate({ANSWERED_METRIC}{_SELECTOR}[{window}]))"
     return f"(\n  {hallucinated}\n  or\n  0 * {answered}\n)\n/\n{answered}\n"
 
 
@@ -127,7 +132,10 @@ def _sli_rules(alerts: AlertSettings) -> list[dict[str, Any]]:
     ]
     longs = long_windows(alerts)
     rules += [
-        {"record": answered_record(w), "expr": f"{_BY} (increase({ANSWERED_METRIC}[{w}]))\n"}
+        {
+            "record": answered_record(w),
+            "expr": f"{_BY} (increase({ANSWERED_METRIC}{_SELECTOR}[{w}]))\n",
+        }
         for w in longs
     ]
     rules += [{"record": wilson_low_record(w), "expr": _wilson_low_expr(w)} for w in longs]
