@@ -133,6 +133,8 @@ def step_alerts(
     """Advance one key's alerts by one evaluation; returns the new state and 0-2 events
     per severity (never two of the same alert). ``examples``: flagged answer ids of this
     key, most relevant first (the caller's recent ones)."""
+    if state.idle and decision.severity is None:
+        return state, []  # the common case, kept cheap: most keys are quiet
     events: list[AlertEvent] = []
     open_alerts: dict[Severity, OpenAlert | None] = {
         severity: state.open_alert(severity) for severity in SEVERITIES
@@ -163,6 +165,8 @@ def step_alerts(
             reading = decision.reading(severity, current.long_window_s, current.short_window_s)
             events.append(_event(state, severity, current, reading, "resolved", decision.as_of))
             open_alerts[severity] = None
+    if open_alerts["page"] is state.page and open_alerts["ticket"] is state.ticket:
+        return state, events
     updated = state.model_copy(
         update={"page": open_alerts["page"], "ticket": open_alerts["ticket"]}
     )

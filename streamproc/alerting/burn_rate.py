@@ -300,12 +300,13 @@ class _Level:
         hallucinated] with age 0 = the head bucket."""
         buckets: list[list[int]] = []
         if self.head is not None:
+            answered, hallucinated, size = self.cum_answered, self.cum_hallucinated, self.size
             for age in range(self.capacity):
-                bucket = self.head - age
-                now, before = self.cumulative(bucket), self.cumulative(bucket - 1)
-                delta = (now[0] - before[0], now[1] - before[1])
-                if delta != (0, 0):
-                    buckets.append([age, *delta])
+                index, before = (self.head - age) % size, (self.head - age - 1) % size
+                delta_answered = answered[index] - answered[before]
+                delta_hallucinated = hallucinated[index] - hallucinated[before]
+                if delta_answered or delta_hallucinated:
+                    buckets.append([age, delta_answered, delta_hallucinated])
         return {
             "resolution": self.resolution,
             "head": self.head,

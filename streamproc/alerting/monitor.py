@@ -52,6 +52,8 @@ class AlertMonitor:
         self._policy = policy or StatePolicy()
         self._windows = alert_windows(alerts)
         self._longest = max(self._windows)
+        pairs = [*alerts.page, *alerts.ticket]
+        self._longest_short = max((pair.short_s for pair in pairs), default=0.0)
         self._entries: dict[AlertKey, _Entry] = {}
         self._changed: set[AlertKey] = set()
 
@@ -96,16 +98,20 @@ class AlertMonitor:
         events: list[AlertEvent] = []
         for key in sorted(self._entries):
             entry = self._entries[key]
-            decision = evaluate_burn(entry.counts, self._alerts, as_of=as_of)
-            newest_first = list(reversed(entry.examples))
-            state, key_events = step_alerts(
-                entry.state, decision, examples=newest_first, policy=self._policy
-            )
-            if state != entry.state:
-                entry.state = state
-                self._changed.add(key)
-            events.extend(key_events)
             newest = entry.counts.newest_s
+            quiet = newest is None or as_of - newest >= self._longest_short
+            if not (entry.state.idle and quiet):
+                # (every condition needs its short window burning: a quiet idle key cannot fire)
+                decision = evaluate_burn(entry.counts, self._alerts, as_of=as_of)
+                newest_first = list(reversed(entry.examples))
+                state, key_events = step_alerts(
+                    entry.state, decision, examples=newest_first, policy=self._policy
+                )
+                if state is not entry.state:
+                    entry.state = state
+                    self._changed.add(key)
+                events.extend(key_events)
+            state = entry.state
             if state.idle and (newest is None or as_of - newest >= self._longest):
                 del self._entries[key]
                 self._changed.add(key)

@@ -1,0 +1,84 @@
+"""The shipped confusion counts are EVALUATION.md's, and load by judge key."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from streamproc.alerting.corrected_rate import ConfusionCounts, corrected_rate
+from streamproc.alerting.judge_accuracy import (
+    TASK_OF_REGIME,
+    judge_accuracy,
+    judge_key,
+    known_judges,
+)
+from streamproc.config import JudgeSettings
+from streamproc.judge.calibrator import REGIMES
+
+EVALUATION = Path(__file__).resolve().parents[3] / "EVALUATION.md"
+TASKS = ("QA", "Summary", "Data2txt")
+
+
+def _table_after(marker: str) -> dict[str, ConfusionCounts]:
+    """The answer-level table (task | n | pos | TP | FP | FN | TN | ...) after ``marker``."""
+    text = EVALUATION.read_text(encoding="utf-8")
+    start = text.index(marker)
+    rows: dict[str, ConfusionCounts] = {}
+    for line in text[start:].splitlines():
+        match = re.match(r"\| (\w+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|", line)
+        if match:
+            task, n, pos, tp, fp, fn, tn = match.groups()
+            counts = ConfusionCounts(tp=int(tp), fn=int(fn), tn=int(tn), fp=int(fp))
+            assert counts.tp + counts.fn == int(pos)
+            assert counts.tp + counts.fn + counts.tn + counts.fp == int(n)
+            rows[task] = counts
+        elif rows and not line.startswith("|"):
+            return rows
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("key", "marker"),
+    [
+        ("nli+verdict-calibrator-verifier-v1", "The full tables of the default judge"),
+        ("rules", "**Rules judge** (the course's word-overlap baseline), same rows"),
+    ],
+)
+def test_shipped_counts_are_evaluation_md_report_split_tables(key: str, marker: str) -> None:
+    table = _table_after(marker)
+    accuracy = judge_accuracy(key)
+    assert accuracy is not None
+    for task in TASKS:
+        assert accuracy.for_task(task) == table[task], task
+    assert set(accuracy.tasks) == set(TASKS)
+
+
+def test_the_default_judge_settings_find_their_counts() -> None:
+    judge = JudgeSettings()
+    key = judge_key(judge.name, judge.calibrator)
+    assert key == "nli+verdict-calibrator-verifier-v1"
+    accuracy = judge_accuracy(key)
+    assert accuracy is not None
+    qa = accuracy.for_task("QA")
+    assert qa is not None
+    assert qa.sensitivity == pytest.approx(474 / 590)
+    assert qa.specificity == pytest.approx(581 / 590)
+    assert corrected_rate(60, 1000, qa).identifiable
+    summary = accuracy.for_task("Summary")
+    assert summary is not None and not corrected_rate(60, 1000, summary).identifiable
+    assert accuracy.for_task("dialogue") is None
+
+
+def test_unmeasured_judges_have_no_counts() -> None:
+    assert judge_key("nli", None) == "nli"
+    assert judge_key("rules", "ignored") == "rules"
+    assert judge_accuracy("nli") is None
+    assert judge_accuracy(judge_key("nli", "verdict-calibrator-aegis-v1")) is None
+    assert known_judges() == ("nli+verdict-calibrator-verifier-v1", "rules")
+
+
+def test_every_calibrator_regime_maps_to_a_measured_task_type() -> None:
+    assert set(TASK_OF_REGIME) == set(REGIMES)
+    assert set(TASK_OF_REGIME.values()) == set(TASKS)
