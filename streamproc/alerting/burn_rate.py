@@ -335,7 +335,9 @@ class RollingCounts:
     Exactness: at 1-minute resolution a window is exactly the minutes in
     ``[as_of - window, as_of)``. At a coarser resolution ``r`` it is the whole buckets up
     to the one holding the newest closed minute, so it covers between ``window - r + 1
-    min`` and ``window`` (a 3-day window: 71 h 1 min to 72 h), never more.
+    min`` and ``window`` (a 3-day window: 71 h 1 min to 72 h), never more. Evaluate at
+    or after the newest minute added: minutes after ``as_of`` that share a coarse bucket
+    with the newest closed minute are counted in it.
     """
 
     def __init__(self, windows_s: Iterable[float]) -> None:
@@ -370,23 +372,38 @@ class RollingCounts:
 
     def window(self, window_s: float, *, as_of: float) -> WindowCount:
         """Answers in the ``window_s`` ending at ``as_of`` (epoch seconds, exclusive; the
-        end of the newest closed minute). ``window_s`` must be one of :attr:`windows_s`."""
+        end of the newest closed minute).
+
+        A configured window (:attr:`windows_s`) is read at its own resolution. Any other
+        whole-minute length up to the longest is read at the finest resolution that keeps
+        enough history for it, as ``window_s // r`` whole buckets: it covers more than
+        ``window_s - 2 r`` and never more than ``window_s``.
+        """
         length = _whole_minutes(window_s)
-        resolution = self._resolution_of.get(length)
-        if resolution is None:
-            raise ValueError(f"window {window_s} s is not kept (kept: {self.windows_s})")
-        level = self._levels[resolution]
+        level, buckets = self._plan(length)
         last = math.floor(as_of / BUCKET_S) * BUCKET_S - BUCKET_S  # newest closed minute
-        end_bucket = last // resolution
+        end_bucket = last // level.resolution
         end = level.cumulative(end_bucket)
-        start = level.cumulative(end_bucket - length // resolution)
+        start = level.cumulative(end_bucket - buckets)
         return WindowCount(
             window_s=window_s, answered=end[0] - start[0], hallucinated=end[1] - start[1]
         )
 
+    def _plan(self, length: int) -> tuple[_Level, int]:
+        """The level that reads a window of ``length`` seconds, and how many buckets."""
+        resolution = self._resolution_of.get(length)
+        if resolution is not None:
+            return self._levels[resolution], length // resolution
+        for level in self._levels.values():
+            lead = math.ceil(_LEAD_S / level.resolution)
+            if level.resolution <= length and length // level.resolution <= level.capacity - lead:
+                return level, length // level.resolution
+        raise ValueError(f"window {length} s is longer than the longest kept ({self.windows_s})")
+
     @property
     def newest_s(self) -> float | None:
-        """End of the newest minute counted (epoch seconds), None before any count."""
+        """End of the newest bucket counted at the finest resolution kept (epoch seconds;
+        a minute's end with the alert policy's windows), None before any count."""
         finest = self._levels[min(self._levels)]
         if finest.head is None:
             return None

@@ -104,11 +104,31 @@ def test_an_evaluation_too_far_behind_the_newest_counts_is_refused() -> None:
         counts.window(3600, as_of=T0 + HOUR)
 
 
-def test_windows_must_be_whole_minutes_and_configured() -> None:
+def test_windows_must_be_whole_minutes_and_not_longer_than_the_longest_kept() -> None:
     with pytest.raises(ValueError, match="whole minutes"):
         RollingCounts((90,))
-    with pytest.raises(ValueError, match="not kept"):
+    with pytest.raises(ValueError, match="longer than the longest"):
         RollingCounts((300,)).window(600, as_of=T0)
+
+
+@pytest.mark.parametrize("length", [120, 2 * HOUR, 10 * HOUR + 60, 50 * HOUR])
+def test_other_window_lengths_are_read_at_the_finest_resolution_holding_them(
+    length: int,
+) -> None:
+    counts = RollingCounts.for_alerts(AlertSettings())
+    minutes: dict[int, tuple[int, int]] = {}
+    first = T0 // BUCKET_S
+    end = first + 60 * 60 - 17  # mid-hour and mid-5-minutes
+    for minute in range(first, end, 3):
+        minutes[minute] = (10, minute % 4)
+        counts.add(minute * BUCKET_S, 10, minute % 4)
+    as_of = end * BUCKET_S
+    level, buckets = counts._plan(length)
+    end_bucket = (as_of - BUCKET_S) // level.resolution
+    start = (end_bucket - buckets + 1) * level.resolution
+    assert length - 2 * level.resolution < as_of - start <= length
+    got = counts.window(length, as_of=as_of)
+    assert (got.answered, got.hallucinated) == _brute(minutes, start, as_of)
 
 
 def test_rolling_counts_json_round_trip_keeps_every_window() -> None:
