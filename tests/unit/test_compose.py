@@ -27,7 +27,7 @@ import pytest
 import yaml
 from sqlalchemy.engine import make_url
 
-from streamproc.config import Settings
+from streamproc.config import AlertSettings, Settings
 from tests.unit.test_deploy_settings import SERVES_HEALTH, is_command, settings_from_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -490,3 +490,128 @@ def test_matches_compose_spec_schema(compose: dict[str, Any]) -> None:
     broken["services"]["postgres"]["healthcheck"]["command"] = "pg_isready"
     broken["services"]["worker"]["deploy"]["replica"] = 2
     assert len(list(validator.iter_errors(broken))) == 2
+
+
+# ------------------------------------------------------------------ metrics and alerting
+
+PROMETHEUS_PORT = 9090
+ALERTMANAGER_PORT = 9093
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+
+
+def _mounted(service: Service, container_path: str) -> Path | None:
+    """The repository path a service sees at ``container_path`` through its bind mounts."""
+    for volume in service.get("volumes", []):
+        source = _bind_source(volume)
+        if not source.startswith("."):
+            continue  # a named volume
+        target = (
+            str(volume["target"]) if isinstance(volume, Mapping) else volume.split(":")[1]
+        ).rstrip("/")
+        if container_path == target or container_path.startswith(target + "/"):
+            return REPO / source / container_path[len(target) :].lstrip("/")
+    return None
+
+
+def _flag(service: Service, name: str) -> str:
+    (value,) = [arg.split("=", 1)[1] for arg in service["command"] if arg.startswith(f"{name}=")]
+    return str(value)
+
+
+def _prometheus_config(services: dict[str, Service]) -> dict[str, Any]:
+    path = _mounted(services["prometheus"], _flag(services["prometheus"], "--config.file"))
+    assert path is not None and path.is_file(), "prometheus.yml is not mounted from the repo"
+    return cast(dict[str, Any], yaml.safe_load(path.read_text()))
+
+
+def _seconds(duration: str) -> int:
+    return sum(
+        int(n) * _DURATION_UNITS[unit] for n, unit in re.findall(r"(\d+)([smhdwy])", duration)
+    )
+
+
+def test_prometheus_scrapes_every_worker_where_it_serves_metrics(
+    services: dict[str, Service],
+) -> None:
+    config = _prometheus_config(services)
+    (job,) = [j for j in config["scrape_configs"] if j["job_name"] == "streamproc-worker"]
+    (discovery,) = job["dns_sd_configs"]
+    assert discovery["type"] == "A", "one A record per replica"
+    (name,) = discovery["names"]
+    worker = services[name]
+    assert worker["command"] == ["worker"]
+    metrics = _settings(worker).metrics
+    assert metrics.host == "0.0.0.0", "a worker bound to 127.0.0.1 cannot be scraped"
+    assert metrics.port == discovery["port"] != 0
+    assert job.get("metrics_path", "/metrics") == "/metrics"
+
+
+def test_prometheus_evaluates_the_generated_rules(services: dict[str, Service]) -> None:
+    prometheus = services["prometheus"]
+    assert prometheus["image"].startswith("prom/prometheus:v3.")
+    found: set[str] = set()
+    for pattern in _prometheus_config(services)["rule_files"]:
+        directory, _, glob = pattern.rpartition("/")
+        local = _mounted(prometheus, directory)
+        assert local is not None and local.is_dir(), f"{pattern}: not mounted from the repo"
+        found |= {path.name for path in local.glob(glob)}
+    assert "streamproc-slo.rules.yml" in found
+    longest = max(p.long_s for p in [*AlertSettings().page, *AlertSettings().ticket])
+    retention = _seconds(_flag(prometheus, "--storage.tsdb.retention.time"))
+    assert retention > longest, "Prometheus would forget what the longest window reads"
+    data = _flag(prometheus, "--storage.tsdb.path")
+    assert any(
+        isinstance(v, str) and v.split(":")[1] == data and not v.startswith(".")
+        for v in prometheus["volumes"]
+    ), "the TSDB is not on a named volume"
+
+
+def test_prometheus_alerts_reach_alertmanager(services: dict[str, Service]) -> None:
+    config = _prometheus_config(services)
+    (manager,) = config["alerting"]["alertmanagers"]
+    (targets,) = [c["targets"] for c in manager["static_configs"]]
+    hosts = {urlsplit("//" + target).hostname for target in targets}
+    ports = {urlsplit("//" + target).port for target in targets}
+    assert hosts == {"alertmanager"} and ports == {ALERTMANAGER_PORT}
+    alertmanager = services["alertmanager"]
+    assert alertmanager["image"].startswith("prom/alertmanager:v0.")
+    assert not any(a.startswith("--web.listen-address") for a in alertmanager["command"])
+    config_path = _mounted(alertmanager, _flag(alertmanager, "--config.file"))
+    assert config_path == REPO / "deploy/alertmanager/alertmanager.yml"
+
+
+def test_grafana_is_provisioned_from_deploy(services: dict[str, Service]) -> None:
+    grafana = services["grafana"]
+    assert grafana["image"].startswith("grafana/grafana:")
+    provisioning = _mounted(grafana, "/etc/grafana/provisioning")
+    assert provisioning == REPO / "deploy/grafana/provisioning"
+    for provider_file in (provisioning / "dashboards").glob("*.yml"):
+        for provider in yaml.safe_load(provider_file.read_text())["providers"]:
+            dashboards = _mounted(grafana, provider["options"]["path"])
+            assert dashboards is not None and any(dashboards.glob("*.json")), provider["name"]
+    home = _mounted(grafana, _env(grafana)["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"])
+    assert home is not None and home.is_file()
+    for datasource_file in (provisioning / "datasources").glob("*.yml"):
+        for datasource in yaml.safe_load(datasource_file.read_text())["datasources"]:
+            url = urlsplit(datasource["url"])
+            assert url.hostname == "prometheus" and url.port == PROMETHEUS_PORT
+    assert grafana["depends_on"]["prometheus"]["condition"] == "service_started"
+
+
+def test_monitoring_ports_are_published_on_localhost_only(services: dict[str, Service]) -> None:
+    for name, port in (("prometheus", 9090), ("alertmanager", 9093), ("grafana", 3000)):
+        assert services[name]["ports"] == [f"127.0.0.1:{port}:{port}"], name
+
+
+def test_a_missing_monitoring_mount_is_named(compose: dict[str, Any]) -> None:
+    broken = copy.deepcopy(compose)
+    broken["services"]["grafana"]["volumes"][1] = (
+        "./deploy/grafana/boards:/etc/grafana/dashboards:ro"
+    )
+    broken["services"]["prometheus"]["volumes"][1] = (
+        "./deploy/prometheus/rule:/etc/prometheus/rules:ro"
+    )
+    assert missing_files(broken) == [
+        "prometheus: mounts missing ./deploy/prometheus/rule",
+        "grafana: mounts missing ./deploy/grafana/boards",
+    ]
