@@ -214,6 +214,16 @@ def test_promtool_unit_tests_pass() -> None:
     assert result.stdout.count("SUCCESS") == len(PROMTOOL_TESTS)
 
 
+@pytest.mark.parametrize("test_file", PROMTOOL_TESTS, ids=lambda p: p.name)
+def test_promtool_tests_read_the_committed_rules_in_their_order(test_file: Path) -> None:
+    """Without ``group_eval_order`` promtool evaluates the groups in a random order, and an
+    alert may read the recordings of the evaluation before (a flaky test)."""
+    spec = yaml.safe_load(test_file.read_text())
+    assert [(test_file.parent / f).resolve() for f in spec["rule_files"]] == [RULES_FILE]
+    groups = [group["name"] for group in rule_groups(AlertSettings())["groups"]]
+    assert spec["group_eval_order"] == groups
+
+
 def _weakened_run(tmp_path: Path, rules_text: str, test_file: str) -> str:
     """Run one promtool test file against other rules; its output (the run must fail)."""
     (tmp_path / "rules").mkdir()
