@@ -21,6 +21,20 @@ if ! command -v kcat >/dev/null; then
     fi
 fi
 
+# promtool (Debian's prometheus) and amtool (prometheus-alertmanager) check the Prometheus
+# rules and their unit tests, the dashboard's PromQL and the Alertmanager route. Installed
+# only where we may; otherwise those tests skip, or fail when CI is set.
+if ! command -v promtool >/dev/null || ! command -v amtool >/dev/null; then
+    if [[ ${EUID} -eq 0 ]] && command -v apt-get >/dev/null; then
+        log "installing promtool and amtool with apt-get"
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends prometheus prometheus-alertmanager; } \
+            >/dev/null || log "could not install promtool/amtool: the Prometheus rule tests will not pass"
+    else
+        log "promtool/amtool not found (apt-get install prometheus prometheus-alertmanager): those tests will skip"
+    fi
+fi
+
 rc=0
 .venv/bin/python -m pytest "$@" || rc=$?
 if [[ ${rc} -eq 5 ]]; then

@@ -237,8 +237,11 @@ class WorkerMetrics:
         self._answers.labels(*key, judgement.action.value).inc()
         if not judgement.abstained:
             self._answered.labels(*key).inc()
+            # Created at 0 with its key, so Prometheus sees the first hallucination as an
+            # increase (a series born at 1 counts nothing in rate()).
+            hallucinated = self._hallucinated.labels(*key)
             if judgement.hallucinated:
-                self._hallucinated.labels(*key).inc()
+                hallucinated.inc()
         for claim in judgement.claims:
             self._claims.labels("unchecked" if claim.verdict is None else claim.verdict.value).inc()
         self._judge_latency.observe(verdict.timings.judge_ms / 1000)

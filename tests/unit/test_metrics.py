@@ -398,3 +398,32 @@ def test_the_server_follows_the_settings() -> None:
     assert server is not None
     with pytest.raises(RuntimeError, match="not started"):
         _ = server.url
+
+
+def test_the_hallucinated_series_exists_at_zero_before_the_first_hallucination() -> None:
+    from streamproc.config import JudgeSettings
+    from streamproc.judge import build_judge
+    from streamproc.stream.intake import MessageOrigin
+    from streamproc.stream.judging import IncomingMessage, judge_messages
+
+    event = {
+        "event_id": "e1",
+        "answer_id": "a1",
+        "conversation_id": "c",
+        "tenant": "t",
+        "assistant_id": "bot",
+        "model": "m",
+        "occurred_at": "2026-01-01T00:00:00+00:00",
+        "question": "When does the store open?",
+        "answer": "The store opens at 9 am.",
+        "evidence": [{"id": "D1", "text": "The store opens at 9 am."}],
+    }
+    message = IncomingMessage(
+        value=json.dumps(event).encode(), origin=MessageOrigin("answers", 0, 0, None)
+    )
+    metrics = WorkerMetrics()
+    metrics.observe_batch(judge_messages([message], build_judge(JudgeSettings(name="rules"))))
+    value = metrics.registry.get_sample_value(
+        "streamproc_answers_hallucinated_total", {"tenant": "t", "assistant": "bot", "model": "m"}
+    )
+    assert value == 0.0
