@@ -12,12 +12,13 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from streamproc.config import JudgeSettings
+from streamproc.config import JudgeSettings, WindowSettings
 from streamproc.events import AnswerEvent, Timings
 from streamproc.judge import build_judge
 from streamproc.stream.intake import MessageOrigin
 from streamproc.stream.judging import IncomingMessage, StageLimits, judge_messages
-from streamproc.stream.windows import add_outcome, close_window
+from streamproc.stream.window_index import PartitionIndex
+from streamproc.stream.window_table import close_due, count_outcome, window_timing
 
 OUT = Path(__file__).resolve().parents[1] / "schemas" / "examples"
 NOW = datetime(2026, 1, 5, 9, 0, 30, tzinfo=UTC)
@@ -86,8 +87,12 @@ def main() -> None:
     # The clock is fixed by ``now``; only the measured judge time varies between runs.
     fixed = {"timings": Timings(judge_ms=1.8, batch_size=1, end_to_end_ms=18000.0)}
     verdict = output.verdicts[0].model_copy(update=fixed)
-    state = add_outcome(None, output.outcomes[0], partition=0, size_s=60, now=NOW.timestamp())
-    _, aggregate = close_window(state, now=NOW.timestamp() + 62)
+    timing = window_timing(WindowSettings(hopping=[]), max_event_age_s=7 * 24 * 3600)
+    table: dict[str, object] = {}
+    index = PartitionIndex(timing)
+    outcome = output.outcomes[0].model_copy(update={"judge_ms": 1.8})  # as the verdict's
+    count_outcome(table, index, outcome, partition=0, now=NOW.timestamp())
+    [(_, aggregate)] = close_due(table, index, NOW.timestamp() + 62).aggregates
     letter = output.dead_letters[0]
     examples: dict[str, BaseModel] = {
         "answer-event": ANSWER,

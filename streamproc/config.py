@@ -8,15 +8,17 @@ environment variables with the ``STREAMPROC_`` prefix (nested groups use ``__``,
 from __future__ import annotations
 
 import json
+import math
 from enum import Enum
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
     "ConfidenceSettings",
+    "HoppingWindow",
     "InferenceSettings",
     "JudgeLimits",
     "JudgeSettings",
@@ -59,25 +61,84 @@ class TopicSettings(_Group):
     )
 
 
-class WindowSettings(_Group):
-    """Tumbling event-time windows for the per-assistant aggregates."""
+class HoppingWindow(_Group):
+    """One hopping window size: a window of ``size_s`` ending every ``hop_s`` (both whole
+    milliseconds; ``hop_s`` at most ``size_s``)."""
 
-    size_s: float = Field(default=60.0, gt=0)
+    size_s: float = Field(gt=0)
+    hop_s: float = Field(gt=0)
+
+
+class WindowSettings(_Group):
+    """Event-time windows per (tenant, assistant, model), aligned to the epoch.
+
+    All sizes are built from panes of the largest size that divides every window size
+    and hop (1 min by default): the panes are the changelogged state, a window's
+    aggregate is the sum of its panes when it closes.
+    """
+
+    size_s: float = Field(default=60.0, gt=0, description="The tumbling window's size.")
+    hopping: list[HoppingWindow] = Field(
+        default_factory=lambda: [
+            HoppingWindow(size_s=300, hop_s=60),
+            HoppingWindow(size_s=3600, hop_s=300),
+        ],
+        description="Hopping windows, published to ``hopping_topic``; [] for none.",
+    )
     grace_s: float = Field(
-        default=10.0, ge=0, description="Event-time lateness accepted before a window closes."
+        default=10.0,
+        ge=0,
+        description="Event-time lateness accepted before a window first closes: a key's "
+        "window closes once that key's own latest event time passes its end + grace.",
     )
     idle_close_s: float = Field(
         default=5.0,
         gt=0,
-        description="Wall-clock seconds without new events after which a window whose end "
-        "has passed closes anyway (replayed or sparse traffic).",
+        description="Wall-clock seconds without new events of a key after which its windows "
+        "whose end + grace has passed close anyway (replayed or sparse traffic).",
     )
     retain_closed_s: float = Field(
         default=3600.0,
         ge=0,
-        description="How long a closed window is remembered, so a late event revises it.",
+        description="Allowed lateness after a window closed: an event this much behind its "
+        "key's latest event time (or after the key was quiet this long on the wall clock) "
+        "still revises its window (re-emitted with revision + 1); a later one goes to "
+        "``late_topic``.",
     )
     tick_s: float = Field(default=1.0, gt=0, description="How often closable windows are checked.")
+    examples: int = Field(
+        default=5,
+        ge=0,
+        le=100,
+        description="Answer ids of hallucinated answers carried per aggregate (the audit "
+        "trail's key), at most.",
+    )
+    late_topic: str = Field(
+        default="groundedness.late-events",
+        description="Outcomes too late for any window (past ``retain_closed_s``), as judged.",
+    )
+    hopping_topic: str = Field(
+        default="groundedness.hopping-aggregates",
+        description="Aggregates of the hopping windows; the tumbling ones go to "
+        "``topics.aggregates``.",
+    )
+
+    @model_validator(mode="after")
+    def _panes_fit(self) -> WindowSettings:
+        sizes = [self.size_s] + [s for w in self.hopping for s in (w.size_s, w.hop_s)]
+        millis = [round(size * 1000) for size in sizes]
+        if any(ms <= 0 or abs(ms - size * 1000) > 1e-6 for ms, size in zip(millis, sizes)):
+            raise ValueError(f"window sizes and hops are whole milliseconds, not {sizes}")
+        for window in self.hopping:
+            if window.hop_s > window.size_s:
+                raise ValueError(f"a hop longer than its window leaves gaps: {window}")
+        pane = math.gcd(*millis)
+        if max(millis) // pane > 3600:
+            raise ValueError(
+                f"the longest window is {max(millis) // pane} panes of {pane / 1000:g} s "
+                "(at most 3600): choose sizes with a larger common divisor"
+            )
+        return self
 
 
 class InferenceSettings(_Group):

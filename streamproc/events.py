@@ -289,27 +289,55 @@ class Flag(_Model):
 
 
 class WindowAggregate(_Model):
-    """Hallucination rate of one assistant over one tumbling event-time window."""
+    """Hallucination rate of one (tenant, assistant, model) over one event-time window.
+
+    Tumbling windows go to the aggregates topic, hopping ones to the hopping topic; a
+    window is named by its full key, ``window`` (its size) and ``window_start``. A window
+    re-emitted after late events carries a higher ``revision``: the highest is the truth.
+    """
 
     schema_version: Literal[1] = SCHEMA_VERSION
+    tenant: str
     assistant_id: str
+    model: str
+    window: str = Field(description='The window\'s size as a label: "1m", "5m", "1h", "90s".')
+    window_size_s: float = Field(gt=0)
+    window_hop_s: float = Field(
+        gt=0, description="Equal to window_size_s for a tumbling window, less for a hopping one."
+    )
     window_start: AwareDatetime
     window_end: AwareDatetime
     answers: NonNegativeInt
     answered: NonNegativeInt = Field(description="Answers that did not abstain.")
-    hallucinated: NonNegativeInt
+    abstentions: NonNegativeInt = Field(description="Answers that abstained (answers - answered).")
+    hallucinated: NonNegativeInt = Field(description="Answered answers judged hallucinated.")
     rate: float | None = Field(description="hallucinated / answered; None when none answered.")
     rate_low: float | None = Field(description="Wilson 95 % interval, lower bound.")
     rate_high: float | None = Field(description="Wilson 95 % interval, upper bound.")
     contradicted_claims: NonNegativeInt
     unsupported_claims: NonNegativeInt
-    abstentions: NonNegativeInt
     mean_faithfulness: float | None
+    judge_latency_p50_ms: float | None = Field(
+        default=None,
+        description="Median judge time of the window's answers (each answer: its batch's), "
+        "from a log-scale histogram: within 9 %. None when no answer carried one.",
+    )
+    judge_latency_p95_ms: float | None = Field(
+        default=None, description="95th percentile, as judge_latency_p50_ms."
+    )
+    example_answer_ids: list[str] = Field(
+        default_factory=list,
+        description="Some hallucinated answers of the window (the first counted, at most "
+        "window.examples): the keys of their audit records and flags.",
+    )
     late_events: NonNegativeInt = Field(
-        default=0, description="Events that arrived after the window first closed."
+        default=0, description="Events counted after their part of the window had closed."
     )
     revision: NonNegativeInt = Field(
-        default=0, description="0 on first close; +1 each time late events revise it."
+        default=0,
+        description="Grows each time late events revise the window; a tumbling window of "
+        "one pane: 0 on first close, +1 per revision. For a window of several panes, the "
+        "sum of its panes' revisions.",
     )
     closed_at: AwareDatetime
 

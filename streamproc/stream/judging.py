@@ -403,7 +403,7 @@ def _build(
         if isinstance(flag_bytes, TooLarge):
             return Rejection(DeadLetterReason.OUTPUT_TOO_LARGE, flag_bytes.detail)
         records.append(OutputRecord("flag", answer_key, flag_bytes))
-    outcome = _outcome(answer, judgement)
+    outcome = _outcome(answer, judgement, context.judge_ms)
     assistant_key = answer.assistant_id.encode()
     outcome_bytes = fit_record(outcome, assistant_key, limits.output_max_bytes)
     if isinstance(outcome_bytes, TooLarge):
@@ -442,9 +442,10 @@ def _audit_record(
     return value
 
 
-def _outcome(answer: AnswerEvent, judgement: AnswerJudgement) -> AnswerOutcome:
+def _outcome(answer: AnswerEvent, judgement: AnswerJudgement, judge_ms: float) -> AnswerOutcome:
     return AnswerOutcome(
         event_id=answer.event_id,
+        answer_id=answer.answer_id,
         assistant_id=answer.assistant_id,
         tenant=answer.tenant,
         model=answer.model,
@@ -454,6 +455,7 @@ def _outcome(answer: AnswerEvent, judgement: AnswerJudgement) -> AnswerOutcome:
         contradicted_claims=judgement.contradicted_claims,
         unsupported_claims=judgement.unsupported_claims,
         faithfulness=judgement.faithfulness,
+        judge_ms=judge_ms,
     )
 
 

@@ -75,6 +75,8 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         spec(topics.flags, output),
         spec(topics.outcomes, output),
         spec(topics.aggregates, output),
+        spec(settings.window.hopping_topic, output),
+        spec(settings.window.late_topic, output),
         # The window loop's state, partitioned like the outcomes it is derived from.
         spec(
             window_changelog_topic(settings),

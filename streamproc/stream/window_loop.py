@@ -5,14 +5,20 @@ SIGKILLs, a broker restart) the faust agent stopped reading part of its outcome
 partitions after a rebalance, silently, with 11 % of the answers never counted. Here:
 
 - the outcomes are read ``read_committed`` (only what the judging loop committed);
-- each owned partition's state (:mod:`~streamproc.stream.window_table`: windows, seen
-  marks, watermark) lives in memory and is changelogged to a compacted topic; a worker
-  that takes a partition over restores it from that changelog before reading on;
-- every ``tick_s`` the due windows of each owned partition close (the in-memory index
-  names them; nothing scans the state);
-- a batch's aggregates, dead letters, changelog changes and input offsets go out in one
-  Kafka transaction, so "counted", "closed" and "acknowledged" can never disagree (on
-  Tansu: acknowledged first, then committed, and the seen marks drop redeliveries).
+- each owned partition's state (:mod:`~streamproc.stream.window_table`: panes per
+  (tenant, assistant, model), series marks, seen marks) lives in memory and is
+  changelogged to a compacted topic; a worker that takes a partition over restores it
+  from that changelog before reading on;
+- every ``tick_s`` the due series of each owned partition close their windows (the
+  in-memory index names them; nothing scans the state): tumbling aggregates go to
+  ``topics.aggregates``, hopping ones to ``window.hopping_topic``;
+- an outcome too late for any window (its pane sealed) goes to ``window.late_topic``
+  and is counted in :attr:`WindowLoop.late_events`, never dropped;
+- a batch's aggregates, late outcomes, dead letters, hook records, changelog changes
+  and input offsets go out in one Kafka transaction, so "counted", "closed" and
+  "acknowledged" can never disagree (on Tansu: acknowledged first, then committed, and
+  the seen marks drop redeliveries). The hooks (``window_report.py``) see one
+  :class:`~streamproc.stream.window_report.WindowReport` per partition and transaction.
 """
 
 from __future__ import annotations
@@ -37,22 +43,27 @@ from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
 from streamproc.stream.consumer_loop import ConsumerLoop
 from streamproc.stream.intake import MessageOrigin, Rejection, dead_letter_for
-from streamproc.stream.publisher import (
-    OutboundRecord,
-)
+from streamproc.stream.publisher import OutboundRecord
 from streamproc.stream.topics import window_changelog_topic
 from streamproc.stream.window_index import PartitionIndex
+from streamproc.stream.window_report import (
+    AfterCommit,
+    ExtensionState,
+    InTransaction,
+    WindowReport,
+)
 from streamproc.stream.window_store import TrackedStore, encode_entry, restore_partition
 from streamproc.stream.window_table import (
+    Closed,
+    Counted,
+    close_due,
     count_outcome,
+    drop_legacy_entries,
     forget_expired_seen,
-    index_timing,
-    mark_closed,
-    persist_watermark,
     rebuild_index,
-    windows_to_close,
+    window_timing,
 )
-from streamproc.stream.windows import AnswerOutcome, close_window
+from streamproc.stream.windows import AnswerOutcome
 
 __all__ = ["WindowLoop"]
 
@@ -68,7 +79,11 @@ class _Partition:
 
 
 class WindowLoop(ConsumerLoop):
-    """Consume outcomes, keep windows, publish aggregates; see the module docstring."""
+    """Consume outcomes, keep windows, publish aggregates; see the module docstring.
+
+    ``in_transaction`` / ``after_commit``: the hooks of ``window_report.py``.
+    ``late_events`` counts the outcomes written to the late topic since start.
+    """
 
     def __init__(
         self,
@@ -76,6 +91,8 @@ class WindowLoop(ConsumerLoop):
         *,
         client_options: Mapping[str, Any] | None = None,
         telemetry: Telemetry | None = None,
+        in_transaction: InTransaction | None = None,
+        after_commit: AfterCommit | None = None,
     ) -> None:
         super().__init__(
             settings,
@@ -85,11 +102,17 @@ class WindowLoop(ConsumerLoop):
             consumer_options={"max_poll_records": 1000},
             producer_options={},
         )
-        self._timing = index_timing(settings.window)
+        self._timing = window_timing(
+            settings.window, max_event_age_s=settings.worker.event_time_max_past_s
+        )
+        self._longest_ms = max(spec.size_ms for spec in self._timing.specs)
         self._telemetry = telemetry or Telemetry.disabled()
+        self._in_transaction = in_transaction
+        self._after_commit = after_commit
         self._partitions: dict[int, _Partition] = {}
         self.counted = 0
         self.closed = 0
+        self.late_events = 0
         self._last_tick = 0.0
 
     # ------------------------------------------------------------------ one step
@@ -106,27 +129,38 @@ class WindowLoop(ConsumerLoop):
             if not self._admit(batch, read_at):
                 return
             outbound: list[OutboundRecord] = []
+            late: dict[int, list[AnswerOutcome]] = {}
             for tp, records in batch.items():
-                outbound += self._count(tp, records, now)
-            closes: list[dict[str, object]] = []
+                outbound += self._count(tp, records, now, late.setdefault(tp.partition, []))
+            closed: dict[int, Closed] = {}
             if tick:
                 self._last_tick = now
-                outbound += self._traced(self._close_due(now, closes))
+                closed = self._close_due(now)
+                outbound += self._traced(self._aggregate_records(closed))
+            reports = self._reports(now, tick, closed, late)
+            if self._in_transaction is not None:
+                for report in reports:
+                    outbound += self._in_transaction(report)
             outbound += self._changelog_records()
             offsets = {tp: records[-1].offset + 1 for tp, records in batch.items() if records}
             if not outbound and not offsets:
                 return
             await self._publisher.publish(outbound, offsets)
             self.watch.progress.acknowledged(offsets, time.monotonic())
-            self.closed += len(closes)
-        for fields in closes:
-            log.info("window_closed", **fields)
+            self.closed += sum(len(c.aggregates) for c in closed.values())
+            self.late_events += sum(len(outcomes) for outcomes in late.values())
+        self._committed(reports, closed)
 
     def _count(
-        self, tp: TopicPartition, records: Sequence[ConsumerRecord[bytes, bytes]], now: float
+        self,
+        tp: TopicPartition,
+        records: Sequence[ConsumerRecord[bytes, bytes]],
+        now: float,
+        late: list[AnswerOutcome],
     ) -> list[OutboundRecord]:
+        """Count each outcome; the records it produces (dead letters, late outcomes)."""
         part = self._partitions.get(tp.partition)
-        letters: list[OutboundRecord] = []
+        produced: list[OutboundRecord] = []
         for record in records:
             rejection: Rejection | None = None
             try:
@@ -138,25 +172,24 @@ class WindowLoop(ConsumerLoop):
                     raise RuntimeError(f"outcome for unowned partition {tp}")
                 try:
                     # A window whose end is not a datetime could never be closed.
-                    _representable(outcome.occurred_at.timestamp() + self._settings.window.size_s)
+                    _representable(outcome.occurred_at.timestamp() + self._longest_ms / 1000)
                     counted = count_outcome(
-                        part.store,
-                        part.index,
-                        outcome,
-                        partition=tp.partition,
-                        size_s=self._settings.window.size_s,
-                        now=now,
+                        part.store, part.index, outcome, partition=tp.partition, now=now
                     )
-                    self.counted += counted is not None
                 except Exception as exc:  # noqa: BLE001 - one outcome must not stop the windows
                     rejection = Rejection(
                         DeadLetterReason.PROCESSING_ERROR, f"outcome not counted: {exc!r}"
                     )
+                else:
+                    self.counted += counted is Counted.COUNTED
+                    if counted is Counted.TOO_LATE:
+                        late.append(outcome)
+                        produced.append(self._late_record(record))
             if rejection is not None:
                 origin = MessageOrigin(record.topic, record.partition, record.offset, record.key)
                 letter = dead_letter_for(rejection, origin, record.value)
                 log.warning("dead_letter", reason=letter.reason.value, error=letter.error)
-                letters.append(
+                produced.append(
                     OutboundRecord(
                         self._settings.topics.dead_letter,
                         record.key,
@@ -164,35 +197,103 @@ class WindowLoop(ConsumerLoop):
                         headers=passthrough(record.headers or ())[1],
                     )
                 )
-        return letters
+        return produced
 
-    def _close_due(self, now: float, closes: list[dict[str, object]]) -> list[OutboundRecord]:
-        outbound: list[OutboundRecord] = []
-        topic = self._settings.topics.aggregates
+    def _late_record(self, record: ConsumerRecord[bytes, bytes]) -> OutboundRecord:
+        """The outcome as the judging stage wrote it, to the late topic."""
+        return OutboundRecord(
+            self._settings.window.late_topic,
+            record.key,
+            record.value,
+            headers=passthrough(record.headers or ())[1],
+        )
+
+    def _close_due(self, now: float) -> dict[int, Closed]:
+        closed: dict[int, Closed] = {}
         for partition, part in sorted(self._partitions.items()):
-            for key, state in windows_to_close(part.store, part.index, now):
-                closed, aggregate = close_window(state, now=now)
-                mark_closed(part.store, part.index, key, closed)
-                outbound.append(
+            closed[partition] = close_due(part.store, part.index, now)
+            forget_expired_seen(part.store, part.index, now)
+        return closed
+
+    def _aggregate_records(self, closed: Mapping[int, Closed]) -> list[OutboundRecord]:
+        """Tumbling aggregates to the aggregates topic, hopping ones to the hopping topic,
+        keyed by assistant id like the outcomes."""
+        records = []
+        for done in closed.values():
+            for spec, aggregate in done.aggregates:
+                topic = (
+                    self._settings.topics.aggregates
+                    if spec.tumbling
+                    else self._settings.window.hopping_topic
+                )
+                records.append(
                     OutboundRecord(
                         topic,
                         aggregate.assistant_id.encode(),
                         aggregate.model_dump_json().encode(),
                     )
                 )
-                closes.append(
-                    {
-                        "assistant_id": aggregate.assistant_id,
-                        "window_start": aggregate.window_start.isoformat(),
-                        "answers": aggregate.answers,
-                        "hallucinated": aggregate.hallucinated,
-                        "revision": aggregate.revision,
-                        "partition": partition,
-                    }
+        return records
+
+    def _reports(
+        self,
+        now: float,
+        tick: bool,
+        closed: Mapping[int, Closed],
+        late: Mapping[int, list[AnswerOutcome]],
+    ) -> list[WindowReport]:
+        """One report per owned partition that had something happen (every one on a tick)."""
+        reports = []
+        for partition, part in sorted(self._partitions.items()):
+            done = closed.get(partition, Closed())
+            outcomes = late.get(partition, [])
+            if not (tick or outcomes):
+                continue
+            reports.append(
+                WindowReport(
+                    partition=partition,
+                    now=now,
+                    tick=tick,
+                    aggregates=tuple(aggregate for _, aggregate in done.aggregates),
+                    deltas=tuple(done.deltas),
+                    late=tuple(outcomes),
+                    state=ExtensionState(part.store),
                 )
-            forget_expired_seen(part.store, part.index, now)
-            persist_watermark(part.store, part.index, partition)
-        return outbound
+            )
+        return reports
+
+    def _committed(self, reports: Sequence[WindowReport], closed: Mapping[int, Closed]) -> None:
+        """After the transaction: the log lines and the ``after_commit`` hook."""
+        for partition, done in closed.items():
+            for spec, aggregate in done.aggregates:
+                if spec.tumbling:
+                    log.info(
+                        "window_closed",
+                        tenant=aggregate.tenant,
+                        assistant_id=aggregate.assistant_id,
+                        model=aggregate.model,
+                        window_start=aggregate.window_start.isoformat(),
+                        answers=aggregate.answers,
+                        hallucinated=aggregate.hallucinated,
+                        revision=aggregate.revision,
+                        partition=partition,
+                    )
+        for report in reports:
+            for outcome in report.late:
+                log.warning(
+                    "late_event",
+                    tenant=outcome.tenant,
+                    assistant_id=outcome.assistant_id,
+                    model=outcome.model,
+                    event_id=outcome.event_id,
+                    occurred_at=outcome.occurred_at.isoformat(),
+                    topic=self._settings.window.late_topic,
+                )
+            if self._after_commit is not None:
+                try:
+                    self._after_commit(report)
+                except Exception:  # committed already: report it and go on
+                    log.exception("window_after_commit_failed", partition=report.partition)
 
     def _traced(self, aggregates: list[OutboundRecord]) -> list[OutboundRecord]:
         """The aggregates with the ``traceparent`` of one span for their closing (a new
@@ -244,13 +345,21 @@ class WindowLoop(ConsumerLoop):
                 settle_timeout_s=self._settings.worker.transaction_timeout_s + 30.0,
             )
             store = TrackedStore(state)
+            dropped, unreported = drop_legacy_entries(store)
+            if dropped:
+                # Their tombstones go out with the partition's next transaction.
+                log.warning(
+                    "window_state_legacy_dropped",
+                    partition=tp.partition,
+                    entries=dropped,
+                    unreported_answers=unreported,
+                )
             index = rebuild_index(store.items(), tp.partition, self._timing)
             self._partitions[tp.partition] = _Partition(store, index)
             log.info(
                 "window_state_restored",
                 partition=tp.partition,
                 entries=len(store),
-                watermark=index.watermark,
                 queued=index.sizes(),
                 seconds=round(time.monotonic() - started, 2),
             )

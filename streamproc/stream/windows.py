@@ -1,43 +1,43 @@
-"""Tumbling event-time windows for per-assistant hallucination rates - pure arithmetic.
+"""Event-time windows: what is counted, under which key, and which windows a pane is in.
 
-The window loop keeps one :class:`WindowState` per (assistant, window) in a changelogged
-table, so a worker that dies loses nothing: the next owner of the partition recovers the
-open windows. Everything here is deterministic and broker-free, so it is unit-tested
-directly.
+Pure arithmetic, no state and no broker (the counting is ``window_panes.py``, the table
+``window_table.py``, the loop ``window_loop.py``).
 
-Closing rule (both on purpose):
-- event time: a window closes once the partition's watermark (latest event time seen)
-  passes ``end + grace``;
-- quiet traffic: a window whose ``end + grace`` has passed on the wall clock closes after
-  ``idle_close_s`` wall-clock seconds without new events, so a sparse or replayed stream
-  still reports.
-Late events (for a window already closed) are never dropped: they revise the window,
-which is emitted again with ``revision + 1`` and a ``late_events`` count.
-Redelivered events (same ``event_id``) are counted once: the ids counted live in their own
-table entries (``window_table.py``), so a window holds counters only and its changelog
-record stays the same size however many answers it counts.
+- A *series* is one (tenant, assistant_id, model): every window, lateness decision and
+  clock belongs to one series, so one tenant's traffic can never close, revise or move
+  another tenant's windows, even when they share an assistant id and a partition.
+- Time is cut into *panes* aligned to the epoch: the largest size that divides every
+  window size and hop (1 min by default). A window of any size is the sum of its panes:
+  the tumbling window (default 1 min) and every hopping window (defaults 5 min every
+  1 min and 1 h every 5 min) are computed from the same changelogged panes, so adding a
+  hopping size costs no state, only the sum when it closes.
+- Boundaries are whole milliseconds (``int``), so alignment never suffers float error.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from datetime import UTC, datetime
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
-from streamproc.events import WindowAggregate
-from streamproc.stats import wilson_interval
+from streamproc.config import WindowSettings
 
 __all__ = [
     "AnswerOutcome",
-    "WindowState",
-    "add_outcome",
-    "close_window",
-    "is_due",
-    "is_expired",
-    "next_check_at",
-    "window_key",
-    "window_start",
+    "SeriesKey",
+    "WindowSpec",
+    "first_end_after",
+    "next_window_end",
+    "pane_ms_of",
+    "pane_start_ms",
+    "panes_between",
+    "size_label",
+    "window_specs",
 ]
 
 
@@ -47,6 +47,8 @@ class AnswerOutcome(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     event_id: str
+    answer_id: str | None = None
+    """None on outcomes written before answer ids were carried."""
     assistant_id: str
     tenant: str
     model: str
@@ -56,150 +58,135 @@ class AnswerOutcome(BaseModel):
     contradicted_claims: int
     unsupported_claims: int
     faithfulness: float | None
+    judge_ms: float | None = None
+    """The judge time of the answer's batch; None on outcomes written before it was carried."""
 
 
-class WindowState(BaseModel):
-    """Running counts of one window; stored as JSON in the window table.
+class SeriesKey(NamedTuple):
+    """The key every window is counted under."""
 
-    Fixed size: ``last_event_id`` is the only id kept. It is written in the same record as
-    the count, so a crash after this record but before the event's "seen" mark (a later
-    record of the same changelog partition) still counts the redelivered event once.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
+    tenant: str
     assistant_id: str
-    start: float
-    end: float
-    partition: int
-    answers: int = 0
-    answered: int = 0
-    hallucinated: int = 0
-    contradicted_claims: int = 0
-    unsupported_claims: int = 0
-    abstentions: int = 0
-    faithfulness_sum: float = 0.0
-    faithfulness_n: int = 0
-    last_event_id: str | None = None
-    last_update: float = 0.0
-    closed_at: float | None = None
-    revision: int = -1
-    late_events: int = 0
-    dirty: bool = True
+    model: str
+
+    @classmethod
+    def of(cls, outcome: AnswerOutcome) -> SeriesKey:
+        return cls(outcome.tenant, outcome.assistant_id, outcome.model)
+
+    def text(self) -> str:
+        """The key as it appears inside table keys: a JSON list, so no tenant, assistant
+        or model name can make two keys read the same (``a|b`` + ``c`` vs ``a`` + ``b|c``)."""
+        return json.dumps(list(self), separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def parse(cls, text: str) -> SeriesKey:
+        tenant, assistant_id, model = json.loads(text)
+        return cls(str(tenant), str(assistant_id), str(model))
 
 
-def window_start(timestamp: float, size_s: float) -> float:
-    """Start of the tumbling window that holds ``timestamp`` (epoch seconds)."""
-    return math.floor(timestamp / size_s) * size_s
+@dataclass(frozen=True, slots=True)
+class WindowSpec:
+    """One window size: ``size_ms`` long, one ending every ``hop_ms`` (tumbling: equal)."""
+
+    size_ms: int
+    hop_ms: int
+
+    @property
+    def tumbling(self) -> bool:
+        return self.hop_ms == self.size_ms
+
+    @property
+    def label(self) -> str:
+        return size_label(self.size_ms / 1000)
+
+    def ends_containing(self, pane_start: int, pane_ms: int) -> range:
+        """Ends of this size's windows that hold the pane starting at ``pane_start``: a
+        window ``[end - size, end)`` holds it iff ``end - size <= start`` and
+        ``end >= start + pane`` (every boundary is a multiple of the pane)."""
+        first = _ceil_to(pane_start + pane_ms, self.hop_ms)
+        last = _floor_to(pane_start + self.size_ms, self.hop_ms)
+        return range(first, last + 1, self.hop_ms)
 
 
-def window_key(assistant_id: str, start: float) -> str:
-    """Table key of one window. The ``w|`` prefix keeps window keys apart from the other
-    entries of the same table (seen marks, watermarks) whatever the assistant id is."""
-    return f"w|{assistant_id}|{int(start * 1000)}"
+def window_specs(settings: WindowSettings) -> tuple[WindowSpec, ...]:
+    """The tumbling window first, then the hopping ones, as configured (duplicates of
+    the tumbling size left out)."""
+    specs = [WindowSpec(_ms(settings.size_s), _ms(settings.size_s))]
+    for hopping in settings.hopping:
+        spec = WindowSpec(_ms(hopping.size_s), _ms(hopping.hop_s))
+        if spec not in specs:
+            specs.append(spec)
+    return tuple(specs)
 
 
-def add_outcome(
-    state: WindowState | None,
-    outcome: AnswerOutcome,
-    *,
-    partition: int,
-    size_s: float,
-    now: float,
-) -> WindowState:
-    """Count one outcome into its window (a new state object; the input is not mutated).
-
-    Only a redelivery of the window's last counted event is recognised here; the caller
-    checks older ids against the seen marks (see ``window_table.count_outcome``).
-    """
-    if state is None:
-        start = window_start(outcome.occurred_at.timestamp(), size_s)
-        state = WindowState(
-            assistant_id=outcome.assistant_id, start=start, end=start + size_s, partition=partition
-        )
-    if outcome.event_id == state.last_event_id:
-        return state
-    updated = state.model_copy()
-    updated.last_event_id = outcome.event_id
-    updated.answers += 1
-    if outcome.abstained:
-        updated.abstentions += 1
-    else:
-        updated.answered += 1
-        updated.hallucinated += int(outcome.hallucinated)
-    updated.contradicted_claims += outcome.contradicted_claims
-    updated.unsupported_claims += outcome.unsupported_claims
-    if outcome.faithfulness is not None:
-        updated.faithfulness_sum += outcome.faithfulness
-        updated.faithfulness_n += 1
-    if updated.closed_at is not None:
-        updated.late_events += 1
-    updated.last_update = now
-    updated.dirty = True
-    return updated
+def pane_ms_of(specs: Sequence[WindowSpec]) -> int:
+    """The pane: the largest length that divides every size and hop."""
+    return math.gcd(*(length for spec in specs for length in (spec.size_ms, spec.hop_ms)))
 
 
-def is_due(
-    state: WindowState, *, watermark: float | None, now: float, grace_s: float, idle_s: float
-) -> bool:
-    """Whether the window should be (re-)emitted now."""
-    if not state.dirty:
-        return False
-    if state.closed_at is not None:
-        return True  # a late event revised a closed window: report the correction
-    closes_at = state.end + grace_s
-    if watermark is not None and watermark >= closes_at:
-        return True
-    return now >= closes_at and now - state.last_update >= idle_s
+def pane_start_ms(timestamp_s: float, pane_ms: int) -> int:
+    """Start (epoch ms) of the pane that holds ``timestamp_s``."""
+    return math.floor(timestamp_s * 1000 / pane_ms) * pane_ms
 
 
-def next_check_at(state: WindowState, *, grace_s: float, idle_s: float, retain_s: float) -> float:
-    """Earliest wall-clock time at which :func:`is_due` or :func:`is_expired` can turn true
-    without a new event (the watermark rule is scheduled separately, at ``end + grace``).
-
-    A new event only moves this later, so a scheduler may keep an earlier time and
-    recompute when it comes round.
-    """
-    if state.closed_at is None:
-        return max(state.end + grace_s, state.last_update + idle_s)
-    if state.dirty:
-        return -math.inf  # a revised window is due at once
-    return state.closed_at + retain_s
-
-
-def close_window(state: WindowState, *, now: float) -> tuple[WindowState, WindowAggregate]:
-    """Mark the window emitted and build the aggregate to publish."""
-    closed = state.model_copy(
-        update={"closed_at": now, "revision": state.revision + 1, "dirty": False}
-    )
-    interval = wilson_interval(closed.hallucinated, closed.answered)
-    aggregate = WindowAggregate(
-        assistant_id=closed.assistant_id,
-        window_start=_utc(closed.start),
-        window_end=_utc(closed.end),
-        answers=closed.answers,
-        answered=closed.answered,
-        hallucinated=closed.hallucinated,
-        rate=closed.hallucinated / closed.answered if closed.answered else None,
-        rate_low=interval[0] if interval else None,
-        rate_high=interval[1] if interval else None,
-        contradicted_claims=closed.contradicted_claims,
-        unsupported_claims=closed.unsupported_claims,
-        abstentions=closed.abstentions,
-        mean_faithfulness=(
-            closed.faithfulness_sum / closed.faithfulness_n if closed.faithfulness_n else None
-        ),
-        late_events=closed.late_events,
-        revision=closed.revision,
-        closed_at=_utc(now),
-    )
-    return closed, aggregate
+def first_end_after(
+    pane_start: int, after: int | None, specs: Sequence[WindowSpec], pane_ms: int
+) -> int | None:
+    """The earliest end after ``after`` of any window that holds the pane."""
+    best: int | None = None
+    for spec in specs:
+        ends = spec.ends_containing(pane_start, pane_ms)
+        if after is not None and ends and ends[0] <= after:
+            ends = ends[bisect_right(ends, after) :]
+        if ends and (best is None or ends[0] < best):
+            best = ends[0]
+    return best
 
 
-def is_expired(state: WindowState, *, now: float, retain_s: float) -> bool:
-    """A closed, clean window older than the retention can be forgotten."""
-    return state.closed_at is not None and not state.dirty and now - state.closed_at >= retain_s
+def next_window_end(
+    pane_starts: Sequence[int],
+    after: int | None,
+    specs: Sequence[WindowSpec],
+    pane_ms: int,
+) -> int | None:
+    """The earliest end after ``after`` of any window that holds at least one of the
+    (sorted) panes; None when every such window ended by ``after``. Looks at a few panes
+    only: the first whose windows can still end after ``after`` gives each size's answer."""
+    best: int | None = None
+    for spec in specs:
+        lowest = bisect_right(pane_starts, after - spec.size_ms) if after is not None else 0
+        for index in range(lowest, len(pane_starts)):
+            found = first_end_after(pane_starts[index], after, (spec,), pane_ms)
+            if found is not None:
+                best = found if best is None else min(best, found)
+                break
+    return best
 
 
-def _utc(timestamp: float) -> datetime:
-    return datetime.fromtimestamp(timestamp, tz=UTC)
+def panes_between(pane_starts: Sequence[int], start: int, end: int) -> Sequence[int]:
+    """The sorted pane starts in ``[start, end)``."""
+    return pane_starts[bisect_left(pane_starts, start) : bisect_left(pane_starts, end)]
+
+
+def size_label(size_s: float) -> str:
+    """A window size as a label: 60 -> "1m", 300 -> "5m", 3600 -> "1h", 86400 -> "1d",
+    90 -> "90s", 5400 -> "90m", 7.5 -> "7.5s" (the ``window`` label of the metrics)."""
+    seconds = round(size_s)
+    if seconds <= 0 or not math.isclose(seconds, size_s):
+        return f"{size_s:g}s"
+    for unit, length in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % length == 0:
+            return f"{seconds // length}{unit}"
+    return f"{seconds}s"
+
+
+def _ms(seconds: float) -> int:
+    return round(seconds * 1000)
+
+
+def _ceil_to(value: int, step: int) -> int:
+    return -(-value // step) * step
+
+
+def _floor_to(value: int, step: int) -> int:
+    return value // step * step

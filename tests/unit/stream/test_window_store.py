@@ -1,30 +1,33 @@
-"""The window loop's in-memory store: every change is remembered once until drained, and
-a changelog record round-trips (a deleted key is a tombstone)."""
+"""The window loop's in-memory store: every change is remembered once until drained, in
+the order of its first change (a pane before the seen mark written after it), and a
+changelog record round-trips (a deleted key is a tombstone)."""
 
 from __future__ import annotations
 
 from streamproc.stream.window_store import TrackedStore, decode_entry, encode_entry
 
 
-def test_changes_are_drained_once_with_deletions_as_none() -> None:
-    store = TrackedStore({"w|a|0": {"answers": 1}, "s|old": [0, 1.0]})
-    store["w|a|0"] = {"answers": 2}
+def test_changes_are_drained_once_in_first_change_order_with_deletions_as_none() -> None:
+    store = TrackedStore({"p|a|0": {"answers": 1}, "s|old": [0, 1.0]})
+    store["p|a|0"] = {"answers": 2}
     store["s|new"] = [0, 2.0]
+    store["p|a|0"] = {"answers": 3}  # rewritten: keeps its place, carries its last value
     del store["s|old"]
-    assert store.drain() == [("s|new", [0, 2.0]), ("s|old", None), ("w|a|0", {"answers": 2})]
+    assert store.drain() == [("p|a|0", {"answers": 3}), ("s|new", [0, 2.0]), ("s|old", None)]
     assert store.drain() == []
-    assert dict(store) == {"w|a|0": {"answers": 2}, "s|new": [0, 2.0]}
+    assert dict(store) == {"p|a|0": {"answers": 3}, "s|new": [0, 2.0]}
+    assert "s|new" in store and "s|old" not in store
 
 
 def test_a_key_written_then_deleted_before_a_drain_is_a_tombstone() -> None:
     store = TrackedStore()
-    store["m|3"] = 12.5
-    del store["m|3"]
-    assert store.drain() == [("m|3", None)]
+    store["k|x"] = {"closed_through": None}
+    del store["k|x"]
+    assert store.drain() == [("k|x", None)]
 
 
 def test_changelog_records_round_trip() -> None:
-    key, value = encode_entry("w|assistant-1|60000", {"answers": 3, "closed_at": None})
-    assert key == b"w|assistant-1|60000"
-    assert value is not None and decode_entry(value) == {"answers": 3, "closed_at": None}
+    key, value = encode_entry('p|["t","bot","m"]|60000', {"answers": 3, "last_event_id": None})
+    assert key == b'p|["t","bot","m"]|60000'
+    assert value is not None and decode_entry(value) == {"answers": 3, "last_event_id": None}
     assert encode_entry("s|e1", None) == (b"s|e1", None)

@@ -1,154 +1,271 @@
-"""Window arithmetic: assignment, counting, dedupe, closing, late revisions, expiry."""
+"""Window arithmetic: sizes and panes, which windows hold a pane, pane counting, the
+latency histogram, and a window's aggregate as the sum of its panes."""
 
 from __future__ import annotations
 
+import json
+import math
+import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from pydantic import ValidationError
 
+from streamproc.config import HoppingWindow, Settings, WindowSettings
 from streamproc.stats import wilson_interval
+from streamproc.stream.window_panes import (
+    LATENCY_BINS,
+    WindowTotals,
+    add_outcome,
+    close_pane,
+    latency_bin,
+    latency_quantile,
+)
 from streamproc.stream.windows import (
     AnswerOutcome,
-    WindowState,
-    add_outcome,
-    close_window,
-    is_due,
-    is_expired,
-    next_check_at,
-    window_key,
-    window_start,
+    SeriesKey,
+    WindowSpec,
+    next_window_end,
+    pane_ms_of,
+    pane_start_ms,
+    size_label,
+    window_specs,
 )
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+START = int(T0.timestamp() * 1000)
+MINUTE = 60_000
 
 
 def outcome(
     event_id: str,
     *,
-    at: datetime = T0,
+    at: float = 0.0,
     hallucinated: bool = False,
     abstained: bool = False,
     faithfulness: float | None = 1.0,
+    judge_ms: float | None = 10.0,
 ) -> AnswerOutcome:
     return AnswerOutcome(
         event_id=event_id,
+        answer_id=f"answer-{event_id}",
         assistant_id="bot",
         tenant="t",
         model="m",
-        occurred_at=at,
+        occurred_at=T0 + timedelta(seconds=at),
         hallucinated=hallucinated,
         abstained=abstained,
         contradicted_claims=int(hallucinated),
         unsupported_claims=0,
         faithfulness=faithfulness,
+        judge_ms=judge_ms,
     )
 
 
-def fill(*outcomes: AnswerOutcome, now: float = 0.0) -> WindowState:
-    state: WindowState | None = None
-    for item in outcomes:
-        state = add_outcome(state, item, partition=1, size_s=60, now=now)
-    assert state is not None
-    return state
+def test_default_sizes_are_one_minute_tumbling_and_two_hopping_on_one_minute_panes() -> None:
+    specs = window_specs(WindowSettings())
+    assert specs == (
+        WindowSpec(60_000, 60_000),
+        WindowSpec(300_000, 60_000),
+        WindowSpec(3_600_000, 300_000),
+    )
+    assert [spec.label for spec in specs] == ["1m", "5m", "1h"]
+    assert [spec.tumbling for spec in specs] == [True, False, False]
+    assert pane_ms_of(specs) == MINUTE
+    odd = window_specs(WindowSettings(size_s=45, hopping=[HoppingWindow(size_s=120, hop_s=90)]))
+    assert pane_ms_of(odd) == 15_000
 
 
-def test_window_start_is_aligned_to_the_size() -> None:
-    assert window_start(T0.timestamp() + 59.9, 60) == T0.timestamp()
-    assert window_start(T0.timestamp() + 60, 60) == T0.timestamp() + 60
-    assert window_key("bot", T0.timestamp()) == f"w|bot|{int(T0.timestamp() * 1000)}"
+def test_window_settings_refuse_gaps_sub_millisecond_sizes_and_too_many_panes() -> None:
+    with pytest.raises(ValidationError, match="gaps"):
+        WindowSettings(hopping=[HoppingWindow(size_s=60, hop_s=120)])
+    with pytest.raises(ValidationError, match="whole milliseconds"):
+        WindowSettings(size_s=0.0004)
+    with pytest.raises(ValidationError, match="panes"):
+        WindowSettings(size_s=0.5, hopping=[HoppingWindow(size_s=3600, hop_s=300)])
 
 
-def test_counts_and_rate() -> None:
-    state = fill(
+def test_hopping_windows_travel_through_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STREAMPROC_WINDOW__HOPPING", '[{"size_s": 600, "hop_s": 120}]')
+    assert Settings().window.hopping == [HoppingWindow(size_s=600, hop_s=120)]
+    monkeypatch.setenv("STREAMPROC_WINDOW__HOPPING", "[]")
+    assert window_specs(Settings().window) == (WindowSpec(60_000, 60_000),)
+
+
+def test_panes_are_aligned_to_the_epoch() -> None:
+    assert pane_start_ms(T0.timestamp() + 59.999, MINUTE) == START
+    assert pane_start_ms(T0.timestamp() + 60, MINUTE) == START + MINUTE
+    assert pane_start_ms(-0.5, MINUTE) == -MINUTE
+
+
+def test_the_windows_holding_a_pane_by_brute_force() -> None:
+    rng = random.Random(7)
+    for _ in range(200):
+        pane = rng.choice([15_000, 60_000])
+        hop = pane * rng.randint(1, 5)
+        size = hop * rng.randint(1, 4) + pane * rng.randint(0, 3) if rng.random() < 0.5 else hop
+        spec = WindowSpec(size, hop)
+        start = pane * rng.randint(-100, 100)
+        aligned = (start - 10 * size) // hop * hop
+        expected = [
+            end
+            for end in range(aligned, start + 10 * size, hop)
+            if end - size <= start and end >= start + pane
+        ]
+        assert list(spec.ends_containing(start, pane)) == expected, (spec, start, pane)
+
+
+def test_next_window_end_is_the_earliest_end_after_a_time_with_a_pane_inside() -> None:
+    specs = window_specs(WindowSettings())
+    panes = [START, START + 2 * MINUTE]
+    assert next_window_end(panes, None, specs, MINUTE) == START + MINUTE
+    assert next_window_end(panes, START + MINUTE, specs, MINUTE) == START + 2 * MINUTE
+    # After the last pane's minute only hopping windows remain: 5 min every 1 min ...
+    assert next_window_end(panes, START + 3 * MINUTE, specs, MINUTE) == START + 4 * MINUTE
+    # ... and, after the last 5-minute one, the hour every 5 minutes (aligned to 5 min).
+    last_five = START + 2 * MINUTE + 5 * MINUTE
+    after = next_window_end(panes, last_five, specs, MINUTE)
+    assert after == START + 10 * MINUTE
+    assert next_window_end(panes, START + 2 * MINUTE + 60 * MINUTE, specs, MINUTE) is None
+    assert next_window_end([], None, specs, MINUTE) is None
+
+
+def test_size_labels_match_the_metrics_window_label() -> None:
+    assert [size_label(s) for s in (60, 300, 3600, 86400, 90, 5400, 7.5)] == [
+        "1m",
+        "5m",
+        "1h",
+        "1d",
+        "90s",
+        "90m",
+        "7.5s",
+    ]
+
+
+def test_series_keys_cannot_be_confused_whatever_the_names() -> None:
+    first = SeriesKey("a|b", "c", "m").text()
+    second = SeriesKey("a", "b|c", "m").text()
+    assert first != second
+    assert SeriesKey.parse(first) == SeriesKey("a|b", "c", "m")
+    assert SeriesKey.parse(SeriesKey('t"]', "ü", "|").text()) == SeriesKey('t"]', "ü", "|")
+
+
+def fill(*items: AnswerOutcome, late: bool = False, examples: int = 5) -> dict[str, object]:
+    pane = None
+    for item in items:
+        pane = add_outcome(pane, item, start=START, now=0.0, late=late, examples=examples) or pane
+    assert pane is not None
+    return dict(pane)
+
+
+def test_a_pane_counts_answers_abstentions_claims_and_examples() -> None:
+    pane = fill(
         outcome("a", hallucinated=True, faithfulness=0.5),
         outcome("b"),
         outcome("c", abstained=True, faithfulness=None),
+        outcome("d", hallucinated=True, abstained=True),  # abstained: not in the rate
     )
-    closed, aggregate = close_window(state, now=T0.timestamp() + 100)
-    assert (aggregate.answers, aggregate.answered, aggregate.abstentions) == (3, 2, 1)
-    assert aggregate.hallucinated == 1
-    assert aggregate.rate == 0.5
-    assert (aggregate.rate_low, aggregate.rate_high) == wilson_interval(1, 2)
-    assert aggregate.mean_faithfulness == pytest.approx(0.75)
-    assert aggregate.contradicted_claims == 1
-    assert aggregate.window_end - aggregate.window_start == timedelta(seconds=60)
-    assert aggregate.revision == 0 and not closed.dirty
+    assert (pane["answers"], pane["answered"], pane["abstained"]) == (4, 2, 2)
+    assert pane["hallucinated"] == 1
+    assert pane["examples"] == ["answer-a"]
+    assert pane["contradicted"] == 2 and pane["faith_n"] == 3
+    assert pane["revision"] == -1 and not pane["dirty"]
 
 
-def test_redelivered_event_counts_once() -> None:
-    state = fill(outcome("a", hallucinated=True), outcome("a", hallucinated=True))
-    assert state.answers == 1 and state.hallucinated == 1
+def test_the_last_counted_event_again_is_recognised_by_the_pane_alone() -> None:
+    first = add_outcome(None, outcome("a"), start=START, now=0, late=False, examples=5)
+    assert first is not None
+    assert add_outcome(first, outcome("a"), start=START, now=0, late=False, examples=5) is None
+    second = add_outcome(first, outcome("b"), start=START, now=0, late=False, examples=5)
+    assert second is not None and (first["answers"], second["answers"]) == (1, 2)
 
 
-def test_redelivery_of_the_last_counted_event_is_recognised_by_the_window_alone() -> None:
-    # Older ids are checked against the seen marks (window_table); the window keeps one id.
-    state = fill(outcome("a"), outcome("b"), outcome("b"))
-    assert state.answers == 2 and state.last_event_id == "b"
-
-
-def test_window_state_size_does_not_grow_with_its_answers() -> None:
-    def serialized(answers: int) -> int:
-        state = fill(
-            *(outcome(f"{index:036d}", hallucinated=index % 3 == 0) for index in range(answers))
+def test_a_pane_stays_the_same_size_however_many_answers() -> None:
+    def serialised(answers: int) -> int:
+        pane = fill(
+            *(
+                outcome(
+                    f"{index:036d}",
+                    hallucinated=index % 3 == 0,
+                    judge_ms=0.1 * 2 ** ((index % LATENCY_BINS) / 4),  # every bin in turn
+                )
+                for index in range(answers)
+            )
         )
-        return len(state.model_dump_json())
+        return len(json.dumps(pane))
 
-    small, large = serialized(10), serialized(10_000)
-    # Only the counters' digits grow (10 -> 10000 in a few fields), never a list of ids.
-    assert large - small < 40, (small, large)
-
-
-def test_next_check_at_follows_the_closing_rules() -> None:
-    timing = {"grace_s": 5.0, "idle_s": 3.0, "retain_s": 100.0}
-    end = T0.timestamp() + 60
-    replayed = fill(outcome("a"), now=end + 1000)  # wall clock far past the end: idle rule
-    assert next_check_at(replayed, **timing) == end + 1003
-    live = fill(outcome("b"), now=T0.timestamp())  # before the end: end + grace
-    assert next_check_at(live, **timing) == end + 5
-    closed, _ = close_window(live, now=end + 6)
-    assert next_check_at(closed, **timing) == end + 106
-    revised = add_outcome(closed, outcome("c"), partition=1, size_s=60, now=end + 7)
-    assert next_check_at(revised, **timing) == float("-inf")
+    # Every latency bin used and five examples kept, the pane is as large as it gets
+    # but for the counters' digits (about 130 counts in each of 96 bins, then 1,300).
+    full, tenfold = serialised(12_500), serialised(125_000)
+    assert tenfold - full < LATENCY_BINS + 60, (full, tenfold)
+    assert full < 2_500
 
 
-def test_no_answers_means_no_rate() -> None:
-    _, aggregate = close_window(fill(outcome("a", abstained=True)), now=0)
-    assert aggregate.rate is None and aggregate.rate_low is None
-
-
-def test_due_when_watermark_passes_end_plus_grace() -> None:
-    state = fill(outcome("a"), now=T0.timestamp())
-    end = T0.timestamp() + 60
-    kwargs = {"now": T0.timestamp() + 1, "grace_s": 5, "idle_s": 1000}
-    assert not is_due(state, watermark=end + 4.9, **kwargs)
-    assert is_due(state, watermark=end + 5, **kwargs)
-
-
-def test_quiet_window_closes_on_wall_clock_after_idle() -> None:
-    state = fill(outcome("a"), now=T0.timestamp() + 61)
-    end = T0.timestamp() + 60
-    assert not is_due(state, watermark=None, now=end + 3, grace_s=1, idle_s=5)
-    assert is_due(state, watermark=None, now=end + 6.5, grace_s=1, idle_s=5)
-    # not before the window's end + grace, however idle
-    early = fill(outcome("b"), now=T0.timestamp())
-    assert not is_due(early, watermark=None, now=T0.timestamp() + 30, grace_s=1, idle_s=5)
-
-
-def test_late_event_revises_a_closed_window() -> None:
-    state = fill(outcome("a"))
-    closed, first = close_window(state, now=T0.timestamp() + 70)
-    assert not is_due(closed, watermark=None, now=T0.timestamp() + 71, grace_s=1, idle_s=1)
-    late = add_outcome(
-        closed, outcome("b", hallucinated=True), partition=1, size_s=60, now=T0.timestamp() + 80
+def test_closing_reports_what_changed_and_revisions_count_up() -> None:
+    pane = fill(outcome("a", hallucinated=True), outcome("b"))
+    closed, answered, hallucinated = close_pane(pane, revised=False)  # type: ignore[arg-type]
+    assert (closed["revision"], answered, hallucinated) == (0, 2, 1)
+    later = add_outcome(
+        closed, outcome("c", hallucinated=True), start=START, now=1, late=True, examples=5
     )
-    assert is_due(late, watermark=None, now=T0.timestamp() + 80, grace_s=1, idle_s=1000)
-    _, second = close_window(late, now=T0.timestamp() + 81)
-    assert (first.revision, second.revision) == (0, 1)
-    assert second.answers == 2 and second.late_events == 1 and second.hallucinated == 1
+    assert later is not None and later["dirty"] and later["late"] == 1
+    revised, answered, hallucinated = close_pane(later, revised=True)
+    assert (revised["revision"], answered, hallucinated) == (1, 1, 1)
+    assert not revised["dirty"]
+    created_late = fill(outcome("x"), late=True)
+    first, _, _ = close_pane(created_late, revised=True)  # type: ignore[arg-type]
+    assert first["revision"] == 1  # it was closed empty before: revision 0 is taken
 
 
-def test_closed_windows_expire_after_retention() -> None:
-    closed, _ = close_window(fill(outcome("a")), now=1000.0)
-    assert not is_expired(closed, now=1000.0 + 59, retain_s=60)
-    assert is_expired(closed, now=1000.0 + 60, retain_s=60)
-    assert not is_expired(fill(outcome("b")), now=10**9, retain_s=60)
+def test_latency_bins_cover_every_value_and_quantiles_are_within_nine_percent() -> None:
+    assert latency_bin(0.0) == 0 and latency_bin(math.nan) == 0
+    assert latency_bin(1e12) == LATENCY_BINS - 1
+    rng = random.Random(3)
+    values = [rng.lognormvariate(2, 1.5) for _ in range(5000)]
+    histogram: dict[str, int] = {}
+    for value in values:
+        histogram[str(latency_bin(value))] = histogram.get(str(latency_bin(value)), 0) + 1
+    ordered = sorted(values)
+    for q in (0.5, 0.95):
+        exact = ordered[math.ceil(q * len(values)) - 1]
+        estimate = latency_quantile(histogram, q)
+        assert estimate is not None
+        assert abs(estimate / exact - 1) <= 2 ** (1 / 8) - 1 + 1e-9, (q, estimate, exact)
+    assert latency_quantile({}, 0.5) is None
+
+
+def test_a_window_is_the_sum_of_its_panes() -> None:
+    spec = WindowSpec(3 * MINUTE, MINUTE)
+    panes = []
+    for number in range(3):
+        items = [
+            outcome(f"{number}-{i}", at=number * 60 + i, hallucinated=i < number + 1)
+            for i in range(4)
+        ]
+        pane = None
+        for item in items:
+            pane = add_outcome(
+                pane, item, start=START + number * MINUTE, now=0, late=False, examples=2
+            )
+        assert pane is not None
+        panes.append(pane)
+    totals = WindowTotals()
+    for pane in panes:
+        totals.add(pane, examples=2)
+    aggregate = totals.aggregate(SeriesKey("t", "bot", "m"), spec, START + 3 * MINUTE, now=1.0)
+    assert (aggregate.answers, aggregate.answered, aggregate.hallucinated) == (12, 12, 6)
+    assert (aggregate.rate_low, aggregate.rate_high) == wilson_interval(6, 12)
+    assert aggregate.example_answer_ids == ["answer-0-0", "answer-1-0"]  # N = 2, in order
+    assert (aggregate.window, aggregate.window_size_s, aggregate.window_hop_s) == ("3m", 180, 60)
+    assert aggregate.window_start == T0 and aggregate.window_end == T0 + timedelta(minutes=3)
+    assert (aggregate.tenant, aggregate.assistant_id, aggregate.model) == ("t", "bot", "m")
+    assert aggregate.judge_latency_p50_ms == pytest.approx(10.0, rel=0.09)
+
+
+def test_no_answered_answer_means_no_rate_and_no_latency_means_none() -> None:
+    pane = fill(outcome("a", abstained=True, judge_ms=None))
+    totals = WindowTotals()
+    totals.add(pane, examples=5)  # type: ignore[arg-type]
+    aggregate = totals.aggregate(SeriesKey("t", "b", "m"), WindowSpec(MINUTE, MINUTE), START, now=0)
+    assert aggregate.rate is None and aggregate.rate_low is None
+    assert aggregate.judge_latency_p50_ms is None and aggregate.abstentions == 1
