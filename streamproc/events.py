@@ -335,9 +335,10 @@ class WindowAggregate(_Model):
     )
     revision: NonNegativeInt = Field(
         default=0,
-        description="Grows each time late events revise the window; a tumbling window of "
-        "one pane: 0 on first close, +1 per revision. For a window of several panes, the "
-        "sum of its panes' revisions.",
+        description="Grows each time the window is published again (late events revised "
+        "it): a tumbling window of one pane has 0 on first close, then 1, 2, ...; a window "
+        "of several panes (panes with answers - 1) + the sum of their revisions. The "
+        "highest revision is the truth.",
     )
     closed_at: AwareDatetime
 

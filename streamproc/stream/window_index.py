@@ -8,8 +8,9 @@ wrong close, and the index can be dropped and rebuilt from the table at any time
 a rebalance).
 
 Per series it keeps a :class:`SeriesRuntime`: the series' event-time watermark and last
-wall-clock update (derived from its panes), copies of its closed/sealed marks, the
-sorted starts of its live panes and the earliest window end still to emit. Then:
+wall-clock update (derived from its panes), copies of its closed/emitted/sealed marks,
+the sorted starts of its live panes and the earliest pane or window end still to close
+or emit. Then:
 
 - "due now": a series whose watermark passed its next window end + grace when an event
   was counted, or that has a revised (late) pane;
@@ -56,10 +57,12 @@ class SeriesRuntime:
     watermark: float | None = None
     last_update: float = 0.0
     closed_through: int | None = None
+    emitted_through: int | None = None
     sealed_through: int | None = None
     panes: list[int] = field(default_factory=list)
     dirty: set[int] = field(default_factory=set)
     next_end: int | None = None
+    """The earliest pane end or window end still to close or emit (epoch ms)."""
 
 
 @dataclass
@@ -102,9 +105,13 @@ class PartitionIndex:
             return
         panes.insert(at, pane_start)
         timing = self.timing
-        end = first_end_after(pane_start, runtime.closed_through, timing.specs, timing.pane_ms)
-        if end is not None and (runtime.next_end is None or end < runtime.next_end):
-            runtime.next_end = end
+        ends = [first_end_after(pane_start, runtime.emitted_through, timing.specs, timing.pane_ms)]
+        pane_end = pane_start + timing.pane_ms
+        if runtime.closed_through is None or pane_end > runtime.closed_through:
+            ends.append(pane_end)
+        for end in ends:
+            if end is not None and (runtime.next_end is None or end < runtime.next_end):
+                runtime.next_end = end
 
     def schedule(self, sid: str) -> None:
         """Queue the series for when it next needs a look (see the module docstring)."""
@@ -121,7 +128,7 @@ class PartitionIndex:
         at = math.inf
         if runtime.next_end is not None:
             at = max((runtime.next_end + grace_ms) / 1000, runtime.last_update + timing.idle_s)
-        if runtime.panes and runtime.sealed_through != runtime.closed_through:
+        if runtime.panes and runtime.sealed_through != runtime.emitted_through:
             at = min(at, runtime.last_update + timing.lateness_s)
         if not runtime.panes:
             at = min(at, runtime.last_update + timing.forget_s)

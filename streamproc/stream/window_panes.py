@@ -136,16 +136,13 @@ def add_outcome(
     return updated
 
 
-def close_pane(pane: Pane, *, revised: bool) -> tuple[Pane, int, int]:
-    """Report the pane: its first close (``revised`` False) or a revision after late
-    answers. Returns the new pane and the change in (answered, hallucinated) since it
-    was last reported (all of it on the first report). A pane first created by a late
-    answer starts at revision 1: it was closed empty (revision 0) before."""
-    first = 1 if revised else 0
-    revision = pane["revision"] + 1 if pane["revision"] >= 0 else first
+def close_pane(pane: Pane) -> tuple[Pane, int, int]:
+    """Report the pane: its first close (revision 0) or a revision after late answers
+    (+ 1). Returns the new pane and the change in (answered, hallucinated) since it was
+    last reported (all of it on the first report)."""
     answered_before, hallucinated_before = pane["reported"]
     closed = _copy(pane)
-    closed["revision"] = revision
+    closed["revision"] = pane["revision"] + 1  # -1 (never reported) becomes 0
     closed["dirty"] = False
     closed["reported"] = [pane["answered"], pane["hallucinated"]]
     return (
@@ -198,7 +195,8 @@ class WindowTotals:
     faith_sum: float = 0.0
     faith_n: int = 0
     late: int = 0
-    revision: int = 0
+    weight: int = 0
+    """Sum over the panes of (revision + 1): the window's revision + 1."""
     latency: dict[str, int] = field(default_factory=dict)
     examples: list[str] = field(default_factory=list)
 
@@ -212,7 +210,7 @@ class WindowTotals:
         self.faith_sum += pane["faith_sum"]
         self.faith_n += pane["faith_n"]
         self.late += pane["late"]
-        self.revision += max(0, pane["revision"])
+        self.weight += max(0, pane["revision"]) + 1
         for bin_, count in pane["latency"].items():
             self.latency[bin_] = self.latency.get(bin_, 0) + count
         room = examples - len(self.examples)
@@ -246,7 +244,7 @@ class WindowTotals:
             judge_latency_p95_ms=latency_quantile(self.latency, 0.95),
             example_answer_ids=list(self.examples),
             late_events=self.late,
-            revision=self.revision,
+            revision=max(0, self.weight - 1),
             closed_at=_utc(now),
         )
 

@@ -5,25 +5,34 @@ a key prefix (``<series>`` is ``SeriesKey.text()``, a JSON list):
 
 - ``p|<series>|<pane start ms>``: a :class:`~streamproc.stream.window_panes.Pane`
   (counters, bounded histogram and examples; fixed size);
-- ``k|<series>``: a :class:`Series`: how far the series' windows are closed
-  (``closed_through``) and sealed (``sealed_through``: panes ending by then take no more
-  answers: a later one goes to the late topic), and its clocks as last written;
+- ``k|<series>``: a :class:`Series`: its three marks (pane ends, epoch ms) and its clocks
+  as last written;
 - ``s|<event_id>``: the seen mark of a counted event, ``[partition, seen_at]``, kept
   ``seen_retain_s`` so a redelivered event counts once;
 - ``x|...``: state of the loop's hooks (``window_report.ExtensionState``), left alone.
 
-The life of a series' pane (end ``e``), by the series' own clocks only:
+Each series runs on its own clocks only - its watermark (latest event time counted) and
+its last wall-clock update - so one series' traffic never closes, revises or seals
+another's windows. Its marks:
 
-1. open until the series' watermark (latest event time) passes ``e + grace``, or, on the
-   wall clock, ``e + grace`` has passed and the series had no event for ``idle_close_s``;
-   then it closes with every window that ends by then (each window once, even an empty
-   last pane's: a quiet key's last windows close on time);
-2. closed: a late answer revises it, and every window holding it is published again
-   with a higher revision at the next tick;
-3. sealed once the watermark is ``retain_closed_s`` past ``e + grace``, or the series was
-   quiet that long: an answer for it now goes to the late topic;
-4. deleted once every window holding it is sealed (a hopping window needs its panes
-   until then).
+- ``closed_through`` C: panes ending by C are closed and reported. C follows the
+  watermark - grace; once the series had no event for ``idle_close_s``, the wall clock
+  - grace too, but only up to its last pane's end (a replay that pauses goes on with
+  fresh panes, not late ones). An answer for a closed pane is *late*: it revises it.
+- ``emitted_through`` E >= C: every window ending by E that holds a pane was published
+  (a window is published once it ends by C, or - for a quiet series - once its end +
+  grace has passed on the wall clock: a quiet key's last windows, tumbling and hopping,
+  close on time). A window is published again when a pane of it is revised or a new
+  pane of it closes.
+- ``sealed_through`` S <= E: panes ending by S take no more answers; a later one goes to
+  the late topic. S follows the watermark - grace - ``retain_closed_s`` (capped at C);
+  a series quiet for ``retain_closed_s`` on the wall clock is sealed through E. A pane
+  is deleted once every window holding it ends by S: no window it is in can change.
+
+A window's revision is ``(panes with answers - 1) + the sum of their revisions``: it
+grows by at least one each time the window is published again (a pane revised: + 1; a
+new pane: + 1), so the highest revision is the truth. A tumbling window of one pane is
+published with 0, then 1, 2, ...
 
 Why one table and not a separate dedup table: on a broker without transactions (Tansu),
 the records of two changelog topics can reach the broker in any combination when a worker
@@ -42,6 +51,7 @@ Everything here works on any ``MutableMapping``: the window loop passes a
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -101,6 +111,7 @@ class Series(TypedDict):
     assistant_id: str
     model: str
     closed_through: int | None
+    emitted_through: int | None
     sealed_through: int | None
     watermark: float | None
     last_update: float
@@ -209,41 +220,41 @@ def close_due(store: Store, index: PartitionIndex, now: float) -> Closed:
 
 
 def close_series(store: Store, index: PartitionIndex, sid: str, now: float) -> Closed:
-    """One series' turn: report revised panes, close panes and windows whose end + grace
-    has passed (by its watermark, or by the wall clock once idle), seal and delete what
-    can no longer change, forget the series when nothing is left. Writes nothing when
-    nothing changed (an early look)."""
+    """One series' turn: report revised and newly closed panes, publish the windows that
+    ended or changed, seal and delete what can no longer change, forget the series when
+    nothing is left (see the module docstring). Writes nothing when nothing changed (an
+    early look)."""
     runtime = index.series[sid]
     timing = index.timing
-    old_closed = runtime.closed_through
-    new_closed = _closable_through(runtime, timing, now)
+    marks = (runtime.closed_through, runtime.emitted_through, runtime.sealed_through)
+    old_closed, old_emitted, _ = marks
+    new_closed, new_emitted = _closable_through(runtime, timing, now)
     result = Closed()
     to_emit: set[tuple[int, int]] = set()
     for start in sorted(runtime.dirty):  # late answers: revise the pane and its windows
-        result.deltas.append(_report_pane(store, runtime, sid, start, timing, revised=True))
-        for number, spec in enumerate(timing.specs):
-            for end in spec.ends_containing(start, timing.pane_ms):
-                if old_closed is not None and end <= old_closed:
-                    to_emit.add((number, end))
+        result.deltas.append(_report_pane(store, runtime, sid, start, timing))
+        to_emit |= _published_windows_holding(start, old_emitted, timing)
     runtime.dirty.clear()
     if new_closed is not None and new_closed != old_closed and runtime.panes:
         # The panes ending in (old, new]: starts in [old, new - pane] (all multiples).
         lowest = runtime.panes[0] if old_closed is None else old_closed
         for start in panes_between(runtime.panes, lowest, new_closed - timing.pane_ms + 1):
-            result.deltas.append(_report_pane(store, runtime, sid, start, timing, revised=False))
-        to_emit |= _windows_ending(runtime.panes, old_closed, new_closed, timing)
+            result.deltas.append(_report_pane(store, runtime, sid, start, timing))
+            to_emit |= _published_windows_holding(start, old_emitted, timing)
+    if new_emitted is not None and new_emitted != old_emitted and runtime.panes:
+        to_emit |= _windows_ending(runtime.panes, old_emitted, new_emitted, timing)
     for number, end in sorted(to_emit, key=lambda item: (item[1], item[0])):
         spec = timing.specs[number]
         totals = WindowTotals()
         for start in panes_between(runtime.panes, end - spec.size_ms, end):
             totals.add(store[pane_key(sid, start)], examples=timing.examples)
         result.aggregates.append((spec, totals.aggregate(runtime.key, spec, end, now=now)))
-    new_sealed = _sealed_through(runtime, timing, new_closed, now)
-    _delete_sealed_panes(store, runtime, sid, new_sealed, timing)
-    if (new_closed, new_sealed) != (old_closed, runtime.sealed_through):
-        runtime.closed_through, runtime.sealed_through = new_closed, new_sealed
+    runtime.closed_through, runtime.emitted_through = new_closed, new_emitted
+    runtime.sealed_through = _sealed_through(runtime, timing, now)
+    _delete_sealed_panes(store, runtime, sid, timing)
+    if (runtime.closed_through, runtime.emitted_through, runtime.sealed_through) != marks:
         _write_series(store, sid, runtime)
-    runtime.next_end = next_window_end(runtime.panes, new_closed, timing.specs, timing.pane_ms)
+    runtime.next_end = _next_end(runtime, timing)
     if not runtime.panes and now - runtime.last_update >= timing.forget_s:
         del store[series_key(sid)]
         index.forget(sid)
@@ -282,6 +293,7 @@ def rebuild_index(
         elif key.startswith(SERIES_PREFIX):
             runtime = index.runtime(key[len(SERIES_PREFIX) :])
             runtime.closed_through = raw["closed_through"]
+            runtime.emitted_through = raw["emitted_through"]
             runtime.sealed_through = raw["sealed_through"]
             _advance(runtime, raw["watermark"], raw["last_update"])
         elif key.startswith(SEEN_PREFIX) and raw[0] == partition:
@@ -290,9 +302,7 @@ def rebuild_index(
         index.track_seen(key, seen_at)
     for sid, runtime in index.series.items():
         runtime.panes.sort()
-        runtime.next_end = next_window_end(
-            runtime.panes, runtime.closed_through, timing.specs, timing.pane_ms
-        )
+        runtime.next_end = _next_end(runtime, timing)
         index.schedule(sid)
     return index
 
@@ -319,32 +329,59 @@ def _advance(runtime: SeriesRuntime, event_time: float | None, wall: float) -> N
     runtime.last_update = max(runtime.last_update, wall)
 
 
-def _closable_through(runtime: SeriesRuntime, timing: WindowTiming, now: float) -> int | None:
-    """The latest pane end the series may be closed through now."""
+def _closable_through(
+    runtime: SeriesRuntime, timing: WindowTiming, now: float
+) -> tuple[int | None, int | None]:
+    """The closed and emitted marks the series may have now (see the module docstring)."""
     grace_ms = timing.grace_s * 1000
-    candidates = [runtime.closed_through]
+    closed = [runtime.closed_through]
+    emitted = [runtime.emitted_through]
     if runtime.watermark is not None:
-        candidates.append(_floor_ms(runtime.watermark * 1000 - grace_ms, timing.pane_ms))
-    if now - runtime.last_update >= timing.idle_s:
-        candidates.append(_floor_ms(now * 1000 - grace_ms, timing.pane_ms))
-    known = [value for value in candidates if value is not None]
-    return max(known) if known else None
+        closed.append(_floor_ms(runtime.watermark * 1000 - grace_ms, timing.pane_ms))
+    if runtime.panes and now - runtime.last_update >= timing.idle_s:
+        wall = _floor_ms(now * 1000 - grace_ms, timing.pane_ms)
+        closed.append(min(wall, runtime.panes[-1] + timing.pane_ms))
+        emitted.append(min(wall, _last_window_end(runtime.panes[-1], timing)))
+    new_closed = _latest(closed)
+    emitted.append(new_closed)
+    return new_closed, _latest(emitted)
 
 
-def _sealed_through(
-    runtime: SeriesRuntime, timing: WindowTiming, closed: int | None, now: float
-) -> int | None:
-    """The latest pane end the series may be sealed through now (never past closed)."""
-    if closed is None:
-        return runtime.sealed_through
-    candidates = [runtime.sealed_through]
-    if runtime.watermark is not None:
+def _sealed_through(runtime: SeriesRuntime, timing: WindowTiming, now: float) -> int | None:
+    """The sealed mark the series may have now (never past closed, or emitted when quiet)."""
+    sealed = [runtime.sealed_through]
+    if runtime.watermark is not None and runtime.closed_through is not None:
         behind_ms = (timing.grace_s + timing.lateness_s) * 1000
-        candidates.append(_floor_ms(runtime.watermark * 1000 - behind_ms, timing.pane_ms))
+        by_event_time = _floor_ms(runtime.watermark * 1000 - behind_ms, timing.pane_ms)
+        sealed.append(min(runtime.closed_through, by_event_time))
     if now - runtime.last_update >= timing.lateness_s:
-        candidates.append(closed)  # quiet for the whole lateness: nothing more is coming
-    known = [value for value in candidates if value is not None]
-    return min(closed, max(known)) if known else None
+        sealed.append(runtime.emitted_through)  # quiet for the whole lateness
+    return _latest(sealed)
+
+
+def _next_end(runtime: SeriesRuntime, timing: WindowTiming) -> int | None:
+    """The earliest pane end past closed or window end past emitted with a pane in it."""
+    ends = [next_window_end(runtime.panes, runtime.emitted_through, timing.specs, timing.pane_ms)]
+    panes, closed = runtime.panes, runtime.closed_through
+    first_open = 0 if closed is None else bisect_right(panes, closed - timing.pane_ms)
+    if first_open < len(panes):
+        ends.append(panes[first_open] + timing.pane_ms)
+    known = [end for end in ends if end is not None]
+    return min(known) if known else None
+
+
+def _published_windows_holding(
+    start: int, emitted: int | None, timing: WindowTiming
+) -> set[tuple[int, int]]:
+    """(size number, end) of the windows holding the pane that were published already."""
+    if emitted is None:
+        return set()
+    return {
+        (number, end)
+        for number, spec in enumerate(timing.specs)
+        for end in spec.ends_containing(start, timing.pane_ms)
+        if end <= emitted
+    }
 
 
 def _windows_ending(
@@ -366,9 +403,10 @@ def _windows_ending(
 
 
 def _delete_sealed_panes(
-    store: Store, runtime: SeriesRuntime, sid: str, sealed: int | None, timing: WindowTiming
+    store: Store, runtime: SeriesRuntime, sid: str, timing: WindowTiming
 ) -> None:
-    """Delete the oldest panes whose every window ends by ``sealed`` (final)."""
+    """Delete the oldest panes whose every window ends by the sealed mark (final)."""
+    sealed = runtime.sealed_through
     if sealed is None:
         return
     panes = runtime.panes
@@ -384,18 +422,12 @@ def _last_window_end(start: int, timing: WindowTiming) -> int:
 
 
 def _report_pane(
-    store: Store,
-    runtime: SeriesRuntime,
-    sid: str,
-    start: int,
-    timing: WindowTiming,
-    *,
-    revised: bool,
+    store: Store, runtime: SeriesRuntime, sid: str, start: int, timing: WindowTiming
 ) -> PaneDelta:
     """Mark one pane reported (first close or revision) and say what changed."""
     key = pane_key(sid, start)
     pane: Pane = store[key]
-    closed, answered, hallucinated = close_pane(pane, revised=revised)
+    closed, answered, hallucinated = close_pane(pane)
     store[key] = closed
     series = runtime.key
     return PaneDelta(
@@ -418,6 +450,7 @@ def _write_series(store: Store, sid: str, runtime: SeriesRuntime) -> None:
         assistant_id=key.assistant_id,
         model=key.model,
         closed_through=runtime.closed_through,
+        emitted_through=runtime.emitted_through,
         sealed_through=runtime.sealed_through,
         watermark=runtime.watermark,
         last_update=runtime.last_update,
@@ -426,3 +459,8 @@ def _write_series(store: Store, sid: str, runtime: SeriesRuntime) -> None:
 
 def _floor_ms(value_ms: float, step: int) -> int:
     return math.floor(value_ms / step) * step
+
+
+def _latest(marks: list[int | None]) -> int | None:
+    known = [mark for mark in marks if mark is not None]
+    return max(known) if known else None

@@ -131,7 +131,7 @@ class _CommittedCounts:
         self.verdicts: Counter[str] = Counter()
         self.outcomes: Counter[str] = Counter()
         self.dead_letters: list[dict[str, object]] = []
-        self.windows: dict[tuple[str, str], tuple[int, int]] = {}
+        self.windows: dict[tuple[str, ...], tuple[int, int]] = {}
 
     async def poll(self) -> None:
         batches = await self.consumer.getmany(timeout_ms=1000)
@@ -148,7 +148,13 @@ class _CommittedCounts:
                 elif kind == "dead_letter":
                     self.dead_letters.append(document)
                 else:
-                    key = (document["assistant_id"], document["window_start"])
+                    key = (
+                        document["tenant"],
+                        document["assistant_id"],
+                        document["model"],
+                        document["window"],
+                        document["window_start"],
+                    )
                     revision, _ = self.windows.get(key, (-1, 0))
                     if document["revision"] >= revision:
                         self.windows[key] = (document["revision"], document["answers"])

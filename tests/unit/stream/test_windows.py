@@ -203,18 +203,15 @@ def test_a_pane_stays_the_same_size_however_many_answers() -> None:
 
 def test_closing_reports_what_changed_and_revisions_count_up() -> None:
     pane = fill(outcome("a", hallucinated=True), outcome("b"))
-    closed, answered, hallucinated = close_pane(pane, revised=False)  # type: ignore[arg-type]
+    closed, answered, hallucinated = close_pane(pane)  # type: ignore[arg-type]
     assert (closed["revision"], answered, hallucinated) == (0, 2, 1)
     later = add_outcome(
         closed, outcome("c", hallucinated=True), start=START, now=1, late=True, examples=5
     )
     assert later is not None and later["dirty"] and later["late"] == 1
-    revised, answered, hallucinated = close_pane(later, revised=True)
+    revised, answered, hallucinated = close_pane(later)
     assert (revised["revision"], answered, hallucinated) == (1, 1, 1)
     assert not revised["dirty"]
-    created_late = fill(outcome("x"), late=True)
-    first, _, _ = close_pane(created_late, revised=True)  # type: ignore[arg-type]
-    assert first["revision"] == 1  # it was closed empty before: revision 0 is taken
 
 
 def test_latency_bins_cover_every_value_and_quantiles_are_within_nine_percent() -> None:
