@@ -366,9 +366,9 @@ MUTATIONS: dict[str, tuple[Callable[[list[Obj]], None], str]] = {
     ),
     "service port": (
         lambda o: _find(o, "Service", "streamproc-worker")["spec"]["ports"][0].update(
-            targetPort="metrics"
+            targetPort="no-such-port"
         ),
-        "targetPort metrics is not a port of streamproc-worker",
+        "targetPort no-such-port is not a port of streamproc-worker",
     ),
     "service selector": (
         lambda o: _find(o, "Service", "streamproc-worker")["spec"].update(selector={"a": "b"}),
