@@ -189,7 +189,7 @@ def count_outcome(
     start = pane_start_ms(occurred, timing.pane_ms)
     end = start + timing.pane_ms
     result = Counted.COUNTED
-    if runtime is not None and runtime.sealed_through is not None and end <= runtime.sealed_through:
+    if runtime is not None and _too_late(runtime, timing, end, now):
         result = Counted.TOO_LATE
     else:
         closed = None if runtime is None else runtime.closed_through
@@ -345,6 +345,19 @@ def _closable_through(
     new_closed = _latest(closed)
     emitted.append(new_closed)
     return new_closed, _latest(emitted)
+
+
+def _too_late(runtime: SeriesRuntime, timing: WindowTiming, pane_end: int, now: float) -> bool:
+    """Whether a pane takes no more answers: sealed, or due to be at the next look (so
+    the answer's fate does not depend on when the last tick was)."""
+    if runtime.sealed_through is not None and pane_end <= runtime.sealed_through:
+        return True
+    behind_ms = (timing.grace_s + timing.lateness_s) * 1000
+    if runtime.watermark is not None and pane_end <= runtime.watermark * 1000 - behind_ms:
+        return True
+    emitted = runtime.emitted_through
+    quiet = now - runtime.last_update >= timing.lateness_s
+    return quiet and emitted is not None and pane_end <= emitted
 
 
 def _sealed_through(runtime: SeriesRuntime, timing: WindowTiming, now: float) -> int | None:

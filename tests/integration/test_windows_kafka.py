@@ -5,6 +5,7 @@ key's last windows (tumbling and hopping) close on time."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -16,11 +17,15 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer
 
-from streamproc.adapters.kafka_io import publish_answers
+from streamproc.adapters.kafka_io import publish_answers, publish_raw
 from streamproc.adapters.worker_process import WorkerProcess
 from streamproc.config import Settings
 from streamproc.events import AnswerEvent, WindowAggregate
 from streamproc.samples import SEED_LAB, load_answers
+from streamproc.stream.publisher import OutboundRecord
+from streamproc.stream.window_loop import WindowLoop
+from streamproc.stream.window_report import WindowReport
+from streamproc.stream.windows import AnswerOutcome
 from streamproc.stream.worker import prepare_topics
 
 BASE = datetime(2026, 2, 2, 10, 0, tzinfo=UTC)  # event time, long past: quiet keys close by idle
@@ -200,3 +205,111 @@ async def test_windows_survive_a_kill_keep_tenants_apart_and_route_late_answers(
     a_next = outputs.latest(("A", "1m", "tumbling", 360.0))
     assert a_next is not None and (a_next.answers, a_next.revision, a_next.late_events) == (1, 0, 0)
     assert "window_state_restored" in log and "late_event" in log
+
+
+@pytest.mark.timeout(240)
+async def test_hooks_get_every_delta_and_late_outcome_and_keep_their_state_across_a_restart(
+    kafka_bootstrap: str,
+) -> None:
+    """A window loop in this process with both hooks: the in-transaction hook's records
+    and state commit with the windows (its state comes back after a restart), the
+    after-commit hook sees the deltas, aggregates and late outcomes the loop published."""
+    settings = _settings(kafka_bootstrap).model_copy(
+        update={
+            "worker": _settings(kafka_bootstrap).worker.model_copy(update={"instance_id": None})
+        }
+    )
+    await prepare_topics(settings)
+    hook_topic = settings.topics.flags  # unused by a window loop alone: the hook's output
+    committed: list[WindowReport] = []
+    restored: dict[int, object] = {}  # partition -> the hook state seen first
+
+    def in_transaction(report: WindowReport) -> list[OutboundRecord]:
+        restored.setdefault(report.partition, report.state.get("answered"))
+        if not report.deltas:
+            return []
+        answered = report.state.get("answered", 0) + sum(d.answered for d in report.deltas)
+        report.state["answered"] = answered
+        return [OutboundRecord(hook_topic, b"hook", json.dumps({"answered": answered}).encode())]
+
+    def outcome(tenant: str, at: float, tag: str, hallucinated: bool) -> bytes:
+        return (
+            AnswerOutcome(
+                event_id=tag,
+                answer_id=f"answer-{tag}",
+                tenant=tenant,
+                assistant_id="bot",
+                model="m",
+                occurred_at=BASE + timedelta(seconds=at),
+                hallucinated=hallucinated,
+                abstained=False,
+                contradicted_claims=int(hallucinated),
+                unsupported_claims=0,
+                faithfulness=1.0,
+                judge_ms=3.0,
+            )
+            .model_dump_json()
+            .encode()
+        )
+
+    def answered() -> int:
+        return sum(d.answered for r in committed for d in r.deltas)
+
+    async def run_until(loop: WindowLoop, done: Callable[[], bool], what: str) -> None:
+        task = asyncio.create_task(loop.run())
+        try:
+            deadline = time.monotonic() + 60
+            while not done():
+                assert time.monotonic() < deadline, f"timed out waiting for {what}"
+                assert not task.done(), task.exception()
+                await asyncio.sleep(0.2)
+        finally:
+            loop.stop()
+            await asyncio.wait_for(task, 30)
+
+    outcomes = settings.topics.outcomes
+    first = [outcome("A", 10, "a1", True), outcome("A", 11, "a2", True)]
+    first += [outcome("A", 12, "a3", False), outcome("B", 10, "b1", False)]
+    # One key ("bot"): one partition, in this order. "a-old" is past A's lateness once
+    # "a-next" moved A's event time on.
+    later = [outcome("A", 400, "a-next", False), outcome("A", 30, "a-old", True)]
+    await publish_raw(kafka_bootstrap, outcomes, [(b"bot", value, []) for value in first + later])
+    loop = WindowLoop(settings, in_transaction=in_transaction, after_commit=committed.append)
+    await run_until(
+        loop, lambda: answered() == 5 and any(r.late for r in committed), "deltas and the late one"
+    )
+    assert loop.late_events == 1 and loop.counted == 5
+    deltas = [d for r in committed for d in r.deltas]
+    by_tenant = {t: sum(d.hallucinated for d in deltas if d.tenant == t) for t in "AB"}
+    assert by_tenant == {"A": 2, "B": 0}
+    assert {
+        d.example_answer_ids for d in deltas if d.tenant == "A" and d.start == BASE.timestamp()
+    } == {("answer-a1", "answer-a2")}
+    labels = {(a.tenant, a.window) for r in committed for a in r.aggregates}
+    assert labels == {("A", "1m"), ("A", "2m"), ("B", "1m"), ("B", "2m")}
+    [late] = [o for r in committed for o in r.late]
+    assert late.event_id == "a-old"
+
+    (partition,) = {r.partition for r in committed if r.deltas}  # "bot": one partition
+    restored.clear()
+    again = WindowLoop(settings, in_transaction=in_transaction, after_commit=committed.append)
+    await run_until(again, lambda: partition in restored, "a report after the restart")
+    assert restored[partition] == 5  # the hook's state came back with the window state
+
+    consumer = AIOKafkaConsumer(
+        hook_topic,
+        bootstrap_servers=kafka_bootstrap,
+        group_id=None,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+    )
+    await consumer.start()
+    try:
+        values: list[int] = []
+        deadline = time.monotonic() + 20
+        while (not values or values[-1] != 5) and time.monotonic() < deadline:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                values += [json.loads(r.value or b"{}")["answered"] for r in records]
+    finally:
+        await consumer.stop()
+    assert values and values[-1] == 5 and values == sorted(values)

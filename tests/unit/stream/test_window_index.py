@@ -182,6 +182,23 @@ def test_an_answer_past_the_lateness_goes_to_the_late_topic_once() -> None:
     assert table.count(outcome("recent", at=640), START + 703) is Counted.COUNTED  # still open
 
 
+def test_too_late_does_not_depend_on_when_the_last_tick_was() -> None:
+    for tick_between in (False, True):
+        table = Table(TUMBLING_ONLY)
+        table.count(outcome("a", at=10), START + 10)
+        table.count(outcome("b", at=700), START + 11)  # 700 - 5 - 600 = 95 >= 60
+        if tick_between:
+            table.tick(START + 11)
+        assert table.count(outcome("old", at=30), START + 12) is Counted.TOO_LATE
+        assert table.count(outcome("fine", at=100), START + 13) is Counted.COUNTED
+    quiet = Table(TUMBLING_ONLY)
+    quiet.count(outcome("a", at=10), START + 10)
+    quiet.tick(START + 100)  # closed and published by the idle rule
+    assert quiet.count(outcome("late", at=20), START + 10 + 599) is Counted.COUNTED
+    # Quiet for the whole lateness: sealed, whether or not a tick has seen it yet.
+    assert quiet.count(outcome("too-late", at=20), START + 20 + 599 + 600) is Counted.TOO_LATE
+
+
 def test_a_quiet_key_closes_its_last_windows_on_time_then_leaves_no_state() -> None:
     table = Table()
     table.count(outcome("only", at=30), START + 30)
