@@ -1,95 +1,146 @@
-"""Burn-rate alerts of one outcome partition, kept in that partition's window state.
+"""Burn-rate alerts and window metrics, driven by the window loop's reports.
 
 Outcomes are partitioned so that all of one (tenant, assistant) meet in one partition,
-so each partition's :class:`~streamproc.alerting.monitor.AlertMonitor` sees every answer of
-its keys. Its snapshots live in the partition's :class:`TrackedStore` under ``alert/``
-keys: they are changelogged in the same transaction as the aggregates, the alert events
-and the input offsets, and a worker that takes the partition over restores them with the
-windows - so an incident fires once and resolves once across restarts.
+so one :class:`~streamproc.alerting.monitor.AlertMonitor` per partition sees every pane of
+its keys. It is fed the per-pane deltas of each :class:`WindowReport` (a pane's counts
+when it closes, then ``new - old`` when late answers revise it) and evaluated on event
+time, at the end of the newest pane the partition has closed, so a replay decides as the
+live stream did. The monitor's snapshots go into ``report.state``, which the window loop
+changelogs in the same transaction as the alert events, the aggregates and the input
+offsets: after a crash or a rebalance an incident neither fires twice nor is forgotten.
 
-Evaluation runs on event time: ``as_of`` is the end of the newest whole minute that the
-partition's events have passed by more than the window grace, so a replay decides exactly
-as the live stream did.
+Metrics are set only after the transaction committed (``after_commit``).
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import MutableMapping
 from typing import Any
 
+from streamproc.adapters.metrics import WorkerMetrics
 from streamproc.alerting.alert_state import AlertEvent, StatePolicy
 from streamproc.alerting.monitor import AlertMonitor
-from streamproc.config import AlertSettings
-from streamproc.stream.windows import AnswerOutcome
+from streamproc.config import AlertSettings, Settings
+from streamproc.stream.publisher import OutboundRecord
+from streamproc.stream.window_report import WindowReport
 
-__all__ = ["ALERT_KEY_PREFIX", "PartitionAlerts"]
+__all__ = ["ALERT_KEY_PREFIX", "AlertHooks", "PartitionAlerts"]
 
 ALERT_KEY_PREFIX = "alert/"
 _CLOCK_KEY = "alert-clock"
-_MINUTE_S = 60.0
 
 
 class PartitionAlerts:
-    """Count outcomes, evaluate once per closed minute of event time, keep the state."""
+    """One partition's alerts: pane deltas in, alert events out, state in ``store``."""
 
-    def __init__(
-        self, alerts: AlertSettings, store: MutableMapping[str, Any], *, grace_s: float
-    ) -> None:
+    def __init__(self, alerts: AlertSettings, store: MutableMapping[str, Any]) -> None:
         policy = StatePolicy(
             resolve_after_s=alerts.resolve_after_s,
             max_examples=alerts.max_example_ids,
             inhibit_ticket_while_paging=alerts.inhibit_ticket_while_paging,
         )
         self._monitor = AlertMonitor(alerts, policy)
-        self._store = store
-        self._grace_s = grace_s
-        for key, value in list(store.items()):
+        for key in list(store):
             if key.startswith(ALERT_KEY_PREFIX):
-                self._monitor.restore(json.dumps(value))
+                self._monitor.restore(json.dumps(store[key]))
         clock = store.get(_CLOCK_KEY) or {}
-        self._newest_event_s: float | None = clock.get("newest_event_s")
+        self._newest_pane_end: float | None = clock.get("newest_pane_end")
         self._evaluated_to: float | None = clock.get("evaluated_to")
+        self.seq: int = clock.get("seq", 0)
+        """Bumped on every write: a cached copy whose seq differs from the store's is stale
+        (another worker owned the partition meanwhile)."""
 
-    def count(self, outcome: AnswerOutcome) -> None:
-        """One judged answer into its key's per-minute counts."""
-        at_s = outcome.occurred_at.timestamp()
-        answered = not outcome.abstained
-        hallucinated = answered and outcome.hallucinated
-        examples = [outcome.answer_id] if hallucinated and outcome.answer_id else []
-        self._monitor.record(
-            outcome.tenant,
-            outcome.assistant_id,
-            at_s=at_s,
-            answered=int(answered),
-            hallucinated=int(hallucinated),
-            example_answer_ids=examples,
-        )
-        if self._newest_event_s is None or at_s > self._newest_event_s:
-            self._newest_event_s = at_s
-
-    def evaluate(self) -> list[AlertEvent]:
-        """The alert events of every minute closed since the last call (event time), and
-        the changed snapshots written to the store."""
-        if self._newest_event_s is None:
-            return []
-        as_of = math.floor((self._newest_event_s - self._grace_s) / _MINUTE_S) * _MINUTE_S
+    def apply(self, report: WindowReport) -> list[AlertEvent]:
+        """Count the report's pane deltas, evaluate every minute newly closed, and write
+        the changed state into ``report.state``."""
+        for delta in report.deltas:
+            self._monitor.record(
+                delta.tenant,
+                delta.assistant_id,
+                at_s=delta.start,
+                answered=delta.answered,
+                hallucinated=delta.hallucinated,
+                example_answer_ids=delta.example_answer_ids,
+            )
+            if self._newest_pane_end is None or delta.end > self._newest_pane_end:
+                self._newest_pane_end = delta.end
         events: list[AlertEvent] = []
-        if self._evaluated_to is None or as_of > self._evaluated_to:
+        as_of = self._newest_pane_end
+        if as_of is not None and (self._evaluated_to is None or as_of > self._evaluated_to):
             events = self._monitor.evaluate(as_of)
             self._evaluated_to = as_of
-        for (tenant, assistant), snapshot in self._monitor.drain_changed().items():
+        changed = self._monitor.drain_changed()
+        for (tenant, assistant), snapshot in changed.items():
             key = ALERT_KEY_PREFIX + json.dumps([tenant, assistant], separators=(",", ":"))
             if snapshot is None:
-                self._store.pop(key, None)
+                report.state.pop(key, None)
             else:
-                self._store[key] = json.loads(snapshot)
-        clock = {"newest_event_s": self._newest_event_s, "evaluated_to": self._evaluated_to}
-        if self._store.get(_CLOCK_KEY) != clock:
-            self._store[_CLOCK_KEY] = clock
+                report.state[key] = json.loads(snapshot)
+        if changed or events or report.deltas:
+            self.seq += 1
+            report.state[_CLOCK_KEY] = {
+                "newest_pane_end": self._newest_pane_end,
+                "evaluated_to": self._evaluated_to,
+                "seq": self.seq,
+            }
         return events
 
     def firing(self) -> list[tuple[str, str, str]]:
         """(tenant, assistant, severity) of every open alert."""
         return [(tenant, assistant, str(sev)) for tenant, assistant, sev in self._monitor.firing()]
+
+
+class AlertHooks:
+    """The window loop's ``in_transaction`` and ``after_commit`` hooks: alert events on
+    ``alerts.topic`` (key ``tenant/assistant``) and the window and alert metrics."""
+
+    def __init__(self, settings: Settings, metrics: WorkerMetrics | None = None) -> None:
+        self._alerts = settings.alerts
+        self._metrics = metrics
+        self._partitions: dict[int, PartitionAlerts] = {}
+        self._firing: dict[int, set[tuple[str, str, str]]] = {}
+
+    def _for(self, report: WindowReport) -> PartitionAlerts:
+        cached = self._partitions.get(report.partition)
+        stored_seq = (report.state.get(_CLOCK_KEY) or {}).get("seq", 0)
+        if cached is None or cached.seq != stored_seq:
+            cached = PartitionAlerts(self._alerts, report.state)
+            self._partitions[report.partition] = cached
+        return cached
+
+    def in_transaction(self, report: WindowReport) -> list[OutboundRecord]:
+        events = self._for(report).apply(report)
+        return [
+            OutboundRecord(
+                self._alerts.topic,
+                f"{event.tenant}/{event.assistant_id}".encode(),
+                event.model_dump_json().encode(),
+            )
+            for event in events
+        ]
+
+    def after_commit(self, report: WindowReport) -> None:
+        metrics = self._metrics
+        if metrics is None:
+            return
+        for aggregate in report.aggregates:
+            metrics.window_rate(
+                aggregate.tenant,
+                aggregate.assistant_id,
+                aggregate.model,
+                aggregate.window,
+                aggregate.rate,
+                aggregate.rate_low,
+                aggregate.rate_high,
+            )
+        for outcome in report.late:
+            metrics.late_event(outcome.tenant, outcome.assistant_id, outcome.model)
+        alerts = self._partitions.get(report.partition)
+        now_firing = set(alerts.firing()) if alerts is not None else set()
+        before = self._firing.get(report.partition, set())
+        for tenant, assistant, severity in before - now_firing:
+            metrics.alert_state(tenant, assistant, severity, firing=False)
+        for tenant, assistant, severity in now_firing:
+            metrics.alert_state(tenant, assistant, severity, firing=True)
+        self._firing[report.partition] = now_firing

@@ -77,6 +77,7 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         spec(topics.aggregates, output),
         spec(settings.window.hopping_topic, output),
         spec(settings.window.late_topic, output),
+        spec(settings.alerts.topic, output),  # firing / resolved events, key tenant/assistant
         # The window loop's state, partitioned like the outcomes it is derived from.
         spec(
             window_changelog_topic(settings),

@@ -24,6 +24,7 @@ from streamproc.adapters.task_dump import install_task_dump
 from streamproc.adapters.telemetry import Telemetry
 from streamproc.config import Settings
 from streamproc.judge import build_judge
+from streamproc.stream.alert_stage import AlertHooks
 from streamproc.stream.judge_loop import JudgeLoop
 from streamproc.stream.publisher import PublishFailed
 from streamproc.stream.topics import ensure_topics, topic_specs
@@ -78,7 +79,14 @@ async def _serve(settings: Settings) -> int:
     judging = JudgeLoop(
         settings, judge, client_options=options, telemetry=telemetry, metrics=metrics
     )
-    windows = WindowLoop(settings, client_options=options, telemetry=telemetry)
+    alerting = AlertHooks(settings, metrics)
+    windows = WindowLoop(
+        settings,
+        client_options=options,
+        telemetry=telemetry,
+        in_transaction=alerting.in_transaction,
+        after_commit=alerting.after_commit,
+    )
     metrics.add_lag_source("judge", lambda: partition_lags(judging.watch.progress))
     metrics.add_lag_source("windows", lambda: partition_lags(windows.watch.progress))
     probe = _probe(judging, windows)

@@ -1,15 +1,17 @@
-"""A partition's alerts driven by outcomes on event time, kept in the window store."""
+"""A partition's alerts driven by the window loop's pane deltas, on event time, with
+their state in the changelogged window table."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from streamproc.config import AlertSettings, BurnRateWindow
-from streamproc.stream.alert_stage import ALERT_KEY_PREFIX, PartitionAlerts
-from streamproc.stream.window_store import TrackedStore
-from streamproc.stream.windows import AnswerOutcome
+from streamproc.adapters.metrics import WorkerMetrics
+from streamproc.alerting.alert_state import AlertEvent
+from streamproc.config import AlertSettings, BurnRateWindow, Settings
+from streamproc.stream.alert_stage import AlertHooks
+from streamproc.stream.window_report import ExtensionState, PaneDelta, WindowReport
 
-START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+START = 1_772_442_000.0  # a whole minute, epoch seconds
 # A pair short enough that a 30 % spike over a 5 % objective pages in minutes (the
 # workbook's 14.4x over 1 h needs a 72 % error rate at a 5 % objective).
 FAST = AlertSettings(
@@ -17,50 +19,68 @@ FAST = AlertSettings(
 )
 
 
-def _outcome(index: int, at: datetime, hallucinated: bool, tenant: str = "t1") -> AnswerOutcome:
-    return AnswerOutcome(
-        event_id=f"e{index}",
-        answer_id=f"a{index}",
-        assistant_id="bot",
+def _report(table: dict[str, Any], minute: int, rate: float, tenant: str = "t1") -> WindowReport:
+    """One closed one-minute pane of 20 answers at ``rate`` hallucinated."""
+    bad = round(20 * rate)
+    delta = PaneDelta(
         tenant=tenant,
+        assistant_id="bot",
         model="m",
-        occurred_at=at,
-        hallucinated=hallucinated,
-        abstained=False,
-        contradicted_claims=int(hallucinated),
-        unsupported_claims=0,
-        faithfulness=0.0 if hallucinated else 1.0,
+        start=START + 60 * minute,
+        end=START + 60 * (minute + 1),
+        answered=20,
+        hallucinated=bad,
+        revision=0,
+        example_answer_ids=tuple(f"a{minute}-{i}" for i in range(bad)),
+    )
+    return WindowReport(
+        partition=0,
+        now=START + 60 * minute + 70,
+        tick=True,
+        aggregates=(),
+        deltas=(delta,),
+        late=(),
+        state=ExtensionState(table),
     )
 
 
-def _stream(alerts: PartitionAlerts, minutes: range, rate: float, offset: int) -> list[str]:
-    """20 answers a minute at ``rate`` hallucinated; the events seen, as 'state severity'."""
+def _run(hooks: AlertHooks, table: dict[str, Any], minutes: range, rate: float) -> list[str]:
     seen = []
     for minute in minutes:
-        for i in range(20):
-            at = START + timedelta(minutes=minute, seconds=3 * i)
-            alerts.count(_outcome(offset + minute * 20 + i, at, i < round(20 * rate)))
-        seen += [f"{e.state} {e.severity}" for e in alerts.evaluate()]
+        report = _report(table, minute, rate)
+        for record in hooks.in_transaction(report):
+            event = AlertEvent.model_validate_json(record.value or b"")
+            assert record.key == b"t1/bot"
+            seen.append(f"{event.state} {event.severity}")
+        hooks.after_commit(report)
     return seen
 
 
-def test_a_spike_pages_once_and_resolves_once_and_survives_a_restore() -> None:
-    store = TrackedStore()
-    alerts = PartitionAlerts(FAST, store, grace_s=10.0)
-    assert _stream(alerts, range(0, 60), 0.02, 0) == []
-    assert _stream(alerts, range(60, 70), 0.30, 0) == ["firing page"]
-    # A worker restart mid-incident: the state comes back from the store.
-    restored = PartitionAlerts(FAST, TrackedStore(dict(store.items())), grace_s=10.0)
-    assert restored.firing() == [("t1", "bot", "page")]
-    assert _stream(restored, range(70, 100), 0.02, 0) == ["resolved page"]
-    assert any(key.startswith(ALERT_KEY_PREFIX) for key in store)
+def test_a_spike_pages_once_resolves_once_and_survives_another_owner() -> None:
+    settings = Settings(alerts=FAST)
+    metrics = WorkerMetrics()
+    table: dict[str, Any] = {}
+    hooks = AlertHooks(settings, metrics)
+    assert _run(hooks, table, range(0, 60), 0.02) == []
+    assert _run(hooks, table, range(60, 66), 0.30) == ["firing page"]
+    firing = {"tenant": "t1", "assistant": "bot", "severity": "page"}
+    assert metrics.registry.get_sample_value("streamproc_alert_firing", firing) == 1.0
+    # Another worker takes the partition over (restored from the changelogged table)...
+    other = AlertHooks(settings)
+    assert _run(other, table, range(66, 70), 0.30) == []  # ...and does not fire again
+    # ...and gives it back: the first worker's cached state is stale and is reloaded.
+    assert _run(hooks, table, range(70, 100), 0.02) == ["resolved page"]
+    assert metrics.registry.get_sample_value("streamproc_alert_firing", firing) == 0.0
 
 
 def test_three_of_four_in_a_quiet_hour_does_not_page() -> None:
-    alerts = PartitionAlerts(FAST, TrackedStore(), grace_s=10.0)
+    hooks = AlertHooks(Settings(alerts=FAST))
+    table: dict[str, Any] = {}
     seen = []
-    for index, bad in enumerate([True, True, True, False]):
-        alerts.count(_outcome(index, START + timedelta(minutes=15 * index), bad))
-        seen += alerts.evaluate()
-    alerts.count(_outcome(9, START + timedelta(hours=2), False))
-    assert seen + alerts.evaluate() == []
+    for minute, bad in ((0, 1), (15, 1), (30, 1), (45, 0)):
+        delta = PaneDelta(
+            "t1", "bot", "m", START + 60 * minute, START + 60 * minute + 60, 1, bad, 0, ()
+        )
+        report = WindowReport(0, START, True, (), (delta,), (), ExtensionState(table))
+        seen += hooks.in_transaction(report)
+    assert seen == []
