@@ -17,13 +17,18 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
+    "AlertSettings",
+    "AuditSettings",
+    "BurnRateWindow",
     "ConfidenceSettings",
     "HoppingWindow",
     "InferenceSettings",
     "JudgeLimits",
     "JudgeSettings",
     "KafkaSecurity",
+    "MetricsSettings",
     "Settings",
+    "TelemetrySettings",
     "TopicSettings",
     "WindowSettings",
     "WorkerSettings",
@@ -127,7 +132,7 @@ class WindowSettings(_Group):
     def _panes_fit(self) -> WindowSettings:
         sizes = [self.size_s] + [s for w in self.hopping for s in (w.size_s, w.hop_s)]
         millis = [round(size * 1000) for size in sizes]
-        if any(ms <= 0 or abs(ms - size * 1000) > 1e-6 for ms, size in zip(millis, sizes)):
+        if any(ms <= 0 or abs(ms - size * 1000) > 1e-6 for ms, size in zip(millis, sizes, strict=True)):
             raise ValueError(f"window sizes and hops are whole milliseconds, not {sizes}")
         for window in self.hopping:
             if window.hop_s > window.size_s:
@@ -345,6 +350,18 @@ class AlertSettings(_Group):
         "rate above the objective (no page on a tiny unlucky sample).",
     )
     topic: str = "groundedness.alerts"
+    resolve_after_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="An alert resolves once none of its conditions has held for this long "
+        "(event time): one firing and one resolved event per incident.",
+    )
+    max_example_ids: int = Field(
+        default=5, ge=0, description="Flagged answer ids carried by an alert (to the audit)."
+    )
+    inhibit_ticket_while_paging: bool = Field(
+        default=True, description="No ticket opens for a key while its page fires."
+    )
 
 
 class MetricsSettings(_Group):
