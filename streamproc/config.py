@@ -132,7 +132,9 @@ class WindowSettings(_Group):
     def _panes_fit(self) -> WindowSettings:
         sizes = [self.size_s] + [s for w in self.hopping for s in (w.size_s, w.hop_s)]
         millis = [round(size * 1000) for size in sizes]
-        if any(ms <= 0 or abs(ms - size * 1000) > 1e-6 for ms, size in zip(millis, sizes, strict=True)):
+        if any(
+            ms <= 0 or abs(ms - size * 1000) > 1e-6 for ms, size in zip(millis, sizes, strict=True)
+        ):
             raise ValueError(f"window sizes and hops are whole milliseconds, not {sizes}")
         for window in self.hopping:
             if window.hop_s > window.size_s:
