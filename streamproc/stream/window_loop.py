@@ -58,6 +58,7 @@ from streamproc.stream.window_table import (
     Counted,
     close_due,
     count_outcome,
+    decode_entries,
     drop_legacy_entries,
     forget_expired_seen,
     rebuild_index,
@@ -344,7 +345,7 @@ class WindowLoop(ConsumerLoop):
                 dict(self._client_options),
                 settle_timeout_s=self._settings.worker.transaction_timeout_s + 30.0,
             )
-            store = TrackedStore(state)
+            store = TrackedStore(decode_entries(state))
             dropped, unreported = drop_legacy_entries(store)
             if dropped:
                 # Their tombstones go out with the partition's next transaction.

@@ -1,21 +1,24 @@
 """One pane's counters, and the sum of panes that makes a window's aggregate - pure.
 
-A :class:`Pane` is what the window table stores per (series, pane start): counters, a
+A :class:`Pane` is what the window table keeps per (series, pane start): counters, a
 log-scale histogram of judge latency, the first few hallucinated answer ids, and its
-emission state. Everything in it is bounded: the histogram has at most
-:data:`LATENCY_BINS` bins and the examples list at most ``window.examples`` ids, so a
-pane's changelog record stays the same size however many answers it counts (only the
-counters' digits grow). A window's aggregate is the sum of its panes
+reporting state. Everything in it is bounded: the histogram has at most
+:data:`LATENCY_BINS` bins and the examples at most ``window.examples`` ids, so a pane
+stays the same size however many answers it counts (only the counters' digits grow).
+A pane is a slotted object in memory and a JSON list on the changelog
+(:meth:`Pane.to_json`): with one to two panes per key and minute of lateness and window
+length, a key costs about 0.4 KB of heap per pane instead of 1.3 KB as a dict (see
+BENCHMARKS.md, "Window state"). A window's aggregate is the sum of its panes
 (:class:`WindowTotals`), computed when it closes or is revised.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Final, TypedDict
+from typing import Any, Final
 
 from streamproc.events import WindowAggregate
 from streamproc.stats import wilson_interval
@@ -29,7 +32,6 @@ __all__ = [
     "close_pane",
     "latency_bin",
     "latency_quantile",
-    "new_pane",
 ]
 
 LATENCY_BINS: Final = 96
@@ -39,60 +41,93 @@ reported as its bin's geometric middle: within 2^(1/8) - 1 = 9 % of the true val
 
 _BASE_MS: Final = 0.1
 _PER_DOUBLING: Final = 4
+_FORMAT: Final = 1
+"""First element of a pane's JSON list: its layout, so a later one can be told apart."""
 
 
-class Pane(TypedDict):
-    """Counters of one series over one pane, JSON-ready (a window-table value)."""
-
-    start: int
-    answers: int
-    answered: int
-    abstained: int
-    hallucinated: int
-    contradicted: int
-    unsupported: int
-    faith_sum: float
-    faith_n: int
-    latency: dict[str, int]
-    """Judge-latency histogram: bin number (as text, a JSON key) -> answers."""
-    examples: list[str]
-    """Answer ids of the first hallucinated answers counted, at most ``window.examples``."""
-    late: int
-    """Answers counted after the pane had closed."""
-    revision: int
-    """-1 until the pane first closes, 0 then, + 1 each time late answers revise it."""
-    dirty: bool
-    """Counted into since it was last reported (set only once closed: a late answer)."""
-    reported: list[int]
-    """[answered, hallucinated] as last reported, so a revision reports the difference."""
-    max_event_at: float
-    last_update: float
-    last_event_id: str | None
-    """The last event counted: recognises a redelivery of it without its seen mark (see
-    ``window_table``)."""
+_LAYOUT: Final = (
+    "start",
+    "answers",
+    "answered",
+    "abstained",
+    "hallucinated",
+    "contradicted",
+    "unsupported",
+    "faith_sum",
+    "faith_n",
+    "latency",
+    "examples",
+    "late",
+    "revision",
+    "dirty",
+    "reported_answered",
+    "reported_hallucinated",
+    "max_event_at",
+    "last_update",
+    "last_event_id",
+)
+"""A pane's fields, in the order of its JSON list after the layout number."""
 
 
-def new_pane(start: int) -> Pane:
-    return Pane(
-        start=start,
-        answers=0,
-        answered=0,
-        abstained=0,
-        hallucinated=0,
-        contradicted=0,
-        unsupported=0,
-        faith_sum=0.0,
-        faith_n=0,
-        latency={},
-        examples=[],
-        late=0,
-        revision=-1,
-        dirty=False,
-        reported=[0, 0],
-        max_event_at=start / 1000,  # at most any event time it counts
-        last_update=0.0,
-        last_event_id=None,
-    )
+class Pane:
+    """Counters of one series over one pane."""
+
+    __slots__ = _LAYOUT
+
+    def __init__(self, start: int) -> None:
+        self.start = start
+        self.answers = 0
+        self.answered = 0
+        self.abstained = 0
+        self.hallucinated = 0
+        self.contradicted = 0
+        self.unsupported = 0
+        self.faith_sum = 0.0
+        self.faith_n = 0
+        self.latency: list[int] = []
+        """Judge-latency histogram, flat: bin, answers, bin, answers, ... by bin."""
+        self.examples: tuple[str, ...] = ()
+        """Answer ids of the first hallucinated answers counted (``window.examples``)."""
+        self.late = 0
+        """Answers counted after the pane had closed."""
+        self.revision = -1
+        """-1 until the pane first closes, 0 then, + 1 each time late answers revise it."""
+        self.dirty = False
+        """Counted into since it was last reported (set only once closed: a late answer)."""
+        self.reported_answered = 0
+        self.reported_hallucinated = 0
+        """(answered, hallucinated) as last reported, so a revision reports the change."""
+        self.max_event_at = start / 1000  # at most any event time it counts
+        self.last_update = 0.0
+        self.last_event_id: str | None = None
+        """The last event counted: recognises a redelivery of it without its seen mark
+        (see ``window_table``)."""
+
+    def to_json(self) -> list[Any]:
+        """The pane as the changelog holds it: a JSON list, fields in slot order."""
+        values = [getattr(self, name) for name in _LAYOUT]
+        values[_LAYOUT.index("examples")] = list(self.examples)
+        return [_FORMAT, *values]
+
+    @classmethod
+    def from_json(cls, data: Sequence[Any]) -> Pane:
+        if not data or data[0] != _FORMAT:
+            raise ValueError(f"not a pane of layout {_FORMAT}: {str(data)[:80]}")
+        fields = dict(zip(_LAYOUT, data[1:], strict=True))
+        pane = cls(int(fields["start"]))
+        for name, value in fields.items():
+            setattr(pane, name, value)
+        pane.examples = tuple(fields["examples"])
+        pane.latency = list(fields["latency"])
+        return pane
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Pane) and self.to_json() == other.to_json()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return f"Pane({self.to_json()!r})"
 
 
 def add_outcome(
@@ -104,52 +139,50 @@ def add_outcome(
     late: bool,
     examples: int,
 ) -> Pane | None:
-    """The pane with one more outcome counted (a new dict; the input is left as it is),
-    or None when ``outcome`` is the pane's last counted event again (a redelivery).
-    ``late``: the pane has closed already, so the answer revises it."""
-    if pane is not None and outcome.event_id == pane["last_event_id"]:
+    """Count one outcome into the pane (changed in place; a new pane for None), or None
+    when ``outcome`` is the pane's last counted event again (a redelivery). ``late``:
+    the pane has closed already, so the answer revises it."""
+    if pane is None:
+        pane = Pane(start)
+    elif outcome.event_id == pane.last_event_id:
         return None
-    updated = new_pane(start) if pane is None else _copy(pane)
-    updated["answers"] += 1
+    pane.answers += 1
     if outcome.abstained:
-        updated["abstained"] += 1
+        pane.abstained += 1
     else:
-        updated["answered"] += 1
+        pane.answered += 1
         if outcome.hallucinated:
-            updated["hallucinated"] += 1
-            if outcome.answer_id is not None and len(updated["examples"]) < examples:
-                updated["examples"].append(outcome.answer_id)
-    updated["contradicted"] += outcome.contradicted_claims
-    updated["unsupported"] += outcome.unsupported_claims
+            pane.hallucinated += 1
+            if outcome.answer_id is not None and len(pane.examples) < examples:
+                pane.examples = (*pane.examples, outcome.answer_id)
+    pane.contradicted += outcome.contradicted_claims
+    pane.unsupported += outcome.unsupported_claims
     if outcome.faithfulness is not None:
-        updated["faith_sum"] += outcome.faithfulness
-        updated["faith_n"] += 1
+        pane.faith_sum += outcome.faithfulness
+        pane.faith_n += 1
     if outcome.judge_ms is not None:
-        bin_ = str(latency_bin(outcome.judge_ms))
-        updated["latency"][bin_] = updated["latency"].get(bin_, 0) + 1
+        _count_latency(pane.latency, latency_bin(outcome.judge_ms))
     if late:
-        updated["late"] += 1
-        updated["dirty"] = True
-    updated["max_event_at"] = max(updated["max_event_at"], outcome.occurred_at.timestamp())
-    updated["last_update"] = now
-    updated["last_event_id"] = outcome.event_id
-    return updated
+        pane.late += 1
+        pane.dirty = True
+    pane.max_event_at = max(pane.max_event_at, outcome.occurred_at.timestamp())
+    pane.last_update = now
+    pane.last_event_id = outcome.event_id
+    return pane
 
 
-def close_pane(pane: Pane) -> tuple[Pane, int, int]:
-    """Report the pane: its first close (revision 0) or a revision after late answers
-    (+ 1). Returns the new pane and the change in (answered, hallucinated) since it was
-    last reported (all of it on the first report)."""
-    answered_before, hallucinated_before = pane["reported"]
-    closed = _copy(pane)
-    closed["revision"] = pane["revision"] + 1  # -1 (never reported) becomes 0
-    closed["dirty"] = False
-    closed["reported"] = [pane["answered"], pane["hallucinated"]]
-    return (
-        closed,
-        pane["answered"] - answered_before,
-        pane["hallucinated"] - hallucinated_before,
+def close_pane(pane: Pane) -> tuple[int, int]:
+    """Report the pane (in place): its first close (revision 0) or a revision after late
+    answers (+ 1). Returns the change in (answered, hallucinated) since it was last
+    reported (all of it on the first report)."""
+    change = (
+        pane.answered - pane.reported_answered,
+        pane.hallucinated - pane.reported_hallucinated,
     )
+    pane.revision += 1  # -1 (never reported) becomes 0
+    pane.dirty = False
+    pane.reported_answered, pane.reported_hallucinated = pane.answered, pane.hallucinated
+    return change
 
 
 def latency_bin(ms: float) -> int:
@@ -159,19 +192,36 @@ def latency_bin(ms: float) -> int:
     return min(LATENCY_BINS - 1, 1 + math.floor(_PER_DOUBLING * math.log2(ms / _BASE_MS)))
 
 
-def latency_quantile(histogram: Mapping[str, int], q: float) -> float | None:
-    """The ``q`` quantile (nearest rank) of a histogram, as its bin's geometric middle;
-    None for an empty histogram."""
-    total = sum(histogram.values())
+def latency_quantile(histogram: Sequence[int], q: float) -> float | None:
+    """The ``q`` quantile (nearest rank) of a flat histogram (bin, count, ... by bin), as
+    its bin's geometric middle; None for an empty histogram."""
+    return latency_quantiles(histogram, (q,))[0]
+
+
+def latency_quantiles(histogram: Sequence[int], qs: Sequence[float]) -> list[float | None]:
+    """Several quantiles (ascending ``qs``) in one pass over the histogram."""
+    total = sum(histogram[1::2])
     if total == 0:
-        return None
-    rank = max(1, math.ceil(q * total))
+        return [None] * len(qs)
+    ranks = [max(1, math.ceil(q * total)) for q in qs]
+    found: list[float | None] = []
     seen = 0
-    for bin_ in sorted(int(key) for key in histogram):
-        seen += histogram[str(bin_)]
-        if seen >= rank:
-            return _bin_middle(bin_)
-    raise AssertionError("unreachable: the ranks add up to the total")
+    for index in range(0, len(histogram), 2):
+        seen += histogram[index + 1]
+        while len(found) < len(ranks) and seen >= ranks[len(found)]:
+            found.append(_bin_middle(histogram[index]))
+    return found
+
+
+def _count_latency(histogram: list[int], bin_: int, count: int = 1) -> None:
+    for index in range(0, len(histogram), 2):
+        if histogram[index] == bin_:
+            histogram[index + 1] += count
+            return
+        if histogram[index] > bin_:
+            histogram[index:index] = [bin_, count]
+            return
+    histogram += [bin_, count]
 
 
 def _bin_middle(bin_: int) -> float:
@@ -197,30 +247,32 @@ class WindowTotals:
     late: int = 0
     weight: int = 0
     """Sum over the panes of (revision + 1): the window's revision + 1."""
-    latency: dict[str, int] = field(default_factory=dict)
+    latency: list[int] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
 
     def add(self, pane: Pane, *, examples: int) -> None:
-        self.answers += pane["answers"]
-        self.answered += pane["answered"]
-        self.abstained += pane["abstained"]
-        self.hallucinated += pane["hallucinated"]
-        self.contradicted += pane["contradicted"]
-        self.unsupported += pane["unsupported"]
-        self.faith_sum += pane["faith_sum"]
-        self.faith_n += pane["faith_n"]
-        self.late += pane["late"]
-        self.weight += max(0, pane["revision"]) + 1
-        for bin_, count in pane["latency"].items():
-            self.latency[bin_] = self.latency.get(bin_, 0) + count
+        self.answers += pane.answers
+        self.answered += pane.answered
+        self.abstained += pane.abstained
+        self.hallucinated += pane.hallucinated
+        self.contradicted += pane.contradicted
+        self.unsupported += pane.unsupported
+        self.faith_sum += pane.faith_sum
+        self.faith_n += pane.faith_n
+        self.late += pane.late
+        self.weight += max(0, pane.revision) + 1
+        histogram = pane.latency
+        for index in range(0, len(histogram), 2):
+            _count_latency(self.latency, histogram[index], histogram[index + 1])
         room = examples - len(self.examples)
-        if room > 0:
-            self.examples.extend(pane["examples"][:room])
+        if room > 0 and pane.examples:
+            self.examples.extend(pane.examples[:room])
 
     def aggregate(
         self, key: SeriesKey, spec: WindowSpec, end_ms: int, *, now: float
     ) -> WindowAggregate:
         interval = wilson_interval(self.hallucinated, self.answered)
+        p50, p95 = latency_quantiles(self.latency, (0.50, 0.95))
         return WindowAggregate(
             tenant=key.tenant,
             assistant_id=key.assistant_id,
@@ -240,21 +292,13 @@ class WindowTotals:
             contradicted_claims=self.contradicted,
             unsupported_claims=self.unsupported,
             mean_faithfulness=self.faith_sum / self.faith_n if self.faith_n else None,
-            judge_latency_p50_ms=latency_quantile(self.latency, 0.50),
-            judge_latency_p95_ms=latency_quantile(self.latency, 0.95),
+            judge_latency_p50_ms=p50,
+            judge_latency_p95_ms=p95,
             example_answer_ids=list(self.examples),
             late_events=self.late,
             revision=max(0, self.weight - 1),
             closed_at=_utc(now),
         )
-
-
-def _copy(pane: Pane) -> Pane:
-    copied = pane.copy()
-    copied["latency"] = dict(pane["latency"])
-    copied["examples"] = list(pane["examples"])
-    copied["reported"] = list(pane["reported"])
-    return copied
 
 
 def _utc(timestamp: float) -> datetime:

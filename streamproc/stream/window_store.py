@@ -66,8 +66,18 @@ class TrackedStore(MutableMapping[str, Any]):
 
 
 def encode_entry(key: str, value: Any | None) -> tuple[bytes, bytes | None]:
-    """A changelog record: the key, and the value as JSON or None (tombstone)."""
-    return key.encode(), None if value is None else json.dumps(value).encode()
+    """A changelog record: the key, and the value as JSON or None (tombstone). A value
+    with a ``to_json()`` (a pane) is written as what that returns."""
+    if value is None:
+        return key.encode(), None
+    return key.encode(), json.dumps(value, separators=(",", ":"), default=_to_json).encode()
+
+
+def _to_json(value: Any) -> Any:
+    to_json = getattr(value, "to_json", None)
+    if to_json is None:
+        raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+    return to_json()
 
 
 def decode_entry(value: bytes) -> Any:

@@ -4,7 +4,7 @@ One changelogged table per outcome partition holds four kinds of entry, told apa
 a key prefix (``<series>`` is ``SeriesKey.text()``, a JSON list):
 
 - ``p|<series>|<pane start ms>``: a :class:`~streamproc.stream.window_panes.Pane`
-  (counters, bounded histogram and examples; fixed size);
+  (counters, bounded histogram and examples; fixed size; a JSON list on the changelog);
 - ``k|<series>``: a :class:`Series`: its three marks (pane ends, epoch ms) and its clocks
   as last written;
 - ``s|<event_id>``: the seen mark of a counted event, ``[partition, seen_at]``, kept
@@ -85,6 +85,7 @@ __all__ = [
     "close_due",
     "close_series",
     "count_outcome",
+    "decode_entries",
     "drop_legacy_entries",
     "forget_expired_seen",
     "pane_key",
@@ -201,7 +202,7 @@ def count_outcome(
         if pane is None:
             result = Counted.REPEATED
         else:
-            store[key] = pane
+            store[key] = pane  # changed in place: this marks it for the changelog
             if runtime is None:
                 runtime = index.runtime(sid)
                 _write_series(store, sid, runtime)
@@ -287,8 +288,8 @@ def rebuild_index(
             sid, _, start = key[len(PANE_PREFIX) :].rpartition("|")
             runtime = index.runtime(sid)
             runtime.panes.append(int(start))
-            _advance(runtime, raw["max_event_at"], raw["last_update"])
-            if raw["dirty"]:
+            _advance(runtime, raw.max_event_at, raw.last_update)
+            if raw.dirty:
                 runtime.dirty.add(int(start))
         elif key.startswith(SERIES_PREFIX):
             runtime = index.runtime(key[len(SERIES_PREFIX) :])
@@ -305,6 +306,15 @@ def rebuild_index(
         runtime.next_end = _next_end(runtime, timing)
         index.schedule(sid)
     return index
+
+
+def decode_entries(entries: dict[str, Any]) -> dict[str, Any]:
+    """The table as restored from its changelog (JSON values), with each pane made a
+    :class:`~streamproc.stream.window_panes.Pane` again (in place; returned)."""
+    for key, value in entries.items():
+        if key.startswith(PANE_PREFIX):
+            entries[key] = Pane.from_json(value)
+    return entries
 
 
 def drop_legacy_entries(store: Store) -> tuple[int, int]:
@@ -440,8 +450,8 @@ def _report_pane(
     """Mark one pane reported (first close or revision) and say what changed."""
     key = pane_key(sid, start)
     pane: Pane = store[key]
-    closed, answered, hallucinated = close_pane(pane)
-    store[key] = closed
+    answered, hallucinated = close_pane(pane)
+    store[key] = pane
     series = runtime.key
     return PaneDelta(
         tenant=series.tenant,
@@ -451,8 +461,8 @@ def _report_pane(
         end=(start + timing.pane_ms) / 1000,
         answered=answered,
         hallucinated=hallucinated,
-        revision=closed["revision"],
-        example_answer_ids=tuple(closed["examples"]),
+        revision=pane.revision,
+        example_answer_ids=pane.examples,
     )
 
 

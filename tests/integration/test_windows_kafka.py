@@ -214,10 +214,9 @@ async def test_hooks_get_every_delta_and_late_outcome_and_keep_their_state_acros
     """A window loop in this process with both hooks: the in-transaction hook's records
     and state commit with the windows (its state comes back after a restart), the
     after-commit hook sees the deltas, aggregates and late outcomes the loop published."""
-    settings = _settings(kafka_bootstrap).model_copy(
-        update={
-            "worker": _settings(kafka_bootstrap).worker.model_copy(update={"instance_id": None})
-        }
+    settings = _settings(kafka_bootstrap)
+    settings = settings.model_copy(  # one process, two loops in turn: no fixed slot
+        update={"worker": settings.worker.model_copy(update={"instance_id": None})}
     )
     await prepare_topics(settings)
     hook_topic = settings.topics.flags  # unused by a window loop alone: the hook's output

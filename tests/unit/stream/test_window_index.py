@@ -10,6 +10,7 @@ from typing import Any
 
 from streamproc.config import WindowSettings
 from streamproc.stream.window_index import PartitionIndex
+from streamproc.stream.window_store import decode_entry, encode_entry
 from streamproc.stream.window_table import (
     PANE_PREFIX,
     SEEN_PREFIX,
@@ -18,6 +19,7 @@ from streamproc.stream.window_table import (
     Counted,
     close_due,
     count_outcome,
+    decode_entries,
     drop_legacy_entries,
     forget_expired_seen,
     pane_key,
@@ -96,6 +98,14 @@ class Table:
 
     def keys(self, prefix: str) -> list[str]:
         return [key for key in self.store if key.startswith(prefix)]
+
+
+def changelog_copy(store: dict[str, Any]) -> dict[str, Any]:
+    """The table as a compacted changelog would give it back."""
+    records = [encode_entry(key, value) for key, value in store.items()]
+    return decode_entries(
+        {key.decode(): decode_entry(value) for key, value in records if value is not None}
+    )
 
 
 def windows(closed: Closed, label: str | None = None) -> list[tuple[str, str, float, int, int]]:
@@ -245,7 +255,7 @@ def test_redelivered_events_count_once_even_when_not_consecutive() -> None:
     results = [table.count(outcome(e), START) for e in ("a", "b", "a", "c", "b", "a")]
     assert results.count(Counted.COUNTED) == 3
     (pane,) = [table.store[key] for key in table.keys(PANE_PREFIX)]
-    assert pane["answers"] == 3
+    assert pane.answers == 3
     assert set(table.keys(SEEN_PREFIX)) == {seen_key(e) for e in "abc"}
 
 
@@ -254,10 +264,11 @@ def test_a_crash_between_the_pane_record_and_its_seen_mark_still_counts_once() -
     table.count(outcome("a"), START)
     table.count(outcome("b"), START)
     del table.store[seen_key("b")]  # the changelog kept the pane but not the mark after it
+    table.store = changelog_copy(table.store)
     table.index = rebuild_index(list(table.store.items()), PARTITION, table.timing)
     assert table.count(outcome("b"), START + 1) is Counted.REPEATED
     (pane,) = [table.store[key] for key in table.keys(PANE_PREFIX)]
-    assert pane["answers"] == 2
+    assert pane.answers == 2
     assert seen_key("b") in table.store  # the missing mark is written now
 
 
@@ -272,7 +283,7 @@ def test_a_rebuilt_index_decides_what_the_live_one_decides() -> None:
         if number % 20 == 0:
             live.tick(START + at)
     live.count(outcome("late", tenant="A", assistant="bot1", at=100), START + 2101)
-    rebuilt = Table(store=dict(live.store))
+    rebuilt = Table(store=changelog_copy(live.store))  # as a restoring worker reads it
     rebuilt.index = rebuild_index(list(rebuilt.store.items()), PARTITION, rebuilt.timing)
     assert rebuilt.index.sizes()[0] == live.index.sizes()[0] == 6
     for name in live.index.series:
@@ -314,8 +325,8 @@ def test_revisions_only_grow_and_deltas_add_up_to_the_counts() -> None:
     assert len(panes) > 60
     sid = SeriesKey("t", "bot", "m").text()
     for key, pane in panes.items():
-        assert answered[pane["start"] / 1000] == pane["answered"], key
-        assert key == pane_key(sid, pane["start"])
+        assert answered[pane.start / 1000] == pane.answered, key
+        assert key == pane_key(sid, pane.start)
     assert max(latest.values()) > 0  # late answers did revise windows
 
 

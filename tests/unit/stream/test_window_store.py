@@ -4,6 +4,9 @@ changelog record round-trips (a deleted key is a tombstone)."""
 
 from __future__ import annotations
 
+import pytest
+
+from streamproc.stream.window_panes import Pane
 from streamproc.stream.window_store import TrackedStore, decode_entry, encode_entry
 
 
@@ -27,7 +30,12 @@ def test_a_key_written_then_deleted_before_a_drain_is_a_tombstone() -> None:
 
 
 def test_changelog_records_round_trip() -> None:
-    key, value = encode_entry('p|["t","bot","m"]|60000', {"answers": 3, "last_event_id": None})
-    assert key == b'p|["t","bot","m"]|60000'
-    assert value is not None and decode_entry(value) == {"answers": 3, "last_event_id": None}
+    key, value = encode_entry('k|["t","bot","m"]', {"closed_through": 60000, "watermark": None})
+    assert key == b'k|["t","bot","m"]'
+    assert value is not None
+    assert decode_entry(value) == {"closed_through": 60000, "watermark": None}
     assert encode_entry("s|e1", None) == (b"s|e1", None)
+    pane = Pane(60_000)
+    assert decode_entry(encode_entry("p|x|60000", pane)[1] or b"") == pane.to_json()
+    with pytest.raises(TypeError):
+        encode_entry("x|y", object())

@@ -15,12 +15,14 @@ from streamproc.config import HoppingWindow, Settings, WindowSettings
 from streamproc.stats import wilson_interval
 from streamproc.stream.window_panes import (
     LATENCY_BINS,
+    Pane,
     WindowTotals,
     add_outcome,
     close_pane,
     latency_bin,
     latency_quantile,
 )
+from streamproc.stream.window_store import decode_entry, encode_entry
 from streamproc.stream.windows import (
     AnswerOutcome,
     SeriesKey,
@@ -150,12 +152,12 @@ def test_series_keys_cannot_be_confused_whatever_the_names() -> None:
     assert SeriesKey.parse(SeriesKey('t"]', "ü", "|").text()) == SeriesKey('t"]', "ü", "|")
 
 
-def fill(*items: AnswerOutcome, late: bool = False, examples: int = 5) -> dict[str, object]:
+def fill(*items: AnswerOutcome, late: bool = False, examples: int = 5) -> Pane:
     pane = None
     for item in items:
         pane = add_outcome(pane, item, start=START, now=0.0, late=late, examples=examples) or pane
     assert pane is not None
-    return dict(pane)
+    return pane
 
 
 def test_a_pane_counts_answers_abstentions_claims_and_examples() -> None:
@@ -165,23 +167,23 @@ def test_a_pane_counts_answers_abstentions_claims_and_examples() -> None:
         outcome("c", abstained=True, faithfulness=None),
         outcome("d", hallucinated=True, abstained=True),  # abstained: not in the rate
     )
-    assert (pane["answers"], pane["answered"], pane["abstained"]) == (4, 2, 2)
-    assert pane["hallucinated"] == 1
-    assert pane["examples"] == ["answer-a"]
-    assert pane["contradicted"] == 2 and pane["faith_n"] == 3
-    assert pane["revision"] == -1 and not pane["dirty"]
+    assert (pane.answers, pane.answered, pane.abstained) == (4, 2, 2)
+    assert pane.hallucinated == 1
+    assert pane.examples == ("answer-a",)
+    assert pane.contradicted == 2 and pane.faith_n == 3
+    assert pane.revision == -1 and not pane.dirty
+    assert pane.latency == [latency_bin(10.0), 4]
 
 
 def test_the_last_counted_event_again_is_recognised_by_the_pane_alone() -> None:
-    first = add_outcome(None, outcome("a"), start=START, now=0, late=False, examples=5)
-    assert first is not None
-    assert add_outcome(first, outcome("a"), start=START, now=0, late=False, examples=5) is None
-    second = add_outcome(first, outcome("b"), start=START, now=0, late=False, examples=5)
-    assert second is not None and (first["answers"], second["answers"]) == (1, 2)
+    pane = fill(outcome("a"))
+    assert add_outcome(pane, outcome("a"), start=START, now=0, late=False, examples=5) is None
+    assert add_outcome(pane, outcome("b"), start=START, now=0, late=False, examples=5) is pane
+    assert pane.answers == 2 and pane.last_event_id == "b"
 
 
-def test_a_pane_stays_the_same_size_however_many_answers() -> None:
-    def serialised(answers: int) -> int:
+def test_a_pane_round_trips_through_its_changelog_record_and_stays_small() -> None:
+    def serialised(answers: int) -> str:
         pane = fill(
             *(
                 outcome(
@@ -192,26 +194,30 @@ def test_a_pane_stays_the_same_size_however_many_answers() -> None:
                 for index in range(answers)
             )
         )
-        return len(json.dumps(pane))
+        _, value = encode_entry("p|x|0", pane)
+        assert value is not None
+        assert Pane.from_json(decode_entry(value)) == pane
+        return value.decode()
 
     # Every latency bin used and five examples kept, the pane is as large as it gets
     # but for the counters' digits (about 130 counts in each of 96 bins, then 1,300).
     full, tenfold = serialised(12_500), serialised(125_000)
-    assert tenfold - full < LATENCY_BINS + 60, (full, tenfold)
-    assert full < 2_500
+    assert len(tenfold) - len(full) < LATENCY_BINS + 60, (full, tenfold)
+    assert len(full) < 1_200
+    small = serialised(1)
+    assert len(small) < 200, small  # one answer: mostly its two ids (event, example)
+    with pytest.raises(ValueError, match="layout"):
+        Pane.from_json([99, *json.loads(small)[1:]])
 
 
 def test_closing_reports_what_changed_and_revisions_count_up() -> None:
     pane = fill(outcome("a", hallucinated=True), outcome("b"))
-    closed, answered, hallucinated = close_pane(pane)  # type: ignore[arg-type]
-    assert (closed["revision"], answered, hallucinated) == (0, 2, 1)
-    later = add_outcome(
-        closed, outcome("c", hallucinated=True), start=START, now=1, late=True, examples=5
-    )
-    assert later is not None and later["dirty"] and later["late"] == 1
-    revised, answered, hallucinated = close_pane(later)
-    assert (revised["revision"], answered, hallucinated) == (1, 1, 1)
-    assert not revised["dirty"]
+    assert close_pane(pane) == (2, 1)
+    assert pane.revision == 0
+    add_outcome(pane, outcome("c", hallucinated=True), start=START, now=1, late=True, examples=5)
+    assert pane.dirty and pane.late == 1
+    assert close_pane(pane) == (1, 1)
+    assert pane.revision == 1 and not pane.dirty
 
 
 def test_latency_bins_cover_every_value_and_quantiles_are_within_nine_percent() -> None:
@@ -219,16 +225,17 @@ def test_latency_bins_cover_every_value_and_quantiles_are_within_nine_percent() 
     assert latency_bin(1e12) == LATENCY_BINS - 1
     rng = random.Random(3)
     values = [rng.lognormvariate(2, 1.5) for _ in range(5000)]
-    histogram: dict[str, int] = {}
+    counts: dict[int, int] = {}
     for value in values:
-        histogram[str(latency_bin(value))] = histogram.get(str(latency_bin(value)), 0) + 1
+        counts[latency_bin(value)] = counts.get(latency_bin(value), 0) + 1
+    histogram = [number for bin_ in sorted(counts) for number in (bin_, counts[bin_])]
     ordered = sorted(values)
     for q in (0.5, 0.95):
         exact = ordered[math.ceil(q * len(values)) - 1]
         estimate = latency_quantile(histogram, q)
         assert estimate is not None
         assert abs(estimate / exact - 1) <= 2 ** (1 / 8) - 1 + 1e-9, (q, estimate, exact)
-    assert latency_quantile({}, 0.5) is None
+    assert latency_quantile([], 0.5) is None
 
 
 def test_a_window_is_the_sum_of_its_panes() -> None:
@@ -262,7 +269,7 @@ def test_a_window_is_the_sum_of_its_panes() -> None:
 def test_no_answered_answer_means_no_rate_and_no_latency_means_none() -> None:
     pane = fill(outcome("a", abstained=True, judge_ms=None))
     totals = WindowTotals()
-    totals.add(pane, examples=5)  # type: ignore[arg-type]
+    totals.add(pane, examples=5)
     aggregate = totals.aggregate(SeriesKey("t", "b", "m"), WindowSpec(MINUTE, MINUTE), START, now=0)
     assert aggregate.rate is None and aggregate.rate_low is None
     assert aggregate.judge_latency_p50_ms is None and aggregate.abstentions == 1
