@@ -145,18 +145,29 @@ class PartitionIndex:
         self._wall_time.pop(sid, None)
         self._due.pop(sid, None)
 
-    def due(self, now: float) -> list[str]:
+    def due(self, now: float, limit: int | None = None) -> list[str]:
         """Pop the series that may need closing, revising, sealing or forgetting now
-        (each once). The caller must :meth:`schedule` every one it keeps."""
-        keys = self._due
-        self._due = {}
+        (each once), at most ``limit`` of them: the rest stay queued for the next call
+        (see :meth:`more_due`). The caller must :meth:`schedule` every one it keeps."""
+        room = math.inf if limit is None else limit
+        keys: dict[str, None] = {}
+        pending = self._due
+        while pending and len(keys) < room:
+            sid = next(iter(pending))
+            del pending[sid]
+            keys[sid] = None
         wall_queue = self._by_wall_clock
-        while wall_queue and wall_queue[0][0] <= now:
+        while wall_queue and wall_queue[0][0] <= now and len(keys) < room:
             at, sid = heapq.heappop(wall_queue)
             if self._wall_time.get(sid) == at:  # otherwise superseded by an earlier push
                 del self._wall_time[sid]
                 keys[sid] = None
         return [sid for sid in keys if sid in self.series]
+
+    def more_due(self, now: float) -> bool:
+        """Whether a series may be due now (an entry of the wall-clock queue may turn out
+        superseded when popped)."""
+        return bool(self._due) or bool(self._by_wall_clock and self._by_wall_clock[0][0] <= now)
 
     def track_seen(self, key: str, seen_at: float) -> None:
         """Remember a seen mark written at ``seen_at`` (wall clock, non-decreasing)."""

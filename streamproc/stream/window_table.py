@@ -212,10 +212,13 @@ def count_outcome(
     return result
 
 
-def close_due(store: Store, index: PartitionIndex, now: float) -> Closed:
-    """Close, revise, seal and forget what the index says is due in the partition."""
+def close_due(
+    store: Store, index: PartitionIndex, now: float, *, limit: int | None = None
+) -> Closed:
+    """Close, revise, seal and forget what the index says is due in the partition, for
+    at most ``limit`` series (``index.more_due`` says whether some are left)."""
     closed = Closed()
-    for sid in index.due(now):
+    for sid in index.due(now, limit):
         closed.extend(close_series(store, index, sid, now))
     return closed
 

@@ -139,6 +139,20 @@ def test_a_tick_touches_only_due_series_and_idle_close_waits_for_quiet() -> None
     assert store.reads == 2
 
 
+def test_a_tick_can_be_bounded_and_the_rest_waits_for_the_next() -> None:
+    table = Table(TUMBLING_ONLY)
+    now = START + 1000
+    for number in range(1_000):
+        table.count(outcome(f"e{number}", assistant=f"bot{number}"), now)
+    closed: list[str] = []
+    while table.index.more_due(now + 4):
+        batch = close_due(table.store, table.index, now + 4, limit=300)
+        assert len(batch.aggregates) <= 300
+        closed += [a.assistant_id for _, a in batch.aggregates]
+    assert sorted(closed) == sorted(f"bot{number}" for number in range(1_000))
+    assert close_due(table.store, table.index, now + 4).aggregates == []
+
+
 def test_two_tenants_with_one_assistant_id_keep_apart_windows_clocks_and_lateness() -> None:
     table = Table(TUMBLING_ONLY)
     now = START + 20  # live traffic
