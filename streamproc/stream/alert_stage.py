@@ -52,9 +52,16 @@ class PartitionAlerts:
         (another worker owned the partition meanwhile)."""
 
     def apply(self, report: WindowReport) -> list[AlertEvent]:
-        """Count the report's pane deltas, evaluate every minute newly closed, and write
-        the changed state into ``report.state``."""
-        for delta in report.deltas:
+        """Count the report's pane deltas in event-time order, evaluating at the end of
+        each minute newly closed - a replay closes many minutes in one report, and
+        evaluating only at the newest would step over a spike - and write the changed
+        state into ``report.state``. A revised older pane is counted and shows in the
+        next evaluation."""
+        events: list[AlertEvent] = []
+        for delta in sorted(report.deltas, key=lambda d: (d.end, d.tenant, d.assistant_id)):
+            if self._newest_pane_end is not None and delta.end > self._newest_pane_end:
+                # A later minute starts: every pane up to the newest end is counted.
+                events += self._evaluate_through(self._newest_pane_end)
             self._monitor.record(
                 delta.tenant,
                 delta.assistant_id,
@@ -65,11 +72,9 @@ class PartitionAlerts:
             )
             if self._newest_pane_end is None or delta.end > self._newest_pane_end:
                 self._newest_pane_end = delta.end
-        events: list[AlertEvent] = []
-        as_of = self._newest_pane_end
-        if as_of is not None and (self._evaluated_to is None or as_of > self._evaluated_to):
-            events = self._monitor.evaluate(as_of)
-            self._evaluated_to = as_of
+            if self._evaluated_to is None:
+                self._evaluated_to = delta.start  # nothing to decide before the first pane
+        events += self._evaluate_through(self._newest_pane_end)
         changed = self._monitor.drain_changed()
         for (tenant, assistant), snapshot in changed.items():
             key = ALERT_KEY_PREFIX + json.dumps([tenant, assistant], separators=(",", ":"))
@@ -85,6 +90,12 @@ class PartitionAlerts:
                 "seq": self.seq,
             }
         return events
+
+    def _evaluate_through(self, as_of: float | None) -> list[AlertEvent]:
+        if as_of is None or (self._evaluated_to is not None and as_of <= self._evaluated_to):
+            return []
+        self._evaluated_to = as_of
+        return self._monitor.evaluate(as_of)
 
     def firing(self) -> list[tuple[str, str, str]]:
         """(tenant, assistant, severity) of every open alert."""

@@ -84,3 +84,15 @@ def test_three_of_four_in_a_quiet_hour_does_not_page() -> None:
         report = WindowReport(0, START, True, (), (delta,), (), ExtensionState(table))
         seen += hooks.in_transaction(report)
     assert seen == []
+
+
+def test_a_replay_closing_many_minutes_in_one_report_does_not_step_over_a_spike() -> None:
+    hooks = AlertHooks(Settings(alerts=FAST))
+    table: dict[str, Any] = {}
+    reports = [_report(table, minute, 0.30 if 20 <= minute < 30 else 0.02) for minute in range(50)]
+    every_delta = tuple(d for r in reports for d in r.deltas)
+    one = WindowReport(0, START, True, (), every_delta, (), ExtensionState(table))
+    records = hooks.in_transaction(one)
+    events = [AlertEvent.model_validate_json(r.value or b"") for r in records]
+    assert [(e.state, e.severity) for e in events] == [("firing", "page"), ("resolved", "page")]
+    assert START + 20 * 60 < events[0].event_time.timestamp() <= START + 25 * 60
