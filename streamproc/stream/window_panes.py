@@ -6,9 +6,9 @@ reporting state. Everything in it is bounded: the histogram has at most
 :data:`LATENCY_BINS` bins and the examples at most ``window.examples`` ids, so a pane
 stays the same size however many answers it counts (only the counters' digits grow).
 A pane is a slotted object in memory and a JSON list on the changelog
-(:meth:`Pane.to_json`): with one to two panes per key and minute of lateness and window
-length, a key costs about 0.4 KB of heap per pane instead of 1.3 KB as a dict (see
-BENCHMARKS.md, "Window state"). A window's aggregate is the sum of its panes
+(:meth:`Pane.to_json`): a key holds one or two panes per minute of lateness and window
+length, so each costs little, about 0.6 KB of heap and 130 to 490 bytes of changelog
+(BENCHMARKS.md, "Window state"). A window's aggregate is the sum of its panes
 (:class:`WindowTotals`), computed when it closes or is revised.
 """
 
