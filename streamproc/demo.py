@@ -83,7 +83,7 @@ async def _drive(settings: Settings, answers: list[AnswerEvent], timeout_s: floa
 
     expected = {answer.event_id for answer in answers}
     judged: set[str] = set()
-    windows: dict[tuple[str, datetime], WindowAggregate] = {}
+    windows: dict[tuple[str, str, str, datetime], WindowAggregate] = {}
     dead_letters = 0
     flags = 0
     deadline = time.monotonic() + timeout_s
@@ -95,7 +95,8 @@ async def _drive(settings: Settings, answers: list[AnswerEvent], timeout_s: floa
                 if isinstance(event, Verdict):
                     judged.add(event.event_id)
                 elif isinstance(event, WindowAggregate):
-                    windows[(event.assistant_id, event.window_start)] = event
+                    key = (event.tenant, event.assistant_id, event.model, event.window_start)
+                    windows[key] = event  # the latest revision of each window
                 elif isinstance(event, DeadLetter):
                     dead_letters += 1
                 elif isinstance(event, Flag):
@@ -148,7 +149,8 @@ def _window_line(window: WindowAggregate) -> str:
         else f" [95% CI {window.rate_low:.0%}-{window.rate_high:.0%}]"
     )
     return (
-        f"WINDOW   {window.assistant_id:<18} {window.window_start:%H:%M:%S}-"
+        f"WINDOW   {window.tenant:<10} {window.assistant_id:<18} {window.model:<12} "
+        f"{window.window_start:%H:%M:%S}-"
         f"{window.window_end:%H:%M:%S}  answers {window.answers:>3}  answered "
         f"{window.answered:>3}  hallucinated {window.hallucinated:>3}  rate {rate}{interval}  "
         f"contradicted {window.contradicted_claims} unsupported {window.unsupported_claims}  "

@@ -46,12 +46,13 @@ def test_demo_runs_to_completion_and_cleans_up() -> None:
     assert "bad_json" in out, "the malformed event is reported as a dead letter"
 
     windows = [line for line in out.splitlines() if line.startswith("WINDOW ")]
-    latest: dict[tuple[str, str], tuple[int, int]] = {}  # a late event revises a window
+    # tenant, assistant, model, time range -> (revision, answers): a late event revises
+    latest: dict[tuple[str, ...], tuple[int, int]] = {}
     for line in windows:
         fields = line.split()
-        key = (fields[1], fields[2])
+        key = tuple(fields[1:5])
         revision = int(fields[-1])
-        answers_in = int(re.findall(r"answers\s+(\d+)", line)[0])
+        answers_in = int(re.findall(r"\sanswers\s+(\d+)\s+answered", line)[0])
         if key not in latest or revision > latest[key][0]:
             latest[key] = (revision, answers_in)
     counted = sum(answers_in for _, answers_in in latest.values())
