@@ -44,7 +44,14 @@ def _settings(address: str, security: KafkaSecurity, prefix: str, **extra: Any) 
         security=security,
         topics={**{name: f"{prefix}-{run}.{name}" for name in names}, "partitions": 1},
         audit={"topic": f"{prefix}-{run}.audit"},
-        **extra,
+        alerts={"topic": f"{prefix}-{run}.alerts"},
+        **{
+            "window": {
+                "late_topic": f"{prefix}-{run}.late",
+                "hopping_topic": f"{prefix}-{run}.hopping",
+            },
+            **extra,
+        },
     )
 
 
