@@ -23,6 +23,13 @@ async def bounded_close(closing: Awaitable[None], what: str) -> None:
         await asyncio.wait_for(closing, CLOSE_TIMEOUT_S)
     except (TimeoutError, KafkaError, OSError) as exc:
         log.warning("client_close_failed", client=what, error=repr(exc))
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # we are being cancelled: never swallow that
+        # A client's own task cancelled while it closed (seen after a failed publish
+        # during a broker restart): it must not replace the error that ended the loop.
+        log.warning("client_close_failed", client=what, error=repr(exc))
 
 
 def partition_names(partitions: Iterable[TopicPartition]) -> list[str]:
