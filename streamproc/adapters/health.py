@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-__all__ = ["HealthServer", "HealthState"]
+__all__ = ["HealthServer", "HealthState", "add_health_routes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +34,7 @@ class HealthServer:
 
     async def start(self) -> None:
         app = web.Application()
-        app.router.add_get("/livez", self._livez)
-        app.router.add_get("/readyz", self._readyz)
+        add_health_routes(app, self._probe)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._host, self._port)
@@ -49,14 +48,22 @@ class HealthServer:
             await self._runner.cleanup()
             self._runner = None
 
-    async def _livez(self, _: web.Request) -> web.Response:
-        state = self._probe()
+
+def add_health_routes(app: web.Application, probe: Callable[[], HealthState]) -> None:
+    """``/livez`` and ``/readyz`` from ``probe``: 200 or 503, with its detail as JSON.
+    Shared by the health server and the metrics server."""
+
+    async def livez(_: web.Request) -> web.Response:
+        state = probe()
         return web.json_response(
             {"live": state.live, **state.detail}, status=200 if state.live else 503
         )
 
-    async def _readyz(self, _: web.Request) -> web.Response:
-        state = self._probe()
+    async def readyz(_: web.Request) -> web.Response:
+        state = probe()
         return web.json_response(
             {"ready": state.ready, **state.detail}, status=200 if state.ready else 503
         )
+
+    app.router.add_get("/livez", livez)
+    app.router.add_get("/readyz", readyz)

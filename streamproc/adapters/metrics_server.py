@@ -16,7 +16,7 @@ from collections.abc import Callable
 from aiohttp import web
 from prometheus_client.exposition import choose_encoder
 
-from streamproc.adapters.health import HealthState
+from streamproc.adapters.health import HealthState, add_health_routes
 from streamproc.adapters.metrics import WorkerMetrics
 from streamproc.config import Settings
 
@@ -66,8 +66,7 @@ class MetricsServer:
         app = web.Application()
         app.router.add_get("/metrics", self._scrape)
         if self._probe is not None:
-            app.router.add_get("/livez", self._livez)
-            app.router.add_get("/readyz", self._readyz)
+            add_health_routes(app, self._probe)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, self._host, self._port).start()
@@ -86,19 +85,3 @@ class MetricsServer:
         body = await asyncio.to_thread(encode, self._metrics.registry)
         # aiohttp refuses a charset inside content_type; the header is set whole instead.
         return web.Response(body=body, headers={"Content-Type": content_type})
-
-    async def _livez(self, _: web.Request) -> web.Response:
-        state = self._state()
-        return web.json_response(
-            {"live": state.live, **state.detail}, status=200 if state.live else 503
-        )
-
-    async def _readyz(self, _: web.Request) -> web.Response:
-        state = self._state()
-        return web.json_response(
-            {"ready": state.ready, **state.detail}, status=200 if state.ready else 503
-        )
-
-    def _state(self) -> HealthState:
-        assert self._probe is not None  # the routes exist only with a probe
-        return self._probe()
