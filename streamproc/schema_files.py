@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode
 
+from streamproc.alerting.alert_state import AlertEvent
 from streamproc.events import AnswerEvent, DeadLetter, Flag, Verdict, WindowAggregate
 
 __all__ = ["SCHEMA_MODELS", "drifted_schemas", "render_schemas", "write_schemas"]
@@ -23,6 +24,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "flag": Flag,
     "window-aggregate": WindowAggregate,
     "dead-letter": DeadLetter,
+    "alert-event": AlertEvent,  # the alerts topic: firing / resolved
 }
 
 _BASE_ID = "https://streamproc.invalid/schemas/"
