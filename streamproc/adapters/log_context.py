@@ -35,6 +35,7 @@ __all__ = [
     "TEXT_KEYS",
     "RedactTexts",
     "add_answer_context",
+    "answer_processors",
     "bound_answer",
     "current_answer_fields",
     "log_processors",
@@ -213,7 +214,12 @@ def scrub_error_text(text: str, limit: int = _MAX_ERROR_CHARS) -> str:
 def log_processors(settings: Settings) -> list[Processor]:
     """The processors ``configure_logging`` inserts into its shared chain, after
     ``merge_contextvars`` and before the renderer."""
-    return [add_answer_context, RedactTexts(log_texts=settings.audit.log_texts)]
+    return answer_processors(log_texts=settings.audit.log_texts)
+
+
+def answer_processors(*, log_texts: bool) -> list[Processor]:
+    """Bind the answer's ids to each line, then cut texts unless ``log_texts``."""
+    return [add_answer_context, RedactTexts(log_texts=log_texts)]
 
 
 def _exception_of(exc_info: Any) -> BaseException | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import structlog
 
-from streamproc.adapters.log_context import RedactTexts, add_answer_context
+from streamproc.adapters.log_context import answer_processors
 
 __all__ = ["configure_logging"]
 
@@ -30,8 +30,7 @@ def configure_logging(
     question and answer texts are cut unless ``log_texts`` (``audit.log_texts``)."""
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
-        add_answer_context,
-        RedactTexts(log_texts=log_texts),
+        *answer_processors(log_texts=log_texts),
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
