@@ -6,7 +6,8 @@ conversation and outputs keyed by answer; faust's fetcher died on a compressed b
 could not read; and after crashes a faust worker could own partitions it never read,
 silently. Here every step is visible:
 
-1. ``getmany`` a micro-batch (``worker.batch_max`` records or ``batch_wait_s``);
+1. read a micro-batch (``worker.batch_max`` records or ``batch_wait_s``), an equal share
+   from each owned partition (:class:`~streamproc.stream.fair_read.FairReader`);
 2. run the pure judging stage in an executor (never on the event loop);
 3. publish its records and the batch's input offsets through a :class:`Publisher` - one
    Kafka transaction on real Kafka, acknowledged-then-committed on Tansu;
@@ -41,6 +42,7 @@ from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
 from streamproc.judge import Judge
 from streamproc.stream.consumer_loop import ConsumerLoop
+from streamproc.stream.fair_read import FairReader
 from streamproc.stream.intake import MessageOrigin, Rejection, dead_letter_for
 from streamproc.stream.judging import (
     IncomingMessage,
@@ -107,19 +109,23 @@ class JudgeLoop(ConsumerLoop):
         self.judged = 0
         self.unreadable = 0
         self._last_unreadable: TopicPartition | None = None
+        self._reader = FairReader()
 
     # ------------------------------------------------------------------ one batch
 
     async def _step(self) -> None:
         unreadable: list[tuple[TopicPartition, int, Exception]] = []
+        batch: Mapping[TopicPartition, Sequence[ConsumerRecord[bytes, bytes]]]
         try:
-            batch = await self._consumer.getmany(
+            batch, read_at = await self._reader.read(
+                self._consumer,
                 timeout_ms=int(self._settings.worker.batch_wait_s * 1000),
                 max_records=self._settings.worker.batch_max,
+                generation=lambda: self._generation,
             )
         except _UNREADABLE as exc:
             batch, unreadable = await self._isolate_unreadable(exc)
-        read_at = self._generation
+            read_at = self._generation
         if not batch and not unreadable:
             return
         async with self._lock:
