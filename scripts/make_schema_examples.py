@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from streamproc.alerting.judge_accuracy import judge_accuracy
 from streamproc.config import JudgeSettings, WindowSettings
 from streamproc.events import AnswerEvent, Timings
 from streamproc.judge import build_judge
@@ -87,7 +88,11 @@ def main() -> None:
     # The clock is fixed by ``now``; only the measured judge time varies between runs.
     fixed = {"timings": Timings(judge_ms=1.8, batch_size=1, end_to_end_ms=18000.0)}
     verdict = output.verdicts[0].model_copy(update=fixed)
-    timing = window_timing(WindowSettings(hopping=[]), max_event_age_s=7 * 24 * 3600)
+    timing = window_timing(
+        WindowSettings(hopping=[]),
+        max_event_age_s=7 * 24 * 3600,
+        accuracy=judge_accuracy("rules"),
+    )
     table: dict[str, object] = {}
     index = PartitionIndex(timing)
     outcome = output.outcomes[0].model_copy(update={"judge_ms": 1.8})  # as the verdict's

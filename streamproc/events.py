@@ -12,6 +12,8 @@ from typing import Any, Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeInt
 
+from streamproc.alerting.corrected_rate import CorrectedRate
+
 __all__ = [
     "MAX_INPUT_ITEMS",
     "SCHEMA_VERSION",
@@ -314,6 +316,15 @@ class WindowAggregate(_Model):
     rate: float | None = Field(description="hallucinated / answered; None when none answered.")
     rate_low: float | None = Field(description="Wilson 95 % interval, lower bound.")
     rate_high: float | None = Field(description="Wilson 95 % interval, upper bound.")
+    corrected_rate: CorrectedRate | None = Field(
+        default=None,
+        description="The estimated true hallucination rate behind `rate`: Rogan-Gladen with "
+        "the Lang-Reiczigel interval, each task type (QA, Summary, Data2txt) corrected with "
+        "the judge's sensitivity and specificity measured on EVALUATION.md's report split. "
+        "`identifiable` false when the judge's flags carry too little information "
+        "(sensitivity + specificity near 1). None when the judge's accuracy is unmeasured or "
+        "some answers of the window have no task type.",
+    )
     contradicted_claims: NonNegativeInt
     unsupported_claims: NonNegativeInt
     mean_faithfulness: float | None

@@ -209,6 +209,13 @@ class WorkerMetrics:
             [*_KEY, "window"],
             registry=r,
         )
+        self._window_corrected = Gauge(
+            "streamproc_window_corrected_hallucination_rate",
+            "Estimated true rate of the last closed window (Rogan-Gladen, the judge's "
+            "measured accuracy per task type); absent when it cannot be estimated.",
+            [*_KEY, "window"],
+            registry=r,
+        )
         self._alert_firing = Gauge(
             "streamproc_alert_firing",
             "1 while a burn-rate alert is firing, 0 once resolved.",
@@ -269,10 +276,12 @@ class WorkerMetrics:
         rate: float | None,
         low: float | None,
         high: float | None,
+        corrected: float | None = None,
     ) -> None:
         """The rate and Wilson bounds of a key's last closed window (``window``: its size
-        as :func:`window_label` writes it). ``rate`` None (nothing answered) removes the
-        key's series for that window: no data, not zero."""
+        as :func:`window_label` writes it), and its corrected rate when there is one.
+        ``rate`` None (nothing answered) removes the key's series for that window: no
+        data, not zero."""
         series = (tenant, assistant, model, window)
         if rate is None:
             self._drop_window(series)
@@ -282,6 +291,10 @@ class WorkerMetrics:
         self._window_rate.labels(*series).set(rate)
         self._window_low.labels(*series).set(math.nan if low is None else low)
         self._window_high.labels(*series).set(math.nan if high is None else high)
+        if corrected is None:
+            self._window_corrected.remove(*series)
+        else:
+            self._window_corrected.labels(*series).set(corrected)
         self._window_updated[series] = self._clock()
 
     def alert_state(self, tenant: str, assistant: str, severity: str, firing: bool) -> None:
@@ -331,8 +344,9 @@ class WorkerMetrics:
         return OTHER, OTHER, OTHER
 
     def _drop_window(self, series: tuple[str, str, str, str]) -> None:
-        for gauge in (self._window_rate, self._window_low, self._window_high):
-            gauge.remove(*series)
+        gauges = (self._window_rate, self._window_low, self._window_high, self._window_corrected)
+        for gauge in gauges:
+            gauge.remove(*series)  # a series never set is no error
         self._window_updated.pop(series, None)
 
 

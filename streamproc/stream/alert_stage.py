@@ -136,6 +136,7 @@ class AlertHooks:
         if metrics is None:
             return
         for aggregate in report.aggregates:
+            corrected = aggregate.corrected_rate
             metrics.window_rate(
                 aggregate.tenant,
                 aggregate.assistant_id,
@@ -144,6 +145,7 @@ class AlertHooks:
                 aggregate.rate,
                 aggregate.rate_low,
                 aggregate.rate_high,
+                corrected=corrected.estimate if corrected is not None else None,
             )
         for outcome in report.late:
             metrics.late_event(outcome.tenant, outcome.assistant_id, outcome.model)

@@ -45,6 +45,7 @@ from streamproc.stream.output_fit import (
     fit_record,
     fit_verdict,
 )
+from streamproc.stream.task_type import task_type_of
 from streamproc.stream.topics import AUDIT_MAX_MESSAGE_BYTES, DEAD_LETTER_MAX_BYTES
 from streamproc.stream.windows import AnswerOutcome
 
@@ -456,6 +457,7 @@ def _outcome(answer: AnswerEvent, judgement: AnswerJudgement, judge_ms: float) -
         unsupported_claims=judgement.unsupported_claims,
         faithfulness=judgement.faithfulness,
         judge_ms=judge_ms,
+        task_type=task_type_of(answer, judgement),
     )
 
 

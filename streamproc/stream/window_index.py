@@ -28,6 +28,7 @@ from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
 
+from streamproc.alerting.judge_accuracy import JudgeAccuracy
 from streamproc.stream.windows import SeriesKey, WindowSpec, first_end_after
 
 __all__ = ["PartitionIndex", "SeriesRuntime", "WindowTiming"]
@@ -47,6 +48,8 @@ class WindowTiming:
     """A series with no panes left is forgotten after this long without events: long
     enough that no event for a window it sealed can still pass intake."""
     examples: int
+    accuracy: JudgeAccuracy | None = None
+    """The judge's measured accuracy per task type, for the aggregates' corrected rate."""
 
 
 @dataclass(slots=True)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from streamproc.alerting.corrected_rate import CorrectedRate, corrected_rate_mixed
+from streamproc.alerting.judge_accuracy import JudgeAccuracy
 from streamproc.events import WindowAggregate
 from streamproc.stats import wilson_interval
 from streamproc.stream.windows import AnswerOutcome, SeriesKey, WindowSpec
@@ -41,8 +43,9 @@ reported as its bin's geometric middle: within 2^(1/8) - 1 = 9 % of the true val
 
 _BASE_MS: Final = 0.1
 _PER_DOUBLING: Final = 4
-_FORMAT: Final = 1
+_FORMAT: Final = 2
 """First element of a pane's JSON list: its layout, so a later one can be told apart."""
+_FORMATS_READ: Final = (1, 2)
 
 
 _LAYOUT: Final = (
@@ -65,8 +68,10 @@ _LAYOUT: Final = (
     "max_event_at",
     "last_update",
     "last_event_id",
+    "by_task",
 )
-"""A pane's fields, in the order of its JSON list after the layout number."""
+"""A pane's fields, in the order of its JSON list after the layout number. Layout 1 had
+no ``by_task``: such a pane reads with an empty one (its answers' task types unknown)."""
 
 
 class Pane:
@@ -102,6 +107,9 @@ class Pane:
         self.last_event_id: str | None = None
         """The last event counted: recognises a redelivery of it without its seen mark
         (see ``window_table``)."""
+        self.by_task: dict[str, list[int]] = {}
+        """Task type -> [answered, hallucinated], for the corrected rate; answers whose
+        outcome named no type are in ``answered`` only. At most three keys."""
 
     def to_json(self) -> list[Any]:
         """The pane as the changelog holds it: a JSON list, fields in slot order."""
@@ -111,14 +119,16 @@ class Pane:
 
     @classmethod
     def from_json(cls, data: Sequence[Any]) -> Pane:
-        if not data or data[0] != _FORMAT:
-            raise ValueError(f"not a pane of layout {_FORMAT}: {str(data)[:80]}")
-        fields = dict(zip(_LAYOUT, data[1:], strict=True))
+        if not data or data[0] not in _FORMATS_READ:
+            raise ValueError(f"not a pane of layout {_FORMATS_READ}: {str(data)[:80]}")
+        layout = _LAYOUT if data[0] == _FORMAT else _LAYOUT[:-1]
+        fields = dict(zip(layout, data[1:], strict=True))
         pane = cls(int(fields["start"]))
         for name, value in fields.items():
             setattr(pane, name, value)
         pane.examples = tuple(fields["examples"])
         pane.latency = list(fields["latency"])
+        pane.by_task = {task: list(counts) for task, counts in fields.get("by_task", {}).items()}
         return pane
 
     def __eq__(self, other: object) -> bool:
@@ -151,6 +161,10 @@ def add_outcome(
         pane.abstained += 1
     else:
         pane.answered += 1
+        if outcome.task_type is not None:
+            counts = pane.by_task.setdefault(outcome.task_type, [0, 0])
+            counts[0] += 1
+            counts[1] += outcome.hallucinated
         if outcome.hallucinated:
             pane.hallucinated += 1
             if outcome.answer_id is not None and len(pane.examples) < examples:
@@ -249,6 +263,7 @@ class WindowTotals:
     """Sum over the panes of (revision + 1): the window's revision + 1."""
     latency: list[int] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
+    by_task: dict[str, list[int]] = field(default_factory=dict)
 
     def add(self, pane: Pane, *, examples: int) -> None:
         self.answers += pane.answers
@@ -261,6 +276,10 @@ class WindowTotals:
         self.faith_n += pane.faith_n
         self.late += pane.late
         self.weight += max(0, pane.revision) + 1
+        for task, (answered, hallucinated) in pane.by_task.items():
+            counts = self.by_task.setdefault(task, [0, 0])
+            counts[0] += answered
+            counts[1] += hallucinated
         histogram = pane.latency
         for index in range(0, len(histogram), 2):
             _count_latency(self.latency, histogram[index], histogram[index + 1])
@@ -268,8 +287,31 @@ class WindowTotals:
         if room > 0 and pane.examples:
             self.examples.extend(pane.examples[:room])
 
+    def corrected(self, accuracy: JudgeAccuracy | None) -> CorrectedRate | None:
+        """The estimated true rate (``alerting.corrected_rate``), each task type with the
+        judge's accuracy on it. None when the judge's accuracy is unmeasured, or when some
+        answers have no task type (outcomes of an older worker) or one the judge was not
+        measured on: a correction of part of the window would pass for the whole."""
+        if accuracy is None or not self.answered:
+            return None
+        parts = []
+        for task, (answered, hallucinated) in sorted(self.by_task.items()):
+            counts = accuracy.for_task(task)
+            if counts is None:
+                return None
+            parts.append((hallucinated, answered, counts))
+        if sum(n for _, n, _ in parts) != self.answered:
+            return None
+        return corrected_rate_mixed(parts)
+
     def aggregate(
-        self, key: SeriesKey, spec: WindowSpec, end_ms: int, *, now: float
+        self,
+        key: SeriesKey,
+        spec: WindowSpec,
+        end_ms: int,
+        *,
+        now: float,
+        accuracy: JudgeAccuracy | None = None,
     ) -> WindowAggregate:
         interval = wilson_interval(self.hallucinated, self.answered)
         p50, p95 = latency_quantiles(self.latency, (0.50, 0.95))
@@ -289,6 +331,7 @@ class WindowTotals:
             rate=self.hallucinated / self.answered if self.answered else None,
             rate_low=interval[0] if interval else None,
             rate_high=interval[1] if interval else None,
+            corrected_rate=self.corrected(accuracy),
             contradicted_claims=self.contradicted,
             unsupported_claims=self.unsupported,
             mean_faithfulness=self.faith_sum / self.faith_n if self.faith_n else None,

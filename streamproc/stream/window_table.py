@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final, TypedDict
 
+from streamproc.alerting.judge_accuracy import JudgeAccuracy
 from streamproc.config import WindowSettings
 from streamproc.events import WindowAggregate
 from streamproc.stream.window_index import PartitionIndex, SeriesRuntime, WindowTiming
@@ -151,7 +152,9 @@ def seen_key(event_id: str) -> str:
     return f"{SEEN_PREFIX}{event_id}"
 
 
-def window_timing(window: WindowSettings, *, max_event_age_s: float) -> WindowTiming:
+def window_timing(
+    window: WindowSettings, *, max_event_age_s: float, accuracy: JudgeAccuracy | None = None
+) -> WindowTiming:
     """Timings from the settings. A seen mark outlives the ordinary life of the pane that
     counted it: open for a pane (+ grace, + idle when the traffic is replayed), then
     ``retain_closed_s`` closed. A series with no panes is forgotten once no event of a
@@ -171,6 +174,7 @@ def window_timing(window: WindowSettings, *, max_event_age_s: float) -> WindowTi
         + window.retain_closed_s,
         forget_s=max_event_age_s + window.retain_closed_s,
         examples=window.examples,
+        accuracy=accuracy,
     )
 
 
@@ -252,7 +256,8 @@ def close_series(store: Store, index: PartitionIndex, sid: str, now: float) -> C
         totals = WindowTotals()
         for start in panes_between(runtime.panes, end - spec.size_ms, end):
             totals.add(store[pane_key(sid, start)], examples=timing.examples)
-        result.aggregates.append((spec, totals.aggregate(runtime.key, spec, end, now=now)))
+        aggregate = totals.aggregate(runtime.key, spec, end, now=now, accuracy=timing.accuracy)
+        result.aggregates.append((spec, aggregate))
     runtime.closed_through, runtime.emitted_through = new_closed, new_emitted
     runtime.sealed_through = _sealed_through(runtime, timing, now)
     _delete_sealed_panes(store, runtime, sid, timing)

@@ -60,6 +60,9 @@ class AnswerOutcome(BaseModel):
     faithfulness: float | None
     judge_ms: float | None = None
     """The judge time of the answer's batch; None on outcomes written before it was carried."""
+    task_type: str | None = None
+    """EVALUATION.md's task type (``stream/task_type.py``), for the corrected rate; None on
+    outcomes written before it was carried."""
 
 
 class SeriesKey(NamedTuple):

@@ -193,6 +193,9 @@ async def test_windows_survive_a_kill_keep_tenants_apart_and_route_late_answers(
     for aggregate in (a_revised, b_last):
         assert (aggregate.assistant_id, aggregate.model) == ("bot", "m")
         assert aggregate.judge_latency_p50_ms is not None
+        # Every outcome names its task type: the rules judge's measured accuracy applies.
+        corrected = aggregate.corrected_rate
+        assert corrected is not None and corrected.n == aggregate.answered > 0
     assert set(a_revised.example_answer_ids) <= {f"a-answer-{i}" for i in range(3)} | {
         "a-late-answer-0"
     }

@@ -234,10 +234,13 @@ def test_window_gauges_are_set_removed_on_no_data_and_expire_when_not_updated() 
     metrics = WorkerMetrics(window_stale_after_s=60.0, clock=lambda: now[0])
     rate = "streamproc_window_hallucination_rate"
     metrics.window_rate("t", "bot", "llm", "1m", 0.25, 0.1, 0.45)
-    metrics.window_rate("t", "bot", "llm", "1h", 0.02, 0.01, 0.04)
+    metrics.window_rate("t", "bot", "llm", "1h", 0.02, 0.01, 0.04, corrected=0.015)
     assert value(metrics, rate, **key(), window="1m") == 0.25
     assert value(metrics, f"{rate}_wilson_low", **key(), window="1m") == 0.1
     assert value(metrics, f"{rate}_wilson_high", **key(), window="1m") == 0.45
+    corrected = "streamproc_window_corrected_hallucination_rate"
+    assert value(metrics, corrected, **key(), window="1h") == 0.015
+    assert value(metrics, corrected, **key(), window="1m") is None  # none: no series
 
     metrics.window_rate("t", "bot", "llm", "1m", None, None, None)  # nothing answered
     assert value(metrics, rate, **key(), window="1m") is None
@@ -248,6 +251,7 @@ def test_window_gauges_are_set_removed_on_no_data_and_expire_when_not_updated() 
     assert value(metrics, rate, **key(), window="1h") == 0.02
     now[0] += 2.0  # 61 s since its last update: the key went quiet
     metrics.refresh()
+    assert value(metrics, corrected, **key(), window="1h") is None
     assert value(metrics, rate, **key(), window="1h") is None
     assert value(metrics, f"{rate}_wilson_high", **key(), window="1h") is None
 

@@ -11,6 +11,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
+from streamproc.alerting.corrected_rate import ConfusionCounts, corrected_rate_mixed
+from streamproc.alerting.judge_accuracy import judge_accuracy
 from streamproc.config import HoppingWindow, Settings, WindowSettings
 from streamproc.stats import wilson_interval
 from streamproc.stream.window_panes import (
@@ -47,6 +49,7 @@ def outcome(
     abstained: bool = False,
     faithfulness: float | None = 1.0,
     judge_ms: float | None = 10.0,
+    task_type: str | None = None,
 ) -> AnswerOutcome:
     return AnswerOutcome(
         event_id=event_id,
@@ -61,6 +64,7 @@ def outcome(
         unsupported_claims=0,
         faithfulness=faithfulness,
         judge_ms=judge_ms,
+        task_type=task_type,
     )
 
 
@@ -273,3 +277,62 @@ def test_no_answered_answer_means_no_rate_and_no_latency_means_none() -> None:
     aggregate = totals.aggregate(SeriesKey("t", "b", "m"), WindowSpec(MINUTE, MINUTE), START, now=0)
     assert aggregate.rate is None and aggregate.rate_low is None
     assert aggregate.judge_latency_p50_ms is None and aggregate.abstentions == 1
+
+
+def _window_of(counts: dict[str | None, tuple[int, int]]) -> WindowTotals:
+    """One pane with (answered, hallucinated) answers per task type (None: untyped)."""
+    items = [
+        outcome(f"{task}-{i}", at=i % 60, hallucinated=i < flagged, task_type=task)
+        for task, (answered, flagged) in counts.items()
+        for i in range(answered)
+    ]
+    totals = WindowTotals()
+    totals.add(fill(*items), examples=0)
+    return totals
+
+
+def test_the_corrected_rate_uses_the_judges_accuracy_on_each_task_type() -> None:
+    accuracy = judge_accuracy("nli+verdict-calibrator-verifier-v1")
+    assert accuracy is not None
+    qa = accuracy.for_task("QA")
+    assert qa == ConfusionCounts(tp=474, fn=116, tn=581, fp=9)
+    aggregate = _window_of({"QA": (1000, 60)}).aggregate(
+        SeriesKey("t", "b", "m"),
+        WindowSpec(MINUTE, MINUTE),
+        START + MINUTE,
+        now=0,
+        accuracy=accuracy,
+    )
+    corrected = aggregate.corrected_rate
+    assert corrected is not None and corrected.identifiable
+    # Rogan-Gladen by hand: Se = 474/590, Sp = 581/590, p = (0.06 + Sp - 1) / (Se + Sp - 1).
+    se, sp = 474 / 590, 581 / 590
+    assert corrected.estimate == pytest.approx((0.06 + sp - 1) / (se + sp - 1))  # 0.0568
+    assert corrected.estimate == pytest.approx(0.05678, abs=1e-4)
+    low, estimate, high = corrected.low, corrected.estimate, corrected.high
+    assert low is not None and estimate is not None and high is not None
+    assert low < estimate < high
+    assert aggregate.rate == 0.06 and corrected.observed == 0.06
+
+    d2t = accuracy.for_task("Data2txt")
+    assert d2t is not None
+    mixed = _window_of({"QA": (1000, 60), "Data2txt": (200, 40)}).corrected(accuracy)
+    assert mixed == corrected_rate_mixed([(60, 1000, qa), (40, 200, d2t)])
+
+
+def test_no_corrected_rate_for_an_unmeasured_judge_or_untyped_answers() -> None:
+    accuracy = judge_accuracy("nli+verdict-calibrator-verifier-v1")
+    assert _window_of({"QA": (100, 6)}).corrected(None) is None
+    assert _window_of({"QA": (100, 6), None: (5, 0)}).corrected(accuracy) is None
+    assert _window_of({"Essay": (100, 6)}).corrected(accuracy) is None
+    # The rules judge flagged every Data2txt answer: its flags say nothing there.
+    rules = _window_of({"Data2txt": (50, 20)}).corrected(judge_accuracy("rules"))
+    assert rules is not None and not rules.identifiable and rules.estimate is None
+
+
+def test_a_pane_of_the_layout_before_task_types_still_reads() -> None:
+    pane = fill(outcome("a", hallucinated=True, task_type="QA"), outcome("b", task_type="QA"))
+    assert pane.by_task == {"QA": [2, 1]}
+    old = [1, *pane.to_json()[1:-1]]  # layout 1: no by_task
+    restored = Pane.from_json(old)
+    assert restored.by_task == {} and restored.answered == 2
