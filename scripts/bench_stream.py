@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/bench_stream.py [--bootstrap HOST:PORT] [--judge nli|rules]
         [--workers 1 2] [--answers 150] [--loads 0.5 0.9] [--duration 60]
-        [--json PATH]
+        [--task QA ...] [--json PATH]
 
 Without ``--bootstrap`` the script starts its own broker with ``scripts/kafka.sh`` in a
 private state dir (a temporary folder, so it never meets another broker) and stops it
@@ -97,14 +97,21 @@ STALL_S = 60.0
 # --------------------------------------------------------------------------- events
 
 
-def event_pool(data: Sequence[Path] | None) -> tuple[list[AnswerEvent], str]:
-    """Every answer of the benchmark's sample, one task type after another in turn, so
-    that any prefix holds the mix of ``scripts/benchmark.py`` (equal shares per type)
-    and the first 3 x 20 are exactly its 60 answers."""
+def event_pool(
+    data: Sequence[Path] | None, tasks: Sequence[str] | None = None
+) -> tuple[list[AnswerEvent], str]:
+    """Every answer of the benchmark's sample (of ``tasks`` only, when given), one task
+    type after another in turn, so that any prefix holds the mix of
+    ``scripts/benchmark.py`` (equal shares per type) and the first 3 x 20 are exactly
+    its 60 answers."""
     events, origin = sample_events(data, per_task=100_000)
     by_task: dict[str, list[AnswerEvent]] = {}
     for event in events:
-        by_task.setdefault(task_type_of(event), []).append(event)
+        task = task_type_of(event)
+        if not tasks or task in tasks:
+            by_task.setdefault(task, []).append(event)
+    if not by_task:
+        raise SystemExit(f"no answers of task type {', '.join(tasks or [])} in the sample")
     shortest = min(len(group) for group in by_task.values())
     ordered = sorted(by_task, key=lambda t: (TASKS.index(t) if t in TASKS else len(TASKS), t))
     pool = [by_task[task][i] for i in range(shortest) for task in ordered]
@@ -185,11 +192,14 @@ def kafka_broker(bootstrap: str | None) -> Iterator[tuple[str, str]]:
 
 def worker_settings(bootstrap: str, app_id: str, judge: str, threads: int) -> Settings:
     """Product defaults, with every topic unique to this phase and ``threads`` ONNX
-    intra-op threads per worker."""
+    intra-op threads per worker; JSON logs at INFO whatever the environment says, since
+    :func:`wait_ready` reads the partition assignments from them."""
     names = ("answers", "verdicts", "flags", "aggregates", "dead_letter", "outcomes")
     return Settings(
         app_id=app_id,
         broker_url=f"kafka://{bootstrap}",
+        log_json=True,
+        log_level="INFO",
         topics={name: f"{app_id}.{name}" for name in names},
         window={"late_topic": f"{app_id}.late", "hopping_topic": f"{app_id}.hopping"},
         alerts={"topic": f"{app_id}.alerts"},
@@ -224,6 +234,7 @@ class VerdictReader:
     dead: dict[str, str] = field(default_factory=dict)
     """Dead-lettered answer id -> reason."""
     _task: asyncio.Task[None] | None = None
+    _consumer: AIOKafkaConsumer | None = None
 
     async def start(self) -> None:
         topics = self.settings.topics
@@ -236,22 +247,23 @@ class VerdictReader:
             fetch_max_wait_ms=50,  # the resolution of the latency measured
         )
         await self._consumer.start()
-        self._task = asyncio.create_task(self._run(), name="verdict-reader")
+        self._task = asyncio.create_task(self._run(self._consumer), name="verdict-reader")
 
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        await self._consumer.stop()
+        if self._consumer is not None:
+            await self._consumer.stop()
 
     def settled(self, ids: set[str]) -> int:
         """How many of ``ids`` have a verdict or a dead letter."""
         return sum(1 for i in ids if i in self.seen or i in self.dead)
 
-    async def _run(self) -> None:
+    async def _run(self, consumer: AIOKafkaConsumer) -> None:
         verdicts = self.settings.topics.verdicts
         while True:
-            fetched = await self._consumer.getmany(timeout_ms=200)
+            fetched = await consumer.getmany(timeout_ms=200)
             now = time.monotonic()
             for tp, records in fetched.items():
                 for record in records:
@@ -444,9 +456,7 @@ async def run_phase(
     settings = worker_settings(bootstrap, app_id, args.judge, threads)
     await prepare_topics(settings)
     reader = VerdictReader(settings)
-    await reader.start()
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=1)
-    await producer.start()
     processes = [
         WorkerProcess(settings, args.log_dir / f"{app_id}-{i}.log") for i in range(workers)
     ]
@@ -454,6 +464,9 @@ async def run_phase(
         for process in processes:
             process.start()
         await wait_ready(processes, settings.topics.partitions)
+        # Started once the workers are in: by then the new topics have their leaders.
+        await reader.start()
+        await producer.start()
         await warm_up(producer, settings, pool, reader, processes)
         return await measure_phase(settings, phase, pool, producer, reader, processes)
     finally:
@@ -512,9 +525,8 @@ async def run_config(
     threads = threads_per_worker(args, workers)
     label = f"{workers} worker(s), {threads} ONNX thread(s) each"
     log(f"{label}: saturation, {args.answers} answers")
-    runs = [
-        await run_phase(bootstrap, args, workers, threads, Phase("saturation", args.answers), pool)
-    ]
+    saturation = Phase("saturation", count=args.answers)
+    runs = [await run_phase(bootstrap, args, workers, threads, saturation, pool)]
     log(f"  {describe(runs[-1].result)}")
     capacity = runs[0].result.sustained_rate
     for load in args.loads:
@@ -522,9 +534,7 @@ async def run_config(
             log(f"  no capacity measured: open loop at {load:g} skipped")
             continue
         rate = load * capacity
-        log(
-            f"{label}: open loop at {load:g} x capacity = {rate:.2f} answers/s, {args.duration:g} s"
-        )
+        log(f"{label}: open loop, {load:g} x capacity = {rate:.2f}/s for {args.duration:g} s")
         phase = Phase("open-loop", rate=rate, load=load, duration_s=args.duration)
         runs.append(await run_phase(bootstrap, args, workers, threads, phase, pool))
         log(f"  {describe(runs[-1].result)}")
@@ -671,6 +681,14 @@ def render(report: dict[str, Any]) -> str:
                 f"- stream / offline, {config['workers']} worker(s): "
                 f"{'n/a' if ratio is None else f'x{ratio:.2f}'} (target >= 0.90)"
             )
+    for config in report["configs"]:
+        for phase in config["phases"]:
+            if phase["load"] == 0.5 and phase["latency_ms"]:
+                lines.append(
+                    f"- p99 decision latency at 50 % load, {config['workers']} worker(s): "
+                    f"{phase['latency_ms']['p99']:,.0f} ms (target <= 1,500 ms on the mix, "
+                    "<= 300 ms on QA-like traffic: --task QA)"
+                )
     lines += ["", "Judge-group lag, one sample per second:"]
     for config in report["configs"]:
         for phase in config["phases"]:
@@ -703,6 +721,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--loads", type=float, nargs="*", default=[0.5, 0.9], metavar="F")
     parser.add_argument("--duration", type=float, default=60.0, help="open-loop seconds")
     parser.add_argument("--threads", type=int, help="ONNX threads per worker (default: split)")
+    parser.add_argument(
+        "--task", choices=TASKS, action="append", help="only these task types (e.g. QA)"
+    )
     parser.add_argument("--data", type=Path, action="append", metavar="FILE")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write every number here")
     parser.add_argument("--log-dir", type=Path, help="worker logs (default: a temp dir)")
@@ -724,7 +745,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"Command: `{command}`\n", flush=True)
     args.log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix="bench-stream-logs-"))
     args.log_dir.mkdir(parents=True, exist_ok=True)
-    pool, events = event_pool(args.data)
+    pool, events = event_pool(args.data, args.task)
     batch_size = Settings().worker.batch_max
     backlog = pool[: args.answers]
     log(f"offline judge on {len(backlog)} answers ...")
