@@ -61,12 +61,14 @@ from streamproc.evaluate.benchmark import (  # noqa: E402
     default_data_files,
     load_items,
 )
+from streamproc.evaluate.nli_ceiling import ceiling_configs, pairs_per_second  # noqa: E402
 from streamproc.events import AnswerEvent  # noqa: E402
 from streamproc.judge import Judge, PairScorer, build_judge  # noqa: E402
 from streamproc.judge.claims import Granularity, decompose  # noqa: E402
 from streamproc.judge.engine import premise  # noqa: E402
+from streamproc.judge.stage_times import collecting  # noqa: E402
 
-Side = Literal["judge", "baseline"]
+Side = Literal["judge", "baseline", "ceiling"]
 Measurement = dict[str, Any]
 
 SAMPLES = ROOT / "streamproc" / "samples"
@@ -139,9 +141,11 @@ def _pair_counter(judge: object) -> int | None:
 
 
 def _load_scorer(settings: Settings) -> PairScorer:
-    """The NLI scorer of the inference package; guarded, since it may not exist yet."""
+    """The NLI scorer of the inference package for the naive baseline: one call at a time
+    on all the threads (calls side by side would be the judge's own trick)."""
     loader = importlib.import_module("streamproc.inference.loader")
-    scorer: PairScorer = loader.load_nli(settings.judge.inference)
+    inference = settings.judge.inference.model_copy(update={"nli_parallel_calls": 1})
+    scorer: PairScorer = loader.load_nli(inference)
     return scorer
 
 
@@ -159,6 +163,8 @@ class _Timed:
     wall: float = 0.0
     claims: int = 0
     pairs: int | None = None
+    nli_s: float | None = None
+    """Time the judge spent in its ``nli`` stage (None when it marks no such stage)."""
 
 
 def _time_judge(judge: Judge, events: Sequence[AnswerEvent], batch_size: int) -> _Timed:
@@ -169,8 +175,12 @@ def _time_judge(judge: Judge, events: Sequence[AnswerEvent], batch_size: int) ->
     for at in range(0, len(events), batch_size):
         batch = events[at : at + batch_size]
         started = time.perf_counter()
-        judgements = judge.judge_batch(batch)
+        with collecting() as stages:
+            judgements = judge.judge_batch(batch)
         took = time.perf_counter() - started
+        nli = [(t.end_ns - t.start_ns) / 1e9 for t in stages if t.name == "nli"]
+        if nli:
+            timed.nli_s = (timed.nli_s or 0.0) + sum(nli)
         timed.wall += took
         timed.latencies += [took] * len(batch)
         timed.claims += sum(j.checked_claims for j in judgements)
@@ -233,6 +243,9 @@ def measure(side: Side, judge_name: str, batch_size: int, events_json: list[str]
         "answers_per_s": len(events) / timed.wall,
         "claims_per_s": timed.claims / timed.wall,
         "pairs_per_s": timed.pairs / timed.wall if timed.pairs is not None else None,
+        "nli_stage_pairs_per_s": (
+            timed.pairs / timed.nli_s if timed.pairs is not None and timed.nli_s else None
+        ),
         "p50_ms": p50,
         "p95_ms": p95,
         "p99_ms": p99,
@@ -240,6 +253,27 @@ def measure(side: Side, judge_name: str, batch_size: int, events_json: list[str]
         "rss_start_mib": rss_start,
         "rss_loaded_mib": rss_loaded,
         "peak_rss_mib": _peak_rss_mib(),
+    }
+
+
+def measure_ceiling(judge_name: str, batch_size: int, events_json: list[str]) -> Measurement:
+    """The NLI model alone on the pairs the judge asks for these events (batched as
+    judged), in each configuration of ``nli_ceiling.ceiling_configs``: pairs/s each."""
+    settings = Settings()
+    judge = build_judge(settings.judge.model_copy(update={"name": judge_name}))
+    nli_pairs = getattr(judge, "nli_pairs", None)
+    if nli_pairs is None:
+        return {"skipped": f"judge {judge_name!r} asks no NLI pairs"}
+    events = [AnswerEvent.model_validate_json(line) for line in events_json]
+    pairs: list[tuple[str, str]] = []
+    for at in range(0, len(events), batch_size):
+        pairs += nli_pairs(events[at : at + batch_size])
+    inference = settings.judge.inference
+    configs = ceiling_configs(inference.intra_op_threads)
+    return {
+        "pairs": len(pairs),
+        "ceiling": {c.label: pairs_per_second(inference, c, pairs) for c in configs},
+        "invariant": {c.label: c.batch_invariant for c in configs},
     }
 
 
@@ -252,6 +286,8 @@ def _describe(error: BaseException) -> str:
 
 def _in_fresh_process(side: Side, judge: str, batch_size: int, events: list[str]) -> Measurement:
     with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+        if side == "ceiling":
+            return pool.submit(measure_ceiling, judge, batch_size, events).result()
         return pool.submit(measure, side, judge, batch_size, events).result()
 
 
@@ -284,7 +320,8 @@ def _machine(settings: Settings) -> str:
         f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs "
         f"({platform.processor() or 'cpu model unknown'}), Python {platform.python_version()}, "
         f"{ort}; ONNX threads intra {inference.intra_op_threads} / inter "
-        f"{inference.inter_op_threads}, NLI batch {inference.nli_batch_size}; verdict "
+        f"{inference.inter_op_threads}, NLI batch {inference.nli_batch_size} x "
+        f"{inference.nli_parallel_calls} calls at once; verdict "
         f"calibrator {settings.judge.calibrator or 'off'}, embedding cache "
         f"{inference.embedding_cache_entries or 'off'}"
     )
@@ -347,6 +384,7 @@ def render(
         "",
     ]
     lines.append(_ratios(judge_runs, base_runs))
+    lines += _ceiling_lines(judge_runs, results["ceiling"])
     lines += [f"- {side} skipped: {reason}" for side, reason in skipped.items()]
     if not show_pairs and judge_runs:
         lines.append(
@@ -354,6 +392,44 @@ def render(
             "NLI pairs/s column."
         )
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _ceiling_lines(
+    judge_runs: Sequence[Measurement], ceiling_runs: Sequence[Measurement]
+) -> list[str]:
+    """The NLI model alone on the judge's pairs, and the judge's NLI stage against it."""
+    if not ceiling_runs:
+        return []
+    labels = list(ceiling_runs[0]["ceiling"])
+    rows = [
+        [
+            label,
+            "yes" if ceiling_runs[0]["invariant"][label] else "no",
+            _cell([r["ceiling"] for r in ceiling_runs], label, 0),
+        ]
+        for label in labels
+    ]
+    best = {label: statistics.median(r["ceiling"][label] for r in ceiling_runs) for label in labels}
+    invariant = max(v for k, v in best.items() if ceiling_runs[0]["invariant"][k])
+    stage = _median(judge_runs, "nli_stage_pairs_per_s")
+    lines = [
+        "",
+        f"The NLI model alone on the same {ceiling_runs[0]['pairs']:,} pairs the judge asks "
+        "(its isolated ONNX Runtime ceiling, one fresh process per run, medians):",
+        "",
+        "| configuration | batch-invariant | pairs/s |",
+        "| --- | --- | --- |",
+        *("| " + " | ".join(row) + " |" for row in rows),
+        "",
+    ]
+    if stage is not None:
+        lines.append(
+            f"The judge's NLI stage: {stage:,.0f} pairs/s (median) = "
+            f"{stage / invariant:.0%} of the best batch-invariant ceiling "
+            f"({invariant:,.0f} pairs/s), {stage / max(best.values()):.0%} of the best "
+            f"of all ({max(best.values()):,.0f} pairs/s)."
+        )
+    return lines
 
 
 def _python() -> str:
@@ -396,10 +472,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     events, sample = sample_events(args.data, args.per_task)
     payload = [event.model_dump_json() for event in events]
-    results: dict[Side, list[Measurement]] = {"judge": [], "baseline": []}
+    results: dict[Side, list[Measurement]] = {"judge": [], "baseline": [], "ceiling": []}
     skipped: dict[Side, str] = {}
     for run in range(args.runs):
-        order: tuple[Side, Side] = ("judge", "baseline") if run % 2 == 0 else ("baseline", "judge")
+        order: tuple[Side, ...] = ("judge", "baseline") if run % 2 == 0 else ("baseline", "judge")
+        order += ("ceiling",) if args.judge == "nli" else ()
         for side in order:
             if side in skipped:
                 continue

@@ -166,6 +166,15 @@ class InferenceSettings(_Group):
         "int8 graph quantises activations per batch, so a pair's logits move with its batch "
         "neighbours; 1 costs about 20 % of throughput (BENCHMARKS.md).",
     )
+    nli_parallel_calls: int = Field(
+        default=2,
+        ge=1,
+        description="NLI calls run at once, each on intra_op_threads / nli_parallel_calls "
+        "threads (at least 1). Single-pair calls are too small for ONNX Runtime to spread "
+        "over two threads, and batching them would make a pair's score depend on its "
+        "neighbours; two one-thread calls side by side score 1.5x the pairs/s of one "
+        "two-thread call and keep each pair's score its own (BENCHMARKS.md).",
+    )
     embedding_batch_size: int = Field(default=16, ge=1, description="Texts per embedding call.")
     embedding_cache_entries: int = Field(
         default=20_000,
@@ -232,9 +241,6 @@ class WorkerSettings(_Group):
     batch_max: int = Field(default=32, ge=1, description="Most answers judged in one batch.")
     batch_wait_s: float = Field(
         default=0.05, gt=0, description="Longest wait to fill a batch before judging it."
-    )
-    judge_threads: int = Field(
-        default=1, ge=1, description="Threads running the judge off the event loop."
     )
     max_event_bytes: int = Field(
         default=512 * 1024, ge=1, description="Larger answer events go to the dead-letter topic."

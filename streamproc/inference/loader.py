@@ -63,9 +63,12 @@ def load_nli(
     registry: ModelRegistry | None = None,
     make_symbolic: bool = True,
 ) -> OnnxNliScorer:
-    """The NLI cross-encoder ``settings.nli_model`` names."""
+    """The NLI cross-encoder ``settings.nli_model`` names, its session sized so that
+    ``nli_parallel_calls`` calls at once use ``intra_op_threads`` threads together."""
+    per_call = max(1, settings.intra_op_threads // settings.nli_parallel_calls)
+    session_settings = settings.model_copy(update={"intra_op_threads": per_call})
     loaded = load_model(
-        settings.nli_model, "nli", settings, registry=registry, make_symbolic=make_symbolic
+        settings.nli_model, "nli", session_settings, registry=registry, make_symbolic=make_symbolic
     )
     return OnnxNliScorer(
         loaded.model,
@@ -73,6 +76,7 @@ def load_nli(
         loaded.manifest,
         loaded.sha256,
         batch_size=settings.nli_batch_size,
+        parallel_calls=settings.nli_parallel_calls,
     )
 
 

@@ -3,11 +3,19 @@
 Pairs are sorted by token length before batching, so each micro-batch is padded only to
 its own longest pair (little padding, fewer wasted FLOPs), then scores are put back in
 input order. Logits become entailment/contradiction exactly as the manifest declares.
+
+With ``parallel_calls`` > 1 the micro-batches run side by side on a small thread pool
+(ONNX Runtime releases the GIL and a session may run concurrently). That is how the
+default keeps one pair per call - batch-invariant: a pair's score never depends on its
+neighbours, which the int8 graph's per-batch activation quantisation would otherwise
+break - and still fills the cores: a single-pair call is too small to spread over two
+intra-op threads, two one-thread calls are not.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -47,7 +55,10 @@ class OnnxNliScorer(OnnxBackend):
         sha256: str,
         *,
         batch_size: int,
+        parallel_calls: int = 1,
     ) -> None:
+        if parallel_calls < 1:
+            raise ValueError("parallel_calls must be at least 1")
         output = manifest.output
         if not isinstance(output, MarginOutput | SoftmaxOutput):
             raise ValueError(f"model {manifest.name!r} is not an NLI model ({output.kind})")
@@ -60,6 +71,11 @@ class OnnxNliScorer(OnnxBackend):
             batch_size=batch_size,
         )
         self._output = output
+        self._pool = (
+            ThreadPoolExecutor(max_workers=parallel_calls, thread_name_prefix="nli")
+            if parallel_calls > 1
+            else None
+        )
 
     @property
     def fixed_length(self) -> int | None:
@@ -87,21 +103,32 @@ class OnnxNliScorer(OnnxBackend):
 
     def _logits(self, rows: list[Encoded]) -> NDArray[np.float32]:
         order = sorted(range(len(rows)), key=lambda index: len(rows[index]))
+        chunks = [
+            order[start : start + self._batch_size]
+            for start in range(0, len(order), self._batch_size)
+        ]
+        if self._pool is None or len(chunks) == 1:
+            outputs = [self._run([rows[i] for i in chunk]) for chunk in chunks]
+        else:
+            outputs = list(self._pool.map(self._run, ([rows[i] for i in c] for c in chunks)))
         result: NDArray[np.float32] | None = None
-        for start in range(0, len(order), self._batch_size):
-            chunk = order[start : start + self._batch_size]
-            batch = self._tokenizer.pad([rows[i] for i in chunk], self._model.fixed_length)
-            out = self._model.run(batch.feeds(self._model.inputs), self._output.output_name)
-            if out.ndim != 2 or not self._output.accepts(out.shape[1]):
-                raise ValueError(
-                    f"model {self.model_name!r} returned logits of shape {out.shape}, "
-                    f"which its {self._output.kind} output mapping cannot read"
-                )
+        for chunk, out in zip(chunks, outputs, strict=True):
             if result is None:
                 result = np.empty((len(rows), out.shape[1]), dtype=np.float32)
             result[chunk] = out
         assert result is not None  # rows is never empty here
         return result
+
+    def _run(self, rows: list[Encoded]) -> NDArray[np.float32]:
+        """One model call on one micro-batch: its logits, checked against the manifest."""
+        batch = self._tokenizer.pad(rows, self._model.fixed_length)
+        out = self._model.run(batch.feeds(self._model.inputs), self._output.output_name)
+        if out.ndim != 2 or not self._output.accepts(out.shape[1]):
+            raise ValueError(
+                f"model {self.model_name!r} returned logits of shape {out.shape}, "
+                f"which its {self._output.kind} output mapping cannot read"
+            )
+        return out
 
 
 def scores_from_logits(

@@ -202,6 +202,25 @@ class NliJudge:
     ) -> list[AnswerJudgement]:
         """One judgement per answer, in order. ``deadline_s`` bounds each answer's own
         steps (not the shared model calls): over it, ``AnswerTimedOut`` names the answer."""
+        works = self._claims_with_evidence(answers, deadline_s)
+        pairs = list(dict.fromkeys(_pairs(works)))
+        with stage("nli"):  # one batched model call for every answer of the batch
+            scores = self._scorer.score(pairs) if pairs else []
+        self.pairs_scored += len(pairs)
+        lookup = dict(zip(pairs, scores, strict=True))
+        with stage("decide"):
+            return [self._assemble(work, lookup) for work in works]
+
+    def nli_pairs(self, answers: Sequence[AnswerEvent]) -> list[tuple[str, str]]:
+        """The (premise, hypothesis) pairs judging ``answers`` as one batch sends to the
+        NLI model, in order: what a benchmark replays against the model alone to find
+        the ceiling the judge's NLI stage is measured against."""
+        return list(dict.fromkeys(_pairs(self._claims_with_evidence(answers, None))))
+
+    def _claims_with_evidence(
+        self, answers: Sequence[AnswerEvent], deadline_s: float | None
+    ) -> list[_AnswerWork]:
+        """Claims, record checks and retrieved evidence units: everything before NLI."""
         works = []
         with stage("claims"):  # decompose, token confidence, record checks
             for index, answer in enumerate(answers):
@@ -210,13 +229,7 @@ class NliJudge:
                 clock.pause()
         with stage("retrieval"):
             self._retrieve(works)
-        pairs = list(dict.fromkeys(_pairs(works)))
-        with stage("nli"):  # one batched model call for every answer of the batch
-            scores = self._scorer.score(pairs) if pairs else []
-        self.pairs_scored += len(pairs)
-        lookup = dict(zip(pairs, scores, strict=True))
-        with stage("decide"):
-            return [self._assemble(work, lookup) for work in works]
+        return works
 
     # -- level 1 and 2a: no model --------------------------------------------------------
 

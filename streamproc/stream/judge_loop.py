@@ -93,9 +93,9 @@ class JudgeLoop(ConsumerLoop):
             producer_options={"max_request_size": DEAD_LETTER_MAX_BYTES + 65536},
         )
         self._judge = judge
-        self._pool = executor or ThreadPoolExecutor(
-            max_workers=worker.judge_threads, thread_name_prefix="judge"
-        )
+        # One batch is judged at a time (its outputs and offsets commit in order); the
+        # judge spreads its own model calls over threads (``nli_parallel_calls``).
+        self._pool = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge")
         self._limits = StageLimits.from_settings(settings)
         self._tracing = Tracing(telemetry or Telemetry.disabled(), group=self.group_id)
         self._metrics = metrics or WorkerMetrics()

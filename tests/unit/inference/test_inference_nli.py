@@ -185,3 +185,23 @@ def test_order_is_restored_across_micro_batches(symbolic: LoadedModel) -> None:
     rows = symbolic.tokenizer.encode_pairs(pairs)
     assert [int(x) for x in result.logits[:, 0]] == [len(row) for row in rows]
     assert [int(x) for x in result.logits[:, 1]] == [row.ids[1] for row in rows]
+
+
+def test_the_default_verifier_scores_a_pair_the_same_alone_and_in_any_batch() -> None:
+    """Verdicts are replayable: with the defaults (one pair per call, calls side by side
+    on two threads) a pair's logits do not depend on the other pairs of its batch, nor on
+    which thread ran it. Batches of 8 are not (logits moved by up to 0.87 on the
+    benchmark's pairs: BENCHMARKS.md)."""
+    defaults = InferenceSettings()
+    assert (defaults.nli_batch_size, defaults.nli_parallel_calls) == (1, 2)
+    scorer = load_nli(defaults)
+    fillers = [(p, h) for p, h in _PROBES[2:]] + [
+        ("The meeting moved to Thursday at 3 pm in room 4.", "The meeting is on Thursday."),
+        ("Shipping is free for orders over 50 euros.", "Shipping always costs 5 euros."),
+    ]
+    for probe in _PROBES[:2]:
+        alone = scorer.score_detailed([probe]).logits[0]
+        for mix in (fillers, fillers[::-1], fillers * 5):
+            batch = [*mix[:3], probe, *mix[3:]]
+            among = scorer.score_detailed(batch).logits[3]
+            np.testing.assert_array_equal(alone, among)

@@ -3,6 +3,7 @@ and that a batch makes one embedding call and one NLI call."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,6 +14,7 @@ from streamproc.events import (
     TokenLogprob,
     VerdictLabel,
 )
+from streamproc.judge._protocols import NliScore
 from streamproc.judge.nli_judge import NliJudge, NliThresholds
 from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
 
@@ -234,3 +236,28 @@ def test_truncated_evidence_is_reported_on_the_claim(embedder: BagOfWordsEmbedde
         [event("Incomplete orders cannot be delivered.")]
     )
     assert any(r.startswith("EVIDENCE_TRUNCATED: D1") for r in only_claim(result).reasons)
+
+
+def test_nli_pairs_are_exactly_the_pairs_judging_sends_to_the_model(
+    embedder: BagOfWordsEmbedder,
+) -> None:
+    """The benchmark times the model alone on ``nli_pairs``: they must be what the judge
+    scores, in the same order, and asking for them calls no NLI model."""
+    answers = [
+        event("The supplier delivered 90 of 100 pieces [D1]. Orders can be billed."),
+        event("Incomplete orders cannot be delivered."),
+        event("The supplier is in Berlin."),
+    ]
+    sent: list[tuple[str, str]] = []
+
+    class Recording(OverlapScorer):
+        def score(self, pairs: Sequence[tuple[str, str]]) -> list[NliScore]:
+            sent.extend(pairs)
+            return super().score(pairs)
+
+    scorer = Recording()
+    nli = judge(scorer, embedder)
+    asked = nli.nli_pairs(answers)
+    assert scorer.calls == []
+    nli.judge_batch(answers)
+    assert asked == sent and len(asked) >= 3

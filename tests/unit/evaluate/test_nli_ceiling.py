@@ -1,0 +1,34 @@
+"""The configurations the benchmark's NLI ceiling tries, and that each really runs."""
+
+from __future__ import annotations
+
+from streamproc.config import InferenceSettings
+from streamproc.evaluate.nli_ceiling import ceiling_configs, pairs_per_second
+
+PAIRS = [
+    ("The supplier delivered 90 of 100 pieces.", "The supplier delivered 90 pieces."),
+    ("The meeting moved to Thursday at 3 pm.", "The meeting is on Friday."),
+    ("Shipping is free for orders over 50 euros.", "Shipping is free above 50 euros."),
+] * 4
+
+
+def test_the_configurations_cover_the_default_and_say_which_are_batch_invariant() -> None:
+    two = ceiling_configs(2)
+    assert [(c.batch_size, c.parallel_calls, c.batch_invariant) for c in two] == [
+        (1, 1, True),
+        (1, 2, True),
+        (8, 1, False),
+    ]
+    defaults = InferenceSettings()
+    assert any(
+        (c.batch_size, c.parallel_calls) == (defaults.nli_batch_size, defaults.nli_parallel_calls)
+        for c in two
+    ), "the judge's own configuration is among those measured"
+    assert [c.parallel_calls for c in ceiling_configs(1)] == [1, 1]
+
+
+def test_each_configuration_scores_the_pairs() -> None:
+    base = InferenceSettings()
+    for config in ceiling_configs(2):
+        assert config.settings(base).nli_parallel_calls == config.parallel_calls
+        assert pairs_per_second(base, config, PAIRS) > 0
