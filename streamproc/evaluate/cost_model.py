@@ -299,8 +299,7 @@ class Variant:
 
     @property
     def name(self) -> str:
-        what = {"as sent": "as sent", "evidence": "evidence", "claims": "claims"}[self.axis]
-        return f"{self.traffic} {what}" + ("" if self.level is None else f" {self.level}")
+        return f"{self.traffic} {self.axis}" + ("" if self.level is None else f" {self.level}")
 
 
 def select_traffic(
