@@ -1,11 +1,26 @@
 """What every ONNX backend holds and exposes: the verified model, its tokenizer, its
-manifest and hash, and how many inputs had to be truncated."""
+manifest and hash, how many inputs had to be truncated, and how its calls run.
+
+With ``parallel_calls`` > 1 a backend runs its micro-batches side by side on a small
+thread pool (ONNX Runtime releases the GIL, and a session may run concurrently). That is
+how the int8 graphs keep one input per call - batch-invariant: they quantise activations
+per call, so in a shared batch an input's result would move with its neighbours - and
+still fill the cores: a one-input call is too small to spread over two intra-op threads,
+two one-thread calls are not.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from streamproc.inference.manifest import ModelManifest
 from streamproc.inference.onnx_session import OnnxModel
 from streamproc.inference.tokenize import TextTokenizer
+
+_In = TypeVar("_In")
+_Out = TypeVar("_Out")
 
 
 class OnnxBackend:
@@ -20,7 +35,10 @@ class OnnxBackend:
         *,
         output_name: str,
         batch_size: int,
+        parallel_calls: int = 1,
     ) -> None:
+        if parallel_calls < 1:
+            raise ValueError("parallel_calls must be at least 1")
         if output_name not in model.output_names:
             raise ValueError(
                 f"model {manifest.name!r} has no output {output_name!r} "
@@ -34,6 +52,18 @@ class OnnxBackend:
         self._sha256 = sha256
         self._batch_size = batch_size
         self.truncated_total = 0
+        self._pool = (
+            ThreadPoolExecutor(max_workers=parallel_calls, thread_name_prefix=manifest.role)
+            if parallel_calls > 1
+            else None
+        )
+
+    def _map_calls(self, call: Callable[[_In], _Out], batches: Sequence[_In]) -> list[_Out]:
+        """``call`` on each micro-batch, side by side when the backend has a pool; the
+        results in order."""
+        if self._pool is None or len(batches) < 2:
+            return [call(batch) for batch in batches]
+        return list(self._pool.map(call, batches))
 
     @property
     def model_name(self) -> str:

@@ -46,6 +46,7 @@ class OnnxEmbedder(OnnxBackend):
         sha256: str,
         *,
         batch_size: int,
+        parallel_calls: int = 1,
     ) -> None:
         output = manifest.output
         if not isinstance(output, EmbeddingOutput):
@@ -57,6 +58,7 @@ class OnnxEmbedder(OnnxBackend):
             sha256,
             output_name=output.output_name,
             batch_size=batch_size,
+            parallel_calls=parallel_calls,
         )
         self._output = output
 
@@ -75,9 +77,13 @@ class OnnxEmbedder(OnnxBackend):
             return EmbeddingResult(vectors, ())
         rows = self._tokenizer.encode_texts(texts)
         order = sorted(range(len(rows)), key=lambda index: len(rows[index]))
-        for start in range(0, len(order), self._batch_size):
-            chunk = order[start : start + self._batch_size]
-            vectors[chunk] = self._run([rows[i] for i in chunk])
+        chunks = [
+            order[start : start + self._batch_size]
+            for start in range(0, len(order), self._batch_size)
+        ]
+        outputs = self._map_calls(self._run, [[rows[i] for i in chunk] for chunk in chunks])
+        for chunk, pooled in zip(chunks, outputs, strict=True):
+            vectors[chunk] = pooled
         truncated = tuple(row.truncated for row in rows)
         self.truncated_total += sum(truncated)
         return EmbeddingResult(vectors, truncated)

@@ -65,8 +65,7 @@ def load_nli(
 ) -> OnnxNliScorer:
     """The NLI cross-encoder ``settings.nli_model`` names, its session sized so that
     ``nli_parallel_calls`` calls at once use ``intra_op_threads`` threads together."""
-    per_call = max(1, settings.intra_op_threads // settings.nli_parallel_calls)
-    session_settings = settings.model_copy(update={"intra_op_threads": per_call})
+    session_settings = _per_call(settings, settings.nli_parallel_calls)
     loaded = load_model(
         settings.nli_model, "nli", session_settings, registry=registry, make_symbolic=make_symbolic
     )
@@ -83,12 +82,22 @@ def load_nli(
 def load_embedder(
     settings: InferenceSettings, *, registry: ModelRegistry | None = None
 ) -> OnnxEmbedder:
-    """The sentence-embedding model ``settings.embedding_model`` names."""
-    loaded = load_model(settings.embedding_model, "embedding", settings, registry=registry)
+    """The sentence-embedding model ``settings.embedding_model`` names, sized like
+    :func:`load_nli` (``embedding_parallel_calls`` calls share ``intra_op_threads``)."""
+    session_settings = _per_call(settings, settings.embedding_parallel_calls)
+    loaded = load_model(settings.embedding_model, "embedding", session_settings, registry=registry)
     return OnnxEmbedder(
         loaded.model,
         loaded.tokenizer,
         loaded.manifest,
         loaded.sha256,
         batch_size=settings.embedding_batch_size,
+        parallel_calls=settings.embedding_parallel_calls,
     )
+
+
+def _per_call(settings: InferenceSettings, parallel_calls: int) -> InferenceSettings:
+    """The session settings of one of ``parallel_calls`` calls running side by side: an
+    equal share of the intra-op threads, at least one."""
+    per_call = max(1, settings.intra_op_threads // parallel_calls)
+    return settings.model_copy(update={"intra_op_threads": per_call})

