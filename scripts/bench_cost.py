@@ -66,7 +66,6 @@ import importlib
 import importlib.metadata
 import json
 import os
-import platform
 import shlex
 import statistics
 import sys
@@ -96,7 +95,6 @@ from streamproc.evaluate.cost_model import (  # noqa: E402
     checked_claims,
     claims_variants,
     cores_per_100,
-    cpu_model,
     evidence_sentences,
     evidence_variants,
     median_of,
@@ -105,6 +103,7 @@ from streamproc.evaluate.cost_model import (  # noqa: E402
     select_traffic,
     sentence_pool,
 )
+from streamproc.evaluate.machine import machine_info  # noqa: E402
 from streamproc.events import AnswerEvent  # noqa: E402
 from streamproc.judge import build_judge  # noqa: E402
 from streamproc.judge.stage_times import collecting  # noqa: E402
@@ -269,27 +268,6 @@ def _python() -> str:
     return sys.executable if relative.startswith("..") else relative
 
 
-def machine() -> dict[str, Any]:
-    """What the numbers were measured on."""
-    try:
-        ort = importlib.metadata.version("onnxruntime")
-    except importlib.metadata.PackageNotFoundError:
-        ort = None
-    try:
-        cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        cpuinfo = ""
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    return {
-        "nproc": usable or os.cpu_count(),
-        "cpu_count": os.cpu_count(),
-        "cpu_model": cpu_model(cpuinfo),
-        "system": f"{platform.system()} {platform.machine()}",
-        "python": platform.python_version(),
-        "onnxruntime": ort,
-    }
-
-
 def _header(args: argparse.Namespace, host: dict[str, Any], sample: str) -> list[str]:
     settings = Settings()
     judge = _judge_settings()
@@ -361,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         for name, numbers in _in_fresh_process(order, batch_size).items():
             results[name].runs.append(numbers)
-    host = machine()
+    host = machine_info()
     section = render_markdown(list(results.values()), _header(args, host, sample), notes)
     print(section)
     if args.out:

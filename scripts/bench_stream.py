@@ -40,12 +40,10 @@ import argparse
 import asyncio
 import base64
 import contextlib
-import importlib.metadata
 import itertools
 import json
 import logging
 import os
-import platform
 import shlex
 import shutil
 import subprocess
@@ -74,6 +72,7 @@ from streamproc.adapters.logging import configure_logging  # noqa: E402
 from streamproc.adapters.worker_process import WorkerProcess  # noqa: E402
 from streamproc.config import Settings  # noqa: E402
 from streamproc.evaluate.benchmark import TASKS, task_type_of  # noqa: E402
+from streamproc.evaluate.machine import machine_info  # noqa: E402
 from streamproc.evaluate.stream_bench import (  # noqa: E402
     LagSampler,
     Mode,
@@ -573,29 +572,6 @@ def describe(result: PhaseResult) -> str:
 # --------------------------------------------------------------------------- report
 
 
-def machine() -> dict[str, Any]:
-    """What the numbers were measured on."""
-    model = "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    try:
-        ort = importlib.metadata.version("onnxruntime")
-    except importlib.metadata.PackageNotFoundError:
-        ort = None
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    return {
-        "nproc": usable,
-        "cpu_count": os.cpu_count(),
-        "cpu_model": model,
-        "system": f"{platform.system()} {platform.release()} {platform.machine()}",
-        "python": platform.python_version(),
-        "onnxruntime": ort,
-    }
-
-
 def settings_in_force() -> dict[str, Any]:
     """The defaults every phase's workers run with (besides names and ONNX threads)."""
     settings = Settings()
@@ -753,7 +729,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report: dict[str, Any] = {
         "command": command,
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine(),
+        "machine": machine_info(),
         "judge": args.judge,
         "events": events,
         "batch_size": batch_size,

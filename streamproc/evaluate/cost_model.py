@@ -55,7 +55,6 @@ __all__ = [
     "claims_variants",
     "cores_per_100",
     "cost_fit",
-    "cpu_model",
     "evidence_sentences",
     "evidence_variants",
     "linear_fit",
@@ -435,15 +434,6 @@ def median_of(runs: Sequence[Mapping[str, Any]], key: str) -> float | None:
     """Median of ``key`` over the runs that have it (None when none has)."""
     values = [r[key] for r in runs if r.get(key) is not None]
     return statistics.median(values) if values else None
-
-
-def cpu_model(cpuinfo: str) -> str:
-    """The processor's name from the text of ``/proc/cpuinfo`` ("unknown" when absent)."""
-    for line in cpuinfo.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() in ("model name", "Model", "Hardware", "cpu model") and value.strip():
-            return value.strip()
-    return "unknown"
 
 
 # ------------------------------------------------------------------------------ report

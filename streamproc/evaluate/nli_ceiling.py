@@ -14,10 +14,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+from numpy.typing import NDArray
+
 from streamproc.config import InferenceSettings
 from streamproc.inference.loader import load_nli
 
-__all__ = ["CeilingConfig", "ceiling_configs", "pairs_per_second"]
+__all__ = ["CeilingConfig", "ceiling_configs", "ceiling_run", "pairs_per_second"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +47,20 @@ def ceiling_configs(threads: int) -> list[CeilingConfig]:
     return configs
 
 
-def pairs_per_second(
+def ceiling_run(
     base: InferenceSettings, config: CeilingConfig, pairs: Sequence[tuple[str, str]]
-) -> float:
-    """Score ``pairs`` once (after an untimed warm-up call) with ``config``: pairs/s."""
+) -> tuple[float, NDArray[np.float32]]:
+    """Score ``pairs`` once (after an untimed warm-up call) with ``config``: pairs/s, and
+    the logits, so that a configuration's drift from one pair per call can be shown."""
     scorer = load_nli(config.settings(base))
     scorer.score(list(pairs[:8]))
     started = time.perf_counter()
-    scorer.score(list(pairs))
-    return len(pairs) / (time.perf_counter() - started)
+    logits = scorer.score_detailed(list(pairs)).logits
+    return len(pairs) / (time.perf_counter() - started), logits
+
+
+def pairs_per_second(
+    base: InferenceSettings, config: CeilingConfig, pairs: Sequence[tuple[str, str]]
+) -> float:
+    """Pairs/s of ``config`` on ``pairs`` (see :func:`ceiling_run`)."""
+    return ceiling_run(base, config, pairs)[0]

@@ -65,7 +65,9 @@ class FairReader:
         batch: Batch = {}
         read_at = generation()
         if len(assigned) > 1:
-            batch = await self._take_in_time_order(consumer, assigned, max_records, generation)
+            batch = await self._take_in_time_order(
+                consumer, assigned, max_records, generation, read_at
+            )
         if not batch:
             got = await consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
             read_at = generation()
@@ -81,6 +83,7 @@ class FairReader:
         assigned: list[TopicPartition],
         max_records: int,
         generation: Callable[[], int],
+        read_at: int,
     ) -> Batch:
         """One record from each partition with any buffered (so none starves, whatever
         its timestamps), then small chunks, each from the partition whose last record
@@ -88,8 +91,8 @@ class FairReader:
         start = self._turn % len(assigned)
         self._turn += 1
         order = assigned[start:] + assigned[:start]
+        turn = {tp: place for place, tp in enumerate(order)}
         chunk = max(1, max_records // (4 * len(assigned)))
-        read_at = generation()
         batch: Batch = {}
         taken = 0
         try:
@@ -102,7 +105,7 @@ class FairReader:
                 taken += got
             ready = {tp for tp in order if tp in batch}
             while ready and taken < max_records:
-                tp = min(ready, key=lambda t: (self._last_taken(batch, t), order.index(t)))
+                tp = min(ready, key=lambda t: (self._last_taken(batch, t), turn[t]))
                 limit = min(chunk, max_records - taken)
                 got = await self._take(consumer, batch, read_at, generation, tp, limit)
                 if got is None:

@@ -18,7 +18,6 @@ from streamproc.evaluate.cost_model import (
     claims_variants,
     cores_per_100,
     cost_fit,
-    cpu_model,
     evidence_sentences,
     evidence_variants,
     linear_fit,
@@ -29,6 +28,7 @@ from streamproc.evaluate.cost_model import (
     sentence_pool,
     with_claims,
 )
+from streamproc.evaluate.machine import cpu_model
 from streamproc.events import AnswerEvent, EvidenceItem, EvidenceKind
 from streamproc.inference.loader import load_embedder
 from streamproc.judge.claims import Granularity

@@ -190,7 +190,7 @@ def test_order_is_restored_across_micro_batches(symbolic: LoadedModel) -> None:
 def test_the_default_verifier_scores_a_pair_the_same_alone_and_in_any_batch() -> None:
     """Verdicts are replayable: with the defaults (one pair per call, calls side by side
     on two threads) a pair's logits do not depend on the other pairs of its batch, nor on
-    which thread ran it. Batches of 8 are not (logits moved by up to 0.87 on the
+    which thread ran it. Batches of 8 are not (logits moved by up to 0.62 on the
     benchmark's pairs: BENCHMARKS.md)."""
     defaults = InferenceSettings()
     assert (defaults.nli_batch_size, defaults.nli_parallel_calls) == (1, 2)
