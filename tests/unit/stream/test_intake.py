@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import statistics
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -334,16 +333,18 @@ def test_intake_adds_no_pass_that_grows_faster_than_the_json_parser() -> None:
         "deep chains": lambda n: {"x": [chain] * (n // 20)},
     }
 
-    def median_seconds(work: Callable[[], object]) -> float:
+    def fastest_seconds(work: Callable[[], object]) -> float:
+        """The fastest of 5 runs: noise only ever adds time (a median once read 3.3x in
+        a fresh-clone CI run)."""
         runs = []
         for _ in range(5):
             started = time.process_time()  # CPU time: other processes on the box do not count
             work()
             runs.append(time.process_time() - started)
-        return statistics.median(runs)
+        return min(runs)
 
     def overhead(raw: bytes) -> float:
-        return median_seconds(lambda: parse_answer(raw, 10**7)) / median_seconds(
+        return fastest_seconds(lambda: parse_answer(raw, 10**7)) / fastest_seconds(
             lambda: json.loads(raw)
         )
 
@@ -353,6 +354,8 @@ def test_intake_adds_no_pass_that_grows_faster_than_the_json_parser() -> None:
             for n in (4000, 16000)
         )
         growth = overhead(large) / overhead(small)
-        if growth >= 3.0:  # a noisy neighbour; a real quadratic pass stays near 4x
-            growth = overhead(large) / overhead(small)
+        for _ in range(2):  # a noisy neighbour passes; a real quadratic pass stays near 4x
+            if growth < 3.0:
+                break
+            growth = min(growth, overhead(large) / overhead(small))
         assert growth < 3.0, f"{name}: intake's overhead grew {growth:.1f}x with 4x the input"
