@@ -241,6 +241,19 @@ class JudgeSettings(_Group):
     window_sentences: int = Field(
         default=2, ge=1, description="Adjacent evidence sentences joined into one window."
     )
+    decisive_entailment: float | None = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="A claim whose top-ranked evidence unit entails it at least this much "
+        "is decided on that unit alone: its other candidates are not scored. None: all are.",
+    )
+    shortlist_sentences: int | None = Field(
+        default=None,
+        ge=1,
+        description="Embed and rank only each claim's best this many evidence sentences by "
+        "word overlap (longer evidence only). None: every sentence is embedded.",
+    )
     inference: InferenceSettings = InferenceSettings()
     limits: JudgeLimits = JudgeLimits()
     confidence: ConfidenceSettings = ConfidenceSettings()

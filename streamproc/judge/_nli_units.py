@@ -31,11 +31,12 @@ def unit_vectors(
     units: Sequence[EvidenceUnit], vectors: NDArray[np.float32], index: Mapping[str, int]
 ) -> NDArray[np.float32]:
     """One unit-length row per unit: a sentence's own embedding (``vectors[index[text]]``),
-    a window's the normalised mean of its sentences' rows."""
+    a window's the normalised mean of its sentences' rows. A unit left off the shortlist
+    (its text not in ``index``) keeps a zero row and is never ranked."""
     members = window_members(units)
     rows = np.zeros((len(units), vectors.shape[1]), dtype=np.float32)
     for i, unit in enumerate(units):
-        if i not in members:
+        if i not in members and unit.text in index:
             rows[i] = vectors[index[unit.text]]
     for i, parts in members.items():
         mean = rows[parts].mean(axis=0)

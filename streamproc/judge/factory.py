@@ -74,6 +74,8 @@ def build_nli_judge(
         calibrator=calibrator,
         soft_rules=soft_rules,
         limits=settings.limits,
+        decisive_entailment=settings.decisive_entailment,
+        shortlist_sentences=settings.shortlist_sentences,
     )
 
 

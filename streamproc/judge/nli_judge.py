@@ -65,6 +65,7 @@ from streamproc.judge.overstatement import overstated
 from streamproc.judge.records import confirmed_values
 from streamproc.judge.retrieval import Candidate, rank_candidates
 from streamproc.judge.settle import EvidenceFacts, Prechecks, Settled, precheck
+from streamproc.judge.shortlist import lexical_shortlist
 from streamproc.judge.signals import SIGNAL_NAMES, ClaimEvidence, claim_signals
 from streamproc.judge.stage_times import stage
 from streamproc.judge.structured import StructuredEvidence, ValueReason
@@ -103,6 +104,12 @@ class _ClaimWork:
     prechecks: Prechecks | None = None
     candidates: list[Candidate] = field(default_factory=list)
     cited: dict[tuple[str, ...], list[Candidate]] = field(default_factory=dict)
+    decided_early: bool = False
+
+    @property
+    def scored_candidates(self) -> list[Candidate]:
+        """The candidates NLI scores: only the top one when it decided the claim alone."""
+        return self.candidates[:1] if self.decided_early else self.candidates
 
 
 @dataclass(slots=True)
@@ -114,6 +121,7 @@ class _AnswerWork:
     facts: EvidenceFacts
     evidence_words: frozenset[str]
     claims: list[_ClaimWork]
+    shortlist: list[int] | None = None
     checked_claims: int = 0
     structured_evidence: bool = False
     limits: tuple[str, ...] = ()
@@ -146,6 +154,8 @@ class NliJudge:
         calibrator: VerdictCalibrator | None = None,
         soft_rules: bool | None = None,
         limits: JudgeLimits | None = None,
+        decisive_entailment: float | None = None,
+        shortlist_sentences: int | None = None,
     ) -> None:
         """``model_thresholds``: how the models' outputs are read (e.g. the NLI margin's
         band edges), recorded with the judge's own so an auditor can replay a verdict.
@@ -156,6 +166,11 @@ class NliJudge:
         given (the training script turns it on without one, to collect signals).
 
         ``limits``: the work caps per answer (see :mod:`streamproc.judge.limits`).
+
+        ``decisive_entailment``: a claim whose top-ranked unit entails it at least this
+        much is decided on that unit alone; its other candidates are never scored.
+        ``shortlist_sentences``: embed and rank only each claim's best this many evidence
+        sentences by word overlap (:mod:`streamproc.judge.shortlist`). None: off.
         """
         if calibrator is not None:
             calibrator.check_signals(SIGNAL_NAMES)
@@ -171,6 +186,8 @@ class NliJudge:
         self._top_k = top_k
         self._window = window_sentences
         self._limits = limits or JudgeLimits()
+        self._decisive = decisive_entailment
+        self._shortlist = shortlist_sentences
         self.pairs_scored = 0
         self._info = JudgeInfo(
             name="nli",
@@ -182,6 +199,8 @@ class NliJudge:
                 **dict(model_thresholds or {}),
                 "top_k": float(top_k),
                 "window_sentences": float(window_sentences),
+                **_optional("decisive_entailment", decisive_entailment),
+                **_optional("shortlist_sentences", shortlist_sentences),
             },
             models={scorer.model_name: scorer.sha256, embedder.model_name: embedder.sha256},
         )
@@ -203,19 +222,50 @@ class NliJudge:
         """One judgement per answer, in order. ``deadline_s`` bounds each answer's own
         steps (not the shared model calls): over it, ``AnswerTimedOut`` names the answer."""
         works = self._claims_with_evidence(answers, deadline_s)
-        pairs = list(dict.fromkeys(_pairs(works)))
-        with stage("nli"):  # one batched model call for every answer of the batch
-            scores = self._scorer.score(pairs) if pairs else []
-        self.pairs_scored += len(pairs)
-        lookup = dict(zip(pairs, scores, strict=True))
+        with stage("nli"):  # batched model calls for every answer of the batch
+            lookup = self._score(works)
         with stage("decide"):
             return [self._assemble(work, lookup) for work in works]
 
     def nli_pairs(self, answers: Sequence[AnswerEvent]) -> list[tuple[str, str]]:
         """The (premise, hypothesis) pairs judging ``answers`` as one batch sends to the
         NLI model, in order: what a benchmark replays against the model alone to find
-        the ceiling the judge's NLI stage is measured against."""
-        return list(dict.fromkeys(_pairs(self._claims_with_evidence(answers, None))))
+        the ceiling the judge's NLI stage is measured against. Scores them (which pairs
+        the second round asks depends on the first round's scores)."""
+        return list(self._score(self._claims_with_evidence(answers, None)))
+
+    def _score(self, works: Sequence[_AnswerWork]) -> dict[tuple[str, str], NliScore]:
+        """NLI scores by (premise, hypothesis), in up to two rounds. Round one asks every
+        pair, except that a claim which may be decided early sends only its top unit;
+        round two asks the other candidates of those whose top unit did not decide."""
+        lookup: dict[tuple[str, str], NliScore] = {}
+        early = []
+        if self._decisive is not None:
+            early = [(w, c) for w in works for c in w.claims if self._may_stop_early(c, w)]
+        for _, item in early:
+            item.decided_early = True  # for now: round one asks the top unit only
+        self._score_new(lookup, _pairs(works))
+        for work, item in early:
+            top = work.units[item.candidates[0].unit].text, work.hypothesis(item.claim)
+            item.decided_early = lookup[top].entailment >= (self._decisive or 0.0)
+        self._score_new(lookup, _pairs(works))
+        return lookup
+
+    def _score_new(
+        self, lookup: dict[tuple[str, str], NliScore], pairs: Iterable[tuple[str, str]]
+    ) -> None:
+        """Score the pairs not in ``lookup`` yet (one batched call) and add them."""
+        new = [pair for pair in dict.fromkeys(pairs) if pair not in lookup]
+        if new:
+            lookup.update(zip(new, self._scorer.score(new), strict=True))
+            self.pairs_scored += len(new)
+
+    def _may_stop_early(self, item: _ClaimWork, work: _AnswerWork) -> bool:
+        """An unsettled claim with several candidates, none of which flips its negation
+        (a flip is decided by the unit closest in words, whatever NLI says)."""
+        if item.settled is not None or len(item.candidates) < 2:
+            return False
+        return not any(self._flips(item.claim.text, work.units[c.unit], c) for c in item.candidates)
 
     def _claims_with_evidence(
         self, answers: Sequence[AnswerEvent], deadline_s: float | None
@@ -289,7 +339,12 @@ class NliJudge:
                 continue
             members = window_members(work.units)
             wanted = [work.hypothesis(c.claim) for c in work.claims if _needs_evidence(c)]
-            wanted += [u.text for i, u in enumerate(work.units) if i not in members]
+            if self._shortlist is not None:
+                work.shortlist = lexical_shortlist(
+                    work.units, wanted, self._shortlist, _cited_units(work)
+                )
+            ranked = set(range(len(work.units)) if work.shortlist is None else work.shortlist)
+            wanted += [u.text for i, u in enumerate(work.units) if i not in members and i in ranked]
             for text in wanted:
                 texts.setdefault(text, len(texts))
         if not texts:
@@ -303,9 +358,11 @@ class NliJudge:
     def _rank(
         self, work: _AnswerWork, vectors: NDArray[np.float32], texts: Mapping[str, int]
     ) -> None:
-        """Each claim's top-k units overall and within each cited subset."""
+        """Each claim's top-k units overall (among the shortlist) and within each cited
+        subset."""
         unit_texts = [u.text for u in work.units]
         unit_rows = unit_vectors(work.units, vectors, texts)
+        listed = list(range(len(work.units))) if work.shortlist is None else work.shortlist
         for item in work.claims:
             work.clock.check()
             if not _needs_evidence(item):
@@ -313,9 +370,16 @@ class NliJudge:
             hypothesis = work.hypothesis(item.claim)
             claim_vector = vectors[texts[hypothesis]]
             if item.settled is None:
-                item.candidates = rank_candidates(
-                    hypothesis, claim_vector, unit_texts, unit_rows, self._top_k
+                ranked = rank_candidates(
+                    hypothesis,
+                    claim_vector,
+                    [unit_texts[i] for i in listed],
+                    rows_of(unit_rows, listed),
+                    self._top_k,
                 )
+                item.candidates = [
+                    Candidate(listed[c.unit], c.similarity, c.coverage, c.exact) for c in ranked
+                ]
             for subset in citation_subsets(item.claim.resolved):
                 chosen = [i for i, u in enumerate(work.units) if u.evidence_id in subset]
                 ranked = rank_candidates(
@@ -357,13 +421,13 @@ class NliJudge:
         base = unchecked_verdict(claim)
         if not claim.checked:
             return base
-        rule = item.settled or self._decide(item.claim, item.candidates, work, lookup)
+        rule = item.settled or self._decide(item.claim, item.scored_candidates, work, lookup)
         signals = self._signals(item, rule, work, lookup)
         decision, risk = self._calibrate(item, rule, signals)
         cut = sorted(
             {
                 work.units[c.unit].evidence_id
-                for c in item.candidates
+                for c in item.scored_candidates
                 if lookup[(work.units[c.unit].text, work.hypothesis(claim))].truncated
             }
         )
@@ -470,7 +534,9 @@ class NliJudge:
         """The calibrator's inputs for one checked claim (computed with or without one)."""
         claim = item.claim
         hypothesis = work.hypothesis(claim)
-        scored = [(c, lookup[(work.units[c.unit].text, hypothesis)]) for c in item.candidates]
+        scored = [
+            (c, lookup[(work.units[c.unit].text, hypothesis)]) for c in item.scored_candidates
+        ]
         flipped = _is_negation_flip(rule)
         best = max(scored, key=lambda cs: cs[1].entailment, default=None)
         hedged = best is not None and (
@@ -481,6 +547,7 @@ class NliJudge:
         sentences = max(1, len(work.shape.sentences) - 1)
         found = ClaimEvidence(
             scored=scored,
+            candidates=item.candidates,
             flipped=flipped,
             overstated=hedged,
             coverage_evidence=len(words & work.evidence_words) / len(words) if words else 1.0,
@@ -554,11 +621,28 @@ def _pairs(works: Iterable[_AnswerWork]) -> Iterable[tuple[str, str]]:
     for work in works:
         for item in work.claims:
             hypothesis = work.hypothesis(item.claim)
-            for candidate in item.candidates:
+            for candidate in item.scored_candidates:
                 yield work.units[candidate.unit].text, hypothesis
             for cited in item.cited.values():
                 for candidate in cited:
                     yield work.units[candidate.unit].text, hypothesis
+
+
+def _cited_units(work: _AnswerWork) -> list[int]:
+    """Units of evidence some claim cites: citation checks rank within them."""
+    cited = {
+        e
+        for c in work.claims
+        if _needs_evidence(c)
+        for s in citation_subsets(c.claim.resolved)
+        for e in s
+    }
+    return [i for i, u in enumerate(work.units) if u.evidence_id in cited]
+
+
+def _optional(name: str, value: float | None) -> dict[str, float]:
+    """A threshold recorded on the judge's info only when it is set."""
+    return {} if value is None else {name: float(value)}
 
 
 def _is_negation_flip(rule: Settled) -> bool:

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from streamproc.judge.text import content_words, numbers
 
-__all__ = ["Candidate", "lexical_coverage", "names", "rank_candidates"]
+__all__ = ["Candidate", "lexical_coverage", "mentions_any", "names", "rank_candidates"]
 
 _NAME = re.compile(r"\b[A-Z][a-zA-Z'-]+(?:\s+[A-Z][a-zA-Z'-]+)*")
 _LEXICAL_WEIGHT = 0.5
@@ -79,7 +79,7 @@ def rank_candidates(
             unit=index,
             similarity=float(similarities[index]),
             coverage=lexical_coverage(claim_words, content_words(text)),
-            exact=bool(specifics) and _mentions_any(text, specifics),
+            exact=bool(specifics) and mentions_any(text, specifics),
         )
         for index, text in enumerate(unit_texts)
     ]
@@ -89,6 +89,7 @@ def rank_candidates(
     return chosen + extra
 
 
-def _mentions_any(text: str, specifics: frozenset[str]) -> bool:
+def mentions_any(text: str, specifics: frozenset[str]) -> bool:
+    """The text contains one of the (lower-cased) numbers or names, as a substring."""
     lowered = text.lower()
     return any(item in lowered for item in specifics)

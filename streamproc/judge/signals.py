@@ -121,6 +121,9 @@ class ClaimEvidence:
     has_question: bool
     checked_claims: int
     contradiction_min_coverage: float = 0.5
+    candidates: Sequence[Candidate] = ()
+    """Every retrieved candidate, scored or not (a claim decided on its top unit alone
+    has one scored): the retrieval signals read them all. Empty: the scored ones."""
 
 
 def claim_signals(found: ClaimEvidence) -> dict[str, float]:
@@ -131,15 +134,16 @@ def claim_signals(found: ClaimEvidence) -> dict[str, float]:
         s.contradiction for c, s in found.scored if c.coverage >= found.contradiction_min_coverage
     ]
     best = max(logits, default=-_LOGIT_CLIP)
+    retrieved = found.candidates or [c for c, _ in found.scored]
     values = {
         "entail_logit_max": best,
         "entail_logit_top": entailment_logit(top[1]) if top else -_LOGIT_CLIP,
         "entail_logit_mean": sum(logits) / len(logits) if logits else -_LOGIT_CLIP,
         "entail_logit_max_sq": best * best / _LOGIT_CLIP,
         "contradiction_max": max(relevant, default=0.0),
-        "similarity_max": max((c.similarity for c, _ in found.scored), default=0.0),
+        "similarity_max": max((c.similarity for c in retrieved), default=0.0),
         "similarity_top": top[0].similarity if top else 0.0,
-        "coverage_max": max((c.coverage for c, _ in found.scored), default=0.0),
+        "coverage_max": max((c.coverage for c in retrieved), default=0.0),
         "coverage_evidence": found.coverage_evidence,
         "unknown_numbers": float(min(found.unknown_numbers, 3)),
         "unknown_names": float(min(found.unknown_names, 3)),

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from streamproc.events import (
     Action,
     AnswerEvent,
@@ -238,11 +240,13 @@ def test_truncated_evidence_is_reported_on_the_claim(embedder: BagOfWordsEmbedde
     assert any(r.startswith("EVIDENCE_TRUNCATED: D1") for r in only_claim(result).reasons)
 
 
+@pytest.mark.parametrize("decisive", [None, 0.6])
 def test_nli_pairs_are_exactly_the_pairs_judging_sends_to_the_model(
-    embedder: BagOfWordsEmbedder,
+    embedder: BagOfWordsEmbedder, decisive: float | None
 ) -> None:
     """The benchmark times the model alone on ``nli_pairs``: they must be what the judge
-    scores, in the same order, and asking for them calls no NLI model."""
+    scores, in the same order (with early decisions too, whose second round depends on
+    the first round's scores)."""
     answers = [
         event("The supplier delivered 90 of 100 pieces [D1]. Orders can be billed."),
         event("Incomplete orders cannot be delivered."),
@@ -256,8 +260,15 @@ def test_nli_pairs_are_exactly_the_pairs_judging_sends_to_the_model(
             return super().score(pairs)
 
     scorer = Recording()
-    nli = judge(scorer, embedder)
+    nli = NliJudge(
+        scorer,
+        embedder,
+        thresholds=NliThresholds(entailment=0.6),
+        granularity="sentence",
+        decisive_entailment=decisive,
+    )
     asked = nli.nli_pairs(answers)
-    assert scorer.calls == []
-    nli.judge_batch(answers)
     assert asked == sent and len(asked) >= 3
+    sent.clear()
+    nli.judge_batch(answers)
+    assert asked == sent
