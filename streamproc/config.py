@@ -249,7 +249,7 @@ class JudgeSettings(_Group):
         "is decided on that unit alone: its other candidates are not scored. None: all are.",
     )
     shortlist_sentences: int | None = Field(
-        default=None,
+        default=10,
         ge=1,
         description="Embed and rank only each claim's best this many evidence sentences by "
         "word overlap (longer evidence only). None: every sentence is embedded.",
