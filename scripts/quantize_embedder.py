@@ -20,6 +20,7 @@ extra: ``.venv/bin/pip install -e '.[model]'``); nothing here runs in the worker
     .venv/bin/python scripts/quantize_embedder.py            # writes the model, prints its sha256
     .venv/bin/python scripts/quantize_embedder.py --check    # rebuilds and compares the sha256
     .venv/bin/python scripts/quantize_embedder.py --compare  # speed and cosine, both models
+    .venv/bin/python scripts/quantize_embedder.py --static-trial  # why not static QDQ
 
 ``--compare`` needs no extra: it embeds the evidence sentences and checked claims of
 ``scripts/benchmark.py``'s 60 answers with both models as the judge runs them (the
@@ -34,6 +35,7 @@ import hashlib
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -65,13 +67,8 @@ def build(out: Path) -> str:
     registry = ModelRegistry(ROOT / "models")
     source_path, _ = registry.read_verified(registry.get(SOURCE).onnx)  # sha256-checked
     with tempfile.TemporaryDirectory() as tmp:
-        folded = Path(tmp) / "folded.onnx"
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-        options.optimized_model_filepath = str(folded)
-        ort.InferenceSession(str(source_path), options, providers=["CPUExecutionProvider"])
         quantize_dynamic(
-            folded,
+            _folded(source_path, tmp),
             out,
             weight_type=QuantType.QInt8,
             op_types_to_quantize=["MatMul", "Gather"],
@@ -103,11 +100,127 @@ def compare() -> None:
     print(f"cosine between them: median {np.median(cosine):.4f}, min {cosine.min():.4f}")
 
 
+def _folded(source_path: Path, tmp: str) -> Path:
+    """The source graph with its weight casts folded into fp32 initialisers."""
+    folded = Path(tmp) / "folded.onnx"
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.optimized_model_filepath = str(folded)
+    ort.InferenceSession(str(source_path), options, providers=["CPUExecutionProvider"])
+    return folded
+
+
+def static_trial(calibration_texts: int = 400) -> None:
+    """Why the embedder is not statically quantised (issue 11 asked for batch-invariant
+    batching): static QDQ int8 with activation ranges calibrated on the calibrate split's
+    sentences makes a text's vector independent of its batch, but moves it far from the
+    fp32 vector, for MinMax, Percentile and Entropy ranges alike; keeping the FFN output
+    products in fp32 restores the vectors and gives back the speed. Prints, per variant,
+    the cosine to fp32 on the benchmark's texts and the largest change of a text's vector
+    between alone and inside a padded batch of 50 others."""
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    from streamproc.evaluate.benchmark import default_data_files, load_items
+    from streamproc.inference.embeddings import mean_pool
+
+    granularity = Settings().judge.granularity
+    reference = load_embedder(InferenceSettings(embedding_model=SOURCE))
+    tokenizer = reference._tokenizer  # the shared WordPiece tokenizer
+    seen: list[str] = []
+    for item in load_items(default_data_files(), "calibrate"):
+        event = item.case.event
+        seen += evidence_sentences(event) + checked_claims(event, granularity)
+    calibration = sorted(set(seen))[:: max(1, len(set(seen)) // calibration_texts)]
+    events, _ = sample_events(None, 20)
+    texts = list(
+        dict.fromkeys(
+            t for e in events for t in evidence_sentences(e) + checked_claims(e, granularity)
+        )
+    )
+    fp32 = reference.embed(texts)
+
+    def feeds(rows: list[Any], width: int | None = None) -> dict[str, Any]:
+        batch = tokenizer.pad(rows, width)
+        return {
+            "input_ids": batch.input_ids,
+            "attention_mask": batch.attention_mask,
+            "token_type_ids": batch.token_type_ids,
+        }
+
+    class Reader(CalibrationDataReader):  # type: ignore[misc]
+        def __init__(self, width: int | None) -> None:
+            rows = [r for r in tokenizer.encode_texts(calibration) if len(r) <= (width or 512)]
+            self._rows = iter(rows)
+            self._width = width
+
+        def get_next(self) -> dict[str, Any] | None:
+            row = next(self._rows, None)
+            return None if row is None else feeds([row], self._width)
+
+    def vectors(session: ort.InferenceSession, rows: list[Any]) -> Any:
+        batch = feeds(rows)
+        states = session.run(["last_hidden_state"], batch)[0]
+        pooled = mean_pool(states, batch["attention_mask"])
+        return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+    registry = ModelRegistry(ROOT / "models")
+    source_path, _ = registry.read_verified(registry.get(SOURCE).onnx)
+    rows = tokenizer.encode_texts(texts)
+    variants = [
+        ("MinMax", CalibrationMethod.MinMax, None, False),
+        ("Percentile", CalibrationMethod.Percentile, 96, False),  # needs one input shape
+        ("Entropy", CalibrationMethod.Entropy, 96, False),
+        ("MinMax, FFN output in fp32", CalibrationMethod.MinMax, None, True),
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        folded = _folded(source_path, tmp)
+        import onnx
+
+        products = [n.name for n in onnx.load(str(folded)).graph.node if n.op_type == "MatMul"]
+        for label, method, width, keep_ffn_out in variants:
+            out = Path(tmp) / "static.onnx"
+            quantize_static(
+                folded,
+                out,
+                Reader(width),
+                quant_format=QuantFormat.QDQ,
+                op_types_to_quantize=["MatMul", "Gather"],
+                per_channel=True,
+                activation_type=QuantType.QUInt8,
+                weight_type=QuantType.QInt8,
+                calibrate_method=method,
+                # 8 products per layer: q, k, v, scores, context, out, ffn in, ffn out
+                nodes_to_exclude=products[7::8] if keep_ffn_out else [],
+            )
+            session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+            static = np.concatenate([vectors(session, [row]) for row in rows])
+            cosine = (static * fp32).sum(axis=1)
+            alone = vectors(session, rows[:1])
+            padded = vectors(session, [rows[0], *rows[1:51]])[:1]
+            print(
+                f"static QDQ, {label}: cosine to fp32 median {np.median(cosine):.4f}, "
+                f"min {cosine.min():.4f}; alone vs in a padded batch: max |change| "
+                f"{np.abs(alone - padded).max():.2g}"
+            )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--check", action="store_true", help="rebuild and compare")
     parser.add_argument("--compare", action="store_true", help="speed and cosine, both models")
+    parser.add_argument(
+        "--static-trial", action="store_true", help="why not static QDQ (needs the model extra)"
+    )
     args = parser.parse_args()
+    if args.static_trial:
+        static_trial()
+        return 0
     if args.compare:
         compare()
         return 0

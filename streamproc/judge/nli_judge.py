@@ -104,12 +104,12 @@ class _ClaimWork:
     prechecks: Prechecks | None = None
     candidates: list[Candidate] = field(default_factory=list)
     cited: dict[tuple[str, ...], list[Candidate]] = field(default_factory=dict)
-    decided_early: bool = False
+    asked: int | None = None  # candidates asked so far when deciding early; None: all
 
     @property
     def scored_candidates(self) -> list[Candidate]:
-        """The candidates NLI scores: only the top one when it decided the claim alone."""
-        return self.candidates[:1] if self.decided_early else self.candidates
+        """The candidates NLI scores: in rank order, up to the first that decided it."""
+        return self.candidates if self.asked is None else self.candidates[: self.asked]
 
 
 @dataclass(slots=True)
@@ -235,21 +235,34 @@ class NliJudge:
         return list(self._score(self._claims_with_evidence(answers, None)))
 
     def _score(self, works: Sequence[_AnswerWork]) -> dict[tuple[str, str], NliScore]:
-        """NLI scores by (premise, hypothesis), in up to two rounds. Round one asks every
-        pair, except that a claim which may be decided early sends only its top unit;
-        round two asks the other candidates of those whose top unit did not decide."""
+        """NLI scores by (premise, hypothesis), in rounds. Without early decisions one
+        round asks every pair. With them, a claim that may be decided early asks its
+        candidates one per round in rank order and stops at the first that entails it;
+        every round is one batched call across the batch's claims."""
         lookup: dict[tuple[str, str], NliScore] = {}
-        early = []
+        waiting = []
         if self._decisive is not None:
-            early = [(w, c) for w in works for c in w.claims if self._may_stop_early(c, w)]
-        for _, item in early:
-            item.decided_early = True  # for now: round one asks the top unit only
+            waiting = [(w, c) for w in works for c in w.claims if self._may_stop_early(c, w)]
+        for _, item in waiting:
+            item.asked = 1
         self._score_new(lookup, _pairs(works))
-        for work, item in early:
-            top = work.units[item.candidates[0].unit].text, work.hypothesis(item.claim)
-            item.decided_early = lookup[top].entailment >= (self._decisive or 0.0)
-        self._score_new(lookup, _pairs(works))
+        while waiting:
+            waiting = [(w, c) for w, c in waiting if not self._decided(c, w, lookup)]
+            for _, item in waiting:
+                item.asked = (item.asked or 0) + 1
+            self._score_new(lookup, _pairs(works))
         return lookup
+
+    def _decided(
+        self, item: _ClaimWork, work: _AnswerWork, lookup: Mapping[tuple[str, str], NliScore]
+    ) -> bool:
+        """All candidates are asked, or the last one asked entails the claim decisively."""
+        asked = item.asked or 0
+        if asked >= len(item.candidates):
+            return True
+        last = item.candidates[asked - 1]
+        score = lookup[(work.units[last.unit].text, work.hypothesis(item.claim))]
+        return score.entailment >= (self._decisive or 0.0)
 
     def _score_new(
         self, lookup: dict[tuple[str, str], NliScore], pairs: Iterable[tuple[str, str]]

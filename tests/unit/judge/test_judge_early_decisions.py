@@ -1,5 +1,6 @@
-"""Fewer model calls where they decide nothing: a claim decided on its top unit alone,
-and only the evidence sentences that share words with some claim embedded."""
+"""Fewer model calls where they decide nothing: a claim's candidates asked in rank order
+until one entails it, and only the evidence sentences that share words with some claim
+embedded."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamproc.events import AnswerJudgement, EvidenceItem, VerdictLabel
+from streamproc.judge._protocols import NliScore
 from streamproc.judge.evidence import build_units
 from streamproc.judge.nli_judge import NliJudge, NliThresholds
 from streamproc.judge.shortlist import lexical_shortlist
@@ -79,12 +81,12 @@ def test_a_claim_its_top_unit_entails_is_decided_on_that_unit_alone() -> None:
     assert quick_judge.info.thresholds["decisive_entailment"] == 0.9
 
 
-def test_a_claim_its_top_unit_does_not_settle_has_every_candidate_scored() -> None:
+def test_a_claim_no_unit_settles_has_every_candidate_scored_one_per_round() -> None:
     answer = "The supplier repaired the forklifts."
     every, early = OverlapScorer(), OverlapScorer()
     full = judged(nli(every, BagOfWordsEmbedder()), answer)
     quick = judged(nli(early, BagOfWordsEmbedder(), decisive=0.9), answer)
-    assert len(early.calls) == 2, "the top unit first, then the rest"
+    assert early.calls == [1] * sum(every.calls), "one candidate per round, in rank order"
     assert sum(early.calls) == sum(every.calls)
     assert only(quick).model_dump() == only(full).model_dump()
 
@@ -128,3 +130,25 @@ def test_shortlist_keeps_windows_whose_sentences_it_keeps_and_cited_units() -> N
 
 def _item(text: str) -> EvidenceItem:
     return EvidenceItem(id="D1", text=text)
+
+
+def test_asking_stops_at_the_first_candidate_that_entails() -> None:
+    """In this fake only the window before the sentence entails, and retrieval ranks the
+    sentence first: the second round finds it, and the other two are never asked."""
+    source = " ".join([*FILLER[:3], "The supplier repaired the gate.", *FILLER[3:]])
+
+    class OnlyTheSentence(OverlapScorer):
+        def score(self, pairs: Sequence[tuple[str, str]]) -> list[NliScore]:
+            self.calls.append(len(pairs))
+            return [
+                NliScore(0.9 if p.startswith("Drivers") else 0.2, 0.05, (0.0, 0.0))
+                for p, _ in pairs
+            ]
+
+    answer = "The supplier repaired the gate near the trucks."
+    every, early = OnlyTheSentence(), OnlyTheSentence()
+    full = judged(nli(every, BagOfWordsEmbedder()), answer, source)
+    quick = judged(nli(early, BagOfWordsEmbedder(), decisive=0.7), answer, source)
+    assert early.calls == [1, 1] and sum(every.calls) > 2
+    assert only(quick).verdict is only(full).verdict
+    assert only(quick).evidence_ids == only(full).evidence_ids
