@@ -245,8 +245,9 @@ class JudgeSettings(_Group):
         default=0.5,
         gt=0,
         le=1,
-        description="A claim whose top-ranked evidence unit entails it at least this much "
-        "is decided on that unit alone: its other candidates are not scored. None: all are.",
+        description="NLI asks a claim's candidates in rank order, one per round, and stops "
+        "at the first that entails it at least this much; the rest are not scored. None: "
+        "every candidate is scored. 0.5 changed no verdict on the report split (EVALUATION.md).",
     )
     shortlist_sentences: int | None = Field(
         default=10,

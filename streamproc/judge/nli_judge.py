@@ -167,8 +167,8 @@ class NliJudge:
 
         ``limits``: the work caps per answer (see :mod:`streamproc.judge.limits`).
 
-        ``decisive_entailment``: a claim whose top-ranked unit entails it at least this
-        much is decided on that unit alone; its other candidates are never scored.
+        ``decisive_entailment``: a claim's candidates are asked in rank order and the
+        first that entails it at least this much decides; the rest are never scored.
         ``shortlist_sentences``: embed and rank only each claim's best this many evidence
         sentences by word overlap (:mod:`streamproc.judge.shortlist`). None: off.
         """
