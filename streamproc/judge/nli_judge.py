@@ -382,29 +382,12 @@ class NliJudge:
                 continue
             hypothesis = work.hypothesis(item.claim)
             claim_vector = vectors[texts[hypothesis]]
+            rank = (hypothesis, claim_vector, unit_texts, unit_rows, self._top_k)
             if item.settled is None:
-                ranked = rank_candidates(
-                    hypothesis,
-                    claim_vector,
-                    [unit_texts[i] for i in listed],
-                    rows_of(unit_rows, listed),
-                    self._top_k,
-                )
-                item.candidates = [
-                    Candidate(listed[c.unit], c.similarity, c.coverage, c.exact) for c in ranked
-                ]
+                item.candidates = _ranked_within(*rank, listed)
             for subset in citation_subsets(item.claim.resolved):
                 chosen = [i for i, u in enumerate(work.units) if u.evidence_id in subset]
-                ranked = rank_candidates(
-                    hypothesis,
-                    claim_vector,
-                    [unit_texts[i] for i in chosen],
-                    rows_of(unit_rows, chosen),
-                    self._top_k,
-                )
-                item.cited[subset] = [
-                    Candidate(chosen[c.unit], c.similarity, c.coverage, c.exact) for c in ranked
-                ]
+                item.cited[subset] = _ranked_within(*rank, chosen)
 
     # -- level 2b: decide from the scores ------------------------------------------------
 
@@ -639,6 +622,21 @@ def _pairs(works: Iterable[_AnswerWork]) -> Iterable[tuple[str, str]]:
             for cited in item.cited.values():
                 for candidate in cited:
                     yield work.units[candidate.unit].text, hypothesis
+
+
+def _ranked_within(
+    hypothesis: str,
+    claim_vector: NDArray[np.float32],
+    unit_texts: Sequence[str],
+    unit_rows: NDArray[np.float32],
+    k: int,
+    indices: Sequence[int],
+) -> list[Candidate]:
+    """The top-k among the units at ``indices``, numbered as in the answer's units."""
+    ranked = rank_candidates(
+        hypothesis, claim_vector, [unit_texts[i] for i in indices], rows_of(unit_rows, indices), k
+    )
+    return [Candidate(indices[c.unit], c.similarity, c.coverage, c.exact) for c in ranked]
 
 
 def _cited_units(work: _AnswerWork) -> list[int]:
