@@ -14,7 +14,9 @@ Per claim, cheapest first, so most claims never reach the model:
    supported strong claim over hedged evidence becomes unsupported (``OVERSTATED``).
 
 Citations are judged the same way on the cited evidence alone. The whole batch makes one
-embedding call and one NLI call; the models are injected (``PairScorer``,
+embedding call (of the evidence sentences worth embedding: :mod:`~streamproc.judge.shortlist`)
+and batched NLI calls in rounds, a claim's candidates asked until one decides it
+(:mod:`~streamproc.judge.nli_rounds`); the models are injected (``PairScorer``,
 ``TextEmbedder``), so tests use fakes and the judge stays free of I/O. The work caps
 (:mod:`streamproc.judge.limits`) bound what one answer adds to those calls; each
 answer's own steps run against its deadline (:mod:`streamproc.judge.deadline`).
@@ -22,8 +24,8 @@ answer's own steps run against its deadline (:mod:`streamproc.judge.deadline`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,11 +41,17 @@ from streamproc.events import (
     VerdictLabel,
 )
 from streamproc.judge._nli_units import rows_of, statements_only, unit_vectors, window_members
+from streamproc.judge._nli_work import (
+    AnswerWork,
+    ClaimWork,
+    cited_units,
+    needs_evidence,
+)
 from streamproc.judge._protocols import NliScore, PairScorer, TextEmbedder
 from streamproc.judge.calibrated import calibrated_decision
 from streamproc.judge.calibrator import VerdictCalibrator
 from streamproc.judge.citations import assess_citations, citation_subsets
-from streamproc.judge.claims import Claim, Decomposition, Granularity, split_sentences
+from streamproc.judge.claims import Claim, Granularity, split_sentences
 from streamproc.judge.confidence import (
     ConfidenceThresholds,
     SentenceConfidence,
@@ -54,13 +62,13 @@ from streamproc.judge.decide import decide
 from streamproc.judge.engine import citation_reasons
 from streamproc.judge.evidence import EvidenceUnit, build_units, is_structured
 from streamproc.judge.limits import (
-    CappedShape,
     cap_units,
     decompose_within,
     unchecked_verdict,
     with_limits,
 )
 from streamproc.judge.negation import flips_negation
+from streamproc.judge.nli_rounds import ask_in_rounds
 from streamproc.judge.overstatement import overstated
 from streamproc.judge.records import confirmed_values
 from streamproc.judge.retrieval import Candidate, rank_candidates
@@ -94,46 +102,6 @@ class NliThresholds:
             "contradiction_min_coverage": self.contradiction_min_coverage,
             "negation_min_coverage": self.negation_min_coverage,
         }
-
-
-@dataclass(slots=True)
-class _ClaimWork:
-    claim: Claim
-    confidence: SentenceConfidence | None = None
-    settled: Settled | None = None
-    prechecks: Prechecks | None = None
-    candidates: list[Candidate] = field(default_factory=list)
-    cited: dict[tuple[str, ...], list[Candidate]] = field(default_factory=dict)
-    asked: int | None = None  # candidates asked so far when deciding early; None: all
-
-    @property
-    def scored_candidates(self) -> list[Candidate]:
-        """The candidates NLI scores: in rank order, up to the first that decided it."""
-        return self.candidates if self.asked is None else self.candidates[: self.asked]
-
-
-@dataclass(slots=True)
-class _AnswerWork:
-    answer: AnswerEvent
-    capped: CappedShape
-    clock: Deadline
-    units: list[EvidenceUnit]
-    facts: EvidenceFacts
-    evidence_words: frozenset[str]
-    claims: list[_ClaimWork]
-    shortlist: list[int] | None = None
-    checked_claims: int = 0
-    structured_evidence: bool = False
-    limits: tuple[str, ...] = ()
-
-    @property
-    def shape(self) -> Decomposition:
-        """The claims to judge (those the caps left out are in ``capped.left_out``)."""
-        return self.capped.shape
-
-    def hypothesis(self, claim: Claim) -> str:
-        """What NLI and retrieval read for ``claim`` (see :func:`_hypothesis`)."""
-        return _hypothesis(self.answer.question, claim.text)
 
 
 class NliJudge:
@@ -223,7 +191,7 @@ class NliJudge:
         steps (not the shared model calls): over it, ``AnswerTimedOut`` names the answer."""
         works = self._claims_with_evidence(answers, deadline_s)
         with stage("nli"):  # batched model calls for every answer of the batch
-            lookup = self._score(works)
+            lookup = self._ask(works)
         with stage("decide"):
             return [self._assemble(work, lookup) for work in works]
 
@@ -231,49 +199,16 @@ class NliJudge:
         """The (premise, hypothesis) pairs judging ``answers`` as one batch sends to the
         NLI model, in order: what a benchmark replays against the model alone to find
         the ceiling the judge's NLI stage is measured against. Scores them (which pairs
-        the second round asks depends on the first round's scores)."""
-        return list(self._score(self._claims_with_evidence(answers, None)))
+        a later round asks depends on the earlier rounds' scores)."""
+        return list(self._ask(self._claims_with_evidence(answers, None)))
 
-    def _score(self, works: Sequence[_AnswerWork]) -> dict[tuple[str, str], NliScore]:
-        """NLI scores by (premise, hypothesis), in rounds. Without early decisions one
-        round asks every pair. With them, a claim that may be decided early asks its
-        candidates one per round in rank order and stops at the first that entails it;
-        every round is one batched call across the batch's claims."""
-        lookup: dict[tuple[str, str], NliScore] = {}
-        waiting = []
-        if self._decisive is not None:
-            waiting = [(w, c) for w in works for c in w.claims if self._may_stop_early(c, w)]
-        for _, item in waiting:
-            item.asked = 1
-        self._score_new(lookup, _pairs(works))
-        while waiting:
-            waiting = [(w, c) for w, c in waiting if not self._decided(c, w, lookup)]
-            for _, item in waiting:
-                item.asked = (item.asked or 0) + 1
-            self._score_new(lookup, _pairs(works))
+    def _ask(self, works: Sequence[AnswerWork]) -> dict[tuple[str, str], NliScore]:
+        """NLI scores for the batch, asked in rounds (:mod:`streamproc.judge.nli_rounds`)."""
+        lookup = ask_in_rounds(works, self._scorer, self._decisive, self._may_stop_early)
+        self.pairs_scored += len(lookup)
         return lookup
 
-    def _decided(
-        self, item: _ClaimWork, work: _AnswerWork, lookup: Mapping[tuple[str, str], NliScore]
-    ) -> bool:
-        """All candidates are asked, or the last one asked entails the claim decisively."""
-        asked = item.asked or 0
-        if asked >= len(item.candidates):
-            return True
-        last = item.candidates[asked - 1]
-        score = lookup[(work.units[last.unit].text, work.hypothesis(item.claim))]
-        return score.entailment >= (self._decisive or 0.0)
-
-    def _score_new(
-        self, lookup: dict[tuple[str, str], NliScore], pairs: Iterable[tuple[str, str]]
-    ) -> None:
-        """Score the pairs not in ``lookup`` yet (one batched call) and add them."""
-        new = [pair for pair in dict.fromkeys(pairs) if pair not in lookup]
-        if new:
-            lookup.update(zip(new, self._scorer.score(new), strict=True))
-            self.pairs_scored += len(new)
-
-    def _may_stop_early(self, item: _ClaimWork, work: _AnswerWork) -> bool:
+    def _may_stop_early(self, item: ClaimWork, work: AnswerWork) -> bool:
         """An unsettled claim with several candidates, none of which flips its negation
         (a flip is decided by the unit closest in words, whatever NLI says)."""
         if item.settled is not None or len(item.candidates) < 2:
@@ -282,7 +217,7 @@ class NliJudge:
 
     def _claims_with_evidence(
         self, answers: Sequence[AnswerEvent], deadline_s: float | None
-    ) -> list[_AnswerWork]:
+    ) -> list[AnswerWork]:
         """Claims, record checks and retrieved evidence units: everything before NLI."""
         works = []
         with stage("claims"):  # decompose, token confidence, record checks
@@ -296,7 +231,7 @@ class NliJudge:
 
     # -- level 1 and 2a: no model --------------------------------------------------------
 
-    def _prepare(self, answer: AnswerEvent, clock: Deadline) -> _AnswerWork:
+    def _prepare(self, answer: AnswerEvent, clock: Deadline) -> AnswerWork:
         capped = decompose_within(answer.answer, answer.evidence, self._granularity, self._limits)
         clock.check()
         every_unit = build_units(answer.question, answer.evidence, self._window)
@@ -316,7 +251,7 @@ class NliJudge:
         clock.check()
         claims = []
         for claim in capped.shape.claims:
-            work = _ClaimWork(claim)
+            work = ClaimWork(claim)
             if claim.checked:
                 thresholds = self._confidence_by_model.get(answer.model, self._confidence)
                 work.confidence = _confidence(answer, claim, thresholds)
@@ -326,7 +261,7 @@ class NliJudge:
                 work.settled = work.prechecks.hard
             claims.append(work)
             clock.check()
-        return _AnswerWork(
+        return AnswerWork(
             answer,
             capped,
             clock,
@@ -342,19 +277,19 @@ class NliJudge:
 
     # -- retrieval: one embedding call for the batch --------------------------------------
 
-    def _retrieve(self, works: Sequence[_AnswerWork]) -> None:
+    def _retrieve(self, works: Sequence[AnswerWork]) -> None:
         """One embedding call for the batch: the claims that need evidence and the
         sentence units; a window's vector is the mean of its sentences' vectors (the
         windows would otherwise double the texts to embed)."""
         texts: dict[str, int] = {}
         for work in works:
-            if not any(_needs_evidence(c) for c in work.claims):
+            if not any(needs_evidence(c) for c in work.claims):
                 continue
             members = window_members(work.units)
-            wanted = [work.hypothesis(c.claim) for c in work.claims if _needs_evidence(c)]
+            wanted = [work.hypothesis(c.claim) for c in work.claims if needs_evidence(c)]
             if self._shortlist is not None:
                 work.shortlist = lexical_shortlist(
-                    work.units, wanted, self._shortlist, _cited_units(work)
+                    work.units, wanted, self._shortlist, cited_units(work)
                 )
             ranked = set(range(len(work.units)) if work.shortlist is None else work.shortlist)
             wanted += [u.text for i, u in enumerate(work.units) if i not in members and i in ranked]
@@ -364,12 +299,12 @@ class NliJudge:
             return
         vectors = self._embedder.embed(list(texts))
         for work in works:
-            if any(_needs_evidence(c) for c in work.claims):
+            if any(needs_evidence(c) for c in work.claims):
                 with work.clock.running():
                     self._rank(work, vectors, texts)
 
     def _rank(
-        self, work: _AnswerWork, vectors: NDArray[np.float32], texts: Mapping[str, int]
+        self, work: AnswerWork, vectors: NDArray[np.float32], texts: Mapping[str, int]
     ) -> None:
         """Each claim's top-k units overall (among the shortlist) and within each cited
         subset."""
@@ -378,7 +313,7 @@ class NliJudge:
         listed = list(range(len(work.units))) if work.shortlist is None else work.shortlist
         for item in work.claims:
             work.clock.check()
-            if not _needs_evidence(item):
+            if not needs_evidence(item):
                 continue
             hypothesis = work.hypothesis(item.claim)
             claim_vector = vectors[texts[hypothesis]]
@@ -392,7 +327,7 @@ class NliJudge:
     # -- level 2b: decide from the scores ------------------------------------------------
 
     def _assemble(
-        self, work: _AnswerWork, lookup: Mapping[tuple[str, str], NliScore]
+        self, work: AnswerWork, lookup: Mapping[tuple[str, str], NliScore]
     ) -> AnswerJudgement:
         with work.clock.running() as clock:
             clock.check()
@@ -410,7 +345,7 @@ class NliJudge:
             return with_limits(judgement, work.limits)
 
     def _claim_verdict(
-        self, item: _ClaimWork, work: _AnswerWork, lookup: Mapping[tuple[str, str], NliScore]
+        self, item: ClaimWork, work: AnswerWork, lookup: Mapping[tuple[str, str], NliScore]
     ) -> ClaimVerdict:
         """One claim's verdict: the rule, the calibrator, truncation and citations."""
         claim = item.claim
@@ -456,7 +391,7 @@ class NliJudge:
         self,
         claim: Claim,
         candidates: Sequence[Candidate],
-        work: _AnswerWork,
+        work: AnswerWork,
         lookup: Mapping[tuple[str, str], NliScore],
     ) -> Settled:
         t = self._thresholds
@@ -522,9 +457,9 @@ class NliJudge:
 
     def _signals(
         self,
-        item: _ClaimWork,
+        item: ClaimWork,
         rule: Settled,
-        work: _AnswerWork,
+        work: AnswerWork,
         lookup: Mapping[tuple[str, str], NliScore],
     ) -> dict[str, float]:
         """The calibrator's inputs for one checked claim (computed with or without one)."""
@@ -566,7 +501,7 @@ class NliJudge:
         return claim_signals(found)
 
     def _calibrate(
-        self, item: _ClaimWork, rule: Settled, signals: Mapping[str, float]
+        self, item: ClaimWork, rule: Settled, signals: Mapping[str, float]
     ) -> tuple[Settled, float | None]:
         """The calibrated verdict and risk, or the rule's verdict when no calibrator is
         configured or a hard finding settled the claim."""
@@ -595,9 +530,9 @@ class NliJudge:
 
     def _subset_supports(
         self,
-        item: _ClaimWork,
+        item: ClaimWork,
         subset: tuple[str, ...],
-        work: _AnswerWork,
+        work: AnswerWork,
         lookup: Mapping[tuple[str, str], NliScore],
     ) -> bool:
         """Citation recall: does the cited evidence alone (plus the question) back it?"""
@@ -610,18 +545,6 @@ class NliJudge:
 
 
 # ------------------------------------------------------------------------------ helpers
-
-
-def _pairs(works: Iterable[_AnswerWork]) -> Iterable[tuple[str, str]]:
-    """Every (premise, hypothesis) the batch needs: retrieved units and cited units."""
-    for work in works:
-        for item in work.claims:
-            hypothesis = work.hypothesis(item.claim)
-            for candidate in item.scored_candidates:
-                yield work.units[candidate.unit].text, hypothesis
-            for cited in item.cited.values():
-                for candidate in cited:
-                    yield work.units[candidate.unit].text, hypothesis
 
 
 def _ranked_within(
@@ -639,18 +562,6 @@ def _ranked_within(
     return [Candidate(indices[c.unit], c.similarity, c.coverage, c.exact) for c in ranked]
 
 
-def _cited_units(work: _AnswerWork) -> list[int]:
-    """Units of evidence some claim cites: citation checks rank within them."""
-    cited = {
-        e
-        for c in work.claims
-        if _needs_evidence(c)
-        for s in citation_subsets(c.claim.resolved)
-        for e in s
-    }
-    return [i for i, u in enumerate(work.units) if u.evidence_id in cited]
-
-
 def _optional(name: str, value: float | None) -> dict[str, float]:
     """A threshold recorded on the judge's info only when it is set."""
     return {} if value is None else {name: float(value)}
@@ -661,31 +572,6 @@ def _is_negation_flip(rule: Settled) -> bool:
     return rule.verdict is VerdictLabel.CONTRADICTED and any(
         r.startswith("NEGATION_FLIP") for r in rule.reasons
     )
-
-
-_FRAGMENT_WORDS = 8
-_BARE_WORDS = 3
-
-
-def _is_fragment(claim: str) -> bool:
-    """A bare answer ("1932", "Swoosie Kurtz", "Yes.") rather than a sentence."""
-    words = len(claim.split())
-    ends_sentence = claim.rstrip().endswith((".", "!", "?"))
-    return words <= _BARE_WORDS or (words <= _FRAGMENT_WORDS and not ends_sentence)
-
-
-def _hypothesis(question: str | None, claim: str) -> str:
-    """A short answer to a question ("1932", "Swoosie Kurtz") asserts nothing on its own:
-    NLI and retrieval read it after the question, so "When was the film released? 1932"
-    can be entailed or not. Sentences are read as written."""
-    if not question or not _is_fragment(claim):
-        return claim
-    return f"{question.strip()} {claim}"
-
-
-def _needs_evidence(item: _ClaimWork) -> bool:
-    """Checked claims the model must see: unsettled ones, or ones with citations."""
-    return item.claim.checked and (item.settled is None or bool(item.claim.resolved))
 
 
 def _confidence(
@@ -699,7 +585,7 @@ def _confidence(
     )
 
 
-def _item_text(work: _AnswerWork, unit: EvidenceUnit) -> str:
+def _item_text(work: AnswerWork, unit: EvidenceUnit) -> str:
     """The whole evidence item a unit came from: a hedge may sit in the next sentence."""
     for item in work.answer.evidence:
         if item.id == unit.evidence_id:
