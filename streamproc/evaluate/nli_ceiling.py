@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from streamproc.config import InferenceSettings
 from streamproc.inference.loader import load_nli
 
-__all__ = ["CeilingConfig", "ceiling_configs", "ceiling_run", "pairs_per_second"]
+__all__ = ["CeilingConfig", "ceiling_configs", "ceiling_run"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,10 +57,3 @@ def ceiling_run(
     started = time.perf_counter()
     logits = scorer.score_detailed(list(pairs)).logits
     return len(pairs) / (time.perf_counter() - started), logits
-
-
-def pairs_per_second(
-    base: InferenceSettings, config: CeilingConfig, pairs: Sequence[tuple[str, str]]
-) -> float:
-    """Pairs/s of ``config`` on ``pairs`` (see :func:`ceiling_run`)."""
-    return ceiling_run(base, config, pairs)[0]

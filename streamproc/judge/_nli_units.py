@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from streamproc.judge.claims import split_sentences
 from streamproc.judge.evidence import EvidenceUnit
 
-__all__ = ["rows_of", "statements_only", "unit_vectors", "window_members"]
+__all__ = ["statements_only", "unit_vectors", "window_members"]
 
 
 def window_members(units: Sequence[EvidenceUnit]) -> dict[int, list[int]]:
@@ -42,14 +42,6 @@ def unit_vectors(
         mean = rows[parts].mean(axis=0)
         norm = float(np.linalg.norm(mean))
         rows[i] = mean / norm if norm else mean
-    return rows
-
-
-def rows_of(matrix: NDArray[np.float32], indices: Sequence[int]) -> NDArray[np.float32]:
-    """The rows at ``indices`` (an empty, correctly shaped matrix for none)."""
-    if not indices:
-        return np.zeros((0, matrix.shape[1]), dtype=np.float32)
-    rows: NDArray[np.float32] = matrix[np.asarray(indices)]
     return rows
 
 

@@ -40,7 +40,7 @@ from streamproc.events import (
     JudgeInfo,
     VerdictLabel,
 )
-from streamproc.judge._nli_units import rows_of, statements_only, unit_vectors, window_members
+from streamproc.judge._nli_units import statements_only, unit_vectors, window_members
 from streamproc.judge._nli_work import (
     AnswerWork,
     ClaimWork,
@@ -310,19 +310,18 @@ class NliJudge:
         subset."""
         unit_texts = [u.text for u in work.units]
         unit_rows = unit_vectors(work.units, vectors, texts)
-        listed = list(range(len(work.units))) if work.shortlist is None else work.shortlist
         for item in work.claims:
             work.clock.check()
             if not needs_evidence(item):
                 continue
             hypothesis = work.hypothesis(item.claim)
             claim_vector = vectors[texts[hypothesis]]
-            rank = (hypothesis, claim_vector, unit_texts, unit_rows, self._top_k)
+            ranking = (hypothesis, claim_vector, unit_texts, unit_rows, self._top_k)
             if item.settled is None:
-                item.candidates = _ranked_within(*rank, listed)
+                item.candidates = rank_candidates(*ranking, among=work.shortlist)
             for subset in citation_subsets(item.claim.resolved):
                 chosen = [i for i, u in enumerate(work.units) if u.evidence_id in subset]
-                item.cited[subset] = _ranked_within(*rank, chosen)
+                item.cited[subset] = rank_candidates(*ranking, among=chosen)
 
     # -- level 2b: decide from the scores ------------------------------------------------
 
@@ -545,21 +544,6 @@ class NliJudge:
 
 
 # ------------------------------------------------------------------------------ helpers
-
-
-def _ranked_within(
-    hypothesis: str,
-    claim_vector: NDArray[np.float32],
-    unit_texts: Sequence[str],
-    unit_rows: NDArray[np.float32],
-    k: int,
-    indices: Sequence[int],
-) -> list[Candidate]:
-    """The top-k among the units at ``indices``, numbered as in the answer's units."""
-    ranked = rank_candidates(
-        hypothesis, claim_vector, [unit_texts[i] for i in indices], rows_of(unit_rows, indices), k
-    )
-    return [Candidate(indices[c.unit], c.similarity, c.coverage, c.exact) for c in ranked]
 
 
 def _optional(name: str, value: float | None) -> dict[str, float]:

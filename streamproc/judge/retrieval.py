@@ -66,22 +66,25 @@ def rank_candidates(
     unit_texts: Sequence[str],
     unit_vectors: NDArray[np.float32],
     k: int,
+    among: Sequence[int] | None = None,
 ) -> list[Candidate]:
     """The best ``k`` units for ``claim`` plus up to two more that match a number or
-    name exactly. Vectors are unit-length rows, so the dot product is the cosine."""
-    if not unit_texts:
+    name exactly. Vectors are unit-length rows, so the dot product is the cosine.
+    ``among``: rank only the units at these indices (a shortlist, a cited subset)."""
+    indices = list(range(len(unit_texts))) if among is None else list(among)
+    if not indices:
         return []
-    similarities = unit_vectors @ claim_vector
+    similarities = unit_vectors[indices] @ claim_vector
     claim_words = content_words(claim)
     specifics = numbers(claim) | names(claim)
     candidates = [
         Candidate(
             unit=index,
-            similarity=float(similarities[index]),
-            coverage=lexical_coverage(claim_words, content_words(text)),
-            exact=bool(specifics) and mentions_any(text, specifics),
+            similarity=float(similarity),
+            coverage=lexical_coverage(claim_words, content_words(unit_texts[index])),
+            exact=bool(specifics) and mentions_any(unit_texts[index], specifics),
         )
-        for index, text in enumerate(unit_texts)
+        for index, similarity in zip(indices, similarities, strict=True)
     ]
     ranked = sorted(candidates, key=lambda c: c.rank_score, reverse=True)
     chosen = ranked[:k]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from streamproc.config import InferenceSettings
-from streamproc.evaluate.nli_ceiling import ceiling_configs, pairs_per_second
+from streamproc.evaluate.nli_ceiling import ceiling_configs, ceiling_run
 
 PAIRS = [
     ("The supplier delivered 90 of 100 pieces.", "The supplier delivered 90 pieces."),
@@ -31,4 +31,5 @@ def test_each_configuration_scores_the_pairs() -> None:
     base = InferenceSettings()
     for config in ceiling_configs(2):
         assert config.settings(base).nli_parallel_calls == config.parallel_calls
-        assert pairs_per_second(base, config, PAIRS) > 0
+        rate, _ = ceiling_run(base, config, PAIRS)
+        assert rate > 0
