@@ -166,9 +166,10 @@ class InferenceSettings(_Group):
     nli_batch_size: int = Field(
         default=1,
         ge=1,
-        description="Pairs per NLI inference call. 1 keeps every verdict reproducible: the "
-        "int8 graph quantises activations per batch, so a pair's logits move with its batch "
-        "neighbours; 1 costs about 20 % of throughput (BENCHMARKS.md).",
+        description="Pairs per NLI inference call. Used only for a model whose manifest "
+        "declares batch_invariant; any other runs one pair per call (the int8 graphs "
+        "quantise activations per call, so a pair's logits would move with its batch "
+        "neighbours and a verdict could not be replayed alone).",
     )
     nli_parallel_calls: int = Field(
         default=2,
@@ -182,8 +183,9 @@ class InferenceSettings(_Group):
     embedding_batch_size: int = Field(
         default=1,
         ge=1,
-        description="Texts per embedding call. 1 keeps retrieval reproducible: the int8 "
-        "embedder quantises activations per call, like the NLI graph.",
+        description="Texts per embedding call, for a model whose manifest declares "
+        "batch_invariant (the float minilm-l6-v2-int8); the int8 default embeds one text "
+        "per call, like the NLI graph.",
     )
     embedding_parallel_calls: int = Field(
         default=2,

@@ -51,12 +51,22 @@ class OnnxBackend:
         self._manifest = manifest
         self._sha256 = sha256
         self._batch_size = batch_size
+        self._parallel_calls = parallel_calls
         self.truncated_total = 0
         self._pool = (
             ThreadPoolExecutor(max_workers=parallel_calls, thread_name_prefix=manifest.role)
             if parallel_calls > 1
             else None
         )
+
+    def _chunks(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Input indices per call: sorted by length (little padding), at most
+        ``batch_size`` per call, and at least one call per parallel slot while there are
+        inputs for it - a short list in one big call would leave the other slots idle."""
+        order = sorted(range(len(lengths)), key=lambda index: lengths[index])
+        calls = max(-(-len(order) // self._batch_size), min(len(order), self._parallel_calls))
+        size = -(-len(order) // calls) if calls else 1
+        return [order[start : start + size] for start in range(0, len(order), size)]
 
     def _map_calls(self, call: Callable[[_In], _Out], batches: Sequence[_In]) -> list[_Out]:
         """``call`` on each micro-batch, side by side when the backend has a pool; the

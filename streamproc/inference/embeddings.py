@@ -76,11 +76,7 @@ class OnnxEmbedder(OnnxBackend):
         if not texts:
             return EmbeddingResult(vectors, ())
         rows = self._tokenizer.encode_texts(texts)
-        order = sorted(range(len(rows)), key=lambda index: len(rows[index]))
-        chunks = [
-            order[start : start + self._batch_size]
-            for start in range(0, len(order), self._batch_size)
-        ]
+        chunks = self._chunks([len(row) for row in rows])
         outputs = self._map_calls(self._run, [[rows[i] for i in chunk] for chunk in chunks])
         for chunk, pooled in zip(chunks, outputs, strict=True):
             vectors[chunk] = pooled

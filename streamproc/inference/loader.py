@@ -74,7 +74,7 @@ def load_nli(
         loaded.tokenizer,
         loaded.manifest,
         loaded.sha256,
-        batch_size=settings.nli_batch_size,
+        batch_size=replayable_batch_size(loaded.manifest, settings.nli_batch_size),
         parallel_calls=settings.nli_parallel_calls,
     )
 
@@ -91,9 +91,16 @@ def load_embedder(
         loaded.tokenizer,
         loaded.manifest,
         loaded.sha256,
-        batch_size=settings.embedding_batch_size,
+        batch_size=replayable_batch_size(loaded.manifest, settings.embedding_batch_size),
         parallel_calls=settings.embedding_parallel_calls,
     )
+
+
+def replayable_batch_size(manifest: ModelManifest, requested: int) -> int:
+    """``requested``, or 1 for a model not declared batch-invariant: with activations
+    quantised per call, an input's output would move with its batch neighbours and a
+    verdict could not be replayed on its own."""
+    return requested if manifest.batch_invariant else 1
 
 
 def _per_call(settings: InferenceSettings, parallel_calls: int) -> InferenceSettings:

@@ -159,6 +159,12 @@ class ModelManifest(_Frozen):
     thresholds: dict[str, float] = Field(
         default_factory=dict, description="Default judge thresholds, by the judge's names."
     )
+    batch_invariant: bool = Field(
+        default=False,
+        description="True when an input's output is bit-identical alone and inside any "
+        "padded batch (activations quantised per token, not per call). Only such a model "
+        "is run in batches: otherwise a verdict would depend on its batch neighbours.",
+    )
     notes: str = ""
 
     @field_validator("thresholds")

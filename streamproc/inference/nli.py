@@ -90,11 +90,7 @@ class OnnxNliScorer(OnnxBackend):
         return NliResult(scores_from_logits(logits, self._output), logits, truncated)
 
     def _logits(self, rows: list[Encoded]) -> NDArray[np.float32]:
-        order = sorted(range(len(rows)), key=lambda index: len(rows[index]))
-        chunks = [
-            order[start : start + self._batch_size]
-            for start in range(0, len(order), self._batch_size)
-        ]
+        chunks = self._chunks([len(row) for row in rows])
         outputs = self._map_calls(self._run, [[rows[i] for i in chunk] for chunk in chunks])
         result: NDArray[np.float32] | None = None
         for chunk, out in zip(chunks, outputs, strict=True):
