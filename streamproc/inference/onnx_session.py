@@ -1,9 +1,10 @@
 """ONNX Runtime sessions on the CPU, sized by ``InferenceSettings``.
 
 The only module that imports onnxruntime. A graph whose sequence axis is pinned (the
-aegis NLI export pins 160) is rewritten in memory to a symbolic axis, so each batch is
-padded only to its longest row; a graph that cannot be rewritten keeps its pinned
-length and every batch is padded to it.
+aegis NLI export pins 160) is rewritten in memory to a symbolic axis with the ``onnx``
+package (``symbolic_axis``), so each batch is padded only to its longest row; without
+``onnx``, or for a graph that cannot be rewritten, the pinned length stays and every
+batch is padded to it.
 """
 
 from __future__ import annotations
@@ -19,20 +20,29 @@ from numpy.typing import NDArray
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors  # type: ignore[import-untyped]
 
 from streamproc.config import InferenceSettings
-from streamproc.inference._onnx_proto import graph_input_shapes, make_dim_symbolic
 from streamproc.inference.manifest import ModelInputs
+from streamproc.inference.symbolic_axis import make_dim_symbolic
 
 __all__ = ["OnnxModel", "open_session", "session_options"]
 
 _SEQUENCE_SYMBOL = "sequence"
 # What a failed rewrite can raise; anything else is a bug and propagates.
 _REWRITE_ERRORS: tuple[type[Exception], ...] = (
+    ImportError,  # the onnx package (the model extra) is not installed
     ValueError,
     ort_errors.Fail,
     ort_errors.InvalidArgument,
     ort_errors.InvalidGraph,
     ort_errors.InvalidProtobuf,
     ort_errors.RuntimeException,
+)
+
+# What ONNX Runtime raises for bytes it cannot load as a model.
+_ONNX_ERRORS: tuple[type[Exception], ...] = (
+    ort_errors.Fail,
+    ort_errors.InvalidArgument,
+    ort_errors.InvalidGraph,
+    ort_errors.InvalidProtobuf,
 )
 
 _log = structlog.get_logger(__name__)
@@ -89,23 +99,20 @@ def open_session(
     """
     options = session_options(settings)
     try:
-        declared = graph_input_shapes(model)
-    except ValueError as error:
+        session = _session(model, options)
+    except _ONNX_ERRORS as error:
         raise ValueError(f"not a readable ONNX model: {error}") from error
-    pinned = _pinned_length(declared, inputs)
+    pinned = _pinned_length(_input_shapes(session), inputs)
     if pinned is not None and pinned < inputs.max_length:
         raise ValueError(
             f"the graph pins the sequence axis to {pinned}, below the manifest's "
             f"max_length {inputs.max_length}"
         )
-    session = None
+    rewritten = False
     if pinned is not None and make_symbolic:
-        session = _symbolic_session(model, pinned, options, inputs)
-    rewritten = session is not None
-    if session is None:
-        session = _session(model, options)
-    else:
-        pinned = None
+        symbolic = _symbolic_session(model, pinned, options, inputs)
+        if symbolic is not None:
+            session, pinned, rewritten = symbolic, None, True
     graph_inputs = {item.name for item in session.get_inputs()}
     if graph_inputs != set(_declared_inputs(inputs)):
         raise ValueError(
@@ -124,6 +131,12 @@ def open_session(
 
 def _session(model: bytes, options: Any) -> Any:
     return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def _input_shapes(session: Any) -> dict[str, tuple[int | str | None, ...]]:
+    """Each graph input's declared shape: an int for a fixed dimension, a str for a
+    named one, None for an unnamed one."""
+    return {item.name: tuple(item.shape) for item in session.get_inputs()}
 
 
 def _declared_inputs(inputs: ModelInputs) -> list[str]:
@@ -160,9 +173,11 @@ def _symbolic_session(model: bytes, pinned: int, options: Any, inputs: ModelInpu
     warning) when that does not work; the caller then pads to the pin."""
     try:
         rewritten, changed = make_dim_symbolic(model, pinned, _SEQUENCE_SYMBOL)
-        if not changed or _pinned_length(graph_input_shapes(rewritten), inputs) is not None:
+        if not changed:
             raise ValueError("the rewrite left the sequence axis pinned")
         session = _session(rewritten, options)
+        if _pinned_length(_input_shapes(session), inputs) is not None:
+            raise ValueError("the rewrite left the sequence axis pinned")
         _smoke(session, inputs, length=min(8, pinned - 1))
     except _REWRITE_ERRORS as error:
         _log.warning("onnx.fixed_length_padding", pinned=pinned, reason=str(error))
