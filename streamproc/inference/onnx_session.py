@@ -26,23 +26,19 @@ from streamproc.inference.symbolic_axis import make_dim_symbolic
 __all__ = ["OnnxModel", "open_session", "session_options"]
 
 _SEQUENCE_SYMBOL = "sequence"
-# What a failed rewrite can raise; anything else is a bug and propagates.
-_REWRITE_ERRORS: tuple[type[Exception], ...] = (
-    ImportError,  # the onnx package (the model extra) is not installed
-    ValueError,
-    ort_errors.Fail,
-    ort_errors.InvalidArgument,
-    ort_errors.InvalidGraph,
-    ort_errors.InvalidProtobuf,
-    ort_errors.RuntimeException,
-)
-
 # What ONNX Runtime raises for bytes it cannot load as a model.
 _ONNX_ERRORS: tuple[type[Exception], ...] = (
     ort_errors.Fail,
     ort_errors.InvalidArgument,
     ort_errors.InvalidGraph,
     ort_errors.InvalidProtobuf,
+)
+# What a failed rewrite can raise; anything else is a bug and propagates.
+_REWRITE_ERRORS: tuple[type[Exception], ...] = (
+    ImportError,  # the onnx package (the model extra) is not installed
+    ValueError,
+    ort_errors.RuntimeException,
+    *_ONNX_ERRORS,
 )
 
 _log = structlog.get_logger(__name__)

@@ -167,6 +167,43 @@ class _LengthSession:
         return [np.stack([mask.sum(axis=1), feeds["input_ids"][:, 1]], axis=1)]
 
 
+class _CountingSession(_LengthSession):
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+
+    def run(self, outputs: list[str], feeds: Mapping[str, NDArray[np.int64]]) -> list[Any]:
+        self.rows.append(len(feeds["input_ids"]))
+        return super().run(outputs, feeds)
+
+
+@pytest.mark.parametrize(
+    ("pairs", "batch_size", "calls"),
+    [(3, 8, [2, 1]), (1, 8, [1]), (20, 8, [7, 7, 6]), (4, 1, [1, 1, 1, 1])],
+)
+def test_micro_batches_are_split_evenly_over_parallel_calls(
+    symbolic: LoadedModel, pairs: int, batch_size: int, calls: list[int]
+) -> None:
+    session = _CountingSession()
+    fake = OnnxModel(
+        session=session,
+        inputs=symbolic.manifest.inputs,
+        input_names=frozenset({"input_ids", "attention_mask"}),
+        output_names=("logits",),
+        fixed_length=None,
+        rewritten=False,
+    )
+    scorer = OnnxNliScorer(
+        fake,
+        symbolic.tokenizer,
+        symbolic.manifest,
+        symbolic.sha256,
+        batch_size=batch_size,
+        parallel_calls=2,
+    )
+    scorer.score([(f"premise {i}", "claim") for i in range(pairs)])
+    assert sorted(session.rows, reverse=True) == calls  # never one big call and an idle core
+
+
 def test_order_is_restored_across_micro_batches(symbolic: LoadedModel) -> None:
     fake = OnnxModel(
         session=_LengthSession(),
