@@ -47,9 +47,18 @@ class PairClassifier(nn.Module):
         return logits
 
 
-def load_base(model_dir: Path) -> PairClassifier:
-    """A classifier whose encoder holds the base model's weights; the head is fresh."""
+def load_base(model_dir: Path, layers: int = 0) -> PairClassifier:
+    """A classifier whose encoder holds the base model's weights; the head is fresh.
+
+    ``layers`` > 0 keeps that many of the base's layers, evenly spaced from the first to
+    the last (a smaller student: the cost of a pair is about linear in the layers).
+    """
     encoder = BertModel.from_pretrained(
         str(model_dir), add_pooling_layer=False, attn_implementation="eager"
     )
+    total = encoder.config.num_hidden_layers
+    if 0 < layers < total:
+        keep = sorted({round(i * (total - 1) / max(1, layers - 1)) for i in range(layers)})
+        encoder.encoder.layer = nn.ModuleList(encoder.encoder.layer[i] for i in keep)
+        encoder.config.num_hidden_layers = len(keep)
     return PairClassifier(encoder.to(torch.float32))

@@ -192,7 +192,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     counts = Counter((p.kind, p.label) for p in train_pairs)
     print(f"pairs: {len(train_pairs)} train, {len(dev_pairs)} dev; {steps} steps", file=sys.stderr)
 
-    model = load_base(base)
+    model = load_base(base, args.layers)
     # The word-embedding matrix is half the weights (30522 x 384): freezing it saves a
     # dense AdamW update per step on 2 cores, and a short fine-tune barely moves it.
     model.word_embeddings.weight.requires_grad_(not args.freeze_word_embeddings)
@@ -490,6 +490,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--dialogues", type=int, default=600)
     parser.add_argument("--per-doc", type=int, default=6, help="synthetic pairs per document")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--layers", type=int, default=0, help="keep this many base layers (0 = all six)"
+    )
     parser.add_argument(
         "--freeze-word-embeddings",
         action=argparse.BooleanOptionalAction,
