@@ -176,14 +176,10 @@ class _CountingSession(_LengthSession):
         return super().run(outputs, feeds)
 
 
-@pytest.mark.parametrize(
-    ("pairs", "batch_size", "calls"),
-    [(3, 8, [2, 1]), (1, 8, [1]), (20, 8, [7, 7, 6]), (4, 1, [1, 1, 1, 1])],
-)
-def test_micro_batches_are_split_evenly_over_parallel_calls(
-    symbolic: LoadedModel, pairs: int, batch_size: int, calls: list[int]
-) -> None:
-    session = _CountingSession()
+def _fake_scorer(
+    symbolic: LoadedModel, session: _LengthSession, *, batch_size: int, parallel_calls: int = 1
+) -> OnnxNliScorer:
+    """The real scorer around a fake session, with the aegis manifest and tokenizer."""
     fake = OnnxModel(
         session=session,
         inputs=symbolic.manifest.inputs,
@@ -192,30 +188,31 @@ def test_micro_batches_are_split_evenly_over_parallel_calls(
         fixed_length=None,
         rewritten=False,
     )
-    scorer = OnnxNliScorer(
+    return OnnxNliScorer(
         fake,
         symbolic.tokenizer,
         symbolic.manifest,
         symbolic.sha256,
         batch_size=batch_size,
-        parallel_calls=2,
+        parallel_calls=parallel_calls,
     )
+
+
+@pytest.mark.parametrize(
+    ("pairs", "batch_size", "calls"),
+    [(3, 8, [2, 1]), (1, 8, [1]), (20, 8, [7, 7, 6]), (4, 1, [1, 1, 1, 1])],
+)
+def test_micro_batches_are_split_evenly_over_parallel_calls(
+    symbolic: LoadedModel, pairs: int, batch_size: int, calls: list[int]
+) -> None:
+    session = _CountingSession()
+    scorer = _fake_scorer(symbolic, session, batch_size=batch_size, parallel_calls=2)
     scorer.score([(f"premise {i}", "claim") for i in range(pairs)])
     assert sorted(session.rows, reverse=True) == calls  # never one big call and an idle core
 
 
 def test_order_is_restored_across_micro_batches(symbolic: LoadedModel) -> None:
-    fake = OnnxModel(
-        session=_LengthSession(),
-        inputs=symbolic.manifest.inputs,
-        input_names=frozenset({"input_ids", "attention_mask"}),
-        output_names=("logits",),
-        fixed_length=None,
-        rewritten=False,
-    )
-    scorer = OnnxNliScorer(
-        fake, symbolic.tokenizer, symbolic.manifest, symbolic.sha256, batch_size=3
-    )
+    scorer = _fake_scorer(symbolic, _LengthSession(), batch_size=3)
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta"]
     pairs = [(f"{word} " * (7 - i), "x") for i, word in enumerate(words)]
     result = scorer.score_detailed(pairs)
