@@ -77,8 +77,8 @@ def _quantise_rows(graph: Any, widths: dict[str, int], ranks: dict[str, int]) ->
 
     A row's scale is ``max |x| / 127``; the rows are quantised by one per-axis
     ``QuantizeLinear`` over the ``[rows, width]`` view. The views' shapes and the
-    zero-point vector are built once per width, not once per product: at one text per
-    call these small nodes cost about as much as the arithmetic.
+    zero-point vector are built once per kind of tensor (rank and width), not once per
+    product: at one text per call these small nodes cost about as much as the arithmetic.
     """
     from onnx import helper, numpy_helper
 
