@@ -21,7 +21,7 @@ from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors  # type: i
 
 from streamproc.config import InferenceSettings
 from streamproc.inference.manifest import ModelInputs
-from streamproc.inference.symbolic_axis import make_dim_symbolic
+from streamproc.inference.symbolic_axis import input_shapes, make_dim_symbolic
 
 __all__ = ["OnnxModel", "open_session", "session_options"]
 
@@ -94,11 +94,15 @@ def open_session(
     pinned sequence axis is rewritten so batches can be padded to their longest row.
     """
     options = session_options(settings)
+    session = None
     try:
-        session = _session(model, options)
-    except _ONNX_ERRORS as error:
+        shapes = input_shapes(model)  # no session needed to see a pinned axis
+    except ImportError:  # without the onnx package, ONNX Runtime reads them
+        session = _readable_session(model, options)
+        shapes = _input_shapes(session)
+    except ValueError as error:
         raise ValueError(f"not a readable ONNX model: {error}") from error
-    pinned = _pinned_length(_input_shapes(session), inputs)
+    pinned = _pinned_length(shapes, inputs)
     if pinned is not None and pinned < inputs.max_length:
         raise ValueError(
             f"the graph pins the sequence axis to {pinned}, below the manifest's "
@@ -109,6 +113,8 @@ def open_session(
         symbolic = _symbolic_session(model, pinned, options, inputs)
         if symbolic is not None:
             session, pinned, rewritten = symbolic, None, True
+    if session is None:
+        session = _readable_session(model, options)
     graph_inputs = {item.name for item in session.get_inputs()}
     if graph_inputs != set(_declared_inputs(inputs)):
         raise ValueError(
@@ -127,6 +133,13 @@ def open_session(
 
 def _session(model: bytes, options: Any) -> Any:
     return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def _readable_session(model: bytes, options: Any) -> Any:
+    try:
+        return _session(model, options)
+    except _ONNX_ERRORS as error:
+        raise ValueError(f"not a readable ONNX model: {error}") from error
 
 
 def _input_shapes(session: Any) -> dict[str, tuple[int | str | None, ...]]:

@@ -39,7 +39,7 @@ def ask_in_rounds(
         waiting = [(w, c) for w, c in waiting if not _decided(c, w, lookup, decisive or 0.0)]
         for _, item in waiting:
             item.asked = (item.asked or 0) + 1
-        _score_new(scorer, lookup, pairs(works))
+        _score_new(scorer, lookup, (_last_asked(c, w) for w, c in waiting))
     return lookup
 
 
@@ -47,11 +47,16 @@ def _decided(
     item: ClaimWork, work: AnswerWork, lookup: Mapping[Pair, NliScore], decisive: float
 ) -> bool:
     """All candidates are asked, or the last one asked entails the claim decisively."""
-    asked = item.asked or 0
-    if asked >= len(item.candidates):
+    if (item.asked or 0) >= len(item.candidates):
         return True
-    last = item.candidates[asked - 1]
-    return lookup[(work.units[last.unit].text, work.hypothesis(item.claim))].entailment >= decisive
+    return lookup[_last_asked(item, work)].entailment >= decisive
+
+
+def _last_asked(item: ClaimWork, work: AnswerWork) -> Pair:
+    """The pair of the claim's last candidate asked: the only one a later round adds
+    (the first round asked its citations and its top unit)."""
+    last = item.candidates[(item.asked or 0) - 1]
+    return work.units[last.unit].text, work.hypothesis(item.claim)
 
 
 def _score_new(scorer: PairScorer, lookup: dict[Pair, NliScore], asked: Iterable[Pair]) -> None:

@@ -43,7 +43,7 @@ def numbers(text: str) -> frozenset[str]:
 
 
 # Memoised: the judge asks for the same evidence unit's words once per claim it ranks
-# the unit for (about 9 % of judging time before). Bounded, so a worker's memory is too.
+# the unit for. Bounded, so a worker's memory is too.
 @lru_cache(maxsize=16_384)
 def content_words(text: str) -> frozenset[str]:
     """Lower-case content words: stop words and words under 3 letters dropped, "'s" removed,
