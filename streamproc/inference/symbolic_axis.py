@@ -2,10 +2,9 @@
 
 Some exports pin the sequence axis (the aegis NLI export pins 160) although every
 operator is shape-generic; ONNX Runtime then refuses any other length, so every input
-would be padded to the pin (4x slower for aegis on the benchmark's pairs). Only the
-shapes declared for graph inputs, outputs and ``value_info`` hints change; nodes and
-weights are untouched. ``onnx`` is optional at run time (the ``model`` extra): without
-it the caller pads to the pin.
+would be padded to the pin, however short. Only the shapes declared for graph inputs,
+outputs and ``value_info`` hints change; nodes and weights are untouched. ``onnx`` is
+optional at run time (the ``model`` extra): without it the caller pads to the pin.
 """
 
 from __future__ import annotations
