@@ -52,7 +52,7 @@ def ceiling_run(
 ) -> tuple[float, NDArray[np.float32]]:
     """Score ``pairs`` once (after an untimed warm-up call) with ``config``: pairs/s, and
     the logits, so that a configuration's drift from one pair per call can be shown."""
-    scorer = load_nli(config.settings(base))
+    scorer = load_nli(config.settings(base), replayable=config.batch_invariant)
     scorer.score(list(pairs[:8]))
     started = time.perf_counter()
     logits = scorer.score_detailed(list(pairs)).logits

@@ -62,9 +62,12 @@ def load_nli(
     *,
     registry: ModelRegistry | None = None,
     make_symbolic: bool = True,
+    replayable: bool = True,
 ) -> OnnxNliScorer:
     """The NLI cross-encoder ``settings.nli_model`` names, its session sized so that
-    ``nli_parallel_calls`` calls at once use ``intra_op_threads`` threads together."""
+    ``nli_parallel_calls`` calls at once use ``intra_op_threads`` threads together.
+    ``replayable=False`` batches as asked even where a pair's score then depends on its
+    neighbours: only for measuring what batching would give (the benchmark's ceiling)."""
     session_settings = _per_call(settings, settings.nli_parallel_calls)
     loaded = load_model(
         settings.nli_model, "nli", session_settings, registry=registry, make_symbolic=make_symbolic
@@ -74,7 +77,11 @@ def load_nli(
         loaded.tokenizer,
         loaded.manifest,
         loaded.sha256,
-        batch_size=replayable_batch_size(loaded.manifest, settings.nli_batch_size),
+        batch_size=(
+            replayable_batch_size(loaded.manifest, settings.nli_batch_size)
+            if replayable
+            else settings.nli_batch_size
+        ),
         parallel_calls=settings.nli_parallel_calls,
     )
 

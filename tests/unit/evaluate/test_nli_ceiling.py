@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from streamproc.config import InferenceSettings
 from streamproc.evaluate.nli_ceiling import ceiling_configs, ceiling_run
 
@@ -27,9 +29,15 @@ def test_the_configurations_cover_the_default_and_say_which_are_batch_invariant(
     assert [c.parallel_calls for c in ceiling_configs(1)] == [1, 1]
 
 
-def test_each_configuration_scores_the_pairs() -> None:
+def test_each_configuration_scores_the_pairs_as_it_says() -> None:
     base = InferenceSettings()
+    runs = {}
     for config in ceiling_configs(2):
         assert config.settings(base).nli_parallel_calls == config.parallel_calls
-        rate, _ = ceiling_run(base, config, PAIRS)
+        rate, logits = ceiling_run(base, config, PAIRS)
         assert rate > 0
+        runs[config.batch_size] = logits
+    # The batched row really batches (the loader would otherwise clamp a model that is
+    # not batch-invariant to one pair per call, and the row would measure nothing new):
+    # its logits move away from one pair per call.
+    assert np.abs(runs[8] - runs[1]).max() > 1e-3
