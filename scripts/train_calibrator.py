@@ -157,10 +157,12 @@ def _payload(
     name: str,
     by_regime: dict[str, float],
     nli_model: str,
+    embedding_model: str,
 ) -> dict[str, Any]:
     return {
         "name": name,
         "nli_model": nli_model,
+        "embedding_model": embedding_model,
         "kind": "logistic_regression_per_regime",
         "features": list(features),
         "regimes": {r: _part(m, by_regime[r]) for r, m in models.items()},
@@ -198,6 +200,7 @@ def _manifest(name: str, weights_sha: str, info: dict[str, Any]) -> str:
         f"feature_set = {_toml_value(info['feature_set'])}",
         f"thresholds = {_toml_inline(info['thresholds'])}",
         f"nli_model = {_toml_value(info['nli_model'])}  # signals were computed with this model",
+        f"embedding_model = {_toml_value(info['embedding_model'])}  # and these similarities",
         f"l2 = {info['l2']}",
         f"seed = {info['seed']}",
         "",
@@ -242,14 +245,16 @@ def _fit(args: argparse.Namespace) -> None:
     by_regime, _ = choose_regime_thresholds(design, p)
     folder = default_models_dir() / CALIBRATORS_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
-    nli_model = Settings().judge.inference.nli_model
-    payload = _payload(models, features, args.name, by_regime, nli_model)
+    inference = Settings().judge.inference  # as for collect (same STREAMPROC_* settings)
+    nli_model, embedding_model = inference.nli_model, inference.embedding_model
+    payload = _payload(models, features, args.name, by_regime, nli_model, embedding_model)
     data = (json.dumps(payload, indent=1) + "\n").encode()
     (folder / f"{args.name}.json").write_bytes(data)
     info = {
         "trained_on": datetime.now(UTC).date().isoformat(),
         "l2": l2,
         "nli_model": nli_model,
+        "embedding_model": embedding_model,
         "feature_set": set_name,
         "features": list(features),
         "seed": args.seed,

@@ -159,7 +159,10 @@ class InferenceSettings(_Group):
     embedding_model: str = Field(
         default="minilm-l6-v2-dq8",
         description="Sentence embedder for retrieval. minilm-l6-v2-int8 is the same model as "
-        "shipped by its package (fp32 matrix products, 1.6-1.7x slower).",
+        "shipped by its package (fp32 matrix products, 1.6-1.7x slower); "
+        "minilm-l3-embedder-dq8 a 3-layer student at about half the cost, with its own "
+        "calibrator (verdict-calibrator-l3-embedder-v1; a calibrator names the embedder "
+        "whose similarities it learned and refuses another).",
     )
     intra_op_threads: int = Field(default=2, ge=1, description="ONNX Runtime intra-op threads.")
     inter_op_threads: int = Field(default=1, ge=1, description="ONNX Runtime inter-op threads.")

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 from transformers import BertModel  # type: ignore[import-untyped]
 
-__all__ = ["PairClassifier", "load_base"]
+__all__ = ["PairClassifier", "load_base", "load_encoder"]
 
 
 class PairClassifier(nn.Module):
@@ -53,6 +53,12 @@ def load_base(model_dir: Path, layers: int = 0) -> PairClassifier:
     ``layers`` > 0 keeps that many of the base's layers, evenly spaced from the first to
     the last (a smaller student: the cost of a pair is about linear in the layers).
     """
+    return PairClassifier(load_encoder(model_dir, layers))
+
+
+def load_encoder(model_dir: Path, layers: int = 0) -> BertModel:
+    """The base model's BERT encoder (fp32, eager attention, no pooler); ``layers`` > 0
+    keeps that many of its layers, evenly spaced from the first to the last."""
     encoder = BertModel.from_pretrained(
         str(model_dir), add_pooling_layer=False, attn_implementation="eager"
     )
@@ -61,4 +67,4 @@ def load_base(model_dir: Path, layers: int = 0) -> PairClassifier:
         keep = sorted({round(i * (total - 1) / max(1, layers - 1)) for i in range(layers)})
         encoder.encoder.layer = nn.ModuleList(encoder.encoder.layer[i] for i in keep)
         encoder.config.num_hidden_layers = len(keep)
-    return PairClassifier(encoder.to(torch.float32))
+    return encoder.to(torch.float32)

@@ -101,6 +101,7 @@ class VerdictCalibrator:
     features: tuple[str, ...]
     parts: Mapping[str, LinearPart]
     nli_model: str | None = None
+    embedding_model: str | None = None
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any], *, sha256: str) -> VerdictCalibrator:
@@ -114,16 +115,29 @@ class VerdictCalibrator:
         if set(raw_parts) != set(REGIMES):
             raise CalibratorError(f"calibrator needs exactly the regimes {list(REGIMES)}")
         parts = {r: LinearPart.from_payload(raw_parts[r], len(features)) for r in REGIMES}
-        nli_model = payload.get("nli_model")
-        return cls(name, sha256, features, parts, None if nli_model is None else str(nli_model))
+        nli_model, embedding_model = payload.get("nli_model"), payload.get("embedding_model")
+        return cls(
+            name,
+            sha256,
+            features,
+            parts,
+            None if nli_model is None else str(nli_model),
+            None if embedding_model is None else str(embedding_model),
+        )
 
-    def check_nli_model(self, model_name: str) -> None:
-        """Its weights only mean something for the NLI model whose scores it learned."""
-        if self.nli_model is not None and self.nli_model != model_name:
-            raise CalibratorError(
-                f"calibrator {self.name!r} was trained on {self.nli_model!r} signals, "
-                f"not {model_name!r}: train one for this model (scripts/train_calibrator.py)"
-            )
+    def check_models(self, nli_model: str, embedding_model: str) -> None:
+        """Its weights only mean something for the models whose scores it learned: the
+        NLI model's logits and the embedder's similarities (older calibrators name only
+        the NLI model)."""
+        for role, trained, running in (
+            ("NLI", self.nli_model, nli_model),
+            ("embedding", self.embedding_model, embedding_model),
+        ):
+            if trained is not None and trained != running:
+                raise CalibratorError(
+                    f"calibrator {self.name!r} was trained on {role} model {trained!r}, "
+                    f"not {running!r}: train one for it (scripts/train_calibrator.py)"
+                )
 
     def check_signals(self, available: Sequence[str]) -> None:
         """Refuse to run on a judge that does not compute every feature it was trained on."""

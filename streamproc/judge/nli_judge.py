@@ -142,7 +142,7 @@ class NliJudge:
         """
         if calibrator is not None:
             calibrator.check_signals(SIGNAL_NAMES)
-            calibrator.check_nli_model(scorer.model_name)
+            calibrator.check_models(scorer.model_name, embedder.model_name)
         self._calibrator = calibrator
         self._soft_rules = calibrator is not None if soft_rules is None else soft_rules
         self._scorer = scorer

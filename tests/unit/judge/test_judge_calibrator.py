@@ -59,6 +59,17 @@ def test_probability_is_the_logistic_of_the_standardised_dot_product() -> None:
     assert model.contributions(signals) == [("coverage_evidence", -4.0)]
 
 
+def test_a_calibrator_runs_only_with_the_models_whose_signals_it_learned() -> None:
+    bound = payload() | {"nli_model": "verifier-a", "embedding_model": "embedder-a"}
+    model = VerdictCalibrator.from_payload(bound, sha256="2" * 64)
+    model.check_models("verifier-a", "embedder-a")
+    with pytest.raises(CalibratorError, match="NLI model 'verifier-a', not 'verifier-b'"):
+        model.check_models("verifier-b", "embedder-a")
+    with pytest.raises(CalibratorError, match="embedding model 'embedder-a', not 'embedder-b'"):
+        model.check_models("verifier-a", "embedder-b")
+    calibrator().check_models("any", "other")  # names neither: older calibrators run as before
+
+
 def test_inconsistent_payloads_are_refused() -> None:
     broken = payload()
     broken["regimes"]["record"]["coef"] = broken["regimes"]["record"]["coef"][:-1]

@@ -47,9 +47,27 @@ def aegis_calibrated() -> Judge:
     return build_judge(settings.model_copy(update={"inference": _AEGIS}))
 
 
+_L3_EMBEDDER = InferenceSettings(embedding_model="minilm-l3-embedder-dq8")
+
+
+@pytest.fixture(scope="module")
+def l3_embedder() -> Judge:
+    """The distilled 3-layer embedder with the calibrator fitted on its similarities."""
+    settings = JudgeSettings(
+        name="nli", granularity="sentence", calibrator="verdict-calibrator-l3-embedder-v1"
+    )
+    return build_judge(settings.model_copy(update={"inference": _L3_EMBEDDER}))
+
+
 def test_a_calibrator_refuses_another_nli_model() -> None:
-    with pytest.raises(CalibratorError, match="trained on 'minilm-verifier-int8'"):
+    with pytest.raises(CalibratorError, match="trained on NLI model 'minilm-verifier-int8'"):
         build_judge(JudgeSettings(name="nli", inference=_AEGIS))
+
+
+def test_a_calibrator_refuses_another_embedder() -> None:
+    expected = "embedding model 'minilm-l3-embedder-dq8', not 'minilm-l6-v2-dq8'"
+    with pytest.raises(CalibratorError, match=expected):
+        build_judge(JudgeSettings(name="nli", calibrator="verdict-calibrator-l3-embedder-v1"))
 
 
 def claim_of(judge: Judge, answer: str, evidence: str) -> ClaimVerdict:
@@ -115,11 +133,11 @@ def test_judge_info_names_every_model_and_the_calibrator_with_hashes(judge: Judg
     assert regimes <= set(thresholds)
 
 
-@pytest.mark.parametrize("which", ["judge", "aegis_calibrated", "nli_only"])
+@pytest.mark.parametrize("which", ["judge", "aegis_calibrated", "nli_only", "l3_embedder"])
 def test_seed_lab_targets(which: str, request: pytest.FixtureRequest) -> None:
     """All six hallucinated claims caught, at most one false alarm in fourteen: the
-    default (owned verifier + its calibrator), aegis + its calibrator, and the issue-3
-    judge (aegis, the NLI judge's own rules)."""
+    default (owned verifier + its calibrator), aegis + its calibrator, the issue-3
+    judge (aegis, the NLI judge's own rules), and the distilled embedder's judge."""
     judge: Judge = request.getfixturevalue(which)
     seen = agreement(judge_cases_with(judge, load_cases(default_cases())))
     assert (seen.caught, seen.bad) == (6, 6)
