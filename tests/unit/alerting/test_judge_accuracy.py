@@ -43,6 +43,10 @@ def _table_after(marker: str) -> dict[str, ConfusionCounts]:
     ("key", "marker"),
     [
         ("nli+verdict-calibrator-verifier-v1", "The full tables of the default judge"),
+        (
+            "nli+verdict-calibrator-l3-embedder-v1",
+            "The full answer-level table of the 3-layer embedder's judge",
+        ),
         ("rules", "**Rules judge** (the course's word-overlap baseline), same rows"),
     ],
 )
@@ -76,7 +80,11 @@ def test_unmeasured_judges_have_no_counts() -> None:
     assert judge_key("rules", "ignored") == "rules"
     assert judge_accuracy("nli") is None
     assert judge_accuracy(judge_key("nli", "verdict-calibrator-aegis-v1")) is None
-    assert known_judges() == ("nli+verdict-calibrator-verifier-v1", "rules")
+    assert known_judges() == (
+        "nli+verdict-calibrator-l3-embedder-v1",
+        "nli+verdict-calibrator-verifier-v1",
+        "rules",
+    )
 
 
 def test_every_calibrator_regime_maps_to_a_measured_task_type() -> None:
