@@ -48,6 +48,7 @@ from tokenizers import Tokenizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root
 
 from scripts.verifier.classifier import PairClassifier, load_base
+from scripts.verifier.onnx_export import export_fp32
 from scripts.verifier.pairs import Pair, build_pairs
 from streamproc.stats import auroc
 
@@ -335,25 +336,7 @@ def export(model: PairClassifier, fp32: Path, int8: Path) -> None:
         quantize_dynamic,
     )
 
-    model.eval()
-    sample = torch.ones((2, 16), dtype=torch.int64)
-    axes = {0: "batch", 1: "sequence"}
-    torch.onnx.export(
-        _Exported(model),
-        (sample, sample, torch.zeros_like(sample)),
-        str(fp32),
-        input_names=["input_ids", "attention_mask", "token_type_ids"],
-        output_names=["logits"],
-        dynamic_axes={
-            "input_ids": axes,
-            "attention_mask": axes,
-            "token_type_ids": axes,
-            "logits": {0: "batch"},
-        },
-        opset_version=17,
-        do_constant_folding=True,
-        dynamo=False,
-    )
+    export_fp32(_Exported(model), fp32, "logits", {0: "batch"})
     quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8)
 
 
