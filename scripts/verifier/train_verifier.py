@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root
 from scripts.verifier.classifier import PairClassifier, load_base
 from scripts.verifier.onnx_export import export_fp32
 from scripts.verifier.pairs import Pair, build_pairs
+from scripts.verifier.schedule import warmup_then_decay
 from streamproc.stats import auroc
 
 REPO = Path(__file__).resolve().parents[2]
@@ -252,11 +253,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         ],
         lr=args.lr,
     )
-    warmup = max(1, int(steps * args.warmup))
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer,
-        lambda step: min((step + 1) / warmup, max(0.0, (steps - step) / max(1, steps - warmup))),
-    )
+    schedule = warmup_then_decay(optimizer, steps, args.warmup)
     labels = torch.tensor([p.label for p in train_pairs])
     model.train()
     train_start = time.time()
