@@ -42,10 +42,22 @@ async def _create_topic(bootstrap: str, topic: str) -> None:
         )
         errors = [(name, code) for name, code, *_ in response.topic_errors if code != 0]
         assert not errors, f"create_topics failed: {errors}"
-        described = await admin.describe_topics([topic])
-        assert len(described[0]["partitions"]) == PARTITIONS
+        assert await _partitions_seen(admin, topic) == PARTITIONS
     finally:
         await admin.close()
+
+
+async def _partitions_seen(admin: AIOKafkaAdminClient, topic: str, wait_s: float = 10.0) -> int:
+    """The partition count the broker describes once the new topic has reached its
+    metadata: KRaft creates it in the controller first, and a describe sent right after
+    can read an empty partition list (seen once in CI)."""
+    deadline = asyncio.get_running_loop().time() + wait_s
+    while True:
+        described = await admin.describe_topics([topic])
+        partitions = len(described[0]["partitions"])
+        if partitions or asyncio.get_running_loop().time() > deadline:
+            return partitions
+        await asyncio.sleep(0.1)
 
 
 async def _produce(bootstrap: str, topic: str, idempotent: bool) -> dict[bytes, set[int]]:
