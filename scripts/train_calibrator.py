@@ -114,7 +114,9 @@ def _collect(args: argparse.Namespace) -> None:
     judge = build_nli_judge(settings.judge, use_calibrator=False, soft_rules=True)
     print(f"collecting signals of {len(items)} answers ({args.split})", file=sys.stderr)
     rows = collect(items, judge, settings.worker.batch_max, sys.stderr)
-    write_rows(Path(args.out), rows)
+    inference = settings.judge.inference
+    models = {"nli": inference.nli_model, "embedding": inference.embedding_model}
+    write_rows(Path(args.out), ({**row, "models": models} for row in rows))
     print(f"wrote {len(rows)} claim rows to {args.out}", file=sys.stderr)
 
 
@@ -225,6 +227,15 @@ def _manifest(name: str, weights_sha: str, info: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _signal_models(rows: Sequence[dict[str, Any]]) -> tuple[str, str]:
+    """The NLI and embedding models ``collect`` computed the rows' signals with (the
+    calibrator is bound to them), whatever this process's settings say."""
+    found = {(r["models"]["nli"], r["models"]["embedding"]) for r in rows if "models" in r}
+    if len(found) != 1 or any("models" not in r for r in rows):
+        raise SystemExit("rows come from several models or an older collect: re-run collect")
+    return found.pop()
+
+
 def _fit(args: argparse.Namespace) -> None:
     rows = [r for r in read_rows(Path(args.train)) if _source(r) not in EXCLUDED_SOURCES]
     scores: dict[tuple[str, float], float] = {}
@@ -245,8 +256,7 @@ def _fit(args: argparse.Namespace) -> None:
     by_regime, _ = choose_regime_thresholds(design, p)
     folder = default_models_dir() / CALIBRATORS_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
-    inference = Settings().judge.inference  # as for collect (same STREAMPROC_* settings)
-    nli_model, embedding_model = inference.nli_model, inference.embedding_model
+    nli_model, embedding_model = _signal_models(rows)
     payload = _payload(models, features, args.name, by_regime, nli_model, embedding_model)
     data = (json.dumps(payload, indent=1) + "\n").encode()
     (folder / f"{args.name}.json").write_bytes(data)
