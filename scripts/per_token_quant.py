@@ -1,4 +1,4 @@
-"""Trial: make the int8 models batch-invariant by quantising activations per token.
+"""Make the int8 models batch-invariant by quantising activations per token.
 
 ``onnxruntime.quantization.quantize_dynamic`` (the shipped ``minilm-l6-v2-dq8`` and
 ``minilm-verifier-int8``) quantises each matrix product's input with one scale for the
@@ -19,11 +19,14 @@ scale (symmetric, ``max |x| / 127``), the way LLM int8 inference quantises activ
 
 The int8 weights stay the source graphs' own. What it gives (``--trial``, numbers in
 BENCHMARKS.md): outputs bit-identical alone and inside shuffled, padded batches, closer
-to fp32 than per-call quantisation - and no speed on this machine class: the extra
-quantisation nodes cost about what batching saves, so these graphs are not shipped and
-the judge keeps one input per call. tests/unit/inference/test_batch_invariance.py runs
-the rewrite to prove the invariance. Needs the ``onnx`` package (dev and model extras);
-nothing here runs in the worker.
+to fp32 than per-call quantisation. ``per_token`` is the last step of the default
+embedder's build (``scripts/verifier/export_embedder.py`` -> ``minilm-l6-v2-pt8``, which
+the judge embeds with in batches of 8: about 1.5x the texts/s of one text per call). For
+the verifier it does not pay on this machine class (slower than one pair per call at
+every batch size tried), so NLI keeps one pair per call.
+tests/unit/inference/test_batch_invariance.py runs the rewrite on the verifier to prove
+the invariance and checks every model that declares it. Needs the ``onnx`` package (dev
+and model extras); nothing here runs in the worker.
 
     .venv/bin/python scripts/per_token_quant.py --trial [--batch-size 8]
 """

@@ -370,21 +370,43 @@ def _notes(report: dict[str, Any]) -> str:
 
 
 def _manifest(report: dict[str, Any]) -> str:
-    name = report["args"]["name"]
+    return embedder_manifest(
+        report["args"]["name"],
+        comment=(
+            "A 3-layer sentence embedder distilled from all-MiniLM-L6-v2, for evidence retrieval."
+        ),
+        description=_DESCRIPTION,
+        notes=_notes(report),
+        sha256=report["onnx_int8_sha256"],
+    )
+
+
+def embedder_manifest(
+    name: str,
+    *,
+    comment: str,
+    description: str,
+    notes: str,
+    sha256: str,
+    batch_invariant: bool = False,
+) -> str:
+    """The registry manifest of an all-MiniLM-L6-v2-shaped embedder (this repo's
+    tokenizer, mean pooling, 384-d unit vectors); shared with export_embedder.py."""
     lines = [
-        "# A 3-layer sentence embedder distilled from all-MiniLM-L6-v2, for evidence retrieval.",
+        f"# {comment}",
         f'name = "{name}"',
         'role = "embedding"',
-        f"description = {json.dumps(_DESCRIPTION)}",
+        *(["batch_invariant = true"] if batch_invariant else []),
+        f"description = {json.dumps(description)}",
         'licence = "Apache-2.0"',
         'notes = """',
-        _notes(report),
+        notes,
         '"""',
         "",
         "[onnx]",
         f'local = "{name}"',
         'path = "model.onnx"',
-        f'sha256 = "{report["onnx_int8_sha256"]}"',
+        f'sha256 = "{sha256}"',
         "",
         "[tokenizer]",
         'local = "minilm-l6-v2-int8"',

@@ -87,10 +87,14 @@ def load_nli(
 
 
 def load_embedder(
-    settings: InferenceSettings, *, registry: ModelRegistry | None = None
+    settings: InferenceSettings,
+    *,
+    registry: ModelRegistry | None = None,
+    replayable: bool = True,
 ) -> OnnxEmbedder:
     """The sentence-embedding model ``settings.embedding_model`` names, sized like
-    :func:`load_nli` (``embedding_parallel_calls`` calls share ``intra_op_threads``)."""
+    :func:`load_nli` (``embedding_parallel_calls`` calls share ``intra_op_threads``);
+    ``replayable=False`` as there (only for measuring what unsafe batching would give)."""
     session_settings = _per_call(settings, settings.embedding_parallel_calls)
     loaded = load_model(settings.embedding_model, "embedding", session_settings, registry=registry)
     return OnnxEmbedder(
@@ -98,7 +102,11 @@ def load_embedder(
         loaded.tokenizer,
         loaded.manifest,
         loaded.sha256,
-        batch_size=replayable_batch_size(loaded.manifest, settings.embedding_batch_size),
+        batch_size=(
+            replayable_batch_size(loaded.manifest, settings.embedding_batch_size)
+            if replayable
+            else settings.embedding_batch_size
+        ),
         parallel_calls=settings.embedding_parallel_calls,
     )
 

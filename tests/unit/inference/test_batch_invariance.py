@@ -37,12 +37,33 @@ def _mixes(count: int) -> list[list[int]]:
 
 
 def test_a_model_not_declared_batch_invariant_runs_one_input_per_call() -> None:
-    asked = InferenceSettings(nli_batch_size=8, embedding_batch_size=16)
-    assert not ModelRegistry(ROOT / "models").get(asked.nli_model).batch_invariant
+    asked = InferenceSettings(
+        nli_batch_size=8, embedding_batch_size=16, embedding_model="minilm-l6-v2-dq8"
+    )
+    registry = ModelRegistry(ROOT / "models")
+    assert not registry.get(asked.nli_model).batch_invariant
+    assert not registry.get(asked.embedding_model).batch_invariant
     assert load_nli(asked).batch_size == 1
     assert load_embedder(asked).batch_size == 1
-    float_graph = asked.model_copy(update={"embedding_model": "minilm-l6-v2-int8"})
-    assert load_embedder(float_graph).batch_size == 16
+    for declared in ("minilm-l6-v2-int8", "minilm-l6-v2-pt8"):
+        batching = asked.model_copy(update={"embedding_model": declared})
+        assert load_embedder(batching).batch_size == 16
+
+
+def test_unreplayable_loading_batches_as_asked_and_the_vectors_move() -> None:
+    """What measuring unsafe batching needs (scripts/quantize_embedder.py --compare): the
+    per-call int8 graph really batched, and its vectors moving with their neighbours."""
+    asked = InferenceSettings(embedding_model="minilm-l6-v2-dq8", embedding_batch_size=6)
+    embedder = load_embedder(asked, replayable=False)
+    assert embedder.batch_size == 6
+    alone = np.stack([embedder.embed([text])[0] for text in _TEXTS])
+    assert np.abs(embedder.embed(_TEXTS) - alone).max() > 1e-4
+
+
+def test_the_default_embedder_batches_and_is_declared_batch_invariant() -> None:
+    default = InferenceSettings()
+    assert ModelRegistry(ROOT / "models").get(default.embedding_model).batch_invariant
+    assert load_embedder(default).batch_size == default.embedding_batch_size > 1
 
 
 @pytest.mark.parametrize(

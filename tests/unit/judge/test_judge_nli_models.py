@@ -65,7 +65,7 @@ def test_a_calibrator_refuses_another_nli_model() -> None:
 
 
 def test_a_calibrator_refuses_another_embedder() -> None:
-    expected = "embedding model 'minilm-l3-embedder-dq8', not 'minilm-l6-v2-dq8'"
+    expected = "embedding model 'minilm-l3-embedder-dq8', not 'minilm-l6-v2-pt8'"
     with pytest.raises(CalibratorError, match=expected):
         build_judge(JudgeSettings(name="nli", calibrator="verdict-calibrator-l3-embedder-v1"))
 
@@ -123,7 +123,7 @@ def test_calibrated_risk_of_an_unrelated_addition_is_far_above_a_paraphrase(
 
 def test_judge_info_names_every_model_and_the_calibrator_with_hashes(judge: Judge) -> None:
     models = judge.info.models
-    expected = {"minilm-verifier-int8", "minilm-l6-v2-dq8", "verdict-calibrator-verifier-v1"}
+    expected = {"minilm-verifier-int8", "minilm-l6-v2-pt8", "verdict-calibrator-verifier-v1"}
     assert set(models) == expected
     assert all(len(digest) == 64 for digest in models.values())
     thresholds = judge.info.thresholds
