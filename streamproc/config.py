@@ -204,7 +204,8 @@ class InferenceSettings(_Group):
         default=20_000,
         ge=0,
         description="Texts whose vectors are kept (LRU) across batches; 0 turns the cache off. "
-        "Exact: one text per call, so a vector never depends on its batch.",
+        "Exact: the loader batches only a batch-invariant embedder, so a vector never "
+        "depends on its batch.",
     )
 
 
