@@ -47,6 +47,7 @@ from scripts.per_token_quant import per_token
 from scripts.verifier.classifier import load_encoder
 from scripts.verifier.distill_embedder import (
     SentenceEncoder,
+    _cosine_report,
     embedder_manifest,
     encode,
     export,
@@ -85,8 +86,8 @@ def fidelity(model: Path, held_out: int) -> dict[str, Any]:
     batched = _onnx_vectors(model, rows, 8)
     return {
         "texts": len(rows),
-        "cosine_to_fp32": _cosine(alone, reference),
-        "replaced_cosine_to_fp32": _cosine(_onnx_vectors(replaced, rows, 1), reference),
+        "cosine_to_fp32": _cosine_report(alone, reference),
+        "replaced_cosine_to_fp32": _cosine_report(_onnx_vectors(replaced, rows, 1), reference),
         "max_change_alone_vs_batches_of_8": float(np.abs(alone - batched).max()),
     }
 
@@ -107,15 +108,6 @@ def _onnx_vectors(path: Path, rows: Rows, batch: int) -> NDArray[np.float32]:
         pooled = mean_pool(session.run(["last_hidden_state"], feeds)[0], mask)
         out[chunk] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
     return out
-
-
-def _cosine(found: NDArray[np.float32], reference: NDArray[np.float32]) -> dict[str, float]:
-    cos = (found * reference).sum(axis=1)
-    return {
-        "median": round(float(np.median(cos)), 4),
-        "p05": round(float(np.percentile(cos, 5)), 4),
-        "min": round(float(cos.min()), 4),
-    }
 
 
 def install(model: Path, report: dict[str, Any]) -> None:
@@ -169,8 +161,9 @@ def _notes(report: dict[str, Any]) -> str:
         "quantize_dynamic (QInt8 per channel, MatMul and Gather), then per-token activation "
         f"quantisation (scripts/per_token_quant.py). On {fid['texts']} held-out sentences of "
         "the verifier's training texts, cosine to the fp32 model: median "
-        f"{mine['median']}, 5th percentile {mine['p05']}, min {mine['min']} (the per-call "
-        f"graph it replaces, {REPLACED}: {old['median']} / {old['p05']} / {old['min']}); "
+        f"{mine['cosine_median']}, 5th percentile {mine['cosine_p05']}, min "
+        f"{mine['cosine_min']} (the per-call graph it replaces, {REPLACED}: "
+        f"{old['cosine_median']} / {old['cosine_p05']} / {old['cosine_min']}); "
         "largest change between a text alone and inside length-sorted batches of 8: "
         f"{fid['max_change_alone_vs_batches_of_8']}. Tokenizer: minilm-l6-v2-int8's (BERT "
         "uncased WordPiece), with its NOTICE."
