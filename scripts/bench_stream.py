@@ -51,7 +51,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -232,6 +232,8 @@ class VerdictReader:
     seen: dict[str, float] = field(default_factory=dict)
     dead: dict[str, str] = field(default_factory=dict)
     """Dead-lettered answer id -> reason."""
+    timings: dict[str, tuple[float, int]] = field(default_factory=dict)
+    """Answer id -> (judge seconds of its batch, batch size), from the verdict."""
     _task: asyncio.Task[None] | None = None
     _consumer: AIOKafkaConsumer | None = None
 
@@ -267,9 +269,19 @@ class VerdictReader:
             for tp, records in fetched.items():
                 for record in records:
                     if tp.topic == verdicts and record.key is not None:
-                        self.seen.setdefault(record.key.decode(), now)
+                        answer_id = record.key.decode()
+                        self.seen.setdefault(answer_id, now)
+                        self._timings(answer_id, record.value)
                     elif tp.topic != verdicts:
                         self._dead_letter(record.value)
+
+    def _timings(self, answer_id: str, value: bytes | None) -> None:
+        try:
+            timings = json.loads(value or b"{}")["timings"]
+            judge_s = float(timings["judge_ms"]) / 1000
+            self.timings[answer_id] = (judge_s, int(timings["batch_size"]))
+        except (ValueError, KeyError, TypeError):
+            pass  # a verdict without timings only leaves the judge-time column short
 
     def _dead_letter(self, value: bytes | None) -> None:
         try:
@@ -513,6 +525,7 @@ async def measure_phase(
         offered_rate=phase.rate,
         slips_s=produced.slips,
         wall_s=time.monotonic() - started,
+        timings=reader.timings,
     )
     return PhaseRun(result, answers.repeats, settings.app_id, sampler.errors)
 
@@ -588,6 +601,13 @@ def fmt(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None else f"{value:,.{digits}f}"
 
 
+def _judge_times(judge_ms: Mapping[str, float] | None) -> str:
+    """The judge's own share of the latency: its batch time at p50 and p99."""
+    if not judge_ms:
+        return "-"
+    return f"{fmt(judge_ms['p50'], 0)} / {fmt(judge_ms['p99'], 0)}"
+
+
 def render(report: dict[str, Any]) -> str:
     """The markdown table and the ratios, for a reader and for BENCHMARKS.md."""
     header = [
@@ -603,6 +623,8 @@ def render(report: dict[str, Any]) -> str:
         "p50 ms",
         "p95 ms",
         "p99 ms",
+        "judge p50 / p99 ms",
+        "mean batch",
         "lag max",
         "lag end",
     ]
@@ -628,6 +650,8 @@ def render(report: dict[str, Any]) -> str:
                     fmt(phase["sustained_rate"], 2),
                     fmt(phase["achieved_rate"], 2),
                     *(fmt(latency.get(k), 0) for k in ("p50", "p95", "p99")),
+                    _judge_times(phase.get("judge_ms")),
+                    fmt(phase.get("mean_batch"), 1) if phase.get("mean_batch") else "-",
                     str(phase["max_lag"]),
                     str(phase["final_lag"]),
                 ]

@@ -251,6 +251,11 @@ class PhaseResult:
     max_lag: int | None = None
     final_lag: int | None = None
     wall_s: float = 0.0
+    judge_time: LatencySummary | None = None
+    """The judge's time for the batch each decided answer was in (the verdict's
+    ``timings.judge_ms``): how much of the decision latency the judge itself took."""
+    mean_batch: float | None = None
+    """Mean size of the batch each decided answer was judged in (``timings.batch_size``)."""
 
 
 def summarise_phase(
@@ -265,11 +270,14 @@ def summarise_phase(
     offered_rate: float | None = None,
     slips_s: Sequence[float] = (),
     wall_s: float = 0.0,
+    timings: Mapping[str, tuple[float, int]] | None = None,
 ) -> PhaseResult:
     """A phase's numbers from the send time of each answer id (``sent``), the time its
     verdict was seen (``seen``), the answer ids that were dead-lettered and the lag
-    samples. Verdicts of answers this phase did not send (a warm-up) are ignored."""
+    samples; ``timings``: answer id -> (judge seconds of its batch, batch size), from the
+    verdicts. Verdicts of answers this phase did not send (a warm-up) are ignored."""
     decided = {key: at for key, at in seen.items() if key in sent}
+    judged = [timings[key] for key in decided if timings and key in timings]
     dead_ids = {key for key in dead if key in sent}
     latencies = [at - sent[key] for key, at in decided.items()]
     send_times = list(sent.values())
@@ -296,12 +304,14 @@ def summarise_phase(
         max_lag=max((s.lag for s in lag), default=None),
         final_lag=lag[-1].lag if lag else None,
         wall_s=wall_s,
+        judge_time=summarise_latencies([seconds for seconds, _ in judged]),
+        mean_batch=sum(size for _, size in judged) / len(judged) if judged else None,
     )
 
 
 def as_json(result: PhaseResult) -> dict[str, Any]:
     """A phase as plain JSON values (the lag samples as ``[at_s, lag]`` pairs)."""
-    latency = result.latency
+    latency, judge_time = result.latency, result.judge_time
     return {
         "mode": result.mode,
         "workers": result.workers,
@@ -324,6 +334,10 @@ def as_json(result: PhaseResult) -> dict[str, Any]:
             "max": latency.max_ms,
             "mean": latency.mean_ms,
         },
+        "judge_ms": None
+        if judge_time is None
+        else {"p50": judge_time.p50_ms, "p95": judge_time.p95_ms, "p99": judge_time.p99_ms},
+        "mean_batch": result.mean_batch,
         "send_slip_max_ms": result.send_slip_max_ms,
         "max_lag": result.max_lag,
         "final_lag": result.final_lag,
