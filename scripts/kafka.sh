@@ -325,8 +325,13 @@ start_once() {
     fi
     read -r port cport sasl_ssl_port sasl_plain_port <<<"${ports}"
     write_config "${port}" "${cport}" "${sasl_ssl_port}" "${sasl_plain_port}"
-    cluster_id=$("${PY}" -c \
-        'import base64,uuid;print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')
+    # A random Kafka cluster id (url-safe base64 of 16 bytes). One starting with "-" reads
+    # as an option to kafka-storage ("--cluster-id: expected one argument", one start in
+    # 64 failed in CI), so such ids are drawn again, as Kafka's own Uuid.randomUuid does.
+    cluster_id=$("${PY}" -c 'import base64, uuid
+while (cid := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).startswith("-"):
+    pass
+print(cid)')
     local jvm_opts scram=()
     mapfile -t jvm_opts < <(jvm_flags)
     if [[ "${SECURITY}" == sasl_ssl ]]; then
