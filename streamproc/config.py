@@ -194,6 +194,16 @@ class InferenceSettings(_Group):
         "minilm-l6-v2-int8); any other embeds one text per call. 8 embeds about 1.5x the "
         "texts/s of one per call on 2 cores; larger batches were slower (BENCHMARKS.md).",
     )
+    embedding_batch_tokens: int | None = Field(
+        default=192,
+        ge=1,
+        description="Most padded tokens per batched embedding call: length-sorted texts "
+        "are grouped while (texts x the longest) stays within it, so short texts share a "
+        "call and a long one runs alone (batching pays for short texts, where a call's "
+        "fixed cost dominates, and not for long ones). None: only embedding_batch_size "
+        "bounds a call. A vector never depends on the grouping (batch-invariant models "
+        "only).",
+    )
     embedding_parallel_calls: int = Field(
         default=2,
         ge=1,

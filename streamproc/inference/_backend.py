@@ -36,7 +36,10 @@ class OnnxBackend:
         output_name: str,
         batch_size: int,
         parallel_calls: int = 1,
+        batch_tokens: int | None = None,
     ) -> None:
+        if batch_tokens is not None and batch_tokens < 1:
+            raise ValueError("batch_tokens must be at least 1")
         if parallel_calls < 1:
             raise ValueError("parallel_calls must be at least 1")
         if output_name not in model.output_names:
@@ -52,6 +55,7 @@ class OnnxBackend:
         self._sha256 = sha256
         self._batch_size = batch_size
         self._parallel_calls = parallel_calls
+        self._batch_tokens = batch_tokens
         self.truncated_total = 0
         self._pool = (
             ThreadPoolExecutor(max_workers=parallel_calls, thread_name_prefix=manifest.role)
@@ -61,10 +65,17 @@ class OnnxBackend:
 
     def _chunks(self, lengths: Sequence[int]) -> list[list[int]]:
         """Input indices per call: sorted by length (little padding), at most
-        ``batch_size`` per call, and at least one call per parallel slot while there are
-        inputs for it - a short list in one big call would leave the other slots idle."""
+        ``batch_size`` per call and, with ``batch_tokens``, at most that many padded
+        tokens (a longer input runs alone), and at least one call per parallel slot while
+        there are inputs for it - a short list in one big call would leave the other
+        slots idle."""
         order = sorted(range(len(lengths)), key=lambda index: lengths[index])
-        calls = max(-(-len(order) // self._batch_size), min(len(order), self._parallel_calls))
+        slots = min(len(order), self._parallel_calls)
+        if self._batch_tokens is not None:
+            chunks = _within_budget(order, lengths, self._batch_size, self._batch_tokens)
+            if len(chunks) >= slots:
+                return chunks
+        calls = max(-(-len(order) // self._batch_size), slots)
         size = -(-len(order) // calls) if calls else 1
         return [order[start : start + size] for start in range(0, len(order), size)]
 
@@ -94,3 +105,20 @@ class OnnxBackend:
     @property
     def batch_size(self) -> int:
         return self._batch_size
+
+
+def _within_budget(
+    order: Sequence[int], lengths: Sequence[int], most: int, tokens: int
+) -> list[list[int]]:
+    """``order`` (ascending length) cut greedily into calls of at most ``most`` inputs
+    whose padded size (inputs x the longest) stays within ``tokens``."""
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    for index in order:
+        if current and (len(current) == most or (len(current) + 1) * lengths[index] > tokens):
+            chunks.append(current)
+            current = []
+        current.append(index)
+    if current:
+        chunks.append(current)
+    return chunks

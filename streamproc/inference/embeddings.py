@@ -47,6 +47,7 @@ class OnnxEmbedder(OnnxBackend):
         *,
         batch_size: int,
         parallel_calls: int = 1,
+        batch_tokens: int | None = None,
     ) -> None:
         output = manifest.output
         if not isinstance(output, EmbeddingOutput):
@@ -59,6 +60,7 @@ class OnnxEmbedder(OnnxBackend):
             output_name=output.output_name,
             batch_size=batch_size,
             parallel_calls=parallel_calls,
+            batch_tokens=batch_tokens,
         )
         self._output = output
 

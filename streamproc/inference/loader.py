@@ -108,6 +108,7 @@ def load_embedder(
             else settings.embedding_batch_size
         ),
         parallel_calls=settings.embedding_parallel_calls,
+        batch_tokens=settings.embedding_batch_tokens,
     )
 
 

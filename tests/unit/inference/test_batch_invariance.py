@@ -132,3 +132,25 @@ def test_per_token_quantisation_makes_the_verifier_batch_invariant(tmp_path: Pat
         assert np.isfinite(margins).all()
     assert changes["per token"] == 0.0
     assert changes["per call"] > 1e-3  # the shipped graph does move with its neighbours
+
+
+def test_a_token_budget_groups_short_texts_and_runs_long_ones_alone() -> None:
+    settings = InferenceSettings(
+        embedding_batch_size=4, embedding_batch_tokens=64, embedding_parallel_calls=2
+    )
+    embedder = load_embedder(settings)
+    lengths = [100, *[10] * 8, 60]
+    chunks = embedder._chunks(lengths)
+    assert sorted(i for chunk in chunks for i in chunk) == list(range(len(lengths)))
+    assert [[lengths[i] for i in chunk] for chunk in chunks] == [
+        [10, 10, 10, 10],
+        [10, 10, 10, 10],
+        [60],
+        [100],  # over the budget by itself: alone, never cut
+    ]
+    # Two short texts fit one call, but two parallel slots would leave one idle.
+    assert len(embedder._chunks([10, 10])) == 2
+    # Whatever the grouping, each vector is the text's own (a batch-invariant model).
+    texts = ["word " * 40, *_TEXTS]
+    alone = np.stack([embedder.embed([text])[0] for text in texts])
+    np.testing.assert_array_equal(embedder.embed(texts), alone)
