@@ -21,7 +21,8 @@ The int8 weights stay the source graphs' own. What it gives (``--trial``, number
 BENCHMARKS.md): outputs bit-identical alone and inside shuffled, padded batches, closer
 to fp32 than per-call quantisation. ``per_token`` is the last step of the default
 embedder's build (``scripts/verifier/export_embedder.py`` -> ``minilm-l6-v2-pt8``, which
-the judge embeds with in batches of 8: about 1.5x the texts/s of one text per call). For
+the judge embeds with in batches of up to 8 texts / 192 tokens: about 1.5x the texts/s of
+one text per call on short texts). For
 the verifier it does not pay on this machine class (slower than one pair per call at
 every batch size tried), so NLI keeps one pair per call.
 tests/unit/inference/test_batch_invariance.py runs the rewrite on the verifier to prove
