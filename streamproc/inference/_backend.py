@@ -65,10 +65,11 @@ class OnnxBackend:
 
     def _chunks(self, lengths: Sequence[int]) -> list[list[int]]:
         """Input indices per call: sorted by length (little padding), at most
-        ``batch_size`` per call and, with ``batch_tokens``, at most that many padded
-        tokens (a longer input runs alone), and at least one call per parallel slot while
-        there are inputs for it - a short list in one big call would leave the other
-        slots idle."""
+        ``batch_size`` per call, and at least one call per parallel slot while there are
+        inputs for it - a short list in one big call would leave the other slots idle.
+        With ``batch_tokens`` the calls are cut where their padded size would pass it (a
+        longer input runs alone), unless that leaves a slot idle; then the list is split
+        evenly as without it."""
         order = sorted(range(len(lengths)), key=lambda index: lengths[index])
         slots = min(len(order), self._parallel_calls)
         if self._batch_tokens is not None:
