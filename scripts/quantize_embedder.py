@@ -27,9 +27,10 @@ extra: ``.venv/bin/pip install -e '.[model]'``); nothing here runs in the worker
 ``scripts/benchmark.py``'s 60 answers with each graph as the judge runs it (the package
 graph: batches of 16 on two threads; this one: one text per call, two calls side by
 side; this one in length-sorted batches of 16, two calls side by side, which is not
-batch-invariant; and the default ``minilm-l6-v2-pt8``, per-token activations, in its
-batches of 8), ``--rounds`` times in turn, and prints texts/s and each int8 graph's
-cosine to the package graph.
+batch-invariant; and ``minilm-l6-v2-pt8``, per-token activations, in batches of 8
+without and with the default token budget), ``--rounds`` times in turn, and prints
+texts/s and each int8 graph's cosine to the package graph. ``--qa``: the same on 400
+HaluEval QA knowledge sentences and answers, longer texts where batching pays less.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ import onnxruntime as ort  # type: ignore[import-untyped]  # noqa: E402
 
 from scripts.benchmark import sample_events  # noqa: E402
 from streamproc.config import InferenceSettings, Settings  # noqa: E402
+from streamproc.evaluate.benchmark import default_data_files, load_items  # noqa: E402
 from streamproc.evaluate.cost_model import checked_claims, evidence_sentences  # noqa: E402
 from streamproc.inference.loader import load_embedder  # noqa: E402
 from streamproc.inference.registry import ModelRegistry  # noqa: E402
@@ -81,14 +83,9 @@ def build(out: Path) -> str:
     return hashlib.sha256(out.read_bytes()).hexdigest()
 
 
-def compare(rounds: int = 1) -> None:
+def compare(rounds: int = 1, qa: bool = False) -> None:
     """Texts/s of the embedders as the judge runs them, and their vectors' cosine."""
-    settings = Settings()
-    events, _ = sample_events(None, 20)
-    texts: list[str] = []
-    for event in events:
-        texts += evidence_sentences(event) + checked_claims(event, settings.judge.granularity)
-    texts = list(dict.fromkeys(texts))
+    texts = _qa_texts() if qa else _mix_texts()
     package_graph = InferenceSettings(
         embedding_model=SOURCE, embedding_batch_size=16, embedding_parallel_calls=1
     )
@@ -99,7 +96,10 @@ def compare(rounds: int = 1) -> None:
         "package graph": package_graph,
         "int8 per call": per_call,
         "int8 per call in batches of 16, not batch-invariant": per_call_batched,
-        "int8 per token (the default) in batches of 8": InferenceSettings(),
+        "int8 per token in batches of 8, no token budget": InferenceSettings(
+            embedding_batch_tokens=None
+        ),
+        "int8 per token (the default: batches of 8 within 192 tokens)": InferenceSettings(),
     }
     # replayable=False: the not batch-invariant row must really batch (the loader would
     # otherwise clamp it to one text per call).
@@ -123,6 +123,26 @@ def compare(rounds: int = 1) -> None:
             f"cosine to the package graph, {label}: "
             f"median {np.median(cosine):.4f}, min {cosine.min():.4f}"
         )
+
+
+def _mix_texts() -> list[str]:
+    """The evidence sentences and checked claims of scripts/benchmark.py's 60 answers."""
+    settings = Settings()
+    events, _ = sample_events(None, 20)
+    texts: list[str] = []
+    for event in events:
+        texts += evidence_sentences(event) + checked_claims(event, settings.judge.granularity)
+    return list(dict.fromkeys(texts))
+
+
+def _qa_texts(count: int = 400) -> list[str]:
+    """HaluEval QA knowledge sentences and answers (longer texts: median 37 tokens)."""
+    items = [i for i in load_items(default_data_files(), "all") if i.task_type == "QA"]
+    texts: list[str] = []
+    for item in items[:300]:
+        event = item.case.event
+        texts += [e.text for e in event.evidence] + [event.answer]
+    return texts[:count]
 
 
 def _folded(source_path: Path, tmp: str) -> Path:
@@ -241,6 +261,9 @@ def main() -> int:
     parser.add_argument("--compare", action="store_true", help="speed and cosine, all graphs")
     parser.add_argument("--rounds", type=int, default=1, help="--compare rounds, in turn")
     parser.add_argument(
+        "--qa", action="store_true", help="--compare on QA knowledge sentences instead"
+    )
+    parser.add_argument(
         "--static-trial", action="store_true", help="why not static QDQ (needs the model extra)"
     )
     args = parser.parse_args()
@@ -248,7 +271,7 @@ def main() -> int:
         static_trial()
         return 0
     if args.compare:
-        compare(args.rounds)
+        compare(args.rounds, args.qa)
         return 0
     if args.check:
         with tempfile.TemporaryDirectory() as tmp:

@@ -57,6 +57,7 @@ from scripts.verifier.train_verifier import (
     _pad,
     _seed,
     _sha256,
+    run_report,
 )
 from streamproc.judge.claims import split_sentences
 
@@ -247,17 +248,12 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     torch.save(student.state_dict(), out_dir / "student.pt")
     fp32, int8 = out_dir / "model-fp32.onnx", out_dir / "model.onnx"
     export(student, fp32, int8)
-    onnx_int8 = _cosine_report(_onnx_vectors(int8, dev_rows), dev_targets)
+    onnx_int8 = _cosine_report(onnx_vectors(int8, dev_rows), dev_targets)
     print(f"dev int8 ONNX, one text per call: {onnx_int8}", file=sys.stderr)
     report = {
-        "seed": args.seed,
-        "args": vars(args),
-        "base_sha256": _sha256(base / "model.safetensors"),
+        **run_report(args, base, steps, train_seconds, started),
         "train_texts": len(train_rows),
         "dev_texts": len(dev_rows),
-        "steps": steps,
-        "train_seconds": round(train_seconds, 1),
-        "total_seconds": round(time.time() - started, 1),
         "dev_before": before,
         "dev_after_fp32": after,
         "dev_int8_onnx": onnx_int8,
@@ -287,32 +283,41 @@ def export(model: SentenceEncoder, fp32: Path, int8: Path) -> None:
     )
 
 
-def _onnx_vectors(path: Path, rows: Rows) -> NDArray[np.float32]:
-    """The int8 graph, one text per call (as the runtime runs it), pooled and normalised."""
+def onnx_vectors(path: Path, rows: Rows, batch: int = 1) -> NDArray[np.float32]:
+    """An embedder graph's pooled, normalised vectors, from length-sorted calls of
+    ``batch`` texts on one thread (1: as the runtime runs a per-call int8 graph)."""
     import onnxruntime as ort  # type: ignore[import-untyped]
 
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    from streamproc.inference.embeddings import mean_pool
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     out = np.zeros((len(rows), 384), dtype=np.float32)
-    for index, row in enumerate(rows):
-        ids, mask, types = _pad([row])
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]))
+    for start in range(0, len(order), batch):
+        chunk = order[start : start + batch]
+        ids, mask, types = _pad([rows[i] for i in chunk])
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        states = session.run(["last_hidden_state"], feeds)[0][0]
-        pooled = states.mean(axis=0)
-        out[index] = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
+        pooled = mean_pool(session.run(["last_hidden_state"], feeds)[0], mask)
+        out[chunk] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
     return out
 
 
 def install(int8: Path, report: dict[str, Any]) -> None:
     """models/<name>/model.onnx and models/<name>.toml (tokenizer: the shipped one's)."""
-    name = report["args"]["name"]
+    notice = _NOTICE.format(base_sha=report["base_sha256"])
+    write_model_folder(report["args"]["name"], int8, notice, _manifest(report))
+
+
+def write_model_folder(name: str, model: Path, notice: str, manifest: str) -> None:
+    """models/<name>/{model.onnx,NOTICE} and models/<name>.toml; the notice is wrapped."""
     target = REPO / "models" / name
     target.mkdir(parents=True, exist_ok=True)
-    (target / "model.onnx").write_bytes(int8.read_bytes())
-    notice = textwrap.fill(
-        _NOTICE.format(base_sha=report["base_sha256"]), width=88, break_on_hyphens=False
-    )
-    (target / "NOTICE").write_text(notice + "\n", encoding="utf-8")
-    (REPO / "models" / f"{name}.toml").write_text(_manifest(report), encoding="utf-8")
+    (target / "model.onnx").write_bytes(model.read_bytes())
+    wrapped = textwrap.fill(notice, width=88, break_on_hyphens=False)
+    (target / "NOTICE").write_text(wrapped + "\n", encoding="utf-8")
+    (REPO / "models" / f"{name}.toml").write_text(manifest, encoding="utf-8")
     print(f"installed models/{name}/ and models/{name}.toml", file=sys.stderr)
 
 

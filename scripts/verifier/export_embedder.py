@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root
 
@@ -51,11 +50,12 @@ from scripts.verifier.distill_embedder import (
     embedder_manifest,
     encode,
     export,
+    onnx_vectors,
     texts,
     vectors,
+    write_model_folder,
 )
-from scripts.verifier.train_verifier import REPO, _base_dir, _pad, _sha256
-from streamproc.inference.embeddings import mean_pool
+from scripts.verifier.train_verifier import REPO, _base_dir, _sha256
 
 NAME = "minilm-l6-v2-pt8"
 REPLACED = "minilm-l6-v2-dq8"
@@ -82,41 +82,18 @@ def fidelity(model: Path, held_out: int) -> dict[str, Any]:
     reference = vectors(SentenceEncoder(load_encoder(_base_dir())), rows)
     registry = ModelRegistry(REPO / "models")
     replaced, _ = registry.read_verified(registry.get(REPLACED).onnx)
-    alone = _onnx_vectors(model, rows, 1)
-    batched = _onnx_vectors(model, rows, 8)
+    alone = onnx_vectors(model, rows, 1)
+    batched = onnx_vectors(model, rows, 8)
     return {
         "texts": len(rows),
         "cosine_to_fp32": _cosine_report(alone, reference),
-        "replaced_cosine_to_fp32": _cosine_report(_onnx_vectors(replaced, rows, 1), reference),
+        "replaced_cosine_to_fp32": _cosine_report(onnx_vectors(replaced, rows, 1), reference),
         "max_change_alone_vs_batches_of_8": float(np.abs(alone - batched).max()),
     }
 
 
-def _onnx_vectors(path: Path, rows: Rows, batch: int) -> NDArray[np.float32]:
-    """Pooled, normalised vectors from length-sorted batches of ``batch`` texts."""
-    import onnxruntime as ort  # type: ignore[import-untyped]
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    out = np.zeros((len(rows), 384), dtype=np.float32)
-    order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]))
-    for start in range(0, len(order), batch):
-        chunk = order[start : start + batch]
-        ids, mask, types = _pad([rows[i] for i in chunk])
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        pooled = mean_pool(session.run(["last_hidden_state"], feeds)[0], mask)
-        out[chunk] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-    return out
-
-
 def install(model: Path, report: dict[str, Any]) -> None:
     """models/<NAME>/{model.onnx,NOTICE} and models/<NAME>.toml."""
-    target = REPO / "models" / NAME
-    target.mkdir(parents=True, exist_ok=True)
-    (target / "model.onnx").write_bytes(model.read_bytes())
-    notice = _NOTICE.format(base_sha=report["base_sha256"])
-    (target / "NOTICE").write_text(_fill(notice) + "\n", encoding="utf-8")
     manifest = embedder_manifest(
         NAME,
         comment="all-MiniLM-L6-v2 sentence embeddings, int8, batch-invariant: evidence retrieval.",
@@ -125,8 +102,8 @@ def install(model: Path, report: dict[str, Any]) -> None:
         sha256=report["sha256"],
         batch_invariant=True,
     )
-    (REPO / "models" / f"{NAME}.toml").write_text(manifest, encoding="utf-8")
-    print(f"installed models/{NAME}/ and models/{NAME}.toml", file=sys.stderr)
+    notice = _NOTICE.format(base_sha=report["base_sha256"])
+    write_model_folder(NAME, model, notice, manifest)
 
 
 def _fill(text: str) -> str:

@@ -70,6 +70,21 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def run_report(
+    args: argparse.Namespace, base: Path, steps: int, train_seconds: float, started: float
+) -> dict[str, Any]:
+    """What every training run's metrics.json starts with (this script's and
+    distill_embedder's): seed, arguments, the base weights' sha256, steps and seconds."""
+    return {
+        "seed": args.seed,
+        "args": vars(args),
+        "base_sha256": _sha256(base / "model.safetensors"),
+        "steps": steps,
+        "train_seconds": round(train_seconds, 1),
+        "total_seconds": round(time.time() - started, 1),
+    }
+
+
 def _seed(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
@@ -285,15 +300,10 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     check = compare_onnx(fp32, int8, dev_rows, dev_pairs, args.seed)
     print(f"int8 vs fp32: {json.dumps(check)}", file=sys.stderr)
     report = {
-        "seed": args.seed,
-        "args": vars(args),
-        "base_sha256": _sha256(base / "model.safetensors"),
+        **run_report(args, base, steps, train_seconds, started),
         "train_pairs": len(train_pairs),
         "dev_pairs": len(dev_pairs),
         "train_counts": {f"{k}/{lab}": v for (k, lab), v in sorted(counts.items())},
-        "steps": steps,
-        "train_seconds": round(train_seconds, 1),
-        "total_seconds": round(time.time() - started, 1),
         "dev_fp32_torch": dev,
         "int8_check": check,
         "onnx_int8_sha256": _sha256(int8),
