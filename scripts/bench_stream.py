@@ -189,10 +189,13 @@ def kafka_broker(bootstrap: str | None) -> Iterator[tuple[str, str]]:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def worker_settings(bootstrap: str, app_id: str, judge: str, threads: int) -> Settings:
+def worker_settings(
+    bootstrap: str, app_id: str, judge: str, threads: int, *, judge_process: bool = True
+) -> Settings:
     """Product defaults, with every topic unique to this phase and ``threads`` ONNX
     intra-op threads per worker; JSON logs at INFO whatever the environment says, since
-    :func:`wait_ready` reads the partition assignments from them."""
+    :func:`wait_ready` reads the partition assignments from them. ``judge_process``:
+    ``worker.judge_process`` (``--judge-in-thread`` measures the judge in a thread)."""
     names = ("answers", "verdicts", "flags", "aggregates", "dead_letter", "outcomes")
     return Settings(
         app_id=app_id,
@@ -204,6 +207,7 @@ def worker_settings(bootstrap: str, app_id: str, judge: str, threads: int) -> Se
         alerts={"topic": f"{app_id}.alerts"},
         audit={"topic": f"{app_id}.audit"},
         judge={"name": judge, "inference": {"intra_op_threads": threads}},
+        worker={"judge_process": judge_process},
     )
 
 
@@ -326,6 +330,27 @@ async def wait_ready(workers: Sequence[WorkerProcess], partitions: int) -> None:
             return
         await asyncio.sleep(0.5)
     raise RuntimeError(f"workers not ready after {READY_TIMEOUT_S:g} s:\n{workers[0].log_tail()}")
+
+
+def worker_peak_rss_mib(worker: WorkerProcess) -> float | None:
+    """Peak RSS (VmHWM) of a worker plus its judge's process (``judge_pid`` of its
+    ``worker_starting`` log line), in MiB; None where /proc cannot tell."""
+    pids = [worker.pid]
+    for line in worker.log_path.read_text(errors="replace").splitlines():
+        if '"worker_starting"' in line:
+            with contextlib.suppress(ValueError, AttributeError):
+                pids.append(json.loads(line).get("judge_pid"))
+    total = 0.0
+    for pid in pids:
+        if pid is None:
+            continue
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return None
+        kib = next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))
+        total += int(kib) / 1024
+    return total
 
 
 def check_alive(workers: Sequence[WorkerProcess]) -> None:
@@ -452,6 +477,8 @@ class PhaseRun:
     repeats: int
     app_id: str
     lag_sample_errors: int
+    peak_rss_mib: float | None = None
+    """The largest worker's peak RSS, its judge's process included."""
 
 
 async def run_phase(
@@ -464,7 +491,9 @@ async def run_phase(
 ) -> PhaseRun:
     """One phase on fresh topics with fresh worker processes."""
     app_id = f"bench-{uuid.uuid4().hex[:8]}-w{workers}"
-    settings = worker_settings(bootstrap, app_id, args.judge, threads)
+    settings = worker_settings(
+        bootstrap, app_id, args.judge, threads, judge_process=not args.judge_in_thread
+    )
     await prepare_topics(settings)
     reader = VerdictReader(settings)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=1)
@@ -512,6 +541,7 @@ async def measure_phase(
             produced = await produce_paced(producer, topics.answers, answers, schedule)
         await wait_settled(reader, set(produced.sent), workers)
         await asyncio.sleep(1.0)  # one more lag sample after the last commit
+        peak_rss = max((worker_peak_rss_mib(w) or 0.0 for w in workers), default=0.0)
     finally:
         await sampler.stop()
     result = summarise_phase(
@@ -527,7 +557,7 @@ async def measure_phase(
         wall_s=time.monotonic() - started,
         timings=reader.timings,
     )
-    return PhaseRun(result, answers.repeats, settings.app_id, sampler.errors)
+    return PhaseRun(result, answers.repeats, settings.app_id, sampler.errors, peak_rss or None)
 
 
 async def run_config(
@@ -560,6 +590,7 @@ async def run_config(
                 "app_id": run.app_id,
                 "repeated_answers": run.repeats,
                 "lag_sample_errors": run.lag_sample_errors,
+                "peak_rss_mib": run.peak_rss_mib,
             }
             for run in runs
         ],
@@ -627,6 +658,7 @@ def render(report: dict[str, Any]) -> str:
         "mean batch",
         "lag max",
         "lag end",
+        "peak RSS MiB",
     ]
     rows = []
     for config in report["configs"]:
@@ -654,11 +686,13 @@ def render(report: dict[str, Any]) -> str:
                     fmt(phase.get("mean_batch"), 1) if phase.get("mean_batch") else "-",
                     str(phase["max_lag"]),
                     str(phase["final_lag"]),
+                    fmt(phase.get("peak_rss_mib"), 0),
                 ]
             )
     offline = report["offline"]
     lines = [
-        f"Stream benchmark, judge `{report['judge']}`: {report['events']}; broker "
+        f"Stream benchmark, judge `{report['judge']}` (in a {report['judge_in']} of each "
+        f"worker): {report['events']}; broker "
         f"{report['broker']}; machine {report['machine']['nproc']} CPUs "
         f"({report['machine']['cpu_model']}), Python {report['machine']['python']}.",
         "",
@@ -727,6 +761,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, action="append", metavar="FILE")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write every number here")
     parser.add_argument("--log-dir", type=Path, help="worker logs (default: a temp dir)")
+    parser.add_argument(
+        "--judge-in-thread",
+        action="store_true",
+        help="worker.judge_process = false: the judge in a thread of the worker",
+    )
     args = parser.parse_args(argv)
     if args.answers < 2 or min(args.workers) < 1 or args.duration <= 0:
         parser.error("--answers must be 2 or more, --workers 1 or more, --duration > 0")
@@ -759,6 +798,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "batch_size": batch_size,
         "offline": offline,
         "worker_settings": settings_in_force(),
+        "judge_in": "thread" if args.judge_in_thread else "process",
         "worker_logs": str(args.log_dir),
     }
     with kafka_broker(args.bootstrap) as (bootstrap, broker):

@@ -288,6 +288,12 @@ class WorkerSettings(_Group):
     """How a worker batches and runs the judge."""
 
     batch_max: int = Field(default=32, ge=1, description="Most answers judged in one batch.")
+    judge_process: bool = Field(
+        default=True,
+        description="Judge in a process of its own (spawned at start; the worker exits with "
+        "code 7 if it dies) rather than a thread sharing the worker's GIL with its Kafka "
+        "clients.",
+    )
     batch_wait_s: float = Field(
         default=0.05, gt=0, description="Longest wait to fill a batch before judging it."
     )

@@ -8,7 +8,8 @@ silently. Here every step is visible:
 
 1. read a micro-batch (``worker.batch_max`` records or ``batch_wait_s``), an equal share
    from each owned partition (:class:`~streamproc.stream.fair_read.FairReader`);
-2. run the pure judging stage in an executor (never on the event loop);
+2. run the pure judging stage off the event loop, in a thread or a process of its own
+   (:mod:`~streamproc.stream.judge_runner`);
 3. publish its records and the batch's input offsets through a :class:`Publisher` - one
    Kafka transaction on real Kafka, acknowledged-then-committed on Tansu;
 4. tell the progress watch; a partition with lag and no progress is logged and makes
@@ -22,12 +23,10 @@ its partition, dead-lettered offset by offset (``unreadable_record``) and skippe
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any
 
 import structlog
@@ -44,12 +43,8 @@ from streamproc.judge import Judge
 from streamproc.stream.consumer_loop import ConsumerLoop
 from streamproc.stream.fair_read import FairReader
 from streamproc.stream.intake import MessageOrigin, Rejection, dead_letter_for
-from streamproc.stream.judging import (
-    IncomingMessage,
-    StageLimits,
-    StageOutput,
-    judge_messages,
-)
+from streamproc.stream.judge_runner import JudgeRunner, JudgeThread
+from streamproc.stream.judging import IncomingMessage, StageLimits, StageOutput
 from streamproc.stream.publisher import (
     OutboundRecord,
 )
@@ -73,7 +68,7 @@ class JudgeLoop(ConsumerLoop):
     def __init__(
         self,
         settings: Settings,
-        judge: Judge,
+        judge: Judge | JudgeRunner,
         *,
         client_options: Mapping[str, Any] | None = None,
         executor: Executor | None = None,
@@ -92,10 +87,10 @@ class JudgeLoop(ConsumerLoop):
             },
             producer_options={"max_request_size": DEAD_LETTER_MAX_BYTES + 65536},
         )
-        self._judge = judge
         # One batch is judged at a time (its outputs and offsets commit in order); the
-        # judge spreads its own model calls over threads (``nli_parallel_calls``).
-        self._pool = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge")
+        # judge spreads its own model calls over threads (``nli_parallel_calls``). A bare
+        # judge runs in a thread (``executor``, default one of its own).
+        self._runner = judge if isinstance(judge, JudgeRunner) else JudgeThread(judge, executor)
         self._limits = StageLimits.from_settings(settings)
         self._tracing = Tracing(telemetry or Telemetry.disabled(), group=self.group_id)
         self._metrics = metrics or WorkerMetrics()
@@ -144,9 +139,8 @@ class JudgeLoop(ConsumerLoop):
             ]
             output = StageOutput()
             if messages:
-                work = partial(judge_messages, messages, self._judge, limits=self._limits)
                 with traced.clock.stage("judge"):
-                    output = await asyncio.get_running_loop().run_in_executor(self._pool, work)
+                    output = await self._runner.judge(messages, self._limits)
                 for name, start_ns, end_ns in output.stage_times:
                     traced.clock.record(f"judge.{name}", start_ns, end_ns)
             _trace_outputs(traced, output)

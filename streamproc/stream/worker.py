@@ -23,9 +23,9 @@ from streamproc.adapters.metrics_server import MetricsServer
 from streamproc.adapters.task_dump import install_task_dump
 from streamproc.adapters.telemetry import Telemetry
 from streamproc.config import Settings
-from streamproc.judge import build_judge
 from streamproc.stream.alert_stage import AlertHooks
 from streamproc.stream.judge_loop import JudgeLoop
+from streamproc.stream.judge_runner import JudgeProcessDied, JudgeRunner, LogOptions, judge_runner
 from streamproc.stream.publisher import PublishFailed
 from streamproc.stream.topics import ensure_topics, topic_specs
 from streamproc.stream.window_loop import WindowLoop
@@ -58,7 +58,8 @@ def run_worker(settings: Settings) -> NoReturn:
     transactions: judging (answers -> verdicts, flags, outcomes, dead letters) and
     windows (outcomes -> aggregates, with changelogged state). A batch that cannot be
     published ends the process with exit code 3 after one log line, so the orchestrator
-    restarts it; nothing unpublished was acknowledged.
+    restarts it; nothing unpublished was acknowledged. So does a judge process that died
+    (exit code 7).
     """
     code = asyncio.run(_serve(settings))
     logging.shutdown()
@@ -68,16 +69,36 @@ def run_worker(settings: Settings) -> NoReturn:
 EXIT_PUBLISH_FAILED = 3
 EXIT_LOOP_CRASHED = 4
 EXIT_STALLED = 6
+EXIT_JUDGE_DIED = 7
 
 
 async def _serve(settings: Settings) -> int:
     await prepare_topics(settings)
-    judge = build_judge(settings.judge)
+    runner = judge_runner(settings, log=_log_options(settings))
+    try:
+        return await _serve_with(settings, runner)
+    finally:
+        await asyncio.to_thread(runner.close)
+
+
+def _log_options(settings: Settings) -> LogOptions | None:
+    """The worker's own logging for the judge's process, when the worker's is set up
+    (``streamproc worker`` configures it; an embedding program may not have)."""
+    if not structlog.is_configured():
+        return None
+    return LogOptions(settings.log_level, settings.log_json, settings.audit.log_texts)
+
+
+async def _serve_with(settings: Settings, runner: JudgeRunner) -> int:
+    try:
+        judge_info = await runner.start()  # models loaded before joining any group
+    except JudgeProcessDied as exc:
+        _exit(EXIT_JUDGE_DIED, "judge_process_died_exiting", exc)
     options = aiokafka_options(settings.security)
     telemetry = Telemetry.from_settings(settings.telemetry)
     metrics = WorkerMetrics()
     judging = JudgeLoop(
-        settings, judge, client_options=options, telemetry=telemetry, metrics=metrics
+        settings, runner, client_options=options, telemetry=telemetry, metrics=metrics
     )
     alerting = AlertHooks(settings, metrics)
     windows = WindowLoop(
@@ -105,14 +126,15 @@ async def _serve(settings: Settings) -> int:
     log.info(
         "worker_starting",
         app_id=settings.app_id,
-        judge=judge.info.name,
+        judge=judge_info.name,
+        judge_pid=runner.pid,
         telemetry=settings.telemetry.exporter,
         guarantee="exactly_once" if judging.transactional else "at_least_once",
     )
     guard = LoopGuard(blocked_after_s=max(30.0, settings.worker.stall_after_s))
     guard.start()
     beating = asyncio.create_task(guard.beat(), name="loop-guard-beat")
-    helpers = [beating]
+    helpers = [beating, asyncio.create_task(_exit_when_judge_dies(runner), name="judge-watch")]
     if settings.worker.stall_exit_s is not None:
         stall_exit = _exit_when_stalled(settings.worker.stall_exit_s, judging, windows)
         helpers.append(asyncio.create_task(stall_exit, name="stall-exit"))
@@ -126,6 +148,8 @@ async def _serve(settings: Settings) -> int:
                 await finished
             except PublishFailed as exc:
                 _exit(EXIT_PUBLISH_FAILED, "publish_failed_exiting", exc)
+            except JudgeProcessDied as exc:
+                _exit(EXIT_JUDGE_DIED, "judge_process_died_exiting", exc)
             except Exception as exc:  # noqa: BLE001 - a loop must never end silently
                 _exit(EXIT_LOOP_CRASHED, "loop_crashed_exiting", exc)
             _stop_all(judging, windows)  # one loop ended (a stop): end the other too
@@ -140,6 +164,15 @@ async def _serve(settings: Settings) -> int:
         await asyncio.to_thread(telemetry.shutdown)  # flush what is still batched
     log.info("worker_stopped", judged=judging.judged, windows_closed=windows.closed)
     return 0
+
+
+async def _exit_when_judge_dies(runner: JudgeRunner) -> None:
+    """A judge process that died while the stream is quiet ends the worker now, not at
+    the next answer (a batch in flight fails by itself and ends it the same way)."""
+    try:
+        await runner.watch()
+    except JudgeProcessDied as exc:
+        _exit(EXIT_JUDGE_DIED, "judge_process_died_exiting", exc)
 
 
 async def _exit_when_stalled(limit_s: float, *loops: JudgeLoop | WindowLoop) -> None:

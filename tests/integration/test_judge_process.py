@@ -1,0 +1,116 @@
+"""The judge's own process on a real broker: killed under a backlog it ends its worker
+(exit 7, nothing of its batch acknowledged), a SIGTERM to the whole process group (as
+systemd and a terminal send) still stops the worker in order, and the replacements judge
+every answer exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from streamproc.adapters.kafka_io import OutputTail, publish_answers
+from streamproc.adapters.worker_process import WorkerProcess
+from streamproc.config import Settings
+from streamproc.events import AnswerEvent, Verdict
+from streamproc.samples import SEED_LAB, load_answers
+from streamproc.stream.worker import EXIT_JUDGE_DIED, prepare_topics
+
+ANSWERS = 120
+
+
+def _settings(bootstrap: str) -> Settings:
+    run = uuid.uuid4().hex[:8]
+    names = ("answers", "verdicts", "flags", "aggregates", "dead_letter", "outcomes")
+    return Settings(
+        app_id=f"judgeproc-{run}",
+        broker_url=f"kafka://{bootstrap}",
+        topics={**{name: f"judgeproc-{run}.{name}" for name in names}, "partitions": 3},
+        worker={"rebalance_timeout_s": 10.0, "session_timeout_s": 6.0, "batch_max": 8},
+    )
+
+
+def _answers() -> list[AnswerEvent]:
+    seeds = load_answers(SEED_LAB)
+    now = datetime.now(UTC)
+    return [
+        seeds[i % len(seeds)].model_copy(
+            update={"event_id": f"e{i}", "answer_id": f"a{i}", "occurred_at": now}
+        )
+        for i in range(ANSWERS)
+    ]
+
+
+def _judge_pid(worker: WorkerProcess, timeout_s: float = 60.0) -> int:
+    """The judge's process, from the worker's ``worker_starting`` log line."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for line in worker.log_path.read_text(errors="replace").splitlines():
+            if '"worker_starting"' in line:
+                pid = json.loads(line)["judge_pid"]
+                assert isinstance(pid, int) and pid != worker.pid
+                return pid
+        time.sleep(0.2)
+    pytest.fail(f"worker never started:\n{worker.log_tail()}")
+
+
+async def _collect(tail: OutputTail, verdicts: list[str], until: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and len(set(verdicts)) < until:
+        for record in await tail.poll(0.5):
+            if isinstance(record.event, Verdict):
+                verdicts.append(record.event.event_id)
+    assert len(set(verdicts)) >= until, f"{len(set(verdicts))} of {until} verdicts"
+
+
+async def test_a_dead_judge_process_ends_its_worker_and_nothing_is_lost(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    settings = _settings(kafka_bootstrap)
+    await prepare_topics(settings)
+    answers = _answers()
+    verdicts: list[str] = []
+    async with OutputTail(settings.bootstrap_servers, settings.topics) as tail:
+        first = WorkerProcess(settings, tmp_path / "worker-1.log").start()
+        try:
+            judge_pid = _judge_pid(first)
+            await publish_answers(settings.bootstrap_servers, settings.topics.answers, answers)
+            await _collect(tail, verdicts, until=8, timeout_s=90)
+            killed_at = time.monotonic()
+            os.kill(judge_pid, signal.SIGKILL)  # mid-backlog: a batch is being judged
+            code = first.wait(30)
+            print(f"worker exited {code} {time.monotonic() - killed_at:.2f} s after the kill")
+            log = first.log_tail(200)
+        finally:
+            first.kill()
+        assert code == EXIT_JUDGE_DIED, log
+        assert "judge_process_died_exiting" in log
+        before = len(set(verdicts))
+        assert before < ANSWERS
+        print(f"{before} of {ANSWERS} verdicts published before the judge process died")
+
+        second = WorkerProcess(settings, tmp_path / "worker-2.log").start()
+        try:
+            await _collect(tail, verdicts, until=before + 8, timeout_s=90)
+            stopped = second.stop()  # SIGTERM to its process group, the judge included
+            log = second.log_tail(200)
+        finally:
+            second.kill()
+        assert stopped == 0, log
+        assert "worker_stopped" in log and "judge_process_died" not in log
+
+        third = WorkerProcess(settings, tmp_path / "worker-3.log").start()
+        try:
+            await _collect(tail, verdicts, until=ANSWERS, timeout_s=120)
+            for record in await tail.poll(2.0):  # a duplicate would arrive by now
+                if isinstance(record.event, Verdict):
+                    verdicts.append(record.event.event_id)
+        finally:
+            third.stop()
+    assert sorted(verdicts) == sorted(a.event_id for a in answers)  # each exactly once
