@@ -238,6 +238,9 @@ class VerdictReader:
     """Dead-lettered answer id -> reason."""
     timings: dict[str, tuple[float, int]] = field(default_factory=dict)
     """Answer id -> (judge seconds of its batch, batch size), from the verdict."""
+    judged_at: dict[str, float] = field(default_factory=dict)
+    """Answer id -> the verdict's ``judged_at``, moved onto ``time.monotonic``'s clock."""
+    _wall_minus_monotonic: float = field(default_factory=lambda: time.time() - time.monotonic())
     _task: asyncio.Task[None] | None = None
     _consumer: AIOKafkaConsumer | None = None
 
@@ -284,6 +287,8 @@ class VerdictReader:
             timings = json.loads(value or b"{}")["timings"]
             judge_s = float(timings["judge_ms"]) / 1000
             self.timings[answer_id] = (judge_s, int(timings["batch_size"]))
+            judged_at = datetime.fromisoformat(json.loads(value or b"{}")["judged_at"])
+            self.judged_at[answer_id] = judged_at.timestamp() - self._wall_minus_monotonic
         except (ValueError, KeyError, TypeError):
             pass  # a verdict without timings only leaves the judge-time column short
 
@@ -556,6 +561,7 @@ async def measure_phase(
         slips_s=produced.slips,
         wall_s=time.monotonic() - started,
         timings=reader.timings,
+        judged_at=reader.judged_at,
     )
     return PhaseRun(result, answers.repeats, settings.app_id, sampler.errors, peak_rss or None)
 
@@ -632,11 +638,11 @@ def fmt(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None else f"{value:,.{digits}f}"
 
 
-def _judge_times(judge_ms: Mapping[str, float] | None) -> str:
-    """The judge's own share of the latency: its batch time at p50 and p99."""
-    if not judge_ms:
+def _judge_times(part_ms: Mapping[str, float] | None) -> str:
+    """One part of the latency (e.g. the judge's batch time) at p50 and p99."""
+    if not part_ms:
         return "-"
-    return f"{fmt(judge_ms['p50'], 0)} / {fmt(judge_ms['p99'], 0)}"
+    return f"{fmt(part_ms['p50'], 0)} / {fmt(part_ms['p99'], 0)}"
 
 
 def render(report: dict[str, Any]) -> str:
@@ -723,6 +729,16 @@ def render(report: dict[str, Any]) -> str:
                     f"{phase['latency_ms']['p99']:,.0f} ms (target <= 1,500 ms on the mix, "
                     "<= 300 ms on QA-like traffic: --task QA)"
                 )
+    lines += ["", "Where the decision latency goes (p50 / p99 ms of each part):"]
+    for config in report["configs"]:
+        for phase in config["phases"]:
+            name = "saturation" if phase["mode"] == "saturation" else f"{phase['load']:.0%}"
+            lines.append(
+                f"- {config['workers']} worker(s), {name}: before judging (reading, waiting "
+                f"for the batch in flight) {_judge_times(phase.get('before_judge_ms'))}, "
+                f"judging {_judge_times(phase.get('judge_ms'))}, after (publishing, commit, "
+                f"reading the verdict) {_judge_times(phase.get('after_judge_ms'))}"
+            )
     lines += ["", "Judge-group lag, one sample per second:"]
     for config in report["configs"]:
         for phase in config["phases"]:

@@ -256,6 +256,12 @@ class PhaseResult:
     ``timings.judge_ms``): how much of the decision latency the judge itself took."""
     mean_batch: float | None = None
     """Mean size of the batch each decided answer was judged in (``timings.batch_size``)."""
+    before_judge: LatencySummary | None = None
+    """From the send to the start of the batch that judged the answer (reading, waiting
+    for the batch in flight): the verdict's ``judged_at`` less its batch's judge time."""
+    after_judge: LatencySummary | None = None
+    """From the end of judging (``judged_at``) to the verdict read: serialising,
+    publishing, the transaction's commit and the reader's fetch."""
 
 
 def summarise_phase(
@@ -271,15 +277,23 @@ def summarise_phase(
     slips_s: Sequence[float] = (),
     wall_s: float = 0.0,
     timings: Mapping[str, tuple[float, int]] | None = None,
+    judged_at: Mapping[str, float] | None = None,
 ) -> PhaseResult:
     """A phase's numbers from the send time of each answer id (``sent``), the time its
     verdict was seen (``seen``), the answer ids that were dead-lettered and the lag
     samples; ``timings``: answer id -> (judge seconds of its batch, batch size), from the
-    verdicts. Verdicts of answers this phase did not send (a warm-up) are ignored."""
+    verdicts; ``judged_at``: answer id -> its verdict's ``judged_at`` on the clock of
+    ``sent`` and ``seen``, which splits each latency into before, during and after
+    judging. Verdicts of answers this phase did not send (a warm-up) are ignored."""
     decided = {key: at for key, at in seen.items() if key in sent}
     judged = [timings[key] for key in decided if timings and key in timings]
     dead_ids = {key for key in dead if key in sent}
     latencies = [at - sent[key] for key, at in decided.items()]
+    ended = {key: judged_at[key] for key in decided if judged_at and key in judged_at}
+    before = [
+        ended[key] - timings[key][0] - sent[key] for key in ended if timings and key in timings
+    ]
+    after = [decided[key] - at for key, at in ended.items()]
     send_times = list(sent.values())
     send_span = max(send_times) - min(send_times) if len(send_times) > 1 else 0.0
     achieved: float | None = None
@@ -306,6 +320,8 @@ def summarise_phase(
         wall_s=wall_s,
         judge_time=summarise_latencies([seconds for seconds, _ in judged]),
         mean_batch=sum(size for _, size in judged) / len(judged) if judged else None,
+        before_judge=summarise_latencies(before),
+        after_judge=summarise_latencies(after),
     )
 
 
@@ -334,9 +350,9 @@ def as_json(result: PhaseResult) -> dict[str, Any]:
             "max": latency.max_ms,
             "mean": latency.mean_ms,
         },
-        "judge_ms": None
-        if judge_time is None
-        else {"p50": judge_time.p50_ms, "p95": judge_time.p95_ms, "p99": judge_time.p99_ms},
+        "judge_ms": _percentiles(judge_time),
+        "before_judge_ms": _percentiles(result.before_judge),
+        "after_judge_ms": _percentiles(result.after_judge),
         "mean_batch": result.mean_batch,
         "send_slip_max_ms": result.send_slip_max_ms,
         "max_lag": result.max_lag,
@@ -344,3 +360,9 @@ def as_json(result: PhaseResult) -> dict[str, Any]:
         "lag_samples": [[s.at_s, s.lag] for s in result.lag],
         "wall_s": result.wall_s,
     }
+
+
+def _percentiles(summary: LatencySummary | None) -> dict[str, float] | None:
+    if summary is None:
+        return None
+    return {"p50": summary.p50_ms, "p95": summary.p95_ms, "p99": summary.p99_ms}

@@ -15,11 +15,12 @@ moved past it, and dropping it lost it (200 answers in one run of the exactly-on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -79,6 +80,8 @@ class ConsumerLoop(ABC):
         self.last_poll_at = time.monotonic()
         self._revoked_at: float | None = None
         self._lock = asyncio.Lock()
+        self._rebalance_waiting = 0
+        """Rebalance callbacks waiting for ``_lock``: a loop holding it lets go soon."""
         self._generation = 0
         self._assigned = False
         """``on_partitions_assigned`` has run for the current assignment."""
@@ -232,7 +235,7 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
     async def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
         loop = self._loop
         partitions = sorted(revoked)
-        async with loop._lock:
+        async with _waiting_for(loop):
             loop._generation += 1
             loop._assigned = False
             loop._revoked_at = time.monotonic()
@@ -243,9 +246,23 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
     async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
         loop = self._loop
         partitions = sorted(assigned)
-        async with loop._lock:
+        async with _waiting_for(loop):
             await loop._on_assigned(partitions)
             loop._revoked_at = None
             loop._assigned = True
         loop.watch.progress.assigned(partitions, time.monotonic())
         log.info("partitions_assigned", consumer=loop.name, partitions=partition_names(partitions))
+
+
+@contextlib.asynccontextmanager
+async def _waiting_for(loop: ConsumerLoop) -> AsyncIterator[None]:
+    """Hold the loop's lock, saying while we wait for it that a rebalance is waiting."""
+    loop._rebalance_waiting += 1
+    try:
+        await loop._lock.acquire()
+    finally:
+        loop._rebalance_waiting -= 1
+    try:
+        yield
+    finally:
+        loop._lock.release()

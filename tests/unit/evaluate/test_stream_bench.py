@@ -172,3 +172,20 @@ def test_a_phase_as_json_keeps_every_number_and_the_lag_series() -> None:
     assert data["latency_ms"]["p99"] == pytest.approx(1000 * (1.0 + 0.99 * 0.9))
     assert data["sustained_rate"] == pytest.approx(1.0)
     assert data["decided"] == 2 and data["missing"] == 0 and data["mode"] == "saturation"
+
+
+def test_the_latency_splits_into_before_during_and_after_judging() -> None:
+    sent = {"a": 0.0, "b": 0.1}
+    seen = {"a": 0.5, "b": 0.9}
+    timings = {"a": (0.2, 2), "b": (0.2, 2)}  # judged together, 200 ms
+    judged_at = {"a": 0.4, "b": 0.4, "warm-up": 9.0}  # judging began at 0.2
+    result = summarise_phase("open-loop", 1, sent, seen, timings=timings, judged_at=judged_at)
+    assert result.before_judge is not None and result.after_judge is not None
+    assert sorted([result.before_judge.p50_ms, result.before_judge.max_ms]) == pytest.approx(
+        [150.0, 200.0]  # a waited 200 ms, b 100 ms: p50 halfway
+    )
+    assert result.after_judge.max_ms == pytest.approx(500.0)  # b read 0.5 s after judging
+    data = as_json(result)
+    assert data["before_judge_ms"]["p99"] == pytest.approx(199.0)
+    assert data["after_judge_ms"]["p50"] == pytest.approx(300.0)
+    assert as_json(summarise_phase("saturation", 1, sent, seen))["after_judge_ms"] is None
