@@ -60,6 +60,14 @@ def _judge_pid(worker: WorkerProcess, timeout_s: float = 60.0) -> int:
     pytest.fail(f"worker never started:\n{worker.log_tail()}")
 
 
+async def _drain(tail: OutputTail, verdicts: list[str], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for record in await tail.poll(0.5):
+            if isinstance(record.event, Verdict):
+                verdicts.append(record.event.event_id)
+
+
 async def _collect(tail: OutputTail, verdicts: list[str], until: int, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and len(set(verdicts)) < until:
@@ -91,12 +99,14 @@ async def test_a_dead_judge_process_ends_its_worker_and_nothing_is_lost(
             first.kill()
         assert code == EXIT_JUDGE_DIED, log
         assert "judge_process_died_exiting" in log
+        await _drain(tail, verdicts, seconds=3.0)  # what the first worker committed
         before = len(set(verdicts))
         assert before < ANSWERS
         print(f"{before} of {ANSWERS} verdicts published before the judge process died")
 
         second = WorkerProcess(settings, tmp_path / "worker-2.log").start()
         try:
+            _judge_pid(second)  # running, its signal handlers in place
             await _collect(tail, verdicts, until=before + 8, timeout_s=90)
             stopped = second.stop()  # SIGTERM to its process group, the judge included
             log = second.log_tail(200)
@@ -108,9 +118,7 @@ async def test_a_dead_judge_process_ends_its_worker_and_nothing_is_lost(
         third = WorkerProcess(settings, tmp_path / "worker-3.log").start()
         try:
             await _collect(tail, verdicts, until=ANSWERS, timeout_s=120)
-            for record in await tail.poll(2.0):  # a duplicate would arrive by now
-                if isinstance(record.event, Verdict):
-                    verdicts.append(record.event.event_id)
+            await _drain(tail, verdicts, seconds=2.0)  # a duplicate would arrive by now
         finally:
             third.stop()
     assert sorted(verdicts) == sorted(a.event_id for a in answers)  # each exactly once
