@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import os
 import signal
 import subprocess
@@ -14,54 +13,29 @@ import sys
 import textwrap
 import time
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from streamproc.config import InferenceSettings, JudgeSettings, Settings, WorkerSettings
 from streamproc.judge import build_judge
-from streamproc.stream.intake import MessageOrigin
 from streamproc.stream.judge_runner import (
     JudgeProcess,
     JudgeProcessDied,
     JudgeThread,
     judge_runner,
 )
-from streamproc.stream.judging import IncomingMessage, StageLimits
+from streamproc.stream.judging import StageLimits
+from tests.unit.stream.test_judging_stage import BAD, GOOD, message
 
 RULES = JudgeSettings(name="rules")
 LIMITS = StageLimits(audit_settings={"judge": {"name": "rules"}})
 
 
-def answer(event_id: str, text: str, evidence: str) -> bytes:
-    return json.dumps(
-        {
-            "event_id": event_id,
-            "answer_id": f"ans-{event_id}",
-            "conversation_id": "conv",
-            "tenant": "t",
-            "assistant_id": "bot",
-            "model": "llm",
-            "occurred_at": datetime.now(UTC).isoformat(),
-            "question": "What happened to the order?",
-            "answer": text,
-            "evidence": [{"id": "D1", "text": evidence}],
-        }
-    ).encode()
-
-
 MESSAGES = [
-    IncomingMessage(
-        answer("e1", "The order was shipped on Monday [D1].", "The order was shipped on Monday."),
-        MessageOrigin("answers", 0, 0, b"conv"),
-        trace_id="ab" * 16,
-    ),
-    IncomingMessage(b"{oops", MessageOrigin("answers", 0, 1, None)),
-    IncomingMessage(
-        answer("e2", "The order was shipped on 3 May [D1].", "The order 7 was shipped on 5 May."),
-        MessageOrigin("answers", 1, 5, b"conv"),
-    ),
+    message(GOOD, 0, trace="ab" * 16),
+    message(b"{oops", 1),
+    message(BAD, 2),
 ]
 
 
