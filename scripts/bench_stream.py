@@ -6,7 +6,9 @@
 
 Without ``--bootstrap`` the script starts its own broker with ``scripts/kafka.sh`` in a
 private state dir (a temporary folder, so it never meets another broker) and stops it
-at the end. For each worker count (default: one worker, then two sharing the
+at the end. A broker just started spends about 20 s of CPU warming up under its first
+load, on the worker's cores (BENCHMARKS.md); for steady-state numbers start one with
+``scripts/kafka.sh start``, use it once, and pass ``--bootstrap``. For each worker count (default: one worker, then two sharing the
 partitions), every phase runs on fresh topics with freshly started workers
 (``python -m streamproc worker``, the product's process, default settings apart from
 unique names and ONNX threads: the default count divided among the workers, so two
