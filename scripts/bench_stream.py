@@ -2,17 +2,19 @@
 
     .venv/bin/python scripts/bench_stream.py [--bootstrap HOST:PORT] [--judge nli|rules]
         [--workers 1 2] [--answers 150] [--loads 0.5 0.9] [--duration 60]
-        [--task QA ...] [--json PATH]
+        [--task QA ...] [--judge-in-thread] [--json PATH]
 
 Without ``--bootstrap`` the script starts its own broker with ``scripts/kafka.sh`` in a
 private state dir (a temporary folder, so it never meets another broker) and stops it
 at the end. A broker just started spends about 20 s of CPU warming up under its first
 load, on the worker's cores (BENCHMARKS.md); for steady-state numbers start one with
-``scripts/kafka.sh start``, use it once, and pass ``--bootstrap``. For each worker count (default: one worker, then two sharing the
-partitions), every phase runs on fresh topics with freshly started workers
-(``python -m streamproc worker``, the product's process, default settings apart from
-unique names and ONNX threads: the default count divided among the workers, so two
-workers get one thread each):
+``scripts/kafka.sh start``, use it once, and pass ``--bootstrap``.
+
+For each worker count (default: one worker, then two sharing the partitions), every
+phase runs on fresh topics with freshly started workers (``python -m streamproc
+worker``, the product's process, default settings apart from unique names and ONNX
+threads: the default count divided among the workers, so two workers get one thread
+each):
 
 1. saturation (closed loop): a backlog of ``--answers`` answers produced at once; the
    sustained answers/s from the first verdict to the last is the capacity;
