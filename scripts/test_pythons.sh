@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The unit suite on the other Pythons streamproc supports (3.12 and 3.13; the full suite
+# runs on 3.11, scripts/test.sh). Each version found gets its own .venv-py<version> with
+# streamproc[dev] installed; the suites run side by side (one pytest process each), and each
+# version not found is skipped with the reason printed. Arguments go to pytest (default:
+# tests/unit -q). Exit status: non-zero if any version that ran failed.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+log() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
+
+VERSIONS=(3.12 3.13)
+args=("$@")
+[[ ${#args[@]} -gt 0 ]] || args=(tests/unit -q -p no:cacheprovider)
+
+# An interpreter that really runs: python3.X on PATH (a pyenv shim for a version that is
+# not selected fails), else pyenv's own install of it.
+find_python() {
+    local version=$1 candidate
+    for candidate in "python${version}" "${PYENV_ROOT:-${HOME}/.pyenv}"/versions/"${version}".*/bin/"python${version}"; do
+        if command -v "${candidate}" >/dev/null 2>&1 \
+            && "${candidate}" -c "import sys; sys.exit(sys.version_info[:2] != tuple(map(int, '${version}'.split('.'))))" 2>/dev/null; then
+            command -v "${candidate}"
+            return 0
+        fi
+    done
+    return 1
+}
+
+install_version() {
+    local python=$1 venv=$2
+    if [[ ! -x ${venv}/bin/python ]]; then
+        "${python}" -m venv "${venv}"
+    fi
+    "${venv}/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+}
+
+# Installs one after another (an editable install writes into the checkout), then the
+# suites side by side.
+pids=()
+names=()
+logs=()
+for version in "${VERSIONS[@]}"; do
+    if ! python=$(find_python "${version}"); then
+        log "SKIPPED Python ${version}: no python${version} on PATH or under pyenv's versions"
+        continue
+    fi
+    venv=".venv-py${version}"
+    log "Python ${version} (${python}): installing streamproc[dev] into ${venv}"
+    install_version "${python}" "${venv}"
+    out=$(mktemp)
+    "${venv}/bin/python" -m pytest "${args[@]}" >"${out}" 2>&1 &
+    pids+=("$!")
+    names+=("${version}")
+    logs+=("${out}")
+done
+
+rc=0
+for i in "${!pids[@]}"; do
+    status=0
+    wait "${pids[$i]}" || status=$?
+    log "Python ${names[$i]}: exit ${status}; its output:"
+    tail -n 40 "${logs[$i]}" >&2
+    rm -f "${logs[$i]}"
+    [[ ${status} -eq 0 ]] || rc=1
+done
+exit "${rc}"
