@@ -1,0 +1,69 @@
+"""The README's producer (examples/produce_answer.py), run as a user would, against real
+Kafka: its answer is judged by the worker's loop, keyed by conversation, and the verdict
+continues the producer's trace."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from streamproc.adapters.kafka_io import OutputTail
+from streamproc.config import Settings
+from streamproc.events import Verdict
+from streamproc.judge import build_judge
+from streamproc.stream.judge_loop import JudgeLoop
+from streamproc.stream.worker import prepare_topics
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "produce_answer.py"
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+async def test_the_example_producer_is_judged_and_its_trace_continues(
+    kafka_bootstrap: str,
+) -> None:
+    run = uuid.uuid4().hex[:8]
+    names = ("answers", "verdicts", "flags", "aggregates", "dead_letter", "outcomes")
+    settings = Settings(
+        app_id=f"example-{run}",
+        broker_url=f"kafka://{kafka_bootstrap}",
+        topics={**{name: f"example-{run}.{name}" for name in names}, "partitions": 2},
+        judge={"name": "rules"},
+    )
+    await prepare_topics(settings)
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [
+            sys.executable,
+            str(EXAMPLE),
+            "--bootstrap",
+            kafka_bootstrap,
+            "--topic",
+            settings.topics.answers,
+            "--traceparent",
+            f"00-{TRACE_ID}-00f067aa0ba902b7-01",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    loop = JudgeLoop(settings, build_judge(settings.judge))
+    task = asyncio.create_task(loop.run())
+    verdicts: list[Verdict] = []
+    try:
+        async with OutputTail(settings.bootstrap_servers, settings.topics) as tail:
+            deadline = time.monotonic() + 60
+            while not verdicts and time.monotonic() < deadline:
+                verdicts += [r.event for r in await tail.poll(0.5) if isinstance(r.event, Verdict)]
+    finally:
+        loop.stop()
+        await task
+    [verdict] = verdicts
+    assert verdict.answer_id == "ans-0001"
+    assert verdict.trace_id == TRACE_ID
+    assert verdict.judgement.checked_claims >= 1
