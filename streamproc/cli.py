@@ -7,7 +7,30 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["main"]
+from streamproc.inference.manifest import ManifestError
+from streamproc.inference.registry import (
+    ModelIntegrityError,
+    ModelSourceError,
+    UnknownModelError,
+    default_models_dir,
+)
+
+__all__ = ["EXIT_MODEL_MISSING", "explain_model_error", "main"]
+
+EXIT_MODEL_MISSING = 2
+MODEL_ERRORS = (UnknownModelError, ModelSourceError, ModelIntegrityError, ManifestError)
+
+
+def explain_model_error(exc: Exception) -> str:
+    """One line: what is missing or wrong, and where the models are looked for."""
+    return (
+        f"the judge's models cannot be loaded: {exc}. Models are read from "
+        f"STREAMPROC_JUDGE__INFERENCE__MODELS_DIR (default {default_models_dir()}): point it "
+        "at a folder of model manifests such as the repository's models/, or choose another "
+        "model (STREAMPROC_JUDGE__INFERENCE__NLI_MODEL, ...) or judge "
+        "(STREAMPROC_JUDGE__NAME=rules needs no model)."
+    )
+
 
 _REPO_SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 
@@ -18,7 +41,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return 2
-    result: int | None = args.func(args)
+    try:
+        result: int | None = args.func(args)
+    except MODEL_ERRORS as exc:
+        print(f"streamproc: {explain_model_error(exc)}", file=sys.stderr)
+        return EXIT_MODEL_MISSING
     return result or 0
 
 

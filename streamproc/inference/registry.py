@@ -37,6 +37,10 @@ class ModelIntegrityError(RuntimeError):
         self.expected = expected
         self.actual = actual
 
+    def __reduce__(self) -> tuple[type[ModelIntegrityError], tuple[Path, str, str]]:
+        """Picklable as built (the judge's own process hands it to the worker)."""
+        return (type(self), (self.path, self.expected, self.actual))
+
 
 class ModelSourceError(FileNotFoundError):
     """A manifest points at a package or file that is not there."""

@@ -23,6 +23,7 @@ from streamproc.adapters.metrics_server import MetricsServer
 from streamproc.adapters.task_dump import install_task_dump
 from streamproc.adapters.telemetry import Telemetry
 from streamproc.config import Settings
+from streamproc.events import JudgeInfo
 from streamproc.stream.alert_stage import AlertHooks
 from streamproc.stream.judge_loop import JudgeLoop
 from streamproc.stream.judge_runner import JudgeProcessDied, JudgeRunner, LogOptions, judge_runner
@@ -73,10 +74,15 @@ EXIT_JUDGE_DIED = 7
 
 
 async def _serve(settings: Settings) -> int:
-    await prepare_topics(settings)
     runner = judge_runner(settings, log=_log_options(settings))
     try:
-        return await _serve_with(settings, runner)
+        try:
+            # Models first: a missing model fails at once, before any broker is awaited.
+            judge_info = await runner.start()
+        except JudgeProcessDied as exc:
+            _exit(EXIT_JUDGE_DIED, "judge_process_died_exiting", exc)
+        await prepare_topics(settings)
+        return await _serve_with(settings, runner, judge_info)
     finally:
         await asyncio.to_thread(runner.close)
 
@@ -89,11 +95,7 @@ def _log_options(settings: Settings) -> LogOptions | None:
     return LogOptions(settings.log_level, settings.log_json, settings.audit.log_texts)
 
 
-async def _serve_with(settings: Settings, runner: JudgeRunner) -> int:
-    try:
-        judge_info = await runner.start()  # models loaded before joining any group
-    except JudgeProcessDied as exc:
-        _exit(EXIT_JUDGE_DIED, "judge_process_died_exiting", exc)
+async def _serve_with(settings: Settings, runner: JudgeRunner, judge_info: JudgeInfo) -> int:
     options = aiokafka_options(settings.security)
     telemetry = Telemetry.from_settings(settings.telemetry)
     metrics = WorkerMetrics()
