@@ -7,7 +7,9 @@ used, so a swapped or corrupted model cannot silently change the judge's verdict
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.metadata
 import importlib.util
 from pathlib import Path
 
@@ -50,9 +52,30 @@ class UnknownModelError(LookupError):
     """No manifest of that name in the models folder."""
 
 
+_INSTALLED_MARKER = "share/streamproc/models/minilm-verifier-int8.toml"
+
+
 def default_models_dir() -> Path:
-    """The repository's ``models/`` folder, next to the ``streamproc`` package."""
-    return Path(__file__).resolve().parents[2] / "models"
+    """The repository's ``models/`` folder, next to the ``streamproc`` package, in a
+    checkout; in an installed wheel, the copy the wheel carries (its data files,
+    ``<prefix>/share/streamproc/models``, found through the distribution's own file list
+    whatever the install scheme)."""
+    checkout = Path(__file__).resolve().parents[2] / "models"
+    if checkout.is_dir():
+        return checkout
+    return _installed_models_dir() or checkout
+
+
+@functools.cache
+def _installed_models_dir() -> Path | None:
+    try:
+        files = importlib.metadata.files("streamproc") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in files:
+        if file.as_posix().endswith(_INSTALLED_MARKER):
+            return Path(str(file.locate())).resolve().parent
+    return None
 
 
 def sha256_of(data: bytes) -> str:
