@@ -615,3 +615,17 @@ def test_a_missing_monitoring_mount_is_named(compose: dict[str, Any]) -> None:
         "prometheus: mounts missing ./deploy/prometheus/rule",
         "grafana: mounts missing ./deploy/grafana/boards",
     ]
+
+
+def test_the_image_is_built_from_the_wheel_users_install() -> None:
+    """Two stages on a pinned base: the wheel (with the default judge's models, so
+    models/ goes into the build stage and nothing points the image elsewhere), then only
+    that wheel, no build tools, a non-root user."""
+    text = (REPO / "deploy" / "Dockerfile").read_text()
+    bases = re.findall(r"^FROM (\S+)", text, flags=re.MULTILINE)
+    assert len(bases) == 2 and all(re.fullmatch(r"python:\d+\.\d+\.\d+-slim-\w+", b) for b in bases)
+    build, final = text.split("\nFROM ", 2)[1:]
+    assert "COPY models ./models" in build and "pip wheel" in build
+    assert "COPY --from=build /wheels" in final and "MODELS_DIR" not in final
+    assert not re.search(r"apt-get|gcc|build-essential", final)
+    assert re.search(r"^USER (?!root)\S+", final, flags=re.MULTILINE)
