@@ -1,4 +1,5 @@
-"""JSON Schema files in ``schemas/``, generated from the pydantic event models.
+"""JSON Schema files in ``schemas/``, generated from the pydantic event models, and the
+AsyncAPI document that names the topics they travel on (:mod:`streamproc.asyncapi`).
 
 The models are the source of truth; the files are for people and for producers in other
 languages. ``streamproc schemas write`` regenerates them, ``streamproc schemas check``
@@ -14,6 +15,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode
 
 from streamproc.alerting.alert_state import AlertEvent
+from streamproc.asyncapi import ASYNCAPI_FILE, render_asyncapi
 from streamproc.events import AnswerEvent, DeadLetter, Flag, Verdict, WindowAggregate
 
 __all__ = ["SCHEMA_MODELS", "drifted_schemas", "render_schemas", "write_schemas"]
@@ -42,6 +44,7 @@ def render_schemas() -> dict[str, str]:
             **schema,
         }
         rendered[f"{name}.schema.json"] = json.dumps(document, indent=2, sort_keys=True) + "\n"
+    rendered[ASYNCAPI_FILE] = render_asyncapi()
     return rendered
 
 
