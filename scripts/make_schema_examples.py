@@ -13,7 +13,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from streamproc.alerting.judge_accuracy import judge_accuracy
-from streamproc.config import JudgeSettings, WindowSettings
+from streamproc.audit.record import AuditRecord, applied_settings
+from streamproc.config import JudgeSettings, Settings, WindowSettings
 from streamproc.events import AnswerEvent, Timings
 from streamproc.judge import build_judge
 from streamproc.stream.intake import MessageOrigin
@@ -82,7 +83,12 @@ def main() -> None:
             ),
         ],
         build_judge(JudgeSettings(name="rules")),
-        limits=StageLimits(max_event_bytes=512 * 1024),
+        limits=StageLimits(
+            max_event_bytes=512 * 1024,
+            audit_settings=applied_settings(
+                Settings.model_construct(judge=JudgeSettings(name="rules"))
+            ),
+        ),
         now=NOW,
     )
     # The clock is fixed by ``now``; only the measured judge time varies between runs.
@@ -99,12 +105,17 @@ def main() -> None:
     count_outcome(table, index, outcome, partition=0, now=NOW.timestamp())
     [(_, aggregate)] = close_due(table, index, NOW.timestamp() + 62).aggregates
     letter = output.dead_letters[0]
+    [audit] = [r for r in output.records if r.kind == "audit"]
+    record = AuditRecord.model_validate_json(audit.value)
+    record = record.model_copy(update=fixed)  # the measured judge time, fixed as above
     examples: dict[str, BaseModel] = {
         "answer-event": ANSWER,
         "verdict": verdict,
         "flag": output.flags[0],
         "window-aggregate": aggregate,
         "dead-letter": letter,
+        "audit-record": record,
+        "answer-outcome": outcome,
     }
     for name, model in examples.items():
         document = model.model_dump(mode="json", exclude_none=name == "answer-event")

@@ -1,7 +1,8 @@
 """The topic contract as an AsyncAPI 3 document (``schemas/asyncapi.yaml``), generated.
 
 Producers and consumers in other languages generate code from it: every topic the worker
-reads or writes with its default name (from the settings), the message on it (payloads
+reads or writes with its default name (from the settings) but the window loop's own
+compacted state (the changelog), the message on it (payloads
 are the JSON Schema files beside it, generated from the same models), its key, the
 ``traceparent`` header and, for what the worker reads, its consumer group. Written and
 checked with the JSON Schemas by ``streamproc schemas write|check``; the file is JSON,
@@ -101,6 +102,36 @@ def _topics(settings: Settings) -> list[_Topic]:
             "assistant_id",
             "send",
             "Hallucination-rate alerts, firing and resolved.",
+        ),
+        _Topic(
+            "audit",
+            settings.audit.topic,
+            "AuditRecord",
+            "audit-record",
+            "answer_id",
+            "send",
+            "One record per judged answer, as an auditor replays it: the event's exact bytes "
+            "and sha256, every claim and the sentence that decided it, the judge, its models "
+            "and the settings applied (the audit sink stores these).",
+        ),
+        _Topic(
+            "lateEvents",
+            window.late_topic,
+            "AnswerOutcome",
+            "answer-outcome",
+            "assistant_id",
+            "send",
+            "Outcomes of answers too late for any window, kept for a replay or a correction.",
+        ),
+        _Topic(
+            "outcomes",
+            topics.outcomes,
+            "AnswerOutcome",
+            "answer-outcome",
+            "assistant_id",
+            "send",
+            "Internal: one outcome per judged answer, written by the judging loop and read "
+            "by the window loop (group <app_id>.windows).",
         ),
     ]
 

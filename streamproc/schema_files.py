@@ -16,7 +16,9 @@ from pydantic.json_schema import JsonSchemaMode
 
 from streamproc.alerting.alert_state import AlertEvent
 from streamproc.asyncapi import ASYNCAPI_FILE, render_asyncapi
+from streamproc.audit.record import AuditRecord
 from streamproc.events import AnswerEvent, DeadLetter, Flag, Verdict, WindowAggregate
+from streamproc.stream.windows import AnswerOutcome
 
 __all__ = ["SCHEMA_MODELS", "drifted_schemas", "render_schemas", "write_schemas"]
 
@@ -27,6 +29,8 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "window-aggregate": WindowAggregate,
     "dead-letter": DeadLetter,
     "alert-event": AlertEvent,  # the alerts topic: firing / resolved
+    "audit-record": AuditRecord,  # the audit topic: one answer, as an auditor replays it
+    "answer-outcome": AnswerOutcome,  # the outcomes (internal) and late-events topics
 }
 
 _BASE_ID = "https://streamproc.invalid/schemas/"
