@@ -80,7 +80,7 @@ async def _serve(settings: Settings) -> int:
             # Models first: a missing model fails at once, before any broker is awaited.
             judge_info = await runner.start()
         except JudgeProcessDied as exc:
-            _exit(EXIT_JUDGE_DIED, "judge_process_died_exiting", exc)
+            _judge_died(exc)
         await prepare_topics(settings)
         return await _serve_with(settings, runner, judge_info)
     finally:
@@ -151,7 +151,7 @@ async def _serve_with(settings: Settings, runner: JudgeRunner, judge_info: Judge
             except PublishFailed as exc:
                 _exit(EXIT_PUBLISH_FAILED, "publish_failed_exiting", exc)
             except JudgeProcessDied as exc:
-                _exit(EXIT_JUDGE_DIED, "judge_process_died_exiting", exc)
+                _judge_died(exc)
             except Exception as exc:  # noqa: BLE001 - a loop must never end silently
                 _exit(EXIT_LOOP_CRASHED, "loop_crashed_exiting", exc)
             _stop_all(judging, windows)  # one loop ended (a stop): end the other too
@@ -174,7 +174,7 @@ async def _exit_when_judge_dies(runner: JudgeRunner) -> None:
     try:
         await runner.watch()
     except JudgeProcessDied as exc:
-        _exit(EXIT_JUDGE_DIED, "judge_process_died_exiting", exc)
+        _judge_died(exc)
 
 
 async def _exit_when_stalled(limit_s: float, *loops: JudgeLoop | WindowLoop) -> None:
@@ -195,6 +195,10 @@ async def _exit_when_stalled(limit_s: float, *loops: JudgeLoop | WindowLoop) -> 
 def _stop_all(*loops: JudgeLoop | WindowLoop) -> None:
     for each in loops:
         each.stop()
+
+
+def _judge_died(exc: JudgeProcessDied) -> NoReturn:
+    _exit(EXIT_JUDGE_DIED, "judge_process_died_exiting", exc)
 
 
 def _exit(code: int, event: str, exc: BaseException) -> NoReturn:

@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 import venv
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from streamproc.adapters.kafka_io import OutputTail, publish_answers
-from streamproc.config import Settings
 from streamproc.events import Verdict
 from streamproc.samples import SEED_LAB, load_answers
+from tests.integration.run_settings import run_settings
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 WHEEL_MAX_MIB = 60
@@ -87,13 +86,7 @@ async def test_a_worker_from_the_wheel_judges_an_answer(
     installed: tuple[Path, dict[str, str]], kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     bin_dir, env = installed
-    run = uuid.uuid4().hex[:8]
-    names = ("answers", "verdicts", "flags", "aggregates", "dead_letter", "outcomes")
-    settings = Settings(
-        app_id=f"wheel-{run}",
-        broker_url=f"kafka://{kafka_bootstrap}",
-        topics={**{name: f"wheel-{run}.{name}" for name in names}, "partitions": 1},
-    )
+    settings = run_settings(kafka_bootstrap, "wheel", partitions=1)
     worker_env = {**env, **settings.to_env()}
     worker_env.pop("STREAMPROC_JUDGE__INFERENCE__MODELS_DIR", None)
     log_path = tmp_path / "worker.log"

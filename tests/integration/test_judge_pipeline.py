@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -22,6 +21,7 @@ from streamproc.judge import build_judge
 from streamproc.samples import SEED_LAB, load_answers
 from streamproc.stream.judge_loop import JudgeLoop, judge_group_id
 from streamproc.stream.worker import prepare_topics
+from tests.integration.run_settings import run_settings
 
 ANSWERS = 480
 
@@ -50,12 +50,10 @@ class _TimedJudge:
 
 
 def _settings(bootstrap: str) -> Settings:
-    run = uuid.uuid4().hex[:8]
-    names = ("answers", "verdicts", "flags", "aggregates", "dead_letter", "outcomes")
-    return Settings(
-        app_id=f"pipe-{run}",
-        broker_url=f"kafka://{bootstrap}",
-        topics={**{name: f"pipe-{run}.{name}" for name in names}, "partitions": 4},
+    return run_settings(
+        bootstrap,
+        "pipe",
+        partitions=4,
         judge={"name": "rules"},
         worker={"batch_max": 8, "session_timeout_s": 6.0, "rebalance_timeout_s": 20.0},
     )

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import time
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,17 +20,16 @@ from streamproc.config import Settings
 from streamproc.events import AnswerEvent, Verdict
 from streamproc.samples import SEED_LAB, load_answers
 from streamproc.stream.worker import EXIT_JUDGE_DIED, prepare_topics
+from tests.integration.run_settings import run_settings
 
 ANSWERS = 120
 
 
 def _settings(bootstrap: str) -> Settings:
-    run = uuid.uuid4().hex[:8]
-    names = ("answers", "verdicts", "flags", "aggregates", "dead_letter", "outcomes")
-    return Settings(
-        app_id=f"judgeproc-{run}",
-        broker_url=f"kafka://{bootstrap}",
-        topics={**{name: f"judgeproc-{run}.{name}" for name in names}, "partitions": 3},
+    return run_settings(
+        bootstrap,
+        "judgeproc",
+        partitions=3,
         worker={"rebalance_timeout_s": 10.0, "session_timeout_s": 6.0, "batch_max": 8},
     )
 

@@ -8,15 +8,14 @@ import asyncio
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 from streamproc.adapters.kafka_io import OutputTail
-from streamproc.config import Settings
 from streamproc.events import Verdict
 from streamproc.judge import build_judge
 from streamproc.stream.judge_loop import JudgeLoop
 from streamproc.stream.worker import prepare_topics
+from tests.integration.run_settings import run_settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "produce_answer.py"
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -25,14 +24,7 @@ TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 async def test_the_example_producer_is_judged_and_its_trace_continues(
     kafka_bootstrap: str,
 ) -> None:
-    run = uuid.uuid4().hex[:8]
-    names = ("answers", "verdicts", "flags", "aggregates", "dead_letter", "outcomes")
-    settings = Settings(
-        app_id=f"example-{run}",
-        broker_url=f"kafka://{kafka_bootstrap}",
-        topics={**{name: f"example-{run}.{name}" for name in names}, "partitions": 2},
-        judge={"name": "rules"},
-    )
+    settings = run_settings(kafka_bootstrap, "example", partitions=2, judge={"name": "rules"})
     await prepare_topics(settings)
     done = await asyncio.to_thread(
         subprocess.run,

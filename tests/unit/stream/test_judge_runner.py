@@ -77,7 +77,7 @@ async def test_a_judge_the_child_cannot_build_fails_start_with_its_error() -> No
         await asyncio.to_thread(runner.close)
 
 
-async def test_a_child_killed_mid_batch_fails_the_batch_and_every_later_call(
+async def test_a_killed_child_fails_the_batch_under_way_and_every_later_call(
     child: JudgeProcess,
 ) -> None:
     await child.start()

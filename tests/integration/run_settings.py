@@ -1,0 +1,22 @@
+"""Settings for one test run: a unique app id and topic names on a given broker, so tests
+sharing a broker never meet (the pattern the older tests write out by hand)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from streamproc.config import Settings
+
+TOPIC_FIELDS = ("answers", "verdicts", "flags", "aggregates", "dead_letter", "outcomes")
+
+
+def run_settings(bootstrap: str, prefix: str, *, partitions: int, **fields: Any) -> Settings:
+    """``prefix-<8 hex>`` as the app id and topic prefix; ``fields`` as further settings."""
+    run = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    return Settings(
+        app_id=run,
+        broker_url=f"kafka://{bootstrap}",
+        topics={**{name: f"{run}.{name}" for name in TOPIC_FIELDS}, "partitions": partitions},
+        **fields,
+    )
