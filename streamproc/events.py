@@ -152,6 +152,7 @@ class AnswerEvent(_Incoming):
 class ClaimClass(StrEnum):
     RECORD = "record"
     RULE = "rule"
+    DOCUMENT = "document"  # about the source itself: "the article discusses X"
     CONVERSATIONAL = "conversational"
 
 
@@ -227,6 +228,14 @@ class AnswerJudgement(_Model):
     action: Action
     trim_sentences: list[str] = Field(default_factory=list)
     severity: Literal["contradicted", "unsupported"] | None = None
+    answer_risk: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="The answer calibrator's probability that the answer is hallucinated, "
+        "from its claims' risks and how many were tested (its threshold is in the judge's "
+        "thresholds as answer_threshold_<regime>); None without one.",
+    )
     limits: list[str] = Field(
         default_factory=list,
         description="Work caps hit while judging or publishing this answer, as 'CODE: "

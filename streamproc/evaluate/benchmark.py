@@ -589,6 +589,8 @@ def dump_rows(
                     "score": claim.score,
                     "reasons": claim.reasons,
                     "person": verdict.value if verdict else None,
+                    "risk": claim.risk,
+                    "signals": claim.signals,
                 }
                 for claim, verdict in zip(judgement.claims, person, strict=True)
             ],

@@ -13,9 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from streamproc.inference.registry import ModelIntegrityError, default_models_dir, sha256_of
+from streamproc.judge.answer_decision import AnswerCalibrator
 from streamproc.judge.calibrator import CalibratorError, VerdictCalibrator
 
-__all__ = ["CALIBRATORS_FOLDER", "calibrator_manifest", "load_calibrator"]
+__all__ = [
+    "CALIBRATORS_FOLDER",
+    "calibrator_manifest",
+    "load_answer_calibrator",
+    "load_calibrator",
+]
 
 CALIBRATORS_FOLDER = "calibrators"
 
@@ -33,8 +39,10 @@ def calibrator_manifest(name: str, models_dir: Path | None = None) -> dict[str, 
         return tomllib.load(handle)
 
 
-def load_calibrator(name: str, models_dir: Path | None = None) -> VerdictCalibrator:
-    """Calibrator ``name``, its weights checked against the manifest's sha256."""
+def _checked_weights(
+    name: str, models_dir: Path | None
+) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """Manifest, parsed weights and their sha256, refused when the hash differs."""
     manifest = calibrator_manifest(name, models_dir)
     try:
         weights = _folder(models_dir) / str(manifest["weights"]["path"])
@@ -45,7 +53,19 @@ def load_calibrator(name: str, models_dir: Path | None = None) -> VerdictCalibra
     actual = sha256_of(data)
     if actual != expected:
         raise ModelIntegrityError(weights, expected, actual)
-    calibrator = VerdictCalibrator.from_payload(json.loads(data), sha256=actual)
+    return manifest, json.loads(data), actual
+
+
+def load_answer_calibrator(name: str, models_dir: Path | None = None) -> AnswerCalibrator:
+    """Answer calibrator ``name`` (same folder and manifest shape as the claim ones)."""
+    _, payload, sha256 = _checked_weights(name, models_dir)
+    return AnswerCalibrator.from_payload(payload, sha256=sha256)
+
+
+def load_calibrator(name: str, models_dir: Path | None = None) -> VerdictCalibrator:
+    """Calibrator ``name``, its weights checked against the manifest's sha256."""
+    manifest, payload, actual = _checked_weights(name, models_dir)
+    calibrator = VerdictCalibrator.from_payload(payload, sha256=actual)
     if list(calibrator.features) != list(manifest.get("features", calibrator.features)):
         raise CalibratorError(f"calibrator {name!r}: manifest and weights list other features")
     return calibrator

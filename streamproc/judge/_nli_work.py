@@ -11,8 +11,10 @@ from streamproc.judge.citations import citation_subsets
 from streamproc.judge.claims import Claim, Decomposition
 from streamproc.judge.confidence import SentenceConfidence
 from streamproc.judge.deadline import Deadline
+from streamproc.judge.document_claims import about_document
 from streamproc.judge.evidence import EvidenceUnit
 from streamproc.judge.limits import CappedShape
+from streamproc.judge.premises import ComposedPremise
 from streamproc.judge.retrieval import Candidate
 from streamproc.judge.settle import EvidenceFacts, Prechecks, Settled
 
@@ -30,6 +32,7 @@ class ClaimWork:
     candidates: list[Candidate] = field(default_factory=list)
     cited: dict[tuple[str, ...], list[Candidate]] = field(default_factory=dict)
     asked: int | None = None  # candidates asked so far when deciding early; None: all
+    composed: ComposedPremise | None = None  # asked when no single unit entails it
 
     @property
     def scored_candidates(self) -> list[Candidate]:
@@ -54,6 +57,14 @@ class AnswerWork:
     limits: tuple[str, ...] = ()
 
     @property
+    def regime(self) -> str:
+        """``record``, ``question`` or ``task``: the calibrator's regimes
+        (:func:`streamproc.judge.calibrator.regime_of`), known from the answer alone."""
+        if self.structured_evidence:
+            return "record"
+        return "question" if self.answer.question else "task"
+
+    @property
     def shape(self) -> Decomposition:
         """The claims to judge (those the caps left out are in ``capped.left_out``)."""
         return self.capped.shape
@@ -73,6 +84,8 @@ def pairs(works: Iterable[AnswerWork]) -> Iterable[tuple[str, str]]:
             for cited in item.cited.values():
                 for candidate in cited:
                     yield work.units[candidate.unit].text, read_as
+            if item.composed is not None:
+                yield item.composed.text, read_as
 
 
 def cited_units(work: AnswerWork) -> list[int]:
@@ -101,7 +114,11 @@ def _is_fragment(claim: str) -> bool:
 def hypothesis(question: str | None, claim: str) -> str:
     """A short answer to a question ("1932", "Swoosie Kurtz") asserts nothing on its own:
     NLI and retrieval read it after the question, so "When was the film released? 1932"
-    can be entailed or not. Sentences are read as written."""
+    can be entailed or not. "The author argues that Y" is read as Y: the evidence states
+    Y, never that an author argues it. Other sentences are read as written."""
+    reported = about_document(claim)
+    if reported is not None and reported.kind == "report":
+        return reported.content
     if not question or not _is_fragment(claim):
         return claim
     return f"{question.strip()} {claim}"

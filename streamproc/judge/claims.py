@@ -26,6 +26,7 @@ from streamproc.judge._markup import (
 )
 from streamproc.judge._sentences import split_sentences
 from streamproc.judge._speech_acts import is_abstention, is_conversational
+from streamproc.judge.document_claims import about_document
 from streamproc.judge.text import numbers
 
 __all__ = [
@@ -105,11 +106,14 @@ def _has_text(text: str) -> bool:
 
 
 def _classify(text: str, has_records: bool) -> ClaimClass:
-    """record: an id or amount checked against records; rule: everything else asserted."""
+    """record: an id or amount checked against records; document: a sentence about the
+    source ("the article discusses X"); rule: everything else asserted."""
     if is_conversational(text):
         return ClaimClass.CONVERSATIONAL
     if has_records and numbers(text):
         return ClaimClass.RECORD
+    if about_document(text) is not None:
+        return ClaimClass.DOCUMENT
     return ClaimClass.RULE
 
 

@@ -16,19 +16,23 @@ def decide(
     *,
     abstained: bool,
     answerable: bool | None,
+    hallucinated: bool | None = None,
 ) -> AnswerJudgement:
     """Answer-level judgement from the claim verdicts.
 
     ``answerable`` is None on live traffic (unknown) and then counts as answerable. An
-    answer is *hallucinated* when any checked claim is contradicted or unsupported; the
-    refuted *sentences* are what a trim removes, and a trim that would leave no
-    supported claim standing withholds instead.
+    answer is *hallucinated* when any checked claim is contradicted or unsupported,
+    unless ``hallucinated=False`` clears it: the answer-level decision
+    (:mod:`streamproc.judge.answer_decision`) knows how many claims were tested. Only
+    a hallucinated answer is trimmed: its refuted *sentences* are what a trim removes,
+    and a trim that would leave no supported claim standing withholds instead.
     """
     checked = [c for c in claims if c.verdict is not None]
     supported = [c for c in checked if c.verdict is VerdictLabel.SUPPORTED]
     contradicted = sum(c.verdict is VerdictLabel.CONTRADICTED for c in checked)
     unsupported = sum(c.verdict is VerdictLabel.UNSUPPORTED for c in checked)
-    hallucinated = contradicted + unsupported > 0
+    # the answer-level decision may clear an answer, never flag one whose claims all hold
+    hallucinated = contradicted + unsupported > 0 and hallucinated is not False
 
     if abstained and not checked:
         outcome = Outcome.ABSTAINED
@@ -47,7 +51,9 @@ def decide(
         action = Action.WITHHOLD
 
     severity: Literal["contradicted", "unsupported"] | None
-    severity = "contradicted" if contradicted else "unsupported" if unsupported else None
+    severity = None
+    if hallucinated:
+        severity = "contradicted" if contradicted else "unsupported"
     return AnswerJudgement(
         claims=list(claims),
         checked_claims=len(checked),

@@ -43,7 +43,7 @@ def build_nli_judge(
     how the calibrator's training data is collected."""
     from dataclasses import fields
 
-    from streamproc.inference.calibrator_loader import load_calibrator
+    from streamproc.inference.calibrator_loader import load_answer_calibrator, load_calibrator
     from streamproc.inference.embedding_cache import CachedEmbedder
     from streamproc.inference.loader import load_embedder, load_nli
     from streamproc.judge.confidence import ConfidenceThresholds
@@ -56,8 +56,13 @@ def build_nli_judge(
     known = {f.name for f in fields(NliThresholds)}
     defaults = {k: v for k, v in scorer.manifest.thresholds.items() if k in known}
     calibrator = None
+    answer_calibrator = None
     if use_calibrator and settings.calibrator:
         calibrator = load_calibrator(settings.calibrator, settings.inference.models_dir)
+        if settings.answer_calibrator:
+            answer_calibrator = load_answer_calibrator(
+                settings.answer_calibrator, settings.inference.models_dir
+            )
     return NliJudge(
         scorer,
         embedder,
@@ -72,10 +77,13 @@ def build_nli_judge(
         window_sentences=settings.window_sentences,
         model_thresholds=_output_edges(scorer.manifest.output),
         calibrator=calibrator,
+        answer_calibrator=answer_calibrator,
         soft_rules=soft_rules,
         limits=settings.limits,
         decisive_entailment=settings.decisive_entailment,
         shortlist_sentences=settings.shortlist_sentences,
+        composed_premise_regimes=settings.composed_premise_regimes,
+        hard_negation_regimes=settings.hard_negation_regimes,
     )
 
 

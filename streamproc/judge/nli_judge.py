@@ -24,7 +24,7 @@ answer's own steps run against its deadline (:mod:`streamproc.judge.deadline`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -48,8 +48,9 @@ from streamproc.judge._nli_work import (
     needs_evidence,
 )
 from streamproc.judge._protocols import NliScore, PairScorer, TextEmbedder
+from streamproc.judge.answer_decision import AnswerCalibrator, AnswerCall
 from streamproc.judge.calibrated import calibrated_decision
-from streamproc.judge.calibrator import VerdictCalibrator
+from streamproc.judge.calibrator import REGIMES, VerdictCalibrator
 from streamproc.judge.citations import assess_citations, citation_subsets
 from streamproc.judge.claims import Claim, Granularity, split_sentences
 from streamproc.judge.confidence import (
@@ -70,6 +71,7 @@ from streamproc.judge.limits import (
 from streamproc.judge.negation import flips_negation
 from streamproc.judge.nli_rounds import ask_in_rounds
 from streamproc.judge.overstatement import overstated
+from streamproc.judge.premises import COMPOSED_WORDS, ComposedPremise, compose_premise
 from streamproc.judge.records import confirmed_values
 from streamproc.judge.retrieval import Candidate, rank_candidates
 from streamproc.judge.settle import EvidenceFacts, Prechecks, Settled, precheck
@@ -120,10 +122,13 @@ class NliJudge:
         window_sentences: int = 2,
         model_thresholds: Mapping[str, float] | None = None,
         calibrator: VerdictCalibrator | None = None,
+        answer_calibrator: AnswerCalibrator | None = None,
         soft_rules: bool | None = None,
         limits: JudgeLimits | None = None,
         decisive_entailment: float | None = None,
         shortlist_sentences: int | None = None,
+        composed_premise_regimes: Collection[str] = (),
+        hard_negation_regimes: Collection[str] = REGIMES,
     ) -> None:
         """``model_thresholds``: how the models' outputs are read (e.g. the NLI margin's
         band edges), recorded with the judge's own so an auditor can replay a verdict.
@@ -133,17 +138,32 @@ class NliJudge:
         into signals instead of verdicts; it defaults to on exactly when a calibrator is
         given (the training script turns it on without one, to collect signals).
 
+        ``answer_calibrator`` decides whether the answer is hallucinated from its
+        calibrated claims' risks and their number (:mod:`streamproc.judge.answer_decision`);
+        without one, any claim not supported flags it. It needs ``calibrator``.
+
         ``limits``: the work caps per answer (see :mod:`streamproc.judge.limits`).
 
         ``decisive_entailment``: a claim's candidates are asked in rank order and the
         first that entails it at least this much decides; the rest are never scored.
         ``shortlist_sentences``: embed and rank only each claim's best this many evidence
         sentences by word overlap (:mod:`streamproc.judge.shortlist`). None: off.
+
+        ``composed_premise_regimes``: in these answer regimes a claim no single unit
+        entails is also asked against its top units' sentences read together
+        (:mod:`streamproc.judge.premises`). ``hard_negation_regimes``: where a negation
+        flip settles the claim; elsewhere it is a signal the calibrator weighs (without a
+        calibrator it always settles).
         """
         if calibrator is not None:
             calibrator.check_signals(SIGNAL_NAMES)
             calibrator.check_models(scorer.model_name, embedder.model_name)
+        if answer_calibrator is not None:
+            if calibrator is None:
+                raise ValueError("an answer calibrator reads claim risks: give a calibrator")
+            answer_calibrator.check_claim_calibrator(calibrator.name)
         self._calibrator = calibrator
+        self._answer_calibrator = answer_calibrator
         self._soft_rules = calibrator is not None if soft_rules is None else soft_rules
         self._scorer = scorer
         self._embedder = embedder
@@ -156,6 +176,8 @@ class NliJudge:
         self._limits = limits or JudgeLimits()
         self._decisive = decisive_entailment
         self._shortlist = shortlist_sentences
+        self._composed_regimes = frozenset(composed_premise_regimes)
+        self._hard_negation = frozenset(hard_negation_regimes)
         self.pairs_scored = 0
         self._info = JudgeInfo(
             name="nli",
@@ -169,6 +191,11 @@ class NliJudge:
                 "window_sentences": float(window_sentences),
                 **_optional("decisive_entailment", decisive_entailment),
                 **_optional("shortlist_sentences", shortlist_sentences),
+                **_regime_flags("composed_premise", self._composed_regimes),
+                **_regime_flags("hard_negation", self._hard_negation),
+                **_optional(
+                    "composed_premise_words", COMPOSED_WORDS if composed_premise_regimes else None
+                ),
             },
             models={scorer.model_name: scorer.sha256, embedder.model_name: embedder.sha256},
         )
@@ -177,6 +204,16 @@ class NliJudge:
                 update={
                     "thresholds": {**self._info.thresholds, **calibrator.describe()},
                     "models": {**self._info.models, calibrator.name: calibrator.sha256},
+                }
+            )
+        if answer_calibrator is not None:
+            self._info = self._info.model_copy(
+                update={
+                    "thresholds": {**self._info.thresholds, **answer_calibrator.describe()},
+                    "models": {
+                        **self._info.models,
+                        answer_calibrator.name: answer_calibrator.sha256,
+                    },
                 }
             )
 
@@ -205,8 +242,35 @@ class NliJudge:
     def _ask(self, works: Sequence[AnswerWork]) -> dict[tuple[str, str], NliScore]:
         """NLI scores for the batch, asked in rounds (:mod:`streamproc.judge.nli_rounds`)."""
         lookup = ask_in_rounds(works, self._scorer, self._decisive, self._may_stop_early)
+        self._ask_composed(works, lookup)
         self.pairs_scored += len(lookup)
         return lookup
+
+    def _ask_composed(
+        self, works: Sequence[AnswerWork], lookup: dict[tuple[str, str], NliScore]
+    ) -> None:
+        """One more batched call: each claim no single unit entailed, in a regime that
+        reads fused sentences, against its top units' sentences read together."""
+        asked = []
+        for work in works:
+            if work.regime not in self._composed_regimes:
+                continue
+            for item in work.claims:
+                if item.settled is not None or not item.candidates:
+                    continue
+                hypothesis = work.hypothesis(item.claim)
+                best = max(
+                    lookup[(work.units[c.unit].text, hypothesis)].entailment
+                    for c in item.scored_candidates
+                )
+                if best >= self._thresholds.entailment:
+                    continue
+                item.composed = compose_premise(work.units, [c.unit for c in item.candidates])
+                if item.composed is not None:
+                    asked.append((item.composed.text, hypothesis))
+        new = [pair for pair in dict.fromkeys(asked) if pair not in lookup]
+        if new:
+            lookup.update(zip(new, self._scorer.score(new), strict=True))
 
     def _may_stop_early(self, item: ClaimWork, work: AnswerWork) -> bool:
         """An unsettled claim with several candidates, none of which flips its negation
@@ -245,6 +309,7 @@ class NliJudge:
         facts = EvidenceFacts(
             text_lower=all_text.lower(),
             numbers=frozenset().union(*(numbers(u.text) for u in every_unit)),
+            words=content_words(all_text),
             structured=StructuredEvidence.from_items(answer.evidence),
             word_count=len(all_text.split()),
         )
@@ -267,7 +332,7 @@ class NliJudge:
             clock,
             units,
             facts,
-            content_words(all_text),
+            facts.words,
             claims,
             checked_claims=sum(c.claim.checked for c in claims),
             structured_evidence=not facts.structured.empty
@@ -330,30 +395,53 @@ class NliJudge:
     ) -> AnswerJudgement:
         with work.clock.running() as clock:
             clock.check()
-            verdicts = []
+            verdicts, hard = [], False
             for item in work.claims:
-                verdicts.append(self._claim_verdict(item, work, lookup))
+                verdict, settled = self._claim_verdict(item, work, lookup)
+                verdicts.append(verdict)
+                hard |= settled and verdict.verdict not in (None, VerdictLabel.SUPPORTED)
                 clock.check()
+            call = self._answer_call(work, verdicts, hard)
             judgement = decide(
                 work.capped.verdicts(verdicts),
                 [s.text for s in work.shape.sentences],
                 abstained=work.shape.abstained,
                 answerable=work.answer.answerable,
+                hallucinated=None if call is None else call.hallucinated,
             )
+            if call is not None:
+                judgement = judgement.model_copy(update={"answer_risk": call.risk})
             clock.check()
             return with_limits(judgement, work.limits)
 
+    def _answer_call(
+        self, work: AnswerWork, verdicts: Sequence[ClaimVerdict], hard: bool
+    ) -> AnswerCall | None:
+        """The answer calibrator's decision over the calibrated claims' risks (None:
+        there is no answer calibrator, any claim not supported decides)."""
+        if self._answer_calibrator is None:
+            return None
+        risks = [
+            v.risk
+            for v in verdicts
+            if v.risk is not None and any(r.startswith("CALIBRATED_RISK") for r in v.reasons)
+        ]
+        return self._answer_calibrator.decide(work.regime, risks, hard)
+
     def _claim_verdict(
         self, item: ClaimWork, work: AnswerWork, lookup: Mapping[tuple[str, str], NliScore]
-    ) -> ClaimVerdict:
-        """One claim's verdict: the rule, the calibrator, truncation and citations."""
+    ) -> tuple[ClaimVerdict, bool]:
+        """One claim's verdict (the rule, the calibrator, truncation and citations) and
+        whether a hard finding settled it rather than the calibrator."""
         claim = item.claim
         base = unchecked_verdict(claim)
         if not claim.checked:
-            return base
-        rule = item.settled or self._decide(item.claim, item.scored_candidates, work, lookup)
+            return base, False
+        rule = item.settled or self._decide(
+            item.claim, item.scored_candidates, work, lookup, item.composed
+        )
         signals = self._signals(item, rule, work, lookup)
-        decision, risk = self._calibrate(item, rule, signals)
+        decision, risk, settled = self._calibrate(item, work, rule, signals)
         cut = sorted(
             {
                 work.units[c.unit].evidence_id
@@ -372,7 +460,7 @@ class NliJudge:
         cites = assess_citations(claim.resolved, work.shape.uses_citations, supports)
         reasons = list(decision.reasons) + citation_reasons(claim, cites.supported)
         mark = item.confidence.mark if item.confidence else None
-        return base.model_copy(
+        verdict = base.model_copy(
             update={
                 "verdict": decision.verdict,
                 "score": round(decision.score, 4),
@@ -385,6 +473,7 @@ class NliJudge:
                 "signals": signals,
             }
         )
+        return verdict, settled
 
     def _decide(
         self,
@@ -392,6 +481,7 @@ class NliJudge:
         candidates: Sequence[Candidate],
         work: AnswerWork,
         lookup: Mapping[tuple[str, str], NliScore],
+        composed: ComposedPremise | None = None,
     ) -> Settled:
         t = self._thresholds
         if not candidates:
@@ -433,6 +523,18 @@ class NliJudge:
                 (f"NEGATION_FLIP: against {unit.evidence_id}: {_clip(unit.text)}",),
                 (unit.evidence_id,),
             )
+        if not entailing and composed is not None:
+            fused = lookup[(composed.text, hypothesis)]
+            if fused.entailment >= t.entailment:
+                return Settled(
+                    VerdictLabel.SUPPORTED,
+                    fused.entailment,
+                    (
+                        f"COMPOSED_PREMISE: {fused.entailment:.2f} from {composed.sentences} "
+                        f"sentences of {', '.join(composed.evidence_ids)} read together",
+                    ),
+                    composed.evidence_ids,
+                )
         if entailing:
             candidate, score = max(entailing, key=lambda cs: cs[1].entailment)
             unit = work.units[candidate.unit]
@@ -496,24 +598,26 @@ class NliJudge:
             has_question=bool(work.answer.question),
             checked_claims=work.checked_claims,
             contradiction_min_coverage=self._thresholds.contradiction_min_coverage,
+            composed=None if item.composed is None else lookup[(item.composed.text, hypothesis)],
         )
         return claim_signals(found)
 
     def _calibrate(
-        self, item: ClaimWork, rule: Settled, signals: Mapping[str, float]
-    ) -> tuple[Settled, float | None]:
+        self, item: ClaimWork, work: AnswerWork, rule: Settled, signals: Mapping[str, float]
+    ) -> tuple[Settled, float | None, bool]:
         """The calibrated verdict and risk, or the rule's verdict when no calibrator is
-        configured or a hard finding settled the claim."""
+        configured or a hard finding settled the claim (the third value: it did)."""
         calibrator = self._calibrator
         if calibrator is None:
-            return rule, None
+            return rule, None, True
         risk = round(calibrator.probability(signals), 4)
-        if item.settled is not None or _is_negation_flip(rule):
-            return rule, risk  # a hard finding: never overruled
+        hard_flip = _is_negation_flip(rule) and work.regime in self._hard_negation
+        if item.settled is not None or hard_flip:
+            return rule, risk, True  # a hard finding: never overruled
         soft = item.prechecks.soft_reasons if item.prechecks else ()
         drivers = calibrator.contributions(signals)
         threshold = calibrator.threshold_for(signals)
-        return calibrated_decision(rule, risk, threshold, drivers, soft), risk
+        return calibrated_decision(rule, risk, threshold, drivers, soft), risk, False
 
     def _flips(self, claim: str, unit: EvidenceUnit, candidate: Candidate) -> bool:
         """Some sentence of the unit talks about the same thing with the opposite
@@ -544,6 +648,11 @@ class NliJudge:
 
 
 # ------------------------------------------------------------------------------ helpers
+
+
+def _regime_flags(name: str, regimes: Collection[str]) -> dict[str, float]:
+    """``{name}_{regime}``: 1.0 where the behaviour is on, for every regime."""
+    return {f"{name}_{regime}": float(regime in regimes) for regime in REGIMES}
 
 
 def _optional(name: str, value: float | None) -> dict[str, float]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from streamproc.events import AnswerEvent, ClaimClass, ConfidenceMark, VerdictLabel
 from streamproc.judge.claims import Claim
 from streamproc.judge.confidence import SentenceConfidence
+from streamproc.judge.document_claims import about_document, topic_reason
 from streamproc.judge.records import check_record
 from streamproc.judge.retrieval import names
 from streamproc.judge.structured import StructuredEvidence, ValueFinding, ValueReason
@@ -41,6 +42,7 @@ class EvidenceFacts:
 
     text_lower: str
     numbers: frozenset[str]
+    words: frozenset[str]
     structured: StructuredEvidence
     word_count: int
 
@@ -78,6 +80,10 @@ def precheck(
     values = tuple(facts.structured.compare(claim.text)) if not facts.structured.empty else ()
     unnamed = sorted(name for name in names(claim.text) if name not in facts.text_lower)
     missing = sorted(numbers(claim.text) - facts.numbers)
+    if claim.claim_class is ClaimClass.DOCUMENT:
+        topic = _topic_check(claim, facts, len(unnamed) + len(missing))
+        if topic is not None:
+            return Prechecks(topic, (), len(missing), len(unnamed))
     name_reason = f"NAME_NOT_IN_EVIDENCE: {', '.join(unnamed)}" if unnamed else None
     number_reason = _number_reason(missing, bool(facts.numbers))
     soft = tuple(r for r in (name_reason, number_reason) if r is not None)
@@ -97,6 +103,20 @@ def precheck(
         verdict = VerdictLabel.CONTRADICTED if facts.numbers else VerdictLabel.UNSUPPORTED
         hard = Settled(verdict, 0.0, (number_reason,))
     return Prechecks(hard, soft, len(missing), len(unnamed), values)
+
+
+def _topic_check(claim: Claim, facts: EvidenceFacts, unknown: int) -> Settled | None:
+    """ "The article discusses X" is settled by whether X is what the evidence is about;
+    None for the other sentences about the document ("the author argues that Y"), which
+    the verifier reads as Y."""
+    about = about_document(claim.text)
+    if about is None or about.kind != "topic":
+        return None
+    reason = topic_reason(about.content, facts.words, unknown)
+    if reason is None:
+        share = f"ABOUT_DOCUMENT: the topic is the evidence's ({about.content[:80]})"
+        return Settled(VerdictLabel.SUPPORTED, 1.0, (share,))
+    return Settled(VerdictLabel.UNSUPPORTED, 0.0, (reason,))
 
 
 def _number_reason(missing: Sequence[str], any_numbers: bool) -> str | None:

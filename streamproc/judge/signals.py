@@ -38,6 +38,7 @@ SIGNAL_NAMES: Final[tuple[str, ...]] = (
     "entail_logit_top",  # entailment of the candidate retrieval ranked first
     "entail_logit_mean",  # mean entailment logit over the candidates
     "entail_logit_max_sq",  # its square / clip: lets a linear model bend
+    "entail_logit_composed",  # best of entail_logit_max and the composed premise's
     "contradiction_max",  # best contradiction probability among relevant candidates
     "similarity_max",  # best embedding cosine between claim and a unit
     "similarity_top",  # cosine of the first-ranked unit
@@ -65,6 +66,7 @@ SIGNAL_DIRECTIONS: Final[dict[str, int]] = {
     "entail_logit_max": -1,
     "entail_logit_top": -1,
     "entail_logit_mean": -1,
+    "entail_logit_composed": -1,
     "contradiction_max": 1,
     "similarity_max": -1,
     "similarity_top": -1,
@@ -124,6 +126,8 @@ class ClaimEvidence:
     candidates: Sequence[Candidate] = ()
     """Every retrieved candidate, scored or not (a claim decided on its top unit alone
     has one scored): the retrieval signals read them all. Empty: the scored ones."""
+    composed: NliScore | None = None
+    """The claim against its top units' sentences read together, when that was asked."""
 
 
 def claim_signals(found: ClaimEvidence) -> dict[str, float]:
@@ -140,6 +144,9 @@ def claim_signals(found: ClaimEvidence) -> dict[str, float]:
         "entail_logit_top": entailment_logit(top[1]) if top else -_LOGIT_CLIP,
         "entail_logit_mean": sum(logits) / len(logits) if logits else -_LOGIT_CLIP,
         "entail_logit_max_sq": best * best / _LOGIT_CLIP,
+        "entail_logit_composed": max(
+            best, entailment_logit(found.composed) if found.composed else -_LOGIT_CLIP
+        ),
         "contradiction_max": max(relevant, default=0.0),
         "similarity_max": max((c.similarity for c in retrieved), default=0.0),
         "similarity_top": top[0].similarity if top else 0.0,

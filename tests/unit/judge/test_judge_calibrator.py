@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from streamproc.events import VerdictLabel
-from streamproc.inference.calibrator_loader import load_calibrator
+from streamproc.inference.calibrator_loader import load_answer_calibrator, load_calibrator
 from streamproc.inference.registry import ModelIntegrityError, sha256_of
 from streamproc.judge.calibrated import calibrated_decision
 from streamproc.judge.calibrator import REGIMES, CalibratorError, VerdictCalibrator
@@ -104,12 +104,19 @@ def test_loader_refuses_weights_whose_hash_differs(tmp_path: Path) -> None:
 
 
 def test_shipped_calibrator_loads_and_fits_the_signals() -> None:
-    shipped = sorted((Path(__file__).parents[3] / "models" / "calibrators").glob("*.toml"))
+    folder = Path(__file__).parents[3] / "models" / "calibrators"
+    shipped = sorted(folder.glob("verdict-calibrator-*.toml"))
     assert shipped, "a trained calibrator ships in models/calibrators/"
     for manifest in shipped:
         model = load_calibrator(manifest.stem)
         model.check_signals(SIGNAL_NAMES)
         assert set(model.parts) == set(REGIMES)
+    answers = sorted(folder.glob("answer-calibrator-*.toml"))
+    assert len(shipped) + len(answers) == len(list(folder.glob("*.toml")))
+    for manifest in answers:
+        answer_model = load_answer_calibrator(manifest.stem)
+        assert set(answer_model.parts) == set(REGIMES)
+        assert answer_model.claim_calibrator in {m.stem for m in shipped}
 
 
 def test_calibrated_decision_keeps_the_rule_reasons_or_overrules_them() -> None:

@@ -1,0 +1,130 @@
+"""Fit the answer calibrator (``streamproc.judge.answer_decision``) on judged answers.
+
+Input: the default judge's judgements (claim calibrator on, answer calibrator off) of
+the calibrate split and the seeded HaluEval summarization sample. Per regime, a logistic
+regression over ``ANSWER_FEATURES`` of the answers no hard finding settled - weighted so
+each source and each label weigh the same - and the threshold on its probability that
+maximises the mean per-source balanced accuracy of the answer decision as the judge
+makes it (a hard finding flags; otherwise some claim must be unsupported *and* the
+answer's risk must reach the threshold).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streamproc.evaluate.calibration.fit import fit_logistic
+from streamproc.events import AnswerJudgement, VerdictLabel
+from streamproc.judge.answer_decision import ANSWER_FEATURES, answer_features
+from streamproc.judge.calibrator import REGIMES, regime_of
+
+__all__ = ["AnswerRow", "FittedPart", "answer_row", "fit_answer_parts", "flags"]
+
+_L2 = 0.01
+_GRID = np.round(np.arange(0.02, 0.99, 0.01), 2)
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerRow:
+    """One judged answer, reduced to what the answer calibrator reads."""
+
+    source: str
+    regime: str
+    label: bool
+    hard: bool
+    any_refuted: bool
+    risks: tuple[float, ...]
+
+    def x(self) -> list[float]:
+        values = answer_features(self.risks)
+        return [values[f] for f in ANSWER_FEATURES]
+
+
+def answer_row(source: str, label: bool, judgement: AnswerJudgement) -> AnswerRow | None:
+    """None for an answer with no checked claim (never flagged, nothing to learn)."""
+    checked = [c for c in judgement.claims if c.verdict is not None]
+    if not checked:
+        return None
+    calibrated = [c for c in checked if any(r.startswith("CALIBRATED_RISK") for r in c.reasons)]
+    hard = any(c.verdict is not VerdictLabel.SUPPORTED and c not in calibrated for c in checked)
+    return AnswerRow(
+        source=source,
+        regime=regime_of(checked[0].signals),
+        label=label,
+        hard=hard,
+        any_refuted=any(c.verdict is not VerdictLabel.SUPPORTED for c in checked),
+        risks=tuple(c.risk for c in calibrated if c.risk is not None),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FittedPart:
+    """One regime's standardisation, weights, threshold and training score."""
+
+    mean: NDArray[np.float64]
+    scale: NDArray[np.float64]
+    coef: NDArray[np.float64]
+    intercept: float
+    threshold: float
+    score: float
+
+    def probabilities(self, rows: Sequence[AnswerRow]) -> NDArray[np.float64]:
+        if not rows:
+            return np.zeros(0)
+        x = (np.array([r.x() for r in rows]) - self.mean) / self.scale
+        out: NDArray[np.float64] = 1.0 / (
+            1.0 + np.exp(-np.clip(self.intercept + x @ self.coef, -30, 30))
+        )
+        return out
+
+
+def flags(rows: Sequence[AnswerRow], p: NDArray[np.float64], threshold: float) -> list[bool]:
+    """The judge's answer decision for each row at ``threshold``."""
+    return [
+        r.hard or (r.any_refuted and bool(q >= threshold)) for r, q in zip(rows, p, strict=True)
+    ]
+
+
+def _mean_balanced_accuracy(rows: Sequence[AnswerRow], flagged: Sequence[bool]) -> float:
+    scores = []
+    for source in sorted({r.source for r in rows}):
+        pairs = [(r.label, f) for r, f in zip(rows, flagged, strict=True) if r.source == source]
+        pos = [f for label, f in pairs if label]
+        neg = [not f for label, f in pairs if not label]
+        if pos and neg:
+            scores.append((sum(pos) / len(pos) + sum(neg) / len(neg)) / 2)
+    return float(np.mean(scores)) if scores else 0.0
+
+
+def _weights(rows: Sequence[AnswerRow]) -> NDArray[np.float64]:
+    """Each (source, label) cell weighs the same in the fit."""
+    cells: dict[tuple[str, bool], int] = {}
+    for r in rows:
+        cells[(r.source, r.label)] = cells.get((r.source, r.label), 0) + 1
+    return np.array([len(rows) / len(cells) / cells[(r.source, r.label)] for r in rows])
+
+
+def fit_answer_parts(rows: Sequence[AnswerRow]) -> Mapping[str, FittedPart]:
+    """One fitted part per regime (every regime must have answers of both labels)."""
+    parts = {}
+    for regime in REGIMES:
+        mine = [r for r in rows if r.regime == regime]
+        soft = [r for r in mine if not r.hard]
+        if len({r.label for r in soft}) < 2:
+            raise ValueError(f"regime {regime!r}: answers of both labels are needed")
+        x = np.array([r.x() for r in soft])
+        mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
+        y = np.array([float(r.label) for r in soft])
+        coef, intercept = fit_logistic((x - mean) / scale, y, _weights(soft), _L2, [1, 0])
+        part = FittedPart(mean, scale, coef, intercept, 0.5, 0.0)
+        p = part.probabilities(mine)
+        scored = [
+            (_mean_balanced_accuracy(mine, flags(mine, p, float(t))), -float(t)) for t in _GRID
+        ]
+        score, negative = max(scored)
+        parts[regime] = FittedPart(mean, scale, coef, intercept, -negative, score)
+    return parts
