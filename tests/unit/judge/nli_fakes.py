@@ -39,9 +39,11 @@ class OverlapScorer:
 
     def __init__(self) -> None:
         self.calls: list[int] = []
+        self.pairs: list[list[tuple[str, str]]] = []
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[NliScore]:
         self.calls.append(len(pairs))
+        self.pairs.append(list(pairs))
         out = []
         for premise, hypothesis in pairs:
             words = content_words(hypothesis)
