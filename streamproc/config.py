@@ -296,6 +296,11 @@ class JudgeSettings(_Group):
         "(precision of the hard verdict on the calibrate split: question 26/31, record "
         "1/6, task 1/6; EVALUATION.md).",
     )
+    document_claims: bool = Field(
+        default=True,
+        description="Recognise sentences about the document: 'the article discusses X' is "
+        "checked for topic, 'the author argues that Y' is read as Y (false: read as written).",
+    )
     inference: InferenceSettings = InferenceSettings()
     limits: JudgeLimits = JudgeLimits()
     confidence: ConfidenceSettings = ConfidenceSettings()

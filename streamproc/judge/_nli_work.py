@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from streamproc.events import AnswerEvent
+from streamproc.events import AnswerEvent, ClaimClass
 from streamproc.judge.citations import citation_subsets
 from streamproc.judge.claims import Claim, Decomposition
 from streamproc.judge.confidence import SentenceConfidence
@@ -71,6 +71,10 @@ class AnswerWork:
 
     def hypothesis(self, claim: Claim) -> str:
         """What NLI and retrieval read for ``claim`` (see :func:`hypothesis`)."""
+        if claim.claim_class is ClaimClass.DOCUMENT:
+            reported = about_document(claim.text)
+            if reported is not None and reported.kind == "report":
+                return reported.content  # "the author argues that Y" is read as Y
         return hypothesis(self.answer.question, claim.text)
 
 
@@ -114,11 +118,7 @@ def _is_fragment(claim: str) -> bool:
 def hypothesis(question: str | None, claim: str) -> str:
     """A short answer to a question ("1932", "Swoosie Kurtz") asserts nothing on its own:
     NLI and retrieval read it after the question, so "When was the film released? 1932"
-    can be entailed or not. "The author argues that Y" is read as Y: the evidence states
-    Y, never that an author argues it. Other sentences are read as written."""
-    reported = about_document(claim)
-    if reported is not None and reported.kind == "report":
-        return reported.content
+    can be entailed or not. Sentences are read as written."""
     if not question or not _is_fragment(claim):
         return claim
     return f"{question.strip()} {claim}"

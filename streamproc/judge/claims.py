@@ -105,14 +105,14 @@ def _has_text(text: str) -> bool:
     return re.search(r"[^\W_]", text) is not None  # a letter or digit, not just "."
 
 
-def _classify(text: str, has_records: bool) -> ClaimClass:
+def _classify(text: str, has_records: bool, document_claims: bool = True) -> ClaimClass:
     """record: an id or amount checked against records; document: a sentence about the
     source ("the article discusses X"); rule: everything else asserted."""
     if is_conversational(text):
         return ClaimClass.CONVERSATIONAL
     if has_records and numbers(text):
         return ClaimClass.RECORD
-    if about_document(text) is not None:
+    if document_claims and about_document(text) is not None:
         return ClaimClass.DOCUMENT
     return ClaimClass.RULE
 
@@ -133,9 +133,15 @@ def _part_labels(
 
 
 def decompose(
-    answer: str, evidence: Sequence[EvidenceItem], granularity: Granularity = "sentence"
+    answer: str,
+    evidence: Sequence[EvidenceItem],
+    granularity: Granularity = "sentence",
+    *,
+    document_claims: bool = True,
 ) -> Decomposition:
-    """Split ``answer`` into sentences and claims, resolving citations against ``evidence``."""
+    """Split ``answer`` into sentences and claims, resolving citations against ``evidence``.
+    ``document_claims=False`` reads sentences about the document as any other (to
+    measure what recognising them buys)."""
     evidence_ids = frozenset(item.id for item in evidence)
     has_records = any(
         item.kind in (EvidenceKind.RECORD, EvidenceKind.TOOL_RESULT) for item in evidence
@@ -174,7 +180,7 @@ def decompose(
                     text=text,
                     start=part_start,
                     end=part_end,
-                    claim_class=_classify(text, has_records),
+                    claim_class=_classify(text, has_records, document_claims),
                     citations=labels,
                     resolved=tuple(resolve_citation(label, evidence) for label in labels),
                 )

@@ -84,6 +84,7 @@ def build_nli_judge(
         shortlist_sentences=settings.shortlist_sentences,
         composed_premise_regimes=settings.composed_premise_regimes,
         hard_negation_regimes=settings.hard_negation_regimes,
+        document_claims=settings.document_claims,
     )
 
 

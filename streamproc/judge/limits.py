@@ -93,13 +93,17 @@ def decompose_within(
     evidence: Sequence[EvidenceItem],
     granularity: Granularity,
     limits: JudgeLimits,
+    *,
+    document_claims: bool = True,
 ) -> CappedShape:
     """:func:`decompose` on at most ``max_claims * max_claim_chars`` characters of
     ``answer``, then :func:`cap_claims`. Offsets stay those of the original answer."""
     budget = limits.max_claims * limits.max_claim_chars
     if len(answer) <= budget:
-        return cap_claims(decompose(answer, evidence, granularity), limits)
-    shape = decompose(answer[:budget], evidence, granularity)
+        return cap_claims(
+            decompose(answer, evidence, granularity, document_claims=document_claims), limits
+        )
+    shape = decompose(answer[:budget], evidence, granularity, document_claims=document_claims)
     note = (
         f"LIMIT_CLAIMS: answer of {len(answer)} characters cut at {budget} before "
         "decomposition; the rest was not checked"

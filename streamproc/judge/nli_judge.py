@@ -129,6 +129,7 @@ class NliJudge:
         shortlist_sentences: int | None = None,
         composed_premise_regimes: Collection[str] = (),
         hard_negation_regimes: Collection[str] = REGIMES,
+        document_claims: bool = True,
     ) -> None:
         """``model_thresholds``: how the models' outputs are read (e.g. the NLI margin's
         band edges), recorded with the judge's own so an auditor can replay a verdict.
@@ -153,7 +154,8 @@ class NliJudge:
         entails is also asked against its top units' sentences read together
         (:mod:`streamproc.judge.premises`). ``hard_negation_regimes``: where a negation
         flip settles the claim; elsewhere it is a signal the calibrator weighs (without a
-        calibrator it always settles).
+        calibrator it always settles). ``document_claims``: recognise sentences about the
+        document (:mod:`streamproc.judge.document_claims`).
         """
         if calibrator is not None:
             calibrator.check_signals(SIGNAL_NAMES)
@@ -178,6 +180,7 @@ class NliJudge:
         self._shortlist = shortlist_sentences
         self._composed_regimes = frozenset(composed_premise_regimes)
         self._hard_negation = frozenset(hard_negation_regimes)
+        self._document_claims = document_claims
         self.pairs_scored = 0
         self._info = JudgeInfo(
             name="nli",
@@ -193,6 +196,7 @@ class NliJudge:
                 **_optional("shortlist_sentences", shortlist_sentences),
                 **_regime_flags("composed_premise", self._composed_regimes),
                 **_regime_flags("hard_negation", self._hard_negation),
+                "document_claims": float(document_claims),
                 **_optional(
                     "composed_premise_words", COMPOSED_WORDS if composed_premise_regimes else None
                 ),
@@ -296,7 +300,13 @@ class NliJudge:
     # -- level 1 and 2a: no model --------------------------------------------------------
 
     def _prepare(self, answer: AnswerEvent, clock: Deadline) -> AnswerWork:
-        capped = decompose_within(answer.answer, answer.evidence, self._granularity, self._limits)
+        capped = decompose_within(
+            answer.answer,
+            answer.evidence,
+            self._granularity,
+            self._limits,
+            document_claims=self._document_claims,
+        )
         clock.check()
         every_unit = build_units(answer.question, answer.evidence, self._window)
         kept = cap_units(every_unit, self._limits)

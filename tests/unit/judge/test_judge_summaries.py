@@ -216,3 +216,16 @@ def test_an_answer_calibrator_needs_the_claim_calibrator_it_was_fitted_on(
             calibrator=calibrator(0.0),
             answer_calibrator=answer_calibrator(0.5, "other"),
         )
+
+
+def test_document_claims_can_be_switched_off_to_measure_them(
+    scorer: OverlapScorer, embedder: BagOfWordsEmbedder
+) -> None:
+    judge = nli(scorer, embedder, document_claims=False)
+    [result] = judge.judge_batch(
+        [event("The author notes that markets in the capital reopened on Monday.")]
+    )
+    [claim] = result.claims
+    assert claim.claim_class is ClaimClass.RULE
+    assert claim.verdict is VerdictLabel.UNSUPPORTED
+    assert judge.info.thresholds["document_claims"] == 0.0
