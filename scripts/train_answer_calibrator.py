@@ -69,11 +69,11 @@ def _payload(
         "claim_calibrator": claim_calibrator,
         "regimes": {
             regime: {
-                "mean": [round(float(v), 8) for v in part.mean],
-                "scale": [round(float(v), 8) for v in part.scale],
-                "coef": [round(float(v), 8) for v in part.coef],
-                "intercept": round(part.intercept, 8),
-                "threshold": part.threshold,
+                "mean": [round(float(v), 8) for v in part.model.mean],
+                "scale": [round(float(v), 8) for v in part.model.scale],
+                "coef": [round(float(v), 8) for v in part.model.coef],
+                "intercept": round(part.model.intercept, 8),
+                "threshold": part.model.threshold,
             }
             for regime, part in sorted(parts.items())
         },
@@ -90,7 +90,11 @@ def _report(rows: Sequence[AnswerRow], parts: Mapping[str, FittedPart]) -> list[
         for regime, part in parts.items():
             inside = [r for r in mine if r.regime == regime]
             after += list(
-                zip(inside, flags(inside, part.probabilities(inside), part.threshold), strict=True)
+                zip(
+                    inside,
+                    flags(inside, part.probabilities(inside), part.model.threshold),
+                    strict=True,
+                )
             )
         lines.append(
             f'"{source}" = {{ answers = {len(mine)}, any_claim = {_ba(mine, before):.4f}, '
@@ -113,7 +117,7 @@ def _manifest(
     report: list[str],
     n: int,
 ) -> str:
-    thresholds = ", ".join(f"{r} = {p.threshold}" for r, p in sorted(parts.items()))
+    thresholds = ", ".join(f"{r} = {p.model.threshold}" for r, p in sorted(parts.items()))
     return (
         "\n".join(
             [
@@ -167,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     for regime, part in sorted(parts.items()):
         print(
-            f"{regime}: coef {part.coef.round(3).tolist()} threshold {part.threshold} "
+            f"{regime}: coef {part.model.coef.round(3).tolist()} threshold {part.model.threshold} "
             f"(training score {part.score:.4f})",
             file=sys.stderr,
         )

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from streamproc.evaluate.calibration.fit import fit_logistic
 from streamproc.events import AnswerJudgement, VerdictLabel
 from streamproc.judge.answer_decision import ANSWER_FEATURES, answer_features
-from streamproc.judge.calibrator import REGIMES, regime_of
+from streamproc.judge.calibrator import REGIMES, LinearPart, regime_of
 
 __all__ = ["AnswerRow", "FittedPart", "answer_row", "fit_answer_parts", "flags"]
 
@@ -63,22 +63,16 @@ def answer_row(source: str, label: bool, judgement: AnswerJudgement) -> AnswerRo
 
 @dataclass(frozen=True, slots=True)
 class FittedPart:
-    """One regime's standardisation, weights, threshold and training score."""
+    """One regime's model (as the judge reads it) and its training score."""
 
-    mean: NDArray[np.float64]
-    scale: NDArray[np.float64]
-    coef: NDArray[np.float64]
-    intercept: float
-    threshold: float
+    model: LinearPart
     score: float
 
     def probabilities(self, rows: Sequence[AnswerRow]) -> NDArray[np.float64]:
         if not rows:
             return np.zeros(0)
-        x = (np.array([r.x() for r in rows]) - self.mean) / self.scale
-        out: NDArray[np.float64] = 1.0 / (
-            1.0 + np.exp(-np.clip(self.intercept + x @ self.coef, -30, 30))
-        )
+        logits = self.model.logits(np.array([r.x() for r in rows]))
+        out: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-np.clip(logits, -30, 30)))
         return out
 
 
@@ -120,11 +114,10 @@ def fit_answer_parts(rows: Sequence[AnswerRow]) -> Mapping[str, FittedPart]:
         mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
         y = np.array([float(r.label) for r in soft])
         coef, intercept = fit_logistic((x - mean) / scale, y, _weights(soft), _L2, [1, 0])
-        part = FittedPart(mean, scale, coef, intercept, 0.5, 0.0)
-        p = part.probabilities(mine)
+        p = FittedPart(LinearPart(mean, scale, coef, intercept, 0.5), 0.0).probabilities(mine)
         scored = [
             (_mean_balanced_accuracy(mine, flags(mine, p, float(t))), -float(t)) for t in _GRID
         ]
         score, negative = max(scored)
-        parts[regime] = FittedPart(mean, scale, coef, intercept, -negative, score)
+        parts[regime] = FittedPart(LinearPart(mean, scale, coef, intercept, -negative), score)
     return parts

@@ -3,7 +3,6 @@ document, composed premises, negation by regime and the answer-level decision.""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -13,6 +12,7 @@ from streamproc.judge.answer_decision import ANSWER_FEATURES, AnswerCalibrator
 from streamproc.judge.calibrator import REGIMES, VerdictCalibrator
 from streamproc.judge.nli_judge import NliJudge, NliThresholds
 from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
+from tests.unit.judge.test_judge_nli import event as nli_event
 
 QUAKE = (
     "A magnitude 7.8 quake struck central Nepal on Saturday. "
@@ -23,20 +23,8 @@ CUT_OFF = "Rescue teams could not reach the mountain villages."
 
 
 def event(answer: str, *, question: str | None = None, text: str = QUAKE) -> AnswerEvent:
-    return AnswerEvent.model_validate(
-        {
-            "event_id": "e",
-            "answer_id": "a",
-            "conversation_id": "c",
-            "tenant": "t",
-            "assistant_id": "bot",
-            "model": "m",
-            "occurred_at": datetime(2026, 1, 1, tzinfo=UTC),
-            "question": question,
-            "answer": answer,
-            "evidence": [{"id": "D1", "text": text}],
-        }
-    )
+    """A summary (no question) unless ``question`` is given: the regime decides."""
+    return nli_event(answer, [{"id": "D1", "text": text}], question=question)
 
 
 def calibrator(
