@@ -30,7 +30,14 @@ _SOURCE: Final = (
     r"|column|interview|video|news|author|writer|columnist|reporter|journalist|summary"
     r"|speaker|narrator|blog(?:\s+post)?)"
 )
-_ALSO: Final = r"(?:\s+(?:also|further|then|briefly|additionally|ultimately|finally))?"
+_ALSO: Final = (
+    r"(?:,\s+[^,]{1,60},)?"  # "The author, a defense attorney, argues"
+    r"(?:\s+(?:also|further|then|briefly|additionally|ultimately|finally|repeatedly))?"
+)
+_LEAD: Final = (
+    r"^\s*(?:(?:overall|however|additionally|moreover|furthermore|finally|also|lastly"
+    r"|in\s+(?:conclusion|addition|short|summary)),\s+)?"
+)
 _TOPIC_VERBS: Final = (
     r"discuss(?:es|ed)?|describ(?:es|ed)|explor(?:es|ed)|examin(?:es|ed)|highlight(?:s|ed)"
     r"|focus(?:es|ed)\s+on|cover(?:s|ed)|detail(?:s|ed)|reflect(?:s|ed)\s+on|touch(?:es|ed)\s+on"
@@ -39,6 +46,8 @@ _TOPIC_VERBS: Final = (
     r"|offer(?:s|ed)\s+(?:an?\s+)?(?:overview|insight|look)\s+(?:of|into|at|on)"
     r"|shed(?:s)?\s+light\s+on|delv(?:es|ed)\s+into|mention(?:s|ed)|emphasi[sz](?:es|ed)"
     r"|underscor(?:es|ed)|outlin(?:es|ed)|recount(?:s|ed)|tell(?:s)?\s+(?:the\s+story\s+of|of)"
+    r"|express(?:es|ed)|acknowledg(?:es|ed)|question(?:s|ed)|criticiz(?:es|ed)|prais(?:es|ed)"
+    r"|present(?:s|ed)|analy[sz](?:es|ed)|reference(?:s|d)|compar(?:es|ed)|recall(?:s|ed)"
 )
 _REPORT_VERBS: Final = (
     r"not(?:es|ed)|argu(?:es|ed)|conclud(?:es|ed)|suggest(?:s|ed)|explain(?:s|ed)|stat(?:es|ed)"
@@ -49,8 +58,8 @@ _REPORT_VERBS: Final = (
     r"|describ(?:es|ed)|underscor(?:es|ed)|stress(?:es|ed)"
 )
 _REPORT: Final = re.compile(
-    rf"^\s*(?:overall,\s+|in\s+conclusion,\s+|finally,\s+)?{_SOURCE}{_ALSO}\s+"
-    rf"(?:{_REPORT_VERBS})\s+(?:that\s+|how\s+)(?P<content>.+)$",
+    rf"{_LEAD}{_SOURCE}{_ALSO}\s+(?:{_REPORT_VERBS}|{_TOPIC_VERBS})\s+(?:that\s+|how\s+)"
+    r"(?P<content>.+)$",
     re.IGNORECASE | re.DOTALL,
 )
 _ACCORDING: Final = re.compile(
@@ -59,8 +68,7 @@ _ACCORDING: Final = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _TOPIC: Final = re.compile(
-    rf"^\s*(?:overall,\s+|in\s+conclusion,\s+|finally,\s+)?{_SOURCE}{_ALSO}\s+"
-    rf"(?:{_TOPIC_VERBS})\s+(?P<content>.+)$",
+    rf"{_LEAD}{_SOURCE}{_ALSO}\s+(?:{_TOPIC_VERBS})\s+(?P<content>.+)$",
     re.IGNORECASE | re.DOTALL,
 )
 

@@ -22,6 +22,17 @@ from streamproc.judge.text import content_words
         ("Overall, the article concludes that the plan failed.", "report", "The plan failed."),
         ("According to the article, prices rose by 4%.", "report", "Prices rose by 4%."),
         ("The article highlights that turnout fell.", "report", "Turnout fell."),
+        (
+            "However, the author also acknowledges that cameras cost money.",
+            "report",
+            "Cameras cost money.",
+        ),
+        (
+            "The author, a defense attorney, argues that bail is too high.",
+            "report",
+            "Bail is too high.",
+        ),
+        ("The author expresses horror at the video.", "topic", "horror at the video."),
     ],
 )
 def test_sentences_about_the_document(sentence: str, kind: str, content: str) -> None:
