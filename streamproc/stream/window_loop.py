@@ -112,7 +112,13 @@ class WindowLoop(ConsumerLoop):
         self._timing = window_timing(
             settings.window,
             max_event_age_s=settings.worker.event_time_max_past_s,
-            accuracy=judge_accuracy(judge_key(settings.judge.name, settings.judge.calibrator)),
+            accuracy=judge_accuracy(
+                judge_key(
+                    settings.judge.name,
+                    settings.judge.calibrator,
+                    settings.judge.answer_calibrator,
+                )
+            ),
         )
         self._longest_ms = max(spec.size_ms for spec in self._timing.specs)
         self._telemetry = telemetry or Telemetry.disabled()

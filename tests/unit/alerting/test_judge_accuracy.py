@@ -64,7 +64,7 @@ def test_shipped_counts_are_evaluation_md_report_split_tables(key: str, marker: 
 
 def test_the_default_judge_settings_find_their_counts() -> None:
     judge = JudgeSettings()
-    key = judge_key(judge.name, judge.calibrator)
+    key = judge_key(judge.name, judge.calibrator, judge.answer_calibrator)
     assert key == "nli+verdict-calibrator-verifier-v1"
     accuracy = judge_accuracy(key)
     assert accuracy is not None
