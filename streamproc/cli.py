@@ -14,11 +14,18 @@ from streamproc.inference.registry import (
     UnknownModelError,
     default_models_dir,
 )
+from streamproc.judge.calibrator import CalibratorError
 
 __all__ = ["EXIT_MODEL_MISSING", "explain_model_error", "main"]
 
 EXIT_MODEL_MISSING = 2
-MODEL_ERRORS = (UnknownModelError, ModelSourceError, ModelIntegrityError, ManifestError)
+MODEL_ERRORS = (
+    UnknownModelError,
+    ModelSourceError,
+    ModelIntegrityError,
+    ManifestError,
+    CalibratorError,
+)
 
 
 def explain_model_error(exc: Exception) -> str:

@@ -43,8 +43,12 @@ def _table_after(marker: str) -> dict[str, ConfusionCounts]:
     ("key", "marker"),
     [
         (
+            "nli+verdict-calibrator-verifier-v2+answer-calibrator-v1",
+            "The full answer-level table of the default judge (issue 13)",
+        ),
+        (
             "nli+verdict-calibrator-verifier-v1",
-            "The full answer-level table of the default judge with the per-token embedder",
+            "The same judge with calibrator v1 on today's code",
         ),
         (
             "nli+verdict-calibrator-l3-embedder-v1",
@@ -65,12 +69,12 @@ def test_shipped_counts_are_evaluation_md_report_split_tables(key: str, marker: 
 def test_the_default_judge_settings_find_their_counts() -> None:
     judge = JudgeSettings()
     key = judge_key(judge.name, judge.calibrator, judge.answer_calibrator)
-    assert key == "nli+verdict-calibrator-verifier-v1"
+    assert key == "nli+verdict-calibrator-verifier-v2+answer-calibrator-v1"
     accuracy = judge_accuracy(key)
     assert accuracy is not None
     qa = accuracy.for_task("QA")
     assert qa is not None
-    assert qa.sensitivity == pytest.approx(475 / 590)
+    assert qa.sensitivity == pytest.approx(473 / 590)
     assert qa.specificity == pytest.approx(581 / 590)
     assert corrected_rate(60, 1000, qa).identifiable
     summary = accuracy.for_task("Summary")
@@ -81,11 +85,13 @@ def test_the_default_judge_settings_find_their_counts() -> None:
 def test_unmeasured_judges_have_no_counts() -> None:
     assert judge_key("nli", None) == "nli"
     assert judge_key("rules", "ignored") == "rules"
+    assert judge_key("nli", "c", "a") == "nli+c+a" and judge_key("nli", "c", None) == "nli+c"
     assert judge_accuracy("nli") is None
     assert judge_accuracy(judge_key("nli", "verdict-calibrator-aegis-v1")) is None
     assert known_judges() == (
         "nli+verdict-calibrator-l3-embedder-v1",
         "nli+verdict-calibrator-verifier-v1",
+        "nli+verdict-calibrator-verifier-v2+answer-calibrator-v1",
         "rules",
     )
 
