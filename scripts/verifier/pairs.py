@@ -327,6 +327,19 @@ def _overlaps(start: int, end: int, spans: Sequence[dict[str, Any]]) -> bool:
     return any(start < int(sp["end"]) and int(sp["start"]) < end for sp in spans)
 
 
+def _doc_key(row: dict[str, Any]) -> str:
+    return "rt:" + hashlib.sha256("\n".join(row["evidence"]).encode()).hexdigest()[:12]
+
+
+def _labelled_sentences(row: dict[str, Any]) -> Iterator[tuple[str, int]]:
+    """A RAGTruth answer's sentences of >= 4 words; 0 when one overlaps a labelled span."""
+    answer = row["answer"]
+    for s, e in split_sentences(answer):
+        text = answer[s:e].strip()
+        if len(text.split()) >= 4:
+            yield text, 0 if _overlaps(s, e, row.get("labels") or []) else 1
+
+
 def ragtruth(path: Path, rng: random.Random, per_doc: int, other: list[str]) -> Iterator[Pair]:
     """Answer sentences vs labelled spans, and synthetic pairs from each evidence document
     once (several calibrate answers share a document)."""
@@ -336,17 +349,11 @@ def ragtruth(path: Path, rng: random.Random, per_doc: int, other: list[str]) -> 
             continue
         record = row["task_type"] == "Data2txt"
         units = _units(row.get("question"), row["evidence"], record)
-        doc_key = "rt:" + hashlib.sha256("\n".join(row["evidence"]).encode()).hexdigest()[:12]
-        answer = row["answer"]
-        for s, e in split_sentences(answer):
-            text = answer[s:e].strip()
-            if len(text.split()) < 4:
-                continue
+        doc_key = _doc_key(row)
+        for text, label in _labelled_sentences(row):
             premise = _best(text, units)
-            if premise is None:
-                continue
-            label = 0 if _overlaps(s, e, row.get("labels") or []) else 1
-            yield Pair(premise, text, label, f"rt-{row['task_type'].lower()}", doc_key)
+            if premise is not None:
+                yield Pair(premise, text, label, f"rt-{row['task_type'].lower()}", doc_key)
         if doc_key not in seen:
             seen.add(doc_key)
             sentences = _sentences(units, row["evidence"], record)
@@ -522,17 +529,10 @@ def ragtruth_composed(path: Path) -> Iterator[Pair]:
             continue
         record = row["task_type"] == "Data2txt"
         units = _unit_objects(row.get("question"), row["evidence"], record)
-        doc_key = "rt:" + hashlib.sha256("\n".join(row["evidence"]).encode()).hexdigest()[:12]
-        answer = row["answer"]
-        for s, e in split_sentences(answer):
-            text = answer[s:e].strip()
-            if len(text.split()) < 4:
-                continue
+        for text, label in _labelled_sentences(row):
             premise = _composed(text, units)
-            if premise is None:
-                continue
-            label = 0 if _overlaps(s, e, row.get("labels") or []) else 1
-            yield Pair(premise.text, text, label, kinds[row["task_type"]], doc_key)
+            if premise is not None:
+                yield Pair(premise.text, text, label, kinds[row["task_type"]], _doc_key(row))
 
 
 def _fuse(first: str, second: str, joiner: str, common: frozenset[str]) -> str | None:

@@ -48,7 +48,7 @@ from streamproc.judge._nli_work import (
     needs_evidence,
 )
 from streamproc.judge._protocols import NliScore, PairScorer, TextEmbedder
-from streamproc.judge.answer_decision import AnswerCalibrator, AnswerCall
+from streamproc.judge.answer_decision import AnswerCalibrator
 from streamproc.judge.calibrated import calibrated_decision
 from streamproc.judge.calibrator import REGIMES, VerdictCalibrator
 from streamproc.judge.citations import assess_citations, citation_subsets
@@ -405,13 +405,20 @@ class NliJudge:
     ) -> AnswerJudgement:
         with work.clock.running() as clock:
             clock.check()
-            verdicts, hard = [], False
+            verdicts: list[ClaimVerdict] = []
+            risks: list[float] = []  # of the claims the calibrator decided
+            hard = False  # a hard finding refuted some claim
             for item in work.claims:
                 verdict, settled = self._claim_verdict(item, work, lookup)
                 verdicts.append(verdict)
-                hard |= settled and verdict.verdict not in (None, VerdictLabel.SUPPORTED)
+                if settled:
+                    hard |= verdict.verdict not in (None, VerdictLabel.SUPPORTED)
+                elif verdict.risk is not None:
+                    risks.append(verdict.risk)
                 clock.check()
-            call = self._answer_call(work, verdicts, hard)
+            call = None
+            if self._answer_calibrator is not None:
+                call = self._answer_calibrator.decide(work.regime, risks, hard)
             judgement = decide(
                 work.capped.verdicts(verdicts),
                 [s.text for s in work.shape.sentences],
@@ -423,20 +430,6 @@ class NliJudge:
                 judgement = judgement.model_copy(update={"answer_risk": call.risk})
             clock.check()
             return with_limits(judgement, work.limits)
-
-    def _answer_call(
-        self, work: AnswerWork, verdicts: Sequence[ClaimVerdict], hard: bool
-    ) -> AnswerCall | None:
-        """The answer calibrator's decision over the calibrated claims' risks (None:
-        there is no answer calibrator, any claim not supported decides)."""
-        if self._answer_calibrator is None:
-            return None
-        risks = [
-            v.risk
-            for v in verdicts
-            if v.risk is not None and any(r.startswith("CALIBRATED_RISK") for r in v.reasons)
-        ]
-        return self._answer_calibrator.decide(work.regime, risks, hard)
 
     def _claim_verdict(
         self, item: ClaimWork, work: AnswerWork, lookup: Mapping[tuple[str, str], NliScore]
@@ -452,13 +445,15 @@ class NliJudge:
         )
         signals = self._signals(item, rule, work, lookup)
         decision, risk, settled = self._calibrate(item, work, rule, signals)
-        cut = sorted(
-            {
-                work.units[c.unit].evidence_id
-                for c in item.scored_candidates
-                if lookup[(work.units[c.unit].text, work.hypothesis(claim))].truncated
-            }
-        )
+        hypothesis = work.hypothesis(claim)
+        cut_ids = {
+            work.units[c.unit].evidence_id
+            for c in item.scored_candidates
+            if lookup[(work.units[c.unit].text, hypothesis)].truncated
+        }
+        if item.composed is not None and lookup[(item.composed.text, hypothesis)].truncated:
+            cut_ids.update(item.composed.evidence_ids)
+        cut = sorted(cut_ids)
         if cut:  # the model saw only part of these units: say so on the verdict
             decision = replace(
                 decision, reasons=(*decision.reasons, f"EVIDENCE_TRUNCATED: {', '.join(cut)}")
