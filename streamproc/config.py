@@ -258,10 +258,12 @@ class JudgeSettings(_Group):
         "= the NLI judge's own rules decide.",
     )
     answer_calibrator: str | None = Field(
-        default="answer-calibrator-v1",
+        default="auto",
         description="Answer calibrator in models/calibrators/ (NLI judge with a claim "
         "calibrator): decides whether an answer is hallucinated from its claims' risks and "
-        "how many were tested. Empty or None: any claim not supported flags the answer.",
+        "how many were tested. 'auto': the one fitted on the claim calibrator's risks, if "
+        "any; a name: that one (refused if fitted on another claim calibrator); empty or "
+        "None: any claim not supported flags the answer.",
     )
     granularity: Granularity = "atomic"
     coverage_threshold: float = Field(default=0.75, gt=0, le=1)

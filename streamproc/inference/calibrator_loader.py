@@ -17,13 +17,18 @@ from streamproc.judge.answer_decision import AnswerCalibrator
 from streamproc.judge.calibrator import CalibratorError, VerdictCalibrator
 
 __all__ = [
+    "ANSWER_KIND",
+    "AUTO",
     "CALIBRATORS_FOLDER",
     "calibrator_manifest",
     "load_answer_calibrator",
     "load_calibrator",
+    "resolve_answer_calibrator",
 ]
 
 CALIBRATORS_FOLDER = "calibrators"
+ANSWER_KIND = "answer_logistic_regression_per_regime"
+"""The manifest ``kind`` of an answer calibrator (``scripts/train_answer_calibrator.py``)."""
 
 
 def _folder(models_dir: Path | None) -> Path:
@@ -54,6 +59,30 @@ def _checked_weights(
     if actual != expected:
         raise ModelIntegrityError(weights, expected, actual)
     return manifest, json.loads(data), actual
+
+
+AUTO = "auto"
+"""``answer_calibrator`` setting: the one fitted on the configured claim calibrator."""
+
+
+def resolve_answer_calibrator(
+    setting: str | None, claim_calibrator: str | None, models_dir: Path | None = None
+) -> str | None:
+    """The answer calibrator a judge runs with: none without a claim calibrator or when
+    ``setting`` is empty; for ``auto`` the newest answer calibrator whose manifest names
+    ``claim_calibrator`` (none if there is none, so choosing another claim calibrator
+    never needs a second setting); otherwise ``setting`` itself (checked at load)."""
+    if not claim_calibrator or not setting:
+        return None
+    if setting != AUTO:
+        return setting
+    fitted = []
+    for manifest in sorted(_folder(models_dir).glob("*.toml")):
+        with manifest.open("rb") as handle:
+            data = tomllib.load(handle)
+        if data.get("kind") == ANSWER_KIND and data.get("claim_calibrator") == claim_calibrator:
+            fitted.append(manifest.stem)
+    return fitted[-1] if fitted else None
 
 
 def load_answer_calibrator(name: str, models_dir: Path | None = None) -> AnswerCalibrator:

@@ -43,7 +43,11 @@ def build_nli_judge(
     how the calibrator's training data is collected."""
     from dataclasses import fields
 
-    from streamproc.inference.calibrator_loader import load_answer_calibrator, load_calibrator
+    from streamproc.inference.calibrator_loader import (
+        load_answer_calibrator,
+        load_calibrator,
+        resolve_answer_calibrator,
+    )
     from streamproc.inference.embedding_cache import CachedEmbedder
     from streamproc.inference.loader import load_embedder, load_nli
     from streamproc.judge.confidence import ConfidenceThresholds
@@ -59,10 +63,11 @@ def build_nli_judge(
     answer_calibrator = None
     if use_calibrator and settings.calibrator:
         calibrator = load_calibrator(settings.calibrator, settings.inference.models_dir)
-        if settings.answer_calibrator:
-            answer_calibrator = load_answer_calibrator(
-                settings.answer_calibrator, settings.inference.models_dir
-            )
+        answer_name = resolve_answer_calibrator(
+            settings.answer_calibrator, settings.calibrator, settings.inference.models_dir
+        )
+        if answer_name is not None:
+            answer_calibrator = load_answer_calibrator(answer_name, settings.inference.models_dir)
     return NliJudge(
         scorer,
         embedder,

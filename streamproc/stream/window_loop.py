@@ -39,7 +39,7 @@ from pydantic import ValidationError
 from streamproc.adapters import semconv
 from streamproc.adapters.telemetry import Telemetry
 from streamproc.adapters.trace_headers import passthrough, traceparent_headers
-from streamproc.alerting.judge_accuracy import judge_accuracy, judge_key
+from streamproc.alerting.judge_accuracy import judge_accuracy, judge_key_of
 from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
 from streamproc.stream.consumer_loop import ConsumerLoop
@@ -112,13 +112,7 @@ class WindowLoop(ConsumerLoop):
         self._timing = window_timing(
             settings.window,
             max_event_age_s=settings.worker.event_time_max_past_s,
-            accuracy=judge_accuracy(
-                judge_key(
-                    settings.judge.name,
-                    settings.judge.calibrator,
-                    settings.judge.answer_calibrator,
-                )
-            ),
+            accuracy=judge_accuracy(judge_key_of(settings.judge)),
         )
         self._longest_ms = max(spec.size_ms for spec in self._timing.specs)
         self._telemetry = telemetry or Telemetry.disabled()

@@ -29,6 +29,7 @@ def test_an_answer_calibrator_over_another_claim_calibrator_is_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("STREAMPROC_JUDGE__CALIBRATOR", "verdict-calibrator-verifier-v1")
+    monkeypatch.setenv("STREAMPROC_JUDGE__ANSWER_CALIBRATOR", "answer-calibrator-v1")
     assert main(["eval", "agree", "--judge", "nli"]) == EXIT_MODEL_MISSING
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err

@@ -12,6 +12,7 @@ from streamproc.alerting.judge_accuracy import (
     TASK_OF_REGIME,
     judge_accuracy,
     judge_key,
+    judge_key_of,
     known_judges,
 )
 from streamproc.config import JudgeSettings
@@ -67,8 +68,7 @@ def test_shipped_counts_are_evaluation_md_report_split_tables(key: str, marker: 
 
 
 def test_the_default_judge_settings_find_their_counts() -> None:
-    judge = JudgeSettings()
-    key = judge_key(judge.name, judge.calibrator, judge.answer_calibrator)
+    key = judge_key_of(JudgeSettings())
     assert key == "nli+verdict-calibrator-verifier-v2+answer-calibrator-v1"
     accuracy = judge_accuracy(key)
     assert accuracy is not None
@@ -86,6 +86,8 @@ def test_unmeasured_judges_have_no_counts() -> None:
     assert judge_key("nli", None) == "nli"
     assert judge_key("rules", "ignored") == "rules"
     assert judge_key("nli", "c", "a") == "nli+c+a" and judge_key("nli", "c", None) == "nli+c"
+    other = JudgeSettings(calibrator="verdict-calibrator-verifier-v1")
+    assert judge_key_of(other) == "nli+verdict-calibrator-verifier-v1", "no answer calibrator"
     assert judge_accuracy("nli") is None
     assert judge_accuracy(judge_key("nli", "verdict-calibrator-aegis-v1")) is None
     assert known_judges() == (

@@ -12,7 +12,11 @@ import numpy as np
 import pytest
 
 from streamproc.events import VerdictLabel
-from streamproc.inference.calibrator_loader import load_answer_calibrator, load_calibrator
+from streamproc.inference.calibrator_loader import (
+    load_answer_calibrator,
+    load_calibrator,
+    resolve_answer_calibrator,
+)
 from streamproc.inference.registry import ModelIntegrityError, sha256_of
 from streamproc.judge.calibrated import calibrated_decision
 from streamproc.judge.calibrator import REGIMES, CalibratorError, VerdictCalibrator
@@ -189,3 +193,20 @@ def test_each_answer_regime_has_its_own_weights_and_threshold() -> None:
     assert model.threshold_for(base) == 0.5
     assert model.probability(record) == pytest.approx(1 / (1 + math.exp(-2.0)))
     assert model.probability(base) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    ("setting", "claim", "expected"),
+    [
+        ("auto", "verdict-calibrator-verifier-v2", "answer-calibrator-v1"),
+        ("auto", "verdict-calibrator-verifier-v1", None),  # none was fitted on its risks
+        ("auto", None, None),
+        ("answer-calibrator-v1", "verdict-calibrator-verifier-v1", "answer-calibrator-v1"),
+        (None, "verdict-calibrator-verifier-v2", None),
+        ("", "verdict-calibrator-verifier-v2", None),
+    ],
+)
+def test_the_answer_calibrator_follows_the_claim_calibrator(
+    setting: str | None, claim: str | None, expected: str | None
+) -> None:
+    assert resolve_answer_calibrator(setting, claim) == expected

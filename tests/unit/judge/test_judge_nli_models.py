@@ -123,7 +123,12 @@ def test_calibrated_risk_of_an_unrelated_addition_is_far_above_a_paraphrase(
 
 def test_judge_info_names_every_model_and_the_calibrator_with_hashes(judge: Judge) -> None:
     models = judge.info.models
-    expected = {"minilm-verifier-int8", "minilm-l6-v2-pt8", "verdict-calibrator-verifier-v1"}
+    expected = {
+        "minilm-verifier-int8",
+        "minilm-l6-v2-pt8",
+        "verdict-calibrator-verifier-v2",
+        "answer-calibrator-v1",
+    }
     assert set(models) == expected
     assert all(len(digest) == 64 for digest in models.values())
     thresholds = judge.info.thresholds
@@ -131,6 +136,7 @@ def test_judge_info_names_every_model_and_the_calibrator_with_hashes(judge: Judg
     assert {"entailment", "min_coverage", "confidence_cut_mean", "top_k"} <= set(thresholds)
     regimes = {f"calibrator_threshold_{r}" for r in ("record", "question", "task")}
     assert regimes <= set(thresholds)
+    assert {f"answer_threshold_{r}" for r in ("record", "question", "task")} <= set(thresholds)
 
 
 @pytest.mark.parametrize("which", ["judge", "aegis_calibrated", "nli_only", "l3_embedder"])
