@@ -9,9 +9,16 @@ Per claim, cheapest first, so most claims never reach the model:
    states is contradicted (the evidence has other figures) or unsupported.
 3. Level 2b - NLI over the top-k retrieved evidence units (sentences, windows, flattened
    record fields; never the whole concatenated evidence): supported when entailment
-   clears its threshold on some unit; contradicted when a unit that talks about the same
-   thing contradicts it clearly, or flips its negation; unsupported otherwise. A
-   supported strong claim over hedged evidence becomes unsupported (``OVERSTATED``).
+   clears its threshold on some unit - or, in a task such as a summary, on the top
+   units' sentences read together (:mod:`~streamproc.judge.premises`); contradicted when
+   a unit that talks about the same thing contradicts it clearly, or flips its negation
+   (a hard verdict only in the regimes where flips proved reliable); unsupported
+   otherwise. A supported strong claim over hedged evidence becomes unsupported
+   (``OVERSTATED``). Sentences about the document ("the article discusses X") are
+   checked for topic (:mod:`~streamproc.judge.document_claims`).
+4. With calibrators, the claim calibrator turns the signals into each claim's risk and
+   verdict, and the answer calibrator decides the answer from those risks and their
+   number (:mod:`~streamproc.judge.answer_decision`).
 
 Citations are judged the same way on the cited evidence alone. The whole batch makes one
 embedding call (of the evidence sentences worth embedding: :mod:`~streamproc.judge.shortlist`)
