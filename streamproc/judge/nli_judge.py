@@ -76,9 +76,9 @@ from streamproc.judge.limits import (
     with_limits,
 )
 from streamproc.judge.negation import flips_negation
-from streamproc.judge.nli_rounds import ask_in_rounds
+from streamproc.judge.nli_rounds import ask_composed, ask_in_rounds
 from streamproc.judge.overstatement import overstated
-from streamproc.judge.premises import COMPOSED_WORDS, ComposedPremise, compose_premise
+from streamproc.judge.premises import COMPOSED_WORDS, ComposedPremise
 from streamproc.judge.records import confirmed_values
 from streamproc.judge.retrieval import Candidate, rank_candidates
 from streamproc.judge.settle import EvidenceFacts, Prechecks, Settled, precheck
@@ -253,35 +253,10 @@ class NliJudge:
     def _ask(self, works: Sequence[AnswerWork]) -> dict[tuple[str, str], NliScore]:
         """NLI scores for the batch, asked in rounds (:mod:`streamproc.judge.nli_rounds`)."""
         lookup = ask_in_rounds(works, self._scorer, self._decisive, self._may_stop_early)
-        self._ask_composed(works, lookup)
+        composing = [w for w in works if w.regime in self._composed_regimes]
+        ask_composed(composing, self._scorer, lookup, self._thresholds.entailment)
         self.pairs_scored += len(lookup)
         return lookup
-
-    def _ask_composed(
-        self, works: Sequence[AnswerWork], lookup: dict[tuple[str, str], NliScore]
-    ) -> None:
-        """One more batched call: each claim no single unit entailed, in a regime that
-        reads fused sentences, against its top units' sentences read together."""
-        asked = []
-        for work in works:
-            if work.regime not in self._composed_regimes:
-                continue
-            for item in work.claims:
-                if item.settled is not None or not item.candidates:
-                    continue
-                hypothesis = work.hypothesis(item.claim)
-                best = max(
-                    lookup[(work.units[c.unit].text, hypothesis)].entailment
-                    for c in item.scored_candidates
-                )
-                if best >= self._thresholds.entailment:
-                    continue
-                item.composed = compose_premise(work.units, [c.unit for c in item.candidates])
-                if item.composed is not None:
-                    asked.append((item.composed.text, hypothesis))
-        new = [pair for pair in dict.fromkeys(asked) if pair not in lookup]
-        if new:
-            lookup.update(zip(new, self._scorer.score(new), strict=True))
 
     def _may_stop_early(self, item: ClaimWork, work: AnswerWork) -> bool:
         """An unsettled claim with several candidates, none of which flips its negation

@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from streamproc.judge._nli_work import AnswerWork, ClaimWork, pairs
 from streamproc.judge._protocols import NliScore, PairScorer
+from streamproc.judge.premises import compose_premise
 
-__all__ = ["Pair", "ask_in_rounds"]
+__all__ = ["Pair", "ask_composed", "ask_in_rounds"]
 
 Pair = tuple[str, str]
 
@@ -41,6 +42,33 @@ def ask_in_rounds(
             item.asked = (item.asked or 0) + 1
         _score_new(scorer, lookup, (_last_asked(c, w) for w, c in waiting))
     return lookup
+
+
+def ask_composed(
+    works: Sequence[AnswerWork],
+    scorer: PairScorer,
+    lookup: dict[Pair, NliScore],
+    entailment: float,
+) -> None:
+    """One more batched call after the rounds: each unsettled claim of ``works`` that no
+    single unit entailed at least ``entailment``, against its top units' sentences read
+    together (:mod:`streamproc.judge.premises`); sets the claim's ``composed``."""
+    asked = []
+    for work in works:
+        for item in work.claims:
+            if item.settled is not None or not item.candidates:
+                continue
+            hypothesis = work.hypothesis(item.claim)
+            best = max(
+                lookup[(work.units[c.unit].text, hypothesis)].entailment
+                for c in item.scored_candidates
+            )
+            if best >= entailment:
+                continue
+            item.composed = compose_premise(work.units, [c.unit for c in item.candidates])
+            if item.composed is not None:
+                asked.append((item.composed.text, hypothesis))
+    _score_new(scorer, lookup, asked)
 
 
 def _decided(
