@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 from streamproc.judge._sentences import split_sentences
@@ -121,7 +122,8 @@ def _strong_words(claim: str) -> dict[str, str]:
     return found
 
 
-def _hedges(sentence: str) -> tuple[list[str], bool]:
+@lru_cache(maxsize=4096)
+def _hedges(sentence: str) -> tuple[tuple[str, ...], bool]:
     """The sentence's hedges, and whether one of them is about a result (significance,
     a p-value over 0.05, an interval crossing the null), which may sit one sentence away
     from the result it qualifies."""
@@ -137,12 +139,20 @@ def _hedges(sentence: str) -> tuple[list[str], bool]:
         if low < 0 < high or low < 1 < high:
             found.append(f"interval {ci['low']} to {ci['high']} crosses the null")
             about_result = True
-    return list(dict.fromkeys(found)), about_result
+    return tuple(dict.fromkeys(found)), about_result
 
 
-def _families_used(evidence: str) -> set[str]:
+# Memoised, like _hedges and _sentences: every claim of an answer reads the same
+# evidence items. Bounded, so a worker's memory is too.
+@lru_cache(maxsize=1024)
+def _families_used(evidence: str) -> frozenset[str]:
     """Strong words the evidence itself asserts, outside its hedges."""
-    return set(_strong_words(_HEDGE.sub(" ", evidence)).values())
+    return frozenset(_strong_words(_HEDGE.sub(" ", evidence)).values())
+
+
+@lru_cache(maxsize=1024)
+def _sentences(evidence: str) -> tuple[str, ...]:
+    return tuple(evidence[s:e] for s, e in split_sentences(evidence))
 
 
 def _stem(word: str) -> str:
@@ -184,7 +194,7 @@ def overstated(claim_text: str, evidence_text: str) -> OverstatementFinding | No
     if not strong:
         return None
     topic = _topic(claim_text)
-    sentences = [evidence_text[s:e] for s, e in split_sentences(evidence_text)]
+    sentences = _sentences(evidence_text)
     for i, sentence in enumerate(sentences):
         hedges, about_result = _hedges(sentence)
         if not hedges:
