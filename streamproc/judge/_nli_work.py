@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from streamproc.events import AnswerEvent, ClaimClass
+from streamproc.judge.calibrator import regime
 from streamproc.judge.citations import citation_subsets
 from streamproc.judge.claims import Claim, Decomposition
 from streamproc.judge.confidence import SentenceConfidence
@@ -58,11 +59,9 @@ class AnswerWork:
 
     @property
     def regime(self) -> str:
-        """``record``, ``question`` or ``task``: the calibrator's regimes
-        (:func:`streamproc.judge.calibrator.regime_of`), known from the answer alone."""
-        if self.structured_evidence:
-            return "record"
-        return "question" if self.answer.question else "task"
+        """``record``, ``question`` or ``task`` (:func:`streamproc.judge.calibrator.regime`),
+        as the claims' signals say it."""
+        return regime(self.structured_evidence, bool(self.answer.question))
 
     @property
     def shape(self) -> Decomposition:

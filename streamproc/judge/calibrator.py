@@ -28,6 +28,7 @@ __all__ = [
     "LinearPart",
     "VerdictCalibrator",
     "feature_row",
+    "regime",
     "regime_of",
 ]
 
@@ -38,12 +39,17 @@ class CalibratorError(ValueError):
     """A calibrator payload that does not fit the signals this judge computes."""
 
 
-def regime_of(signals: Mapping[str, float]) -> str:
+def regime(structured_evidence: bool, has_question: bool) -> str:
     """``record`` (structured evidence), ``question`` (a reply to a question) or ``task``
     (e.g. a summary of passages): what the answer is, known from the event itself."""
-    if signals.get("structured_evidence", 0.0) > 0:
+    if structured_evidence:
         return "record"
-    return "question" if signals.get("has_question", 0.0) > 0 else "task"
+    return "question" if has_question else "task"
+
+
+def regime_of(signals: Mapping[str, float]) -> str:
+    """:func:`regime` of a claim, from its signals."""
+    return regime(signals.get("structured_evidence", 0.0) > 0, signals.get("has_question", 0.0) > 0)
 
 
 def feature_row(signals: Mapping[str, float], features: Sequence[str]) -> list[float]:

@@ -16,34 +16,30 @@ from aiokafka.structs import TopicPartition
 
 from streamproc.adapters.kafka_io import OutputTail, publish_answers
 from streamproc.config import Settings
-from streamproc.events import AnswerEvent, AnswerJudgement, JudgeInfo, Verdict
-from streamproc.judge import build_judge
+from streamproc.events import AnswerEvent, AnswerJudgement, Verdict
 from streamproc.samples import SEED_LAB, load_answers
 from streamproc.stream.judge_loop import JudgeLoop, judge_group_id
 from streamproc.stream.worker import prepare_topics
 from tests.integration.run_settings import run_settings
+from tests.integration.wrapped_judge import WrappedJudge
 
 ANSWERS = 480
 
 
-class _TimedJudge:
+class _TimedJudge(WrappedJudge):
     """The rules judge, 50 ms more per batch, noting when each batch was judged."""
 
     def __init__(self, settings: Settings) -> None:
-        self._inner = build_judge(settings.judge)
+        super().__init__(settings)
         self.calls: list[tuple[float, float]] = []
         self._guard = threading.Lock()
-
-    @property
-    def info(self) -> JudgeInfo:
-        return self._inner.info
 
     def judge_batch(
         self, answers: Sequence[AnswerEvent], *, deadline_s: float | None = None
     ) -> list[AnswerJudgement]:
         started = time.monotonic()
         time.sleep(0.05)
-        judged = self._inner.judge_batch(answers)
+        judged = super().judge_batch(answers)
         with self._guard:
             self.calls.append((started, time.monotonic()))
         return judged

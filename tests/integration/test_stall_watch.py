@@ -19,29 +19,25 @@ import aiohttp
 from streamproc.adapters.health import HealthServer, HealthState
 from streamproc.adapters.kafka_io import publish_answers
 from streamproc.config import Settings
-from streamproc.events import AnswerEvent, AnswerJudgement, JudgeInfo
-from streamproc.judge import build_judge
+from streamproc.events import AnswerEvent, AnswerJudgement
 from streamproc.samples import SEED_LAB, load_answers
 from streamproc.stream.judge_loop import JudgeLoop
 from streamproc.stream.worker import prepare_topics
+from tests.integration.wrapped_judge import WrappedJudge
 
 
-class _HangingJudge:
+class _HangingJudge(WrappedJudge):
     """The rules judge, except that it blocks until ``release`` is set."""
 
     def __init__(self, settings: Settings) -> None:
-        self._inner = build_judge(settings.judge)
+        super().__init__(settings)
         self.release = threading.Event()
-
-    @property
-    def info(self) -> JudgeInfo:
-        return self._inner.info
 
     def judge_batch(
         self, answers: Sequence[AnswerEvent], *, deadline_s: float | None = None
     ) -> list[AnswerJudgement]:
         self.release.wait(120)
-        return self._inner.judge_batch(answers)
+        return super().judge_batch(answers)
 
 
 async def _livez(port: int) -> int:

@@ -67,4 +67,4 @@ def test_collected_claims_are_hard_as_the_judge_treats_them(
     reasons: list[str], has_question: float, hard: bool
 ) -> None:
     signals = {"has_question": has_question, "structured_evidence": 0.0}
-    assert collect_module._hard(reasons, signals) is hard
+    assert collect_module._hard(reasons, signals, ("question",)) is hard

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from streamproc.evaluate.calibration.fit import fit_logistic
+from streamproc.evaluate.calibration.fit import balanced_accuracy, fit_logistic
 from streamproc.events import AnswerJudgement, VerdictLabel
 from streamproc.judge.answer_decision import ANSWER_FEATURES, answer_features
 from streamproc.judge.calibrator import REGIMES, LinearPart, regime_of
@@ -87,10 +87,9 @@ def _mean_balanced_accuracy(rows: Sequence[AnswerRow], flagged: Sequence[bool]) 
     scores = []
     for source in sorted({r.source for r in rows}):
         pairs = [(r.label, f) for r, f in zip(rows, flagged, strict=True) if r.source == source]
-        pos = [f for label, f in pairs if label]
-        neg = [not f for label, f in pairs if not label]
-        if pos and neg:
-            scores.append((sum(pos) / len(pos) + sum(neg) / len(neg)) / 2)
+        score = balanced_accuracy(pairs)  # nan for a source with one label only
+        if not np.isnan(score):
+            scores.append(score)
     return float(np.mean(scores)) if scores else 0.0
 
 

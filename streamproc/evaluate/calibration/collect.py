@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from streamproc.config import JudgeSettings
 from streamproc.evaluate.benchmark import BenchmarkItem, judge_items
 from streamproc.evaluate.cases import person_verdicts
-from streamproc.events import AnswerJudgement, VerdictLabel
+from streamproc.events import AnswerJudgement, JudgeInfo, VerdictLabel
 from streamproc.judge._protocols import Judge
-from streamproc.judge.calibrator import regime_of
+from streamproc.judge.calibrator import REGIMES, regime_of
 from streamproc.judge.records import RecordReason
 from streamproc.judge.structured import ValueReason
 
@@ -35,21 +34,31 @@ HARD_REASONS: tuple[str, ...] = (
 """Reason prefixes of findings that settle a claim whatever the calibrator says."""
 
 NEGATION_FLIP = "NEGATION_FLIP"
-"""Settles a claim only in the regimes ``JudgeSettings.hard_negation_regimes`` names."""
+"""Settles a claim only in the regimes where the judge treats it as hard."""
 
 TOPIC_SETTLED = "ABOUT_DOCUMENT"
 """A sentence about the document whose topic check passed: settled without the model,
 so its signals say nothing a calibrator should learn from."""
 
 
-def _hard(reasons: Sequence[str], signals: Mapping[str, float]) -> bool:
+def _hard(
+    reasons: Sequence[str], signals: Mapping[str, float], hard_negation: Collection[str]
+) -> bool:
     if any(r.startswith(HARD_REASONS) for r in reasons):
         return True
     flipped = any(r.startswith(NEGATION_FLIP) for r in reasons)
-    return flipped and regime_of(signals) in JudgeSettings().hard_negation_regimes
+    return flipped and regime_of(signals) in hard_negation
 
 
-def claim_rows(item: BenchmarkItem, judgement: AnswerJudgement) -> Iterable[dict[str, Any]]:
+def hard_negation_regimes(info: JudgeInfo) -> frozenset[str]:
+    """The regimes where ``info``'s judge lets a negation flip settle a claim (its
+    ``hard_negation_<regime>`` thresholds; a judge that does not say: all of them)."""
+    return frozenset(r for r in REGIMES if info.thresholds.get(f"hard_negation_{r}", 1.0) > 0)
+
+
+def claim_rows(
+    item: BenchmarkItem, judgement: AnswerJudgement, hard_negation: Collection[str]
+) -> Iterable[dict[str, Any]]:
     """One row per checked claim; ``claim_label`` only where people labelled spans."""
     person = person_verdicts(item.case, judgement)[0] if item.span_labelled else None
     for position, claim in enumerate(judgement.claims):
@@ -63,7 +72,7 @@ def claim_rows(item: BenchmarkItem, judgement: AnswerJudgement) -> Iterable[dict
             "answer_label": item.label,
             "claim_label": None if label is None else label is not VerdictLabel.SUPPORTED,
             "hard": claim.verdict is not VerdictLabel.SUPPORTED
-            and _hard(claim.reasons, claim.signals),
+            and _hard(claim.reasons, claim.signals, hard_negation),
             "claim": claim.text,
             "signals": claim.signals,
         }
@@ -73,7 +82,8 @@ def collect(
     items: Sequence[BenchmarkItem], judge: Judge, batch_size: int, progress: TextIO | None
 ) -> list[dict[str, Any]]:
     judgements, _ = judge_items(items, judge, batch_size, progress)
-    return [row for i, j in zip(items, judgements, strict=True) for row in claim_rows(i, j)]
+    hard = hard_negation_regimes(judge.info)
+    return [row for i, j in zip(items, judgements, strict=True) for row in claim_rows(i, j, hard)]
 
 
 def write_rows(path: Path, rows: Iterable[dict[str, Any]]) -> None:
