@@ -597,9 +597,10 @@ class NliJudge:
         calibrator = self._calibrator
         if calibrator is None:
             return rule, None, True
+        if item.settled is not None:  # a check without the model decided: no risk
+            return rule, None, True
         risk = round(calibrator.probability(signals), 4)
-        hard_flip = _is_negation_flip(rule) and work.regime in self._hard_negation
-        if item.settled is not None or hard_flip:
+        if _is_negation_flip(rule) and work.regime in self._hard_negation:
             return rule, risk, True  # a hard finding: never overruled
         soft = item.prechecks.soft_reasons if item.prechecks else ()
         drivers = calibrator.contributions(signals)

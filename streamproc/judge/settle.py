@@ -1,5 +1,5 @@
-"""The checks that need no model: token confidence, record checks, record values, and
-the name and number rules.
+"""The checks that need no model: token confidence, record checks, record values, which
+of two dated things came first, and the name and number rules.
 
 Some findings are *hard*: a value the record plainly contradicts, a call that was never
 executed, a sentence the answering model was guessing at. They settle the claim, with
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from streamproc.events import AnswerEvent, ClaimClass, ConfidenceMark, VerdictLabel
 from streamproc.judge.claims import Claim
+from streamproc.judge.comparisons import ComparisonFinding, check_comparison, parse_question
 from streamproc.judge.confidence import SentenceConfidence
 from streamproc.judge.document_claims import about_document, topic_reason
 from streamproc.judge.records import check_record
@@ -88,6 +89,15 @@ def precheck(
     number_reason = _number_reason(missing, bool(facts.numbers))
     soft = tuple(r for r in (name_reason, number_reason) if r is not None)
     soft += tuple(v.reason_text for v in values if v.reason is ValueReason.FIELD_NOT_IN_RECORD)
+    compared = _compare(answer, claim)
+    if compared is not None and (compared.whole or not compared.holds):
+        verdict = VerdictLabel.SUPPORTED if compared.holds else VerdictLabel.CONTRADICTED
+        settled = Settled(
+            verdict, float(compared.holds), (compared.reason_text,), compared.evidence_ids
+        )
+        return Prechecks(settled, soft, len(missing), len(unnamed), values)
+    if compared is not None:  # the comparison holds; the rest of the claim is the model's
+        soft += (compared.reason_text,)
     hard: Settled | None = None
     mismatches = [v for v in values if v.reason is ValueReason.VALUE_MISMATCH]
     if mismatches:
@@ -117,6 +127,15 @@ def _topic_check(claim: Claim, facts: EvidenceFacts, unknown: int) -> Settled | 
         share = f"ABOUT_DOCUMENT: the topic is the evidence's ({about.content[:80]})"
         return Settled(VerdictLabel.SUPPORTED, 1.0, (share,))
     return Settled(VerdictLabel.UNSUPPORTED, 0.0, (reason,))
+
+
+def _compare(answer: AnswerEvent, claim: Claim) -> ComparisonFinding | None:
+    """The evidence's years against a pick between two dated things, when the question
+    asks for one ("Who was born first, A or B?")."""
+    question = parse_question(answer.question) if answer.question else None
+    if question is None:
+        return None
+    return check_comparison(question, claim.text, [(e.id, e.text) for e in answer.evidence])
 
 
 def _number_reason(missing: Sequence[str], any_numbers: bool) -> str | None:

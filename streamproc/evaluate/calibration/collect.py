@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from streamproc.evaluate.benchmark import BenchmarkItem, judge_items
 from streamproc.evaluate.cases import person_verdicts
-from streamproc.events import AnswerJudgement, JudgeInfo, VerdictLabel
+from streamproc.events import AnswerJudgement, ClaimVerdict, JudgeInfo, VerdictLabel
 from streamproc.judge._protocols import Judge
 from streamproc.judge.calibrator import REGIMES, regime_of
 from streamproc.judge.records import RecordReason
@@ -30,15 +30,17 @@ HARD_REASONS: tuple[str, ...] = (
     "LOW_CONFIDENCE_SENTENCE",
     "SHAKY_SPECIFIC:",  # a guessed specific is cut; "SHAKY_SPECIFIC_CONFIRMED" is not
     "TOPIC_NOT_IN_EVIDENCE",
+    "COMPARISON_CONTRADICTED",
 )
 """Reason prefixes of findings that settle a claim whatever the calibrator says."""
 
 NEGATION_FLIP = "NEGATION_FLIP"
 """Settles a claim only in the regimes where the judge treats it as hard."""
 
-TOPIC_SETTLED = "ABOUT_DOCUMENT"
-"""A sentence about the document whose topic check passed: settled without the model,
-so its signals say nothing a calibrator should learn from."""
+SETTLED_SUPPORTED: tuple[str, ...] = ("ABOUT_DOCUMENT", "COMPARISON_CONFIRMED")
+"""A sentence about the document whose topic check passed, a pick between two dated
+things the years confirm: settled without the model, so their signals say nothing a
+calibrator should learn from."""
 
 
 def _hard(
@@ -48,6 +50,12 @@ def _hard(
         return True
     flipped = any(r.startswith(NEGATION_FLIP) for r in reasons)
     return flipped and regime_of(signals) in hard_negation
+
+
+def _settled_supported(claim: ClaimVerdict) -> bool:
+    return claim.verdict is VerdictLabel.SUPPORTED and any(
+        r.startswith(SETTLED_SUPPORTED) for r in claim.reasons
+    )
 
 
 def hard_negation_regimes(info: JudgeInfo) -> frozenset[str]:
@@ -62,7 +70,7 @@ def claim_rows(
     """One row per checked claim; ``claim_label`` only where people labelled spans."""
     person = person_verdicts(item.case, judgement)[0] if item.span_labelled else None
     for position, claim in enumerate(judgement.claims):
-        if claim.verdict is None or any(r.startswith(TOPIC_SETTLED) for r in claim.reasons):
+        if claim.verdict is None or _settled_supported(claim):
             continue
         label = person[position] if person is not None else None
         yield {
