@@ -539,7 +539,7 @@ class NliJudge:
         return Settled(
             VerdictLabel.UNSUPPORTED,
             best_entail,
-            (f"NOT_ENTAILED: best {best_entail:.2f} < {t.entailment:.2f} ({unit.evidence_id})",),
+            (_not_entailed(best_entail, top.coverage, unit.evidence_id, t),),
             (unit.evidence_id,),
         )
 
@@ -636,6 +636,17 @@ class NliJudge:
 
 
 # ------------------------------------------------------------------------------ helpers
+
+
+def _not_entailed(best: float, coverage: float, evidence_id: str, t: NliThresholds) -> str:
+    """Why no unit counts as entailing: too little entailment, or entailment from a unit
+    that shares too few of the claim's words to be about the same thing."""
+    if best < t.entailment:
+        return f"NOT_ENTAILED: best {best:.2f} < {t.entailment:.2f} ({evidence_id})"
+    return (
+        f"NOT_ENTAILED: {evidence_id} entails {best:.2f} but shares {coverage:.2f} of the "
+        f"claim's words (< {t.min_coverage:.2f})"
+    )
 
 
 def _regime_flags(name: str, regimes: Collection[str]) -> dict[str, float]:

@@ -3,6 +3,7 @@ and that a batch makes one embedding call and one NLI call."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -99,6 +100,30 @@ def test_unsupported_addition(scorer: OverlapScorer, embedder: BagOfWordsEmbedde
     assert claim.verdict is VerdictLabel.UNSUPPORTED
     assert claim.reasons[0].startswith("NOT_ENTAILED")
     assert result.action is Action.WITHHOLD
+
+
+class _EntailsEverything(OverlapScorer):
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[NliScore]:
+        return [NliScore(entailment=0.9, contradiction=0.05, logits=(0.0, 0.0)) for _ in pairs]
+
+
+def test_entailment_from_a_sentence_about_something_else_says_so(
+    embedder: BagOfWordsEmbedder,
+) -> None:
+    """The reason names the coverage line, not "best 0.90 < 0.50" (which reads as a bug)."""
+    strict = NliJudge(
+        _EntailsEverything(),
+        embedder,
+        thresholds=NliThresholds(entailment=0.5, min_coverage=0.6),
+        granularity="sentence",
+    )
+    [result] = strict.judge_batch([event("The supplier shipped wooden pallets by rail.")])
+    claim = only_claim(result)
+    assert claim.verdict is VerdictLabel.UNSUPPORTED
+    assert re.fullmatch(
+        r"NOT_ENTAILED: D1 entails 0\.90 but shares 0\.\d\d of the claim's words \(< 0\.60\)",
+        claim.reasons[0],
+    ), claim.reasons[0]
 
 
 def test_swapped_entity_is_not_supported(
