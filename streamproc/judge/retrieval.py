@@ -21,6 +21,7 @@ from streamproc.judge.text import content_words, numbers
 __all__ = ["Candidate", "lexical_coverage", "mentions_any", "names", "rank_candidates"]
 
 _NAME = re.compile(r"\b[A-Z][a-zA-Z'-]+(?:\s+[A-Z][a-zA-Z'-]+)*")
+_POSSESSIVE = re.compile(r"'s?$")
 _LEXICAL_WEIGHT = 0.5
 _EXACT_EXTRA = 2
 
@@ -40,16 +41,18 @@ class Candidate:
 
 
 def names(text: str) -> frozenset[str]:
-    """Capitalised words and runs ("Acme Corp", "Monday"), minus a sentence's first word."""
+    """Capitalised words and runs ("Acme Corp", "Monday"), minus a sentence's first word,
+    without a possessive ending: "Obama's" names Obama, and evidence that says "Obama"
+    knows him."""
     found = set()
     for match in _NAME.finditer(text):
+        name = match.group()
         if match.start() == 0 or text[match.start() - 2 : match.start()].strip() in {".", "!"}:
-            rest = match.group().split(maxsplit=1)
+            rest = name.split(maxsplit=1)
             if len(rest) < 2:
                 continue
-            found.add(rest[1].lower())
-            continue
-        found.add(match.group().lower())
+            name = rest[1]
+        found.add(_POSSESSIVE.sub("", name.lower()))
     return frozenset(found)
 
 
