@@ -68,7 +68,7 @@ _LEADING_FRAME: Final = re.compile(
     re.IGNORECASE,
 )
 _OF_THE_TWO: Final = re.compile(
-    r"^(?:of|between)\s+(?:the\s+two\s+)?(?P<pair>[^,]{3,200}),\s*(?:who|which)\b[^,]*$",
+    r"^(?:of|between)\s+(?:the\s+two\s+)?(?P<pair>[^,]{3,200}),\s*(?P<asking>(?:who|which)\b[^,]*)$",
     re.IGNORECASE,
 )
 _ARTICLE: Final = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
@@ -110,30 +110,43 @@ class ComparisonFinding:
 @lru_cache(maxsize=1024)
 def parse_question(question: str) -> Question | None:
     """``Question`` for "Who was born earlier, A or B?", "Of the two musicians A and B,
-    who is older?" and their kin, else None."""
+    who is older?" and their kin, else None. The order word must be in the clause that
+    asks ("Who was born earlier", "... was made first"), not anywhere in a long question
+    ("recorded with an earlier lineup")."""
     text = question.strip().rstrip("?").strip()
-    direction = _direction(text)
+    shape = _either_or(text) or _of_the_two(text)
+    if shape is None:
+        return None
+    left, right, asking = shape
+    direction = _direction(asking)
     if direction is None:
         return None
-    sides = _either_or(text) or _of_the_two(text)
-    if sides is None:
-        return None
-    left, right = sides
-    frame = text.replace(left, " ").replace(right, " ")
-    if _direction(frame) != direction:  # the order word was inside a name ("First Blood")
-        return None
-    return Question(text, left, right, _event(frame), direction)
+    return Question(text, left, right, _event(asking), direction)
 
 
-def _either_or(text: str) -> tuple[str, str] | None:
+def _either_or(text: str) -> tuple[str, str, str] | None:
+    """The two names around " or " and the words that ask about them: the clause before
+    the first name (or its start, up to the order phrase) and the one after the second."""
     if text.lower().count(" or ") != 1:
         return None
     before, after = re.split(r"\s+or\s+", text, maxsplit=1, flags=re.IGNORECASE)
-    left, right = _sides(before, after)
-    return (left, right) if left and right else None
+    clauses = re.split(r"[,:;]", before)
+    left = clauses[-1]
+    asking = clauses[-2] if len(clauses) > 1 else ""
+    orders = _orders(left) if len(clauses) == 1 else []  # "who is younger A or B"
+    if orders:
+        asking, left = left[: orders[-1].end()], left[orders[-1].end() :]
+    stripped = _LEADING_FRAME.sub("", left.strip()).strip()
+    asking += " " + left.strip()[: len(left.strip()) - len(stripped)]
+    closing = re.search(r"\s+(?:was|were|is|are|came|come|has|had|did)\b|[,:;]", after)
+    right = after[: closing.start()] if closing else after
+    if closing is not None and closing.group().strip() not in ",:;":
+        asking += " " + re.split(r"[,:;]", after[closing.start() :])[0]
+    left, right = _name(stripped), _name(right)
+    return (left, right, asking) if left and right else None
 
 
-def _of_the_two(text: str) -> tuple[str, str] | None:
+def _of_the_two(text: str) -> tuple[str, str, str] | None:
     """ "Of the two American musicians Janet Gardner and Myles Kennedy, who is older":
     the names are what follows the last lower-case word before "and"."""
     shape = _OF_THE_TWO.match(text)
@@ -143,7 +156,12 @@ def _of_the_two(text: str) -> tuple[str, str] | None:
     words = before.split()
     lower = [i for i, w in enumerate(words) if w[:1].islower()]
     left = " ".join(words[lower[-1] + 1 :] if lower else words)
-    return (left.strip(" '\""), right.strip(" '\"")) if left and right else None
+    asking = shape.group("asking")
+    return (_name(left), _name(right), asking) if left and right else None
+
+
+def _name(text: str) -> str:
+    return _ARTICLE.sub("", text.strip()).strip(" '\"")
 
 
 def check_comparison(
@@ -199,19 +217,6 @@ def _event(frame: str) -> Event:
     if _BIRTH.search(frame):
         return "birth"
     return "start"
-
-
-def _sides(before: str, after: str) -> tuple[str, str]:
-    """The two names around " or ": after the last comma or order phrase on the left, up
-    to the closing clause ("... was made first") on the right."""
-    clauses = re.split(r"[,:;]", before)
-    left = clauses[-1]
-    orders = _orders(left) if len(clauses) == 1 else []  # "who is younger A or B"
-    if orders:
-        left = left[orders[-1].end() :]
-    left = _LEADING_FRAME.sub("", left.strip()).strip()
-    right = re.split(r"\s+(?:was|were|is|are|came|come|has|had|did)\b|[,:;]", after, maxsplit=1)[0]
-    return _ARTICLE.sub("", left).strip(" '\""), _ARTICLE.sub("", right).strip(" '\"")
 
 
 # -- the claim ---------------------------------------------------------------------------

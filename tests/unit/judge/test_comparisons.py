@@ -71,6 +71,8 @@ def test_questions_that_ask_which_came_first(
         "Who was born earlier, A or B or C?",
         "Who was born earlier?",
         "Which is longer, the Nile or the Amazon?",
+        # an order word outside the asking clause ("an earlier lineup") asks nothing
+        "Which band recorded an EP with an earlier lineup, toured in 2012, Alpha or Omega?",
     ],
 )
 def test_other_questions_are_not_comparisons(question: str) -> None:
