@@ -14,9 +14,10 @@ _LIST_MARKER = re.compile(r"(?:[-*•+]|\d{1,3}[.)])\s+")
 _CLOSERS = "\"'\u201d\u2019)"  # straight and curly closing quotes, ")"
 _BOUNDARY = re.compile(f"[.!?]+[{re.escape(_CLOSERS)}]*")
 _TRAILING_CITATION = re.compile(r"\s*\[[^\[\]\n]{1,80}\](?!\()")
-# Abbreviations that are followed by a capitalised word mid-sentence ("Dr. Smith").
+# Abbreviations that are followed by a capitalised word mid-sentence ("Dr. Smith",
+# "Roe v. Wade").
 _ABBREVIATIONS = word_set(
-    "e.g i.e dr mr mrs ms prof st vs cf jr sr mt gen col sgt capt lt rev hon gov sen rep"
+    "e.g i.e dr mr mrs ms prof st vs v cf jr sr mt gen col sgt capt lt rev hon gov sen rep"
 )
 # Abbreviations that are only abbreviations before a number ("No. 5", "Fig. 2").
 _NUMERIC_ABBREVIATIONS = word_set(

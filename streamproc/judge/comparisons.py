@@ -140,8 +140,8 @@ def _either_or(text: str) -> tuple[str, str, str] | None:
     asking += " " + left.strip()[: len(left.strip()) - len(stripped)]
     closing = re.search(r"\s+(?:was|were|is|are|came|come|has|had|did)\b|[,:;]", after)
     right = after[: closing.start()] if closing else after
-    if closing is not None and closing.group().strip() not in ",:;":
-        asking += " " + re.split(r"[,:;]", after[closing.start() :])[0]
+    if closing is not None:  # "... or B was made first", "... or B, was made first"
+        asking += " " + re.split(r"[,:;]", after[closing.start() :].lstrip(",:; "))[0]
     left, right = _name(stripped), _name(right)
     return (left, right, asking) if left and right else None
 
@@ -224,7 +224,7 @@ def _event(frame: str) -> Event:
 
 def _only_comparison(question: Question, claim: str) -> bool:
     """Every word of the claim is a side's name or the question's own framing words."""
-    said = {w.lower() for w in _WORD.findall(question.text)} | _FILLER
+    said = {w.lower().strip(".") for w in _WORD.findall(question.text)} | _FILLER
     rest = [w.strip(".") for w in _WORD.findall(claim.lower())]
     return all(not w or w in said for w in rest)
 

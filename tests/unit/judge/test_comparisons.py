@@ -142,6 +142,14 @@ def test_nothing_is_said_without_two_different_years() -> None:
     assert check_comparison(question, "Gerina Dunwich", [("D1", same)]) is None
 
 
+def test_a_case_name_with_v_is_the_bare_pick() -> None:
+    question = ask("Which ruling, Wickard v. Filburn or Roe v. Wade, was made first?")
+    evidence = [("D1", "Roe v. Wade, 410 U.S. 113 (1973), was a ruling."), ("D2", FILMS)]
+    evidence.append(("D3", "Wickard v. Filburn, 317 U.S. 111 (1942), was a decision."))
+    finding = check_comparison(question, "Wickard v. Filburn", evidence)
+    assert finding is not None and finding.holds and finding.whole
+
+
 def test_a_pick_with_more_to_say_is_not_settled_whole() -> None:
     question = ask("Who was born earlier, Gerina Dunwich or Erich Maria Remarque?")
     claim = "Erich Maria Remarque was born earlier and wrote All Quiet on the Western Front."

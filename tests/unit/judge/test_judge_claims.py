@@ -27,6 +27,13 @@ def test_sentences_do_not_break_on_decimals_abbreviations_or_ids() -> None:
     ]
 
 
+def test_a_case_name_is_one_sentence() -> None:
+    assert sentences("Roe v. Wade came after Wickard v. Filburn. It was 1973.") == [
+        "Roe v. Wade came after Wickard v. Filburn.",
+        "It was 1973.",
+    ]
+
+
 def test_line_breaks_and_list_markers_end_sentences() -> None:
     answer = "Here is a summary:\n\n- The invoice is blocked\n2. The supplier was asked."
     assert sentences(answer) == [
