@@ -51,7 +51,7 @@ _BIRTH: Final = re.compile(r"\b(?:born|older|oldest|elder|younger|youngest)\b", 
 _NEGATION: Final = re.compile(r"\b(?:not|never|neither|nor)\b|n't\b", re.IGNORECASE)
 _YEAR: Final = re.compile(r"(?<![\d.,])(1[0-9]{3}|20[0-9]{2})(?![\d])")
 _DIED_YEAR: Final = re.compile(
-    r"\b(?:died|d\.|death|passed\s+away)\b[^()\d]{0,40}?(?:\d{1,2}\s+)?(?:[A-Z][a-z]+\s+)?"
+    r"(?:\b(?:died|death|passed\s+away)\b|\bd\.)[^()\d]{0,40}?(?:\d{1,2}\s+)?(?:[A-Z][a-z]+\s+)?"
     r"(?:\d{1,2},?\s+)?(1[0-9]{3}|20[0-9]{2})\b"
 )
 _PARENTHESIS: Final = re.compile(r"\(([^()]{1,300})\)")
@@ -105,6 +105,9 @@ class ComparisonFinding:
     evidence_ids: tuple[str, ...]
     whole: bool
     """The claim says nothing but the comparison, so the years settle all of it."""
+
+
+# -- the question ------------------------------------------------------------------------
 
 
 @lru_cache(maxsize=1024)
@@ -164,6 +167,33 @@ def _name(text: str) -> str:
     return _ARTICLE.sub("", text.strip()).strip(" '\"")
 
 
+def _direction(text: str) -> bool | None:
+    """True for "earlier"-like, False for "later"-like, None when absent or both."""
+    found = {match.group("early") is not None for match in _orders(text)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _orders(text: str) -> list[re.Match[str]]:
+    """The order words of ``text``; "first" and "last" only right after an event's verb."""
+    kept = []
+    for match in _DIRECTION.finditer(text):
+        before = text[max(0, match.start() - _VERB_REACH) : match.start()]
+        if not _ORDINAL.match(match.group(0)) or _EVENT_VERB.search(before):
+            kept.append(match)
+    return kept
+
+
+def _event(frame: str) -> Event:
+    if _DEATH.search(frame):
+        return "death"
+    if _BIRTH.search(frame):
+        return "birth"
+    return "start"
+
+
+# -- the claim ---------------------------------------------------------------------------
+
+
 def check_comparison(
     question: Question, claim: str, evidence: Sequence[tuple[str, str]]
 ) -> ComparisonFinding | None:
@@ -190,36 +220,6 @@ def check_comparison(
     )
     ids = tuple(dict.fromkeys((mine[1], theirs[1])))
     return ComparisonFinding(holds, reason, ids, _only_comparison(question, claim))
-
-
-# -- the question ------------------------------------------------------------------------
-
-
-def _direction(text: str) -> bool | None:
-    """True for "earlier"-like, False for "later"-like, None when absent or both."""
-    found = {match.group("early") is not None for match in _orders(text)}
-    return found.pop() if len(found) == 1 else None
-
-
-def _orders(text: str) -> list[re.Match[str]]:
-    """The order words of ``text``; "first" and "last" only right after an event's verb."""
-    kept = []
-    for match in _DIRECTION.finditer(text):
-        before = text[max(0, match.start() - _VERB_REACH) : match.start()]
-        if not _ORDINAL.match(match.group(0)) or _EVENT_VERB.search(before):
-            kept.append(match)
-    return kept
-
-
-def _event(frame: str) -> Event:
-    if _DEATH.search(frame):
-        return "death"
-    if _BIRTH.search(frame):
-        return "birth"
-    return "start"
-
-
-# -- the claim ---------------------------------------------------------------------------
 
 
 def _only_comparison(question: Question, claim: str) -> bool:

@@ -30,6 +30,7 @@ from streamproc.judge._record_values import RecordValues
 from streamproc.judge._sentences import split_sentences
 from streamproc.judge._speech_acts import is_abstention, is_conversational
 from streamproc.judge.claims import decompose
+from streamproc.judge.comparisons import check_comparison, parse_question
 from streamproc.judge.confidence import sentence_confidence, specific_spans
 from streamproc.judge.evidence import build_units
 from streamproc.judge.negation import flips_negation, is_negated
@@ -138,6 +139,11 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "id_then_spaces": lambda n: "order" + " " * n + "x",
     "delivery": lambda n: "delivery " * n,
     "groups": lambda n: "good for groups " * n,
+    "lede": lambda n: "Alan Boyd (born " * n,
+    "life_spans": lambda n: "Alan Boyd (1 May 1900 - " * n,
+    "died": lambda n: "died " * n,
+    "order_words": lambda n: "was born first, " * n + "Alan Boyd or Cyrus Dole",
+    "either_or": lambda n: "Who was born first, Alan " + "or " * n,
 }
 
 # ---------------------------------------------------------------------- entry points
@@ -189,6 +195,12 @@ def _rank(text: str) -> object:
     return rank_candidates(text, np.ones(4, np.float32), units, vectors, 2)
 
 
+_BORN_FIRST = parse_question("Who was born first, Alan Boyd or Cyrus Dole?")
+assert _BORN_FIRST is not None
+_DIED_FIRST = parse_question("Who died first, Alan Boyd or Cyrus Dole?")
+assert _DIED_FIRST is not None
+
+
 def _atomic(text: str) -> object:
     return atomic_spans(text, 0, len(text), find_citations(text, frozenset()))
 
@@ -225,6 +237,13 @@ ENTRIES: dict[str, Callable[[str], object]] = {
     "is_abstention": is_abstention,
     "is_conversational": is_conversational,
     "rank_candidates": _rank,
+    "parse_question": parse_question.__wrapped__,  # the cache would time nothing
+    "check_comparison": lambda t: check_comparison(
+        _BORN_FIRST, "Alan Boyd was born first.", [("E", t + " Cyrus Dole (born 1901).")]
+    ),
+    "check_comparison_death": lambda t: check_comparison(
+        _DIED_FIRST, "Alan Boyd died first.", [("E", t + " Cyrus Dole (born 1901).")]
+    ),
 }
 
 _COMMON = ("spaces_between_values", "long_word", "digits", "commas", "not", "brackets")
@@ -265,6 +284,9 @@ CASES: dict[str, tuple[str, ...]] = {
     "is_abstention": ("spaces", "long_word"),
     "is_conversational": ("spaces", "long_word"),
     "rank_candidates": ("long_word", "long_caps", "spaces_in_hours"),
+    "parse_question": ("order_words", "either_or", "commas", "long_caps", "sentences"),
+    "check_comparison": ("lede", "life_spans", "died", "us", "digits", "long_caps"),
+    "check_comparison_death": ("lede", "life_spans", "died", "digit_commas"),
 }  # fmt: skip
 
 
