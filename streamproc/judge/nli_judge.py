@@ -5,17 +5,19 @@ Per claim, cheapest first, so most claims never reach the model:
 1. Level 1 - token confidence (when the answer carries log-probabilities): a degenerate
    sentence or a shaky specific the records do not confirm is cut (unsupported).
 2. Level 2a - deterministic record checks for claims about a case (reason codes such as
-   ``AMOUNT_MISMATCH``, ``NOT_EXECUTED``), then numbers: a figure the evidence never
-   states is contradicted (the evidence has other figures) or unsupported.
+   ``AMOUNT_MISMATCH``, ``NOT_EXECUTED``), a pick between two dated things against their
+   years (:mod:`~streamproc.judge.comparisons`), then numbers: a figure the evidence
+   never states is contradicted (the evidence has other figures) or unsupported.
 3. Level 2b - NLI over the top-k retrieved evidence units (sentences, windows, flattened
    record fields; never the whole concatenated evidence): supported when entailment
    clears its threshold on some unit - or, in a task such as a summary, on the top
    units' sentences read together (:mod:`~streamproc.judge.premises`); contradicted when
    a unit that talks about the same thing contradicts it clearly, or flips its negation
    (a hard verdict only in the regimes where flips proved reliable); unsupported
-   otherwise. A supported strong claim over hedged evidence becomes unsupported
-   (``OVERSTATED``). Sentences about the document ("the article discusses X") are
-   checked for topic (:mod:`~streamproc.judge.document_claims`).
+   otherwise (:mod:`~streamproc.judge.nli_decision`). A supported strong claim over
+   hedged evidence becomes unsupported (``OVERSTATED``). Sentences about the document
+   ("the article discusses X") are checked for topic
+   (:mod:`~streamproc.judge.document_claims`).
 4. With calibrators, the claim calibrator turns the signals into each claim's risk and
    verdict, and the answer calibrator decides the answer from those risks and their
    number (:mod:`~streamproc.judge.answer_decision`).
@@ -32,7 +34,7 @@ answer's own steps run against its deadline (:mod:`streamproc.judge.deadline`).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -59,7 +61,7 @@ from streamproc.judge.answer_decision import AnswerCalibrator
 from streamproc.judge.calibrated import calibrated_decision
 from streamproc.judge.calibrator import REGIMES, VerdictCalibrator
 from streamproc.judge.citations import assess_citations, citation_subsets
-from streamproc.judge.claims import Claim, Granularity, split_sentences
+from streamproc.judge.claims import Claim, Granularity
 from streamproc.judge.confidence import (
     ConfidenceThresholds,
     SentenceConfidence,
@@ -68,19 +70,19 @@ from streamproc.judge.confidence import (
 from streamproc.judge.deadline import Deadline
 from streamproc.judge.decide import decide
 from streamproc.judge.engine import citation_reasons
-from streamproc.judge.evidence import EvidenceUnit, build_units, is_structured
+from streamproc.judge.evidence import build_units, is_structured
 from streamproc.judge.limits import (
     cap_units,
     decompose_within,
     unchecked_verdict,
     with_limits,
 )
-from streamproc.judge.negation import flips_negation
+from streamproc.judge.nli_decision import NliThresholds, decide_claim, flips, item_text
 from streamproc.judge.nli_rounds import ask_composed, ask_in_rounds
 from streamproc.judge.overstatement import overstated
-from streamproc.judge.premises import COMPOSED_WORDS, ComposedPremise
+from streamproc.judge.premises import COMPOSED_WORDS
 from streamproc.judge.records import confirmed_values
-from streamproc.judge.retrieval import Candidate, rank_candidates
+from streamproc.judge.retrieval import rank_candidates
 from streamproc.judge.settle import EvidenceFacts, Prechecks, Settled, precheck
 from streamproc.judge.shortlist import lexical_shortlist
 from streamproc.judge.signals import SIGNAL_NAMES, ClaimEvidence, claim_signals
@@ -91,26 +93,6 @@ from streamproc.judge.text import content_words, numbers
 __all__ = ["NLI_JUDGE_VERSION", "NliJudge", "NliThresholds"]
 
 NLI_JUDGE_VERSION = "2"
-
-
-@dataclass(frozen=True, slots=True)
-class NliThresholds:
-    """Where the NLI judge draws its lines; defaults come from the model's manifest."""
-
-    entailment: float = 0.5
-    contradiction: float = 0.5
-    min_coverage: float = 0.0
-    contradiction_min_coverage: float = 0.5
-    negation_min_coverage: float = 0.6
-
-    def as_dict(self) -> dict[str, float]:
-        return {
-            "entailment": self.entailment,
-            "contradiction": self.contradiction,
-            "min_coverage": self.min_coverage,
-            "contradiction_min_coverage": self.contradiction_min_coverage,
-            "negation_min_coverage": self.negation_min_coverage,
-        }
 
 
 class NliJudge:
@@ -263,7 +245,9 @@ class NliJudge:
         (a flip is decided by the unit closest in words, whatever NLI says)."""
         if item.settled is not None or len(item.candidates) < 2:
             return False
-        return not any(self._flips(item.claim.text, work.units[c.unit], c) for c in item.candidates)
+        return not any(
+            flips(item.claim.text, work.units[c.unit], c, self._thresholds) for c in item.candidates
+        )
 
     def _claims_with_evidence(
         self, answers: Sequence[AnswerEvent], deadline_s: float | None
@@ -422,8 +406,8 @@ class NliJudge:
         base = unchecked_verdict(claim)
         if not claim.checked:
             return base, False
-        rule = item.settled or self._decide(
-            item.claim, item.scored_candidates, work, lookup, item.composed
+        rule = item.settled or decide_claim(
+            item.claim, item.scored_candidates, work, lookup, self._thresholds, item.composed
         )
         signals = self._signals(item, rule, work, lookup)
         decision, risk, settled = self._calibrate(item, work, rule, signals)
@@ -462,87 +446,6 @@ class NliJudge:
         )
         return verdict, settled
 
-    def _decide(
-        self,
-        claim: Claim,
-        candidates: Sequence[Candidate],
-        work: AnswerWork,
-        lookup: Mapping[tuple[str, str], NliScore],
-        composed: ComposedPremise | None = None,
-    ) -> Settled:
-        t = self._thresholds
-        if not candidates:
-            return Settled(VerdictLabel.UNSUPPORTED, 0.0, ("NO_EVIDENCE",))
-        hypothesis = work.hypothesis(claim)
-        scored = [(c, lookup[(work.units[c.unit].text, hypothesis)]) for c in candidates]
-        flipped = [c for c, _ in scored if self._flips(claim.text, work.units[c.unit], c)]
-        entailing = [
-            (c, s)
-            for c, s in scored
-            if s.entailment >= t.entailment and c.coverage >= t.min_coverage and c not in flipped
-        ]
-        best_entail = max((s.entailment for _, s in scored if _ not in flipped), default=0.0)
-        relevant = [(c, s) for c, s in scored if c.coverage >= t.contradiction_min_coverage]
-        best_contra = max(relevant, key=lambda cs: cs[1].contradiction, default=None)
-        if (
-            best_contra is not None
-            and best_contra[1].contradiction >= t.contradiction
-            and best_contra[1].contradiction > best_entail
-        ):
-            unit = work.units[best_contra[0].unit]
-            return Settled(
-                VerdictLabel.CONTRADICTED,
-                best_entail,
-                (
-                    f"NLI_CONTRADICTION: {best_contra[1].contradiction:.2f} against "
-                    f"{unit.evidence_id}: {_clip(unit.text)}",
-                ),
-                (unit.evidence_id,),
-            )
-        closest_flip = max(flipped, key=lambda c: c.coverage, default=None)
-        closest_entail = max((c.coverage for c, _ in entailing), default=-1.0)
-        if closest_flip is not None and closest_flip.coverage >= closest_entail:
-            # the sentence that talks most closely about the claim says the opposite
-            unit = work.units[closest_flip.unit]
-            return Settled(
-                VerdictLabel.CONTRADICTED,
-                best_entail,
-                (f"NEGATION_FLIP: against {unit.evidence_id}: {_clip(unit.text)}",),
-                (unit.evidence_id,),
-            )
-        if not entailing and composed is not None:
-            fused = lookup[(composed.text, hypothesis)]
-            if fused.entailment >= t.entailment:
-                return Settled(
-                    VerdictLabel.SUPPORTED,
-                    fused.entailment,
-                    (
-                        f"COMPOSED_PREMISE: {fused.entailment:.2f} from {composed.sentences} "
-                        f"sentences of {', '.join(composed.evidence_ids)} read together",
-                    ),
-                    composed.evidence_ids,
-                )
-        if entailing:
-            candidate, score = max(entailing, key=lambda cs: cs[1].entailment)
-            unit = work.units[candidate.unit]
-            finding = overstated(claim.text, _item_text(work, unit))
-            if finding is not None:
-                return Settled(
-                    VerdictLabel.UNSUPPORTED,
-                    score.entailment,
-                    (finding.reason_text,),
-                    (unit.evidence_id,),
-                )
-            return Settled(VerdictLabel.SUPPORTED, score.entailment, (), (unit.evidence_id,))
-        top = max(scored, key=lambda cs: cs[1].entailment)[0]
-        unit = work.units[top.unit]
-        return Settled(
-            VerdictLabel.UNSUPPORTED,
-            best_entail,
-            (_not_entailed(best_entail, top.coverage, unit.evidence_id, t),),
-            (unit.evidence_id,),
-        )
-
     def _signals(
         self,
         item: ClaimWork,
@@ -559,7 +462,7 @@ class NliJudge:
         flipped = _is_negation_flip(rule)
         best = max(scored, key=lambda cs: cs[1].entailment, default=None)
         hedged = best is not None and (
-            overstated(claim.text, _item_text(work, work.units[best[0].unit])) is not None
+            overstated(claim.text, item_text(work, work.units[best[0].unit])) is not None
         )
         checks = item.prechecks or Prechecks(None)
         words = content_words(claim.text)
@@ -607,18 +510,6 @@ class NliJudge:
         threshold = calibrator.threshold_for(signals)
         return calibrated_decision(rule, risk, threshold, drivers, soft), risk, False
 
-    def _flips(self, claim: str, unit: EvidenceUnit, candidate: Candidate) -> bool:
-        """Some sentence of the unit talks about the same thing with the opposite
-        polarity. Judged per sentence: a negation in a neighbouring sentence proves
-        nothing, and a window around a flipped sentence must not 'entail' the claim."""
-        threshold = self._thresholds.negation_min_coverage
-        if candidate.coverage < threshold:
-            return False
-        return any(
-            flips_negation(claim, unit.text[start:end], threshold)
-            for start, end in split_sentences(unit.text)
-        )
-
     def _subset_supports(
         self,
         item: ClaimWork,
@@ -631,22 +522,13 @@ class NliJudge:
         subset_text = " ".join(u.text for u in work.units if u.evidence_id in subset)
         if claim_numbers - numbers(subset_text) - numbers(work.answer.question or ""):
             return False
-        decision = self._decide(item.claim, item.cited.get(subset, []), work, lookup)
+        decision = decide_claim(
+            item.claim, item.cited.get(subset, []), work, lookup, self._thresholds
+        )
         return decision.verdict is VerdictLabel.SUPPORTED
 
 
 # ------------------------------------------------------------------------------ helpers
-
-
-def _not_entailed(best: float, coverage: float, evidence_id: str, t: NliThresholds) -> str:
-    """Why no unit counts as entailing: too little entailment, or entailment from a unit
-    that shares too few of the claim's words to be about the same thing."""
-    if best < t.entailment:
-        return f"NOT_ENTAILED: best {best:.2f} < {t.entailment:.2f} ({evidence_id})"
-    return (
-        f"NOT_ENTAILED: {evidence_id} entails {best:.2f} but shares {coverage:.2f} of the "
-        f"claim's words (< {t.min_coverage:.2f})"
-    )
 
 
 def _regime_flags(name: str, regimes: Collection[str]) -> dict[str, float]:
@@ -675,15 +557,3 @@ def _confidence(
     return sentence_confidence(
         answer.tokens, claim.start, claim.end, thresholds, confirmed=confirmed
     )
-
-
-def _item_text(work: AnswerWork, unit: EvidenceUnit) -> str:
-    """The whole evidence item a unit came from: a hedge may sit in the next sentence."""
-    for item in work.answer.evidence:
-        if item.id == unit.evidence_id:
-            return item.text
-    return unit.text
-
-
-def _clip(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
