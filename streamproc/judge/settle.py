@@ -90,14 +90,8 @@ def precheck(
     soft = tuple(r for r in (name_reason, number_reason) if r is not None)
     soft += tuple(v.reason_text for v in values if v.reason is ValueReason.FIELD_NOT_IN_RECORD)
     compared = _compare(answer, claim)
-    if compared is not None and (compared.whole or not compared.holds):
-        verdict = VerdictLabel.SUPPORTED if compared.holds else VerdictLabel.CONTRADICTED
-        settled = Settled(
-            verdict, float(compared.holds), (compared.reason_text,), compared.evidence_ids
-        )
-        return Prechecks(settled, soft, len(missing), len(unnamed), values)
-    if compared is not None:  # the comparison holds; the rest of the claim is the model's
-        soft += (compared.reason_text,)
+    if compared is not None and compared.holds and not compared.whole:
+        soft += (compared.reason_text,)  # the pick holds; the rest of the claim is the model's
     hard: Settled | None = None
     mismatches = [v for v in values if v.reason is ValueReason.VALUE_MISMATCH]
     if mismatches:
@@ -107,6 +101,10 @@ def precheck(
             tuple(v.reason_text for v in mismatches),
             tuple(dict.fromkeys(v.evidence_id for v in mismatches)),
         )
+    elif compared is not None and (compared.whole or not compared.holds):
+        verdict = VerdictLabel.SUPPORTED if compared.holds else VerdictLabel.CONTRADICTED
+        reasons = (compared.reason_text,)
+        hard = Settled(verdict, float(compared.holds), reasons, compared.evidence_ids)
     elif not soft_rules and name_reason is not None:
         hard = Settled(VerdictLabel.UNSUPPORTED, 0.0, (name_reason,))
     elif not soft_rules and number_reason is not None:
