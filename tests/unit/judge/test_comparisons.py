@@ -179,3 +179,16 @@ def test_the_judge_settles_a_pick_without_the_model(
     assert confirmed.verdict is VerdictLabel.SUPPORTED
     assert confirmed.reasons[0].startswith("COMPARISON_CONFIRMED")
     assert not right.hallucinated
+
+
+def test_a_right_pick_with_more_to_say_leaves_the_rest_to_the_verifier(
+    scorer: OverlapScorer, embedder: BagOfWordsEmbedder
+) -> None:
+    judge = nli(scorer, embedder, calibrator=calibrator(intercept=5.0))  # flags what it decides
+    question = "Who was born earlier, Gerina Dunwich or Erich Maria Remarque?"
+    claim = "Erich Maria Remarque was born earlier and wrote for a Berlin daily newspaper."
+    [reply] = judge.judge_batch([event(claim, [{"id": "D1", "text": LEDES}], question=question)])
+    [decided] = reply.claims
+    assert decided.verdict is not VerdictLabel.SUPPORTED, "the years do not vouch for the rest"
+    assert decided.risk is not None, "the calibrator decided it"
+    assert any(r.startswith("COMPARISON_CONFIRMED") for r in decided.reasons)
