@@ -676,7 +676,7 @@ def composed_pairs(
     for row in _read_jsonl(ragtruth_path):
         if split_of(row["id"]) != "calibrate" or row["task_type"] != "Summary":
             continue
-        doc_key = "rt:" + hashlib.sha256("\n".join(row["evidence"]).encode()).hexdigest()[:12]
+        doc_key = _doc_key(row)
         if doc_key not in seen:
             seen.add(doc_key)
             units = _unit_objects(row.get("question"), row["evidence"], record=False)

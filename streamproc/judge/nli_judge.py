@@ -498,9 +498,7 @@ class NliJudge:
         """The calibrated verdict and risk, or the rule's verdict when no calibrator is
         configured or a hard finding settled the claim (the third value: it did)."""
         calibrator = self._calibrator
-        if calibrator is None:
-            return rule, None, True
-        if item.settled is not None:  # a check without the model decided: no risk
+        if calibrator is None or item.settled is not None:  # no calibrator decides: no risk
             return rule, None, True
         risk = round(calibrator.probability(signals), 4)
         if _is_negation_flip(rule) and work.regime in self._hard_negation:
