@@ -298,6 +298,12 @@ class JudgeSettings(_Group):
         "(precision of the hard verdict on the calibrate split: question 26/31, record "
         "1/6, task 1/6; EVALUATION.md).",
     )
+    zero_length_hours: Literal["closed", "unknown"] = Field(
+        default="closed",
+        description="How a record's day written '0:0-0:0' (opens when it closes) is read: "
+        "'closed' where some other day has real hours (Yelp's closed Monday; chosen on the "
+        "calibrate split, EVALUATION.md), 'unknown' = that day is never judged.",
+    )
     document_claims: bool = Field(
         default=True,
         description="Recognise sentences about the document: 'the article discusses X' is "

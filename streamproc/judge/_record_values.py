@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from streamproc.events import EvidenceItem
 from streamproc.judge import _value_parse as vp
@@ -19,7 +19,7 @@ from streamproc.judge._value_parse import CONCEPTS, Concept
 from streamproc.judge.evidence import FieldLeaf, readable_field, record_leaves
 from streamproc.judge.records import parse_amount
 
-__all__ = ["WORD", "HoursValue", "RecordValues"]
+__all__ = ["WORD", "ZERO_LENGTH_READINGS", "HoursValue", "RecordValues", "ZeroLengthHours"]
 
 
 _HOURS_VALUE = re.compile(r"^\s*(\d{1,2}):(\d{1,2})\s*-\s*(\d{1,2}):(\d{1,2})\s*$")
@@ -33,6 +33,10 @@ WORD = re.compile(r"[a-z]{3,}")
 """Words of three letters or more, as record keys and claims are matched."""
 
 HoursValue = tuple[int, int] | str  # (opens, closes) in minutes, "closed" or "unknown"
+ZeroLengthHours = Literal["closed", "unknown"]
+"""How a day written "0:0-0:0" (opens when it closes) is read."""
+ZERO_LENGTH_READINGS: Final[tuple[ZeroLengthHours, ...]] = ("closed", "unknown")
+_ZERO_LENGTH: Final = "zero-length"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,14 +62,14 @@ def _number(value: Any) -> Decimal | None:
 
 def _parse_hours(value: Any) -> HoursValue:
     """ "11:0-17:0" -> (660, 1020); "11:30-1:0" closes at 1 am the next day -> (690, 1500);
-    "0:0-0:0" is how these records write "unknown" (or 24 h), never judged."""
+    "0:0-0:0" opens when it closes: zero-length, read per record (``_read_hours``)."""
     match = _HOURS_VALUE.match(value) if isinstance(value, str) else None
     if match is None:
         return "closed" if isinstance(value, str) and "closed" in value.lower() else "unknown"
     h1, m1, h2, m2 = (int(g) for g in match.groups())
     opens, closes = h1 * 60 + m1, h2 * 60 + m2
     if opens == closes:
-        return "unknown"
+        return _ZERO_LENGTH
     return opens, closes + 1440 if closes < opens else closes
 
 
@@ -86,14 +90,17 @@ class RecordValues:
     _mentions: dict[str, bool] = field(default_factory=dict)
 
     @classmethod
-    def parse(cls, item: EvidenceItem) -> RecordValues | None:
+    def parse(
+        cls, item: EvidenceItem, zero_length_hours: ZeroLengthHours = "closed"
+    ) -> RecordValues | None:
+        """``zero_length_hours``: how a day written "0:0-0:0" is read (``_read_hours``)."""
         raw = record_leaves(item)
         if not raw:
             return None
         leaves = tuple(_leaf(leaf) for leaf in raw)
         blob = "\n".join(str(lf.value).lower() for lf in leaves if isinstance(lf.value, str))
         record = cls(item.id, leaves, blob)
-        record._read_hours(raw)
+        record._read_hours(raw, zero_length_hours)
         flags = sum(1 for lf in leaves if lf.value is None or isinstance(lf.value, bool))
         record.attribute_like = flags >= 3 or any(_ATTRIBUTE_KEY.search(lf.words) for lf in leaves)
         stars = [
@@ -116,15 +123,25 @@ class RecordValues:
         }
         return record
 
-    def _read_hours(self, raw: Sequence[FieldLeaf]) -> None:
+    def _read_hours(self, raw: Sequence[FieldLeaf], zero_length: ZeroLengthHours) -> None:
+        """Days the record leaves out are closed. A "0:0-0:0" day is closed too when
+        ``zero_length`` says so and some other day has real hours (Yelp writes a closed
+        Monday so: 24 of the 25 RAGTruth records with one, Monday only, and the answers
+        and annotators read it as closed, EVALUATION.md); when every day reads so, or
+        ``zero_length`` is "unknown", those days are never judged."""
         days: dict[int, HoursValue] = {}
         for leaf in raw:
             last = leaf.path[-1] if leaf.path else None
             if isinstance(last, str) and last.lower() in _DAY_KEYS:
                 self.hours_path = FieldLeaf(leaf.path[:-1], None).name
                 days[_DAY_KEYS[last.lower()]] = _parse_hours(leaf.value)
-        if days:
-            self.hours = {d: days.get(d, "closed") for d in range(7)}
+        if not days:
+            return
+        some_open = any(isinstance(v, tuple) for v in days.values())
+        zero = "closed" if zero_length == "closed" and some_open else "unknown"
+        self.hours = {
+            d: zero if (v := days.get(d, "closed")) == _ZERO_LENGTH else v for d in range(7)
+        }
 
     def concept_leaves(self, concept: Concept) -> list[_Leaf]:
         return self._concepts.get(concept.name, [])

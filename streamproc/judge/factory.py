@@ -90,6 +90,7 @@ def build_nli_judge(
         composed_premise_regimes=settings.composed_premise_regimes,
         hard_negation_regimes=settings.hard_negation_regimes,
         document_claims=settings.document_claims,
+        zero_length_hours=settings.zero_length_hours,
     )
 
 

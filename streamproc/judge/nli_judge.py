@@ -57,6 +57,7 @@ from streamproc.judge._nli_work import (
     needs_evidence,
 )
 from streamproc.judge._protocols import NliScore, PairScorer, TextEmbedder
+from streamproc.judge._record_values import ZeroLengthHours
 from streamproc.judge.answer_decision import AnswerCalibrator
 from streamproc.judge.calibrated import calibrated_decision
 from streamproc.judge.calibrator import REGIMES, VerdictCalibrator
@@ -119,6 +120,7 @@ class NliJudge:
         composed_premise_regimes: Collection[str] = (),
         hard_negation_regimes: Collection[str] = REGIMES,
         document_claims: bool = True,
+        zero_length_hours: ZeroLengthHours = "closed",
     ) -> None:
         """``model_thresholds``: how the models' outputs are read (e.g. the NLI margin's
         band edges), recorded with the judge's own so an auditor can replay a verdict.
@@ -144,7 +146,8 @@ class NliJudge:
         (:mod:`streamproc.judge.premises`). ``hard_negation_regimes``: where a negation
         flip settles the claim; elsewhere it is a signal the calibrator weighs (without a
         calibrator it always settles). ``document_claims``: recognise sentences about the
-        document (:mod:`streamproc.judge.document_claims`).
+        document (:mod:`streamproc.judge.document_claims`). ``zero_length_hours``: how a
+        record's "0:0-0:0" day is read (:mod:`streamproc.judge._record_values`).
         """
         if calibrator is not None:
             calibrator.check_signals(SIGNAL_NAMES)
@@ -170,6 +173,7 @@ class NliJudge:
         self._composed_regimes = frozenset(composed_premise_regimes)
         self._hard_negation = frozenset(hard_negation_regimes)
         self._document_claims = document_claims
+        self._zero_length_hours: ZeroLengthHours = zero_length_hours
         self.pairs_scored = 0
         self._info = JudgeInfo(
             name="nli",
@@ -186,6 +190,7 @@ class NliJudge:
                 **_regime_flags("composed_premise", self._composed_regimes),
                 **_regime_flags("hard_negation", self._hard_negation),
                 "document_claims": float(document_claims),
+                "zero_length_hours_closed": float(zero_length_hours == "closed"),
                 **_optional(
                     "composed_premise_words", COMPOSED_WORDS if composed_premise_regimes else None
                 ),
@@ -286,7 +291,7 @@ class NliJudge:
             text_lower=all_text.lower(),
             numbers=frozenset().union(*(numbers(u.text) for u in every_unit)),
             words=content_words(all_text),
-            structured=StructuredEvidence.from_items(answer.evidence),
+            structured=StructuredEvidence.from_items(answer.evidence, self._zero_length_hours),
             word_count=len(all_text.split()),
         )
         clock.check()

@@ -24,7 +24,7 @@ from enum import StrEnum
 
 from streamproc.events import EvidenceItem
 from streamproc.judge import _value_parse as vp
-from streamproc.judge._record_values import WORD, HoursValue, RecordValues
+from streamproc.judge._record_values import WORD, HoursValue, RecordValues, ZeroLengthHours
 from streamproc.judge._value_parse import CONCEPTS, Concept, bool_value, money_claims
 
 __all__ = ["StructuredEvidence", "ValueFinding", "ValueReason"]
@@ -80,9 +80,11 @@ class StructuredEvidence:
         self._records = tuple(records)
 
     @classmethod
-    def from_items(cls, evidence: Sequence[EvidenceItem]) -> StructuredEvidence:
+    def from_items(
+        cls, evidence: Sequence[EvidenceItem], zero_length_hours: ZeroLengthHours = "closed"
+    ) -> StructuredEvidence:
         """Every item with fields, or whose text is a JSON object, of any kind."""
-        records = (RecordValues.parse(item) for item in evidence)
+        records = (RecordValues.parse(item, zero_length_hours) for item in evidence)
         return cls([r for r in records if r is not None])
 
     @property

@@ -30,7 +30,7 @@ from streamproc.judge._record_values import RecordValues
 from streamproc.judge._sentences import split_sentences
 from streamproc.judge._speech_acts import is_abstention, is_conversational
 from streamproc.judge.claims import decompose
-from streamproc.judge.comparisons import check_comparison, parse_question
+from streamproc.judge.comparisons import Question, check_comparison, parse_question
 from streamproc.judge.confidence import sentence_confidence, specific_spans
 from streamproc.judge.evidence import build_units
 from streamproc.judge.negation import flips_negation, is_negated
@@ -200,10 +200,14 @@ def _rank(text: str) -> object:
     return rank_candidates(text, np.ones(4, np.float32), units, vectors, 2)
 
 
-_BORN_FIRST = parse_question("Who was born first, Alan Boyd or Cyrus Dole?")
-assert _BORN_FIRST is not None
-_DIED_FIRST = parse_question("Who died first, Alan Boyd or Cyrus Dole?")
-assert _DIED_FIRST is not None
+def _parsed(question: str) -> Question:
+    parsed = parse_question(question)
+    assert parsed is not None
+    return parsed
+
+
+_BORN_FIRST = _parsed("Who was born first, Alan Boyd or Cyrus Dole?")
+_DIED_FIRST = _parsed("Who died first, Alan Boyd or Cyrus Dole?")
 
 
 def _atomic(text: str) -> object:

@@ -3,6 +3,7 @@ and that a batch makes one embedding call and one NLI call."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -297,3 +298,35 @@ def test_nli_pairs_are_exactly_the_pairs_judging_sends_to_the_model(
     sent.clear()
     nli.judge_batch(answers)
     assert asked == sent
+
+
+@pytest.mark.parametrize(("reading", "verdict"), [("closed", "contradicted"), ("unknown", None)])
+def test_the_judge_reads_a_0_0_day_as_configured(
+    scorer: OverlapScorer, embedder: BagOfWordsEmbedder, reading: str, verdict: str | None
+) -> None:
+    """'Open seven days a week' about a business whose Monday reads "0:0-0:0": a value
+    mismatch when the day reads closed (the default), no value finding when unknown; the
+    reading is in the judge's info for the audit record."""
+    days = ("Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+    hours = dict.fromkeys(days, "11:0-20:0")
+    business = {"name": "Joe's", "hours": {**hours, "Monday": "0:0-0:0"}}
+    judge = NliJudge(
+        scorer,
+        embedder,
+        granularity="sentence",
+        zero_length_hours=reading,  # type: ignore[arg-type]
+    )
+    answer = event(
+        "Joe's is open seven days a week.",
+        evidence=[{"id": "R1", "text": json.dumps(business)}],
+        question=None,
+    )
+    [result] = judge.judge_batch([answer])
+    claim = only_claim(result)
+    mismatch = [r for r in claim.reasons if r.startswith("VALUE_MISMATCH")]
+    if verdict is None:
+        assert not mismatch
+    else:
+        assert claim.verdict is VerdictLabel(verdict)
+        assert "hours.Monday" in mismatch[0]
+    assert judge.info.thresholds["zero_length_hours_closed"] == float(reading == "closed")

@@ -133,8 +133,31 @@ def test_closing_time_alone_is_compared() -> None:
     ]
 
 
-def test_unknown_hours_0_0_are_never_judged() -> None:
+def record_reading(zero_length_hours: str, **changes: Any) -> StructuredEvidence:
+    body = dict(BUSINESS, **changes)
+    item = EvidenceItem(id="doc-1", text=json.dumps(body))
+    return StructuredEvidence.from_items([item], zero_length_hours)  # type: ignore[arg-type]
+
+
+def test_a_0_0_day_next_to_real_hours_reads_closed() -> None:
+    """Yelp writes a closed Monday "0:0-0:0"; answers and annotators read it so."""
     evidence = record(hours=dict(EVERY_DAY, Monday="0:0-0:0"))
+    assert [f.reason for f in evidence.compare("It is closed on Mondays.")] == [CONFIRMED]
+    wrong = evidence.compare("The restaurant is open seven days a week.")
+    assert [(f.reason, f.field) for f in wrong] == [(MISMATCH, "hours.Monday")]
+    assert "Monday closed" in str(wrong[0].recorded)
+    assert [f.reason for f in evidence.compare("It is open from Tuesday to Sunday.")] == [CONFIRMED]
+
+
+def test_0_0_on_every_day_is_never_judged() -> None:
+    """A business closed all week is not what "0:0-0:0" everywhere says: unknown."""
+    evidence = record(hours=dict.fromkeys(EVERY_DAY, "0:0-0:0"))
+    assert evidence.compare("It is closed on Mondays.") == []
+    assert evidence.compare("It is open seven days a week.") == []
+
+
+def test_0_0_read_as_unknown_when_configured() -> None:
+    evidence = record_reading("unknown", hours=dict(EVERY_DAY, Monday="0:0-0:0"))
     assert evidence.compare("It is closed on Mondays.") == []
     assert evidence.compare("It is open from Monday to Sunday.") == []
     wrong = evidence.compare("It is open from Monday to Sunday, 9 am to 5 pm.")
