@@ -21,10 +21,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
+from typing import Final
 
 from streamproc.events import EvidenceItem
 from streamproc.judge import _value_parse as vp
-from streamproc.judge._record_values import WORD, HoursValue, RecordValues, ZeroLengthHours
+from streamproc.judge._record_values import (
+    WORD,
+    HoursValue,
+    RecordValues,
+    ZeroLengthHours,
+    _Leaf,
+)
 from streamproc.judge._value_parse import CONCEPTS, Concept, bool_value, money_claims
 
 __all__ = ["StructuredEvidence", "ValueFinding", "ValueReason"]
@@ -256,7 +263,7 @@ def _attribute(
             return _missing(record, concept.name, "no" if negated else "yes")
         return None
     if concept.generic_parking and negated:
-        return None  # "no parking" beside "street parking nearby": too loose to judge
+        return _no_parking(record, leaves, claimed="no")
     free = (
         concept.name == "wifi"
         and not negated
@@ -280,6 +287,20 @@ def _attribute(
     if free and isinstance(leaf.value, str):
         ok = recorded_text.strip("u'\"") == "free"
     return _finding(record, ok, leaf.name, claimed, recorded_text.strip("u'\""))
+
+
+_OWN_PARKING: Final = frozenset({"lot", "garage", "valet", "validated"})
+
+
+def _no_parking(record: RecordValues, leaves: Sequence[_Leaf], claimed: str) -> ValueFinding | None:
+    """ "Does not offer parking" is wrong where the business has parking of its own (a lot,
+    a garage, valet): RAGTruth's annotators read it so. Otherwise silent - "no parking,
+    but street parking nearby" is too loose to confirm or refute."""
+    for leaf in leaves:
+        kind = leaf.name.rsplit(".", 1)[-1].lower()
+        if kind in _OWN_PARKING and bool_value(leaf.value):
+            return _finding(record, False, leaf.name, claimed, "true")
+    return None
 
 
 # ------------------------------------------------------------------- ratings and numbers

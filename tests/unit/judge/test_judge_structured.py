@@ -218,6 +218,18 @@ def test_several_values_of_one_claim_give_several_findings() -> None:
     }
 
 
+def test_no_parking_is_wrong_only_where_the_business_has_its_own() -> None:
+    """BUSINESS has street parking only: "no parking" there is too loose to judge. With a
+    lot of its own, "does not offer parking" is a value mismatch on the lot."""
+    assert record().compare("The restaurant does not offer parking services.") == []
+    parking = dict(BUSINESS["attributes"]["BusinessParking"], lot=True)
+    with_lot = record(attributes={**BUSINESS["attributes"], "BusinessParking": parking})
+    findings = with_lot.compare("The restaurant does not offer parking services.")
+    assert [(f.reason, f.field, f.claimed) for f in findings] == [
+        (MISMATCH, "attributes.BusinessParking.lot", "no")
+    ]
+
+
 def test_a_list_after_one_negation_stays_negated_until_the_next_verb() -> None:
     findings = record().compare(
         "It does not accept reservations, offers outdoor seating, and does not have valet parking."
