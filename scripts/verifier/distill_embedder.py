@@ -119,7 +119,7 @@ def _judge_texts() -> list[str]:
         seen.extend(batch)
         return embed(batch)
 
-    judge._embedder.embed = record  # type: ignore[method-assign]
+    judge._embedder.embed = record  # type: ignore[method-assign,assignment]
     paths = [DATA / "halueval_qa_dev.jsonl", DATA / "ragtruth_dev.jsonl"]
     events = [item.case.event for item in load_items(paths, "calibrate")]
     for at in range(0, len(events), 32):

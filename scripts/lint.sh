@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The static checks the style guide asks for, as CI runs them: ruff (lint and format) and
+# mypy (strict) over the package, its tests and scripts. Needs .venv (scripts/test.sh
+# makes it); about ten seconds from a cold cache.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/venv.sh
+source scripts/venv.sh
+
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy streamproc tests scripts
