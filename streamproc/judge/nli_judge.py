@@ -78,6 +78,7 @@ from streamproc.judge.limits import (
     unchecked_verdict,
     with_limits,
 )
+from streamproc.judge.name_forms import fold
 from streamproc.judge.nli_decision import NliThresholds, decide_claim, flips, item_text
 from streamproc.judge.nli_rounds import ask_composed, ask_in_rounds
 from streamproc.judge.overstatement import overstated
@@ -289,6 +290,7 @@ class NliJudge:
         clock.check()
         facts = EvidenceFacts(
             text_lower=all_text.lower(),
+            names_text=fold(all_text),
             numbers=frozenset().union(*(numbers(u.text) for u in every_unit)),
             words=content_words(all_text),
             structured=StructuredEvidence.from_items(answer.evidence, self._zero_length_hours),

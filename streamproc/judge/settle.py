@@ -19,6 +19,7 @@ from streamproc.judge.claims import Claim
 from streamproc.judge.comparisons import ComparisonFinding, check_comparison, parse_question
 from streamproc.judge.confidence import SentenceConfidence
 from streamproc.judge.document_claims import about_document, topic_reason
+from streamproc.judge.name_forms import known_name
 from streamproc.judge.records import check_record
 from streamproc.judge.retrieval import names
 from streamproc.judge.structured import StructuredEvidence, ValueFinding, ValueReason
@@ -42,6 +43,8 @@ class EvidenceFacts:
     """What the model-free checks need about one answer's evidence, computed once."""
 
     text_lower: str
+    names_text: str
+    """The evidence as names are compared in (:func:`streamproc.judge.name_forms.fold`)."""
     numbers: frozenset[str]
     words: frozenset[str]
     structured: StructuredEvidence
@@ -79,7 +82,7 @@ def precheck(
             ids = (finding.evidence_id,) if finding.evidence_id else ()
             return Prechecks(Settled(finding.verdict, 0.0, (finding.reason_text,), ids))
     values = tuple(facts.structured.compare(claim.text)) if not facts.structured.empty else ()
-    unnamed = sorted(name for name in names(claim.text) if name not in facts.text_lower)
+    unnamed = sorted(n for n in names(claim.text) if not known_name(n, facts.names_text))
     missing = sorted(numbers(claim.text) - facts.numbers)
     if claim.claim_class is ClaimClass.DOCUMENT:
         topic = _topic_check(claim, facts, len(unnamed) + len(missing))

@@ -33,6 +33,7 @@ from streamproc.judge.claims import decompose
 from streamproc.judge.comparisons import Question, check_comparison, parse_question
 from streamproc.judge.confidence import sentence_confidence, specific_spans
 from streamproc.judge.evidence import build_units
+from streamproc.judge.name_forms import fold, known_name
 from streamproc.judge.negation import flips_negation, is_negated
 from streamproc.judge.overstatement import overstated
 from streamproc.judge.records import check_record, confirmed_values, parse_amount
@@ -149,6 +150,8 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "died": lambda n: "died " * n,
     "order_words": lambda n: "was born first, " * n + "Alan Boyd or Cyrus Dole",
     "either_or": lambda n: "Who was born first, Alan " + "or " * n,
+    "titles": lambda n: "President Barack " * n + "Obama",
+    "accents": lambda n: "Chávez " * n,
 }
 
 # ---------------------------------------------------------------------- entry points
@@ -206,6 +209,7 @@ def _parsed(question: str) -> Question:
     return parsed
 
 
+_FOLDED = fold("President Barack Obama met the U.N. envoy. " * 50)
 _BORN_FIRST = _parsed("Who was born first, Alan Boyd or Cyrus Dole?")
 _DIED_FIRST = _parsed("Who died first, Alan Boyd or Cyrus Dole?")
 
@@ -250,6 +254,9 @@ ENTRIES: dict[str, Callable[[str], object]] = {
     "check_comparison": lambda t: check_comparison(
         _BORN_FIRST, "Alan Boyd was born first.", [("E", t + " Cyrus Dole (born 1901).")]
     ),
+    "fold": fold,
+    "known_name_in": lambda t: known_name("President Obama", fold(t)),
+    "known_name_of": lambda t: known_name("President " + t, _FOLDED),
     "check_comparison_death": lambda t: check_comparison(
         _DIED_FIRST, "Alan Boyd died first.", [("E", t + " Cyrus Dole (born 1901).")]
     ),
@@ -296,6 +303,9 @@ CASES: dict[str, tuple[str, ...]] = {
     "parse_question": ("order_words", "either_or", "commas", "long_caps", "sentences"),
     "check_comparison": ("lede", "life_spans", "died", "us", "digits", "long_caps"),
     "check_comparison_death": ("lede", "life_spans", "died", "digit_commas"),
+    "fold": ("us", "initials", "accents"),
+    "known_name_in": ("titles", "us", "sentences"),
+    "known_name_of": ("titles", "us", "long_caps", "accents"),
 }  # fmt: skip
 
 

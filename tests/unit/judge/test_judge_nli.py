@@ -330,3 +330,19 @@ def test_the_judge_reads_a_0_0_day_as_configured(
         assert claim.verdict is VerdictLabel(verdict)
         assert "hours.Monday" in mismatch[0]
     assert judge.info.thresholds["zero_length_hours_closed"] == float(reading == "closed")
+
+
+def test_a_name_spelt_otherwise_is_not_a_name_the_evidence_lacks(
+    scorer: OverlapScorer, embedder: BagOfWordsEmbedder
+) -> None:
+    """ "UN" beside "U.N.": no NAME_NOT_IN_EVIDENCE; a name the evidence never writes
+    still is one."""
+    text = "Russia asked the U.N. Security Council to meet. Hugo Chávez was not there."
+    [spelt, unknown] = judge(scorer, embedder).judge_batch(
+        [
+            event("Russia asked the UN Security Council to meet.", [{"id": "D1", "text": text}]),
+            event("Russia asked the EU Council to meet.", [{"id": "D1", "text": text}]),
+        ]
+    )
+    assert not any(r.startswith("NAME_NOT_IN_EVIDENCE") for r in only_claim(spelt).reasons)
+    assert only_claim(unknown).reasons[0] == "NAME_NOT_IN_EVIDENCE: eu council"
