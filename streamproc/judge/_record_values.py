@@ -19,7 +19,7 @@ from streamproc.judge._value_parse import CONCEPTS, Concept
 from streamproc.judge.evidence import FieldLeaf, readable_field, record_leaves
 from streamproc.judge.records import parse_amount
 
-__all__ = ["WORD", "ZERO_LENGTH_READINGS", "HoursValue", "RecordValues", "ZeroLengthHours"]
+__all__ = ["WORD", "HoursValue", "RecordValues", "ZeroLengthHours"]
 
 
 _HOURS_VALUE = re.compile(r"^\s*(\d{1,2}):(\d{1,2})\s*-\s*(\d{1,2}):(\d{1,2})\s*$")
@@ -35,7 +35,6 @@ WORD = re.compile(r"[a-z]{3,}")
 HoursValue = tuple[int, int] | str  # (opens, closes) in minutes, "closed" or "unknown"
 ZeroLengthHours = Literal["closed", "unknown"]
 """How a day written "0:0-0:0" (opens when it closes) is read."""
-ZERO_LENGTH_READINGS: Final[tuple[ZeroLengthHours, ...]] = ("closed", "unknown")
 _ZERO_LENGTH: Final = "zero-length"
 
 
