@@ -10,7 +10,7 @@ overrules (:mod:`~streamproc.judge.calibrated`). Pure: no model, no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from streamproc.events import VerdictLabel
 from streamproc.judge._nli_work import AnswerWork
@@ -37,13 +37,7 @@ class NliThresholds:
     negation_min_coverage: float = 0.6
 
     def as_dict(self) -> dict[str, float]:
-        return {
-            "entailment": self.entailment,
-            "contradiction": self.contradiction,
-            "min_coverage": self.min_coverage,
-            "contradiction_min_coverage": self.contradiction_min_coverage,
-            "negation_min_coverage": self.negation_min_coverage,
-        }
+        return asdict(self)
 
 
 def decide_claim(

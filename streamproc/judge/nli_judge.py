@@ -289,7 +289,6 @@ class NliJudge:
         all_text = " ".join(u.text for u in every_unit)
         clock.check()
         facts = EvidenceFacts(
-            text_lower=all_text.lower(),
             names_text=fold(all_text),
             numbers=frozenset().union(*(numbers(u.text) for u in every_unit)),
             words=content_words(all_text),

@@ -42,7 +42,6 @@ class Settled:
 class EvidenceFacts:
     """What the model-free checks need about one answer's evidence, computed once."""
 
-    text_lower: str
     names_text: str
     """The evidence as names are compared in (:func:`streamproc.judge.name_forms.fold`)."""
     numbers: frozenset[str]
