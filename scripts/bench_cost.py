@@ -12,7 +12,7 @@ sha256(id) order), the first ``--pool`` answers per task type. Two kinds of traf
 measured apart: QA-like (HaluEval QA) and RAGTruth-like (Summary and Data2txt, taking
 turns). Each takes its first ``--answers`` answers whose own evidence is no longer than
 its shortest evidence length (padding never cuts evidence; the report says how many were
-passed over). Variants of those answers (streamproc/evaluate/cost_model.py):
+passed over). Variants of those answers (bench/cost_model.py):
 
 * as sent: the answers unchanged - the line "cores per 100 answers/s" is read off these;
 * evidence N (``--qa-lengths`` / ``--rag-lengths``): each answer, its question and its own
@@ -83,10 +83,7 @@ if str(ROOT) not in sys.path:  # run as a plain script, without installing the p
     sys.path.insert(0, str(ROOT))
 
 # Imported after the path is set, for the reason above.
-from scripts.benchmark import sample_events  # noqa: E402
-from streamproc.config import JudgeSettings, Settings  # noqa: E402
-from streamproc.evaluate.benchmark import task_type_of  # noqa: E402
-from streamproc.evaluate.cost_model import (  # noqa: E402
+from bench.cost_model import (  # noqa: E402
     TRAFFIC_TASKS,
     CountingEmbedder,
     Traffic,
@@ -103,10 +100,13 @@ from streamproc.evaluate.cost_model import (  # noqa: E402
     select_traffic,
     sentence_pool,
 )
-from streamproc.evaluate.machine import machine_info  # noqa: E402
+from bench.machine import machine_info  # noqa: E402
+from scripts.benchmark import sample_events  # noqa: E402
+from streamproc.config import JudgeSettings, Settings  # noqa: E402
+from streamproc.evaluate.benchmark import task_type_of  # noqa: E402
 from streamproc.events import AnswerEvent  # noqa: E402
-from streamproc.judge import build_judge  # noqa: E402
 from streamproc.judge.stage_times import collecting  # noqa: E402
+from streamproc.wiring import build_judge  # noqa: E402
 
 Payload = list[tuple[str, list[str]]]
 """(variant name, its events as JSON lines), in judging order."""

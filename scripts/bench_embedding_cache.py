@@ -20,9 +20,9 @@ from scripts.benchmark import sample_events
 from streamproc.config import Settings
 from streamproc.inference.embedding_cache import CachedEmbedder
 from streamproc.inference.loader import load_embedder
-from streamproc.judge._protocols import TextEmbedder
-from streamproc.judge.claims import decompose
-from streamproc.judge.evidence import build_units
+from streamproc.judge.protocols import TextEmbedder
+from streamproc.judge.text.claims import decompose
+from streamproc.judge.text.evidence import build_units
 
 
 def _texts(per_task: int) -> list[list[str]]:

@@ -71,13 +71,8 @@ if str(ROOT) not in sys.path:  # run as a plain script, without installing the p
     sys.path.insert(0, str(ROOT))
 
 # Imported after the path is set, for the reason above.
-from scripts.benchmark import measure, sample_events  # noqa: E402
-from streamproc.adapters.logging import configure_logging  # noqa: E402
-from streamproc.adapters.worker_process import WorkerProcess  # noqa: E402
-from streamproc.config import Settings  # noqa: E402
-from streamproc.evaluate.benchmark import TASKS, task_type_of  # noqa: E402
-from streamproc.evaluate.machine import machine_info  # noqa: E402
-from streamproc.evaluate.stream_bench import (  # noqa: E402
+from bench.machine import machine_info  # noqa: E402
+from bench.stream_bench import (  # noqa: E402
     LagSampler,
     Mode,
     PhaseResult,
@@ -85,8 +80,13 @@ from streamproc.evaluate.stream_bench import (  # noqa: E402
     pacing_schedule,
     summarise_phase,
 )
+from scripts.benchmark import measure, sample_events  # noqa: E402
+from streamproc.adapters.logging import configure_logging  # noqa: E402
+from streamproc.adapters.worker_process import WorkerProcess  # noqa: E402
+from streamproc.config import Settings  # noqa: E402
+from streamproc.evaluate.benchmark import TASKS, task_type_of  # noqa: E402
 from streamproc.events import AnswerEvent  # noqa: E402
-from streamproc.stream.judge_loop import judge_group_id  # noqa: E402
+from streamproc.stream.judging.loop import judge_group_id  # noqa: E402
 from streamproc.stream.topics import topic_specs  # noqa: E402
 from streamproc.stream.worker import prepare_topics  # noqa: E402
 

@@ -51,14 +51,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from streamproc.adapters.telemetry import Telemetry
 from streamproc.adapters.tracing import MessageRef, Tracing
 from streamproc.config import JudgeSettings, TelemetrySettings
-from streamproc.judge import build_judge
-from streamproc.stream.intake import MessageOrigin
-from streamproc.stream.judging import (
+from streamproc.stream.judging.intake import MessageOrigin
+from streamproc.stream.judging.stage import (
     IncomingMessage,
     StageOutput,
     judge_messages,
     trace_id_from_traceparent,
 )
+from streamproc.wiring import build_judge
 
 TOPIC = "streamproc.answers"
 GROUP = "streamproc.judge"

@@ -1,6 +1,6 @@
 """Window state: what the pane layout stores and what its ticks cost, for many keys.
 
-Replays outcomes through the window table (``streamproc.stream.window_table``) into a
+Replays outcomes through the window table (``streamproc.stream.windows.table``) into a
 dict standing in for the changelogged store, 3 partitions, live traffic (wall clock =
 event time + 0.5 s), a tick of every partition every ``--tick-s`` simulated seconds, as
 the window loop does. Two traffic shapes per key count:
@@ -43,10 +43,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from streamproc.config import WindowSettings
-from streamproc.stream.window_index import PartitionIndex
-from streamproc.stream.window_loop import SERIES_PER_TICK
-from streamproc.stream.window_store import encode_entry
-from streamproc.stream.window_table import (
+from streamproc.stream.windows.index import PartitionIndex
+from streamproc.stream.windows.loop import SERIES_PER_TICK
+from streamproc.stream.windows.spec import AnswerOutcome
+from streamproc.stream.windows.store import encode_entry
+from streamproc.stream.windows.table import (
     PANE_PREFIX,
     SEEN_PREFIX,
     SERIES_PREFIX,
@@ -55,7 +56,6 @@ from streamproc.stream.window_table import (
     forget_expired_seen,
     window_timing,
 )
-from streamproc.stream.windows import AnswerOutcome
 
 PARTITIONS = 3
 T0 = datetime(2026, 3, 1, 12, 0, 30, tzinfo=UTC).timestamp()

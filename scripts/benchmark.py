@@ -54,6 +54,7 @@ if str(ROOT) not in sys.path:  # run as a plain script, without installing the p
     sys.path.insert(0, str(ROOT))
 
 # Imported after the path is set, for the reason above.
+from bench.cost_model import checked_claims  # noqa: E402
 from streamproc.config import Settings  # noqa: E402
 from streamproc.evaluate.benchmark import (  # noqa: E402
     TASKS,
@@ -61,13 +62,13 @@ from streamproc.evaluate.benchmark import (  # noqa: E402
     default_data_files,
     load_items,
 )
-from streamproc.evaluate.cost_model import checked_claims  # noqa: E402
 from streamproc.evaluate.nli_ceiling import ceiling_configs, ceiling_run  # noqa: E402
 from streamproc.events import AnswerEvent  # noqa: E402
-from streamproc.judge import Judge, PairScorer, build_judge  # noqa: E402
-from streamproc.judge.claims import Granularity  # noqa: E402
+from streamproc.judge import Judge, PairScorer  # noqa: E402
 from streamproc.judge.engine import premise  # noqa: E402
 from streamproc.judge.stage_times import collecting  # noqa: E402
+from streamproc.judge.text.claims import Granularity  # noqa: E402
+from streamproc.wiring import build_judge  # noqa: E402
 
 Side = Literal["judge", "baseline", "ceiling"]
 Measurement = dict[str, Any]

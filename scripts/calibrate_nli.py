@@ -35,7 +35,7 @@ from streamproc.inference.loader import load_embedder, load_nli
 from streamproc.inference.manifest import MarginOutput
 from streamproc.inference.nli import scores_from_logits
 from streamproc.judge import NliScore
-from streamproc.judge.nli_judge import NliJudge, NliThresholds
+from streamproc.judge.nli.judge import NliJudge, NliThresholds
 
 TASKS = ("QA", "Summary", "Data2txt")
 

@@ -28,8 +28,8 @@ from numpy.typing import NDArray  # noqa: E402
 from streamproc.config import Settings  # noqa: E402
 from streamproc.evaluate.benchmark import default_data_files, load_items  # noqa: E402
 from streamproc.events import AnswerEvent  # noqa: E402
-from streamproc.judge import build_judge  # noqa: E402
-from streamproc.judge.nli_judge import NliJudge  # noqa: E402
+from streamproc.judge.nli.judge import NliJudge  # noqa: E402
+from streamproc.wiring import build_judge  # noqa: E402
 
 Ranking = dict[tuple[str, int], list[int]]
 

@@ -9,4 +9,4 @@ source scripts/venv.sh
 
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-.venv/bin/mypy streamproc tests scripts
+.venv/bin/mypy streamproc bench tests scripts

@@ -16,11 +16,11 @@ from streamproc.alerting.judge_accuracy import judge_accuracy
 from streamproc.audit.record import AuditRecord, applied_settings
 from streamproc.config import JudgeSettings, Settings, WindowSettings
 from streamproc.events import AnswerEvent, Timings
-from streamproc.judge import build_judge
-from streamproc.stream.intake import MessageOrigin
-from streamproc.stream.judging import IncomingMessage, StageLimits, judge_messages
-from streamproc.stream.window_index import PartitionIndex
-from streamproc.stream.window_table import close_due, count_outcome, window_timing
+from streamproc.stream.judging.intake import MessageOrigin
+from streamproc.stream.judging.stage import IncomingMessage, StageLimits, judge_messages
+from streamproc.stream.windows.index import PartitionIndex
+from streamproc.stream.windows.table import close_due, count_outcome, window_timing
+from streamproc.wiring import build_judge
 
 OUT = Path(__file__).resolve().parents[1] / "schemas" / "examples"
 NOW = datetime(2026, 1, 5, 9, 0, 30, tzinfo=UTC)

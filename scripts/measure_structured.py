@@ -16,8 +16,8 @@ from pathlib import Path
 
 from streamproc.evaluate.loaders import benchmark_row_to_event
 from streamproc.evaluate.splits import split_of
-from streamproc.judge.claims import decompose
-from streamproc.judge.structured import StructuredEvidence, ValueReason
+from streamproc.judge.records.structured import StructuredEvidence, ValueReason
+from streamproc.judge.text.claims import decompose
 
 DEFAULT_DATA = Path("/work/shared/data/ragtruth_dev.jsonl")
 FLAGS = (ValueReason.VALUE_MISMATCH, ValueReason.FIELD_NOT_IN_RECORD)

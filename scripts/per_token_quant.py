@@ -285,9 +285,9 @@ class Model:
 # ------------------------------------------------------------------------------ trial
 def trial(batch_size: int) -> None:
     """Invariance, distance to the per-call graph and speed, on the benchmark's inputs."""
+    from bench.cost_model import checked_claims, evidence_sentences
     from scripts.benchmark import sample_events
     from streamproc.config import Settings
-    from streamproc.evaluate.cost_model import checked_claims, evidence_sentences
 
     settings = Settings()
     events, _ = sample_events(None, 20)

@@ -51,10 +51,10 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 import onnxruntime as ort  # type: ignore[import-untyped]  # noqa: E402
 
+from bench.cost_model import checked_claims, evidence_sentences  # noqa: E402
 from scripts.benchmark import sample_events  # noqa: E402
 from streamproc.config import InferenceSettings, Settings  # noqa: E402
 from streamproc.evaluate.benchmark import default_data_files, load_items  # noqa: E402
-from streamproc.evaluate.cost_model import checked_claims, evidence_sentences  # noqa: E402
 from streamproc.inference.loader import load_embedder  # noqa: E402
 from streamproc.inference.registry import ModelRegistry  # noqa: E402
 

@@ -32,8 +32,8 @@ if str(ROOT) not in sys.path:
 
 from streamproc.config import JudgeSettings, Settings  # noqa: E402
 from streamproc.evaluate.benchmark import default_data_files, load_items  # noqa: E402
-from streamproc.judge._protocols import TextEmbedder  # noqa: E402
-from streamproc.judge.factory import build_nli_judge  # noqa: E402
+from streamproc.judge.protocols import TextEmbedder  # noqa: E402
+from streamproc.wiring import build_nli_judge  # noqa: E402
 
 Outcome = tuple[bool, list[tuple[str, float | None]]]
 

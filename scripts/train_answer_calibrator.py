@@ -34,8 +34,8 @@ from streamproc.evaluate.calibration.halueval_extra import extra_items, fetch_ev
 from streamproc.evaluate.splits import SPLIT_DESCRIPTION
 from streamproc.inference.calibrator_loader import ANSWER_KIND, CALIBRATORS_FOLDER
 from streamproc.inference.registry import default_models_dir, sha256_of
-from streamproc.judge.answer_decision import ANSWER_FEATURES
-from streamproc.judge.factory import build_nli_judge
+from streamproc.judge.decision.answer import ANSWER_FEATURES
+from streamproc.wiring import build_nli_judge
 
 DEFAULT_NAME = "answer-calibrator-v1"
 SUMMARY_PAIRS = 200
@@ -126,7 +126,7 @@ def _manifest(
                 f'kind = "{ANSWER_KIND}"',
                 'description = "P(answer hallucinated) from its top calibrated claim risk and how '
                 "many claims were calibrated; numpy inference "
-                '(streamproc/judge/answer_decision.py)."',
+                '(streamproc/judge/decision/answer.py)."',
                 'licence = "MIT (fitted only on MIT-licensed HaluEval and RAGTruth rows)"',
                 f"features = {json.dumps(list(ANSWER_FEATURES))}",
                 f'claim_calibrator = "{claim_calibrator}"',

@@ -49,13 +49,13 @@ from streamproc.evaluate.calibration.halueval_extra import extra_items, fetch_ev
 from streamproc.evaluate.splits import SPLIT_DESCRIPTION
 from streamproc.inference.calibrator_loader import CALIBRATORS_FOLDER, load_calibrator
 from streamproc.inference.registry import default_models_dir, sha256_of
-from streamproc.judge.factory import build_nli_judge
-from streamproc.judge.signals import (
+from streamproc.judge.decision.signals import (
     ANSWER_CONTEXT_SIGNALS,
     SIGNAL_DIRECTIONS,
     SIGNAL_NAMES,
 )
 from streamproc.stats import auroc
+from streamproc.wiring import build_nli_judge
 
 DEFAULT_NAME = "verdict-calibrator-verifier-v1"
 DEFAULT_SEED = 20261129
@@ -181,7 +181,7 @@ def _manifest(name: str, weights_sha: str, info: dict[str, Any]) -> str:
         f"name = {_toml_value(name)}",
         'kind = "logistic_regression_per_regime"',
         "description = \"P(claim hallucinated) from the NLI judge's per-claim signals; "
-        'numpy inference (streamproc/judge/calibrator.py)."',
+        'numpy inference (streamproc/judge/decision/calibrator.py)."',
         'licence = "MIT (trained only on MIT-licensed HaluEval and RAGTruth rows)"',
         f"features = {_toml_value(info['features'])}",
         f"feature_set = {_toml_value(info['feature_set'])}",

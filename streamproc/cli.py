@@ -14,7 +14,7 @@ from streamproc.inference.registry import (
     UnknownModelError,
     default_models_dir,
 )
-from streamproc.judge.calibrator import CalibratorError
+from streamproc.judge.decision.calibrator import CalibratorError
 
 __all__ = ["EXIT_MODEL_MISSING", "explain_model_error", "main"]
 

@@ -18,7 +18,7 @@ from streamproc.alerting.alert_state import AlertEvent
 from streamproc.asyncapi import ASYNCAPI_FILE, render_asyncapi
 from streamproc.audit.record import AuditRecord
 from streamproc.events import AnswerEvent, DeadLetter, Flag, Verdict, WindowAggregate
-from streamproc.stream.windows import AnswerOutcome
+from streamproc.stream.windows.spec import AnswerOutcome
 
 __all__ = ["SCHEMA_MODELS", "drifted_schemas", "render_schemas", "write_schemas"]
 

@@ -1,7 +1,7 @@
 """Compare two NLI models on held-out rows, through the judge's own retrieval.
 
 For each ``report``-split row (rows no model was trained or tuned on), the answer is cut
-into claims (``streamproc.judge.claims.decompose``), evidence into judge units
+into claims (``streamproc.judge.text.claims.decompose``), evidence into judge units
 (``build_units``), and each claim gets its top-k units (``rank_candidates`` with the
 configured embedder) - the exact pairs the NLI judge would score. Both models score the
 same pairs through ``load_nli``; per claim the max entailment is kept.
@@ -37,9 +37,9 @@ from streamproc.config import Settings
 from streamproc.evaluate.loaders import benchmark_row_to_event
 from streamproc.evaluate.splits import split_of
 from streamproc.inference.loader import load_embedder, load_nli
-from streamproc.judge.claims import decompose
-from streamproc.judge.evidence import build_units
-from streamproc.judge.retrieval import rank_candidates
+from streamproc.judge.nli.retrieval import rank_candidates
+from streamproc.judge.text.claims import decompose
+from streamproc.judge.text.evidence import build_units
 from streamproc.stats import auroc
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"

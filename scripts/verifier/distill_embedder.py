@@ -59,7 +59,7 @@ from scripts.verifier.train_verifier import (
     _sha256,
     run_report,
 )
-from streamproc.judge.claims import split_sentences
+from streamproc.judge.text.claims import split_sentences
 
 NAME = "minilm-l3-embedder-dq8"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
@@ -106,8 +106,8 @@ def _judge_texts() -> list[str]:
     """Every text the default judge embeds for the calibrate split's answers."""
     from streamproc.config import Settings
     from streamproc.evaluate.benchmark import load_items
-    from streamproc.judge import build_judge
-    from streamproc.judge.nli_judge import NliJudge
+    from streamproc.judge.nli.judge import NliJudge
+    from streamproc.wiring import build_judge
 
     settings = Settings().judge
     judge = build_judge(settings.model_copy(update={"calibrator": None}))

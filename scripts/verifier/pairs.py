@@ -17,7 +17,7 @@ Sources (all MIT-licensed data; nothing from the ``report`` split of ../shared/d
   trailing-clause cut as positives; negation flipped, number / date / name swapped, hedge
   dropped, unsupported fact appended and a neighbouring sentence as negatives.
 
-Premises are built the way the judge builds them (``streamproc.judge.evidence.build_units``:
+Premises are built the way the judge builds them (``streamproc.judge.text.evidence.build_units``:
 sentences and 2-sentence windows, records rendered as field lines), so the model sees at
 training time the units it sees at run time.
 """
@@ -36,10 +36,10 @@ from typing import Any
 
 from streamproc.evaluate.splits import split_of
 from streamproc.events import EvidenceItem, EvidenceKind
-from streamproc.judge._sentences import split_sentences
-from streamproc.judge.evidence import EvidenceUnit, build_units
-from streamproc.judge.premises import ComposedPremise, compose_premise
-from streamproc.judge.text import content_words, word_set
+from streamproc.judge.nli.premises import ComposedPremise, compose_premise
+from streamproc.judge.text.evidence import EvidenceUnit, build_units
+from streamproc.judge.text.features import content_words, word_set
+from streamproc.judge.text.sentences import split_sentences
 
 __all__ = ["Pair", "build_pairs", "calibrator_indices"]
 
@@ -444,7 +444,7 @@ def _other_sentences(paths: Sequence[Path], rng: random.Random, size: int) -> li
 # -------------------------------------------------------------------- composed premises
 #
 # The judge also asks the verifier about a claim against the sentences of its top-ranked
-# units read together (``streamproc.judge.premises.compose_premise``). These pairs teach
+# units read together (``streamproc.judge.nli.premises.compose_premise``). These pairs teach
 # the model that premise shape: abstractive sentences that fuse several evidence
 # sentences (positives the single-unit pairs above must drop), and fusions with one fact
 # changed (negatives that still share nearly every word with the premise).

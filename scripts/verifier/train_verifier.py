@@ -27,7 +27,7 @@ default minilm-verifier-int8: pass another name to register a model next to it).
 
 Composed premises (``--composed``; off by default, as the shipped model was trained):
 besides single units, the judge asks the verifier about a claim against its top units'
-sentences read together in document order (``streamproc.judge.premises``);
+sentences read together in document order (``streamproc.judge.nli.premises``);
 ``pairs.composed_pairs`` builds such pairs the same way
 (HaluEval summary sentences, RAGTruth Summary / Data2txt answer sentences, and synthetic
 two-sentence fusions with one fact changed as hard negatives). Their premises run to
@@ -457,7 +457,7 @@ def _manifest(report: dict[str, Any], tok_sha: str) -> str:
     dev, check = report["dev_fp32_torch"], report["int8_check"]
     counts = ", ".join(f"{k} {v}" for k, v in report["train_counts"].items())
     composed = (
-        "; composed premises too\n(streamproc.judge.premises: the sentences of a claim's top "
+        "; composed premises too\n(streamproc.judge.nli.premises: the sentences of a claim's top "
         "4 units by content-word\ncoverage, up to 120 words, in document order) for HaluEval "
         "summary sentences\n(sum-composed: up to 2 faithful per summary, the 1-2 least "
         "covered hallucinated\nones), RAGTruth Summary / Data2txt answer sentences "
@@ -581,7 +581,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         action=argparse.BooleanOptionalAction,
         default=False,
         help="add the composed-premise pairs (claims against several evidence sentences "
-        "joined as streamproc.judge.premises builds them); off by default, so the defaults "
+        "joined as streamproc.judge.nli.premises builds them); off by default, so the defaults "
         "build the shipped model's data",
     )
     parser.add_argument("--log-every", type=int, default=25)

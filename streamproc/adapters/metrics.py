@@ -31,8 +31,8 @@ from aiokafka.structs import TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from streamproc.events import DeadLetterReason, Verdict
-from streamproc.stream.judging import StageOutput
-from streamproc.stream.progress import ProgressWatch
+from streamproc.stream.judging.stage import StageOutput
+from streamproc.stream.loop.progress import ProgressWatch
 
 __all__ = [
     "BATCH_SIZE_BUCKETS",

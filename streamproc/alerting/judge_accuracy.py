@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 TASK_OF_REGIME: Final = {"question": "QA", "record": "Data2txt", "task": "Summary"}
-"""Calibrator regime (``streamproc.judge.calibrator.regime_of``) -> EVALUATION.md task type."""
+"""Calibrator regime (``judge.decision.calibrator.regime_of``) -> EVALUATION.md task type."""
 
 
 class _Counts(BaseModel):

@@ -18,7 +18,7 @@ from streamproc.evaluate.loaders import LoadError, default_cases, load_cases
 from streamproc.evaluate.metrics import agreement, scores
 from streamproc.evaluate.reports import Rendered, render_agree, render_check, render_score
 from streamproc.evaluate.runner import judge_cases
-from streamproc.judge.factory import available_judges
+from streamproc.wiring import available_judges
 
 __all__ = ["register", "run_eval"]
 

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from streamproc.config import JudgeSettings
 from streamproc.evaluate.cases import CaseResult, LabelledCase, person_verdicts
 from streamproc.events import JudgeInfo
-from streamproc.judge import Judge, build_judge
-from streamproc.judge.claims import Granularity
+from streamproc.judge import Judge
+from streamproc.judge.text.claims import Granularity
+from streamproc.wiring import build_judge
 
 __all__ = ["judge_cases", "judge_cases_with"]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from streamproc.inference.registry import ModelIntegrityError, default_models_dir, sha256_of
-from streamproc.judge.answer_decision import AnswerCalibrator
-from streamproc.judge.calibrator import CalibratorError, VerdictCalibrator
+from streamproc.judge.decision.answer import AnswerCalibrator
+from streamproc.judge.decision.calibrator import CalibratorError, VerdictCalibrator
 
 __all__ = [
     "ANSWER_KIND",

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from streamproc.judge._protocols import TextEmbedder
+from streamproc.judge.protocols import TextEmbedder
 
 __all__ = ["CachedEmbedder"]
 

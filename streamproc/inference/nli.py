@@ -19,7 +19,7 @@ from streamproc.inference._backend import OnnxBackend
 from streamproc.inference.manifest import MarginOutput, ModelManifest, SoftmaxOutput
 from streamproc.inference.onnx_session import OnnxModel
 from streamproc.inference.tokenize import Encoded, TextTokenizer
-from streamproc.judge._protocols import NliScore
+from streamproc.judge.protocols import NliScore
 
 __all__ = ["NliResult", "OnnxNliScorer", "scores_from_logits"]
 

@@ -7,7 +7,7 @@ The public seam is :class:`Judge`: it takes a *batch* of answers so that a model
 judge can micro-batch claim/evidence pairs across events (one inference call for many
 answers). :class:`ClaimChecker` is the smaller seam below it: "is this claim supported
 by this premise?" for many pairs at once; the rules checker implements it now, an NLI
-checker will later.
+checker does it for the NLI judge.
 
 Each answer's work is capped (``JudgeLimits``: claims, evidence units, their lengths;
 every cap hit is named on the judgement) and may be given a per-answer deadline
@@ -17,7 +17,8 @@ index).
 
 from __future__ import annotations
 
-from streamproc.judge._protocols import (
+from streamproc.judge.deadline import AnswerTimedOut, Deadline
+from streamproc.judge.protocols import (
     ClaimChecker,
     Judge,
     NliScore,
@@ -25,8 +26,6 @@ from streamproc.judge._protocols import (
     PremiseCheck,
     TextEmbedder,
 )
-from streamproc.judge.deadline import AnswerTimedOut, Deadline
-from streamproc.judge.factory import build_judge
 
 __all__ = [
     "AnswerTimedOut",
@@ -37,5 +36,4 @@ __all__ = [
     "PairScorer",
     "PremiseCheck",
     "TextEmbedder",
-    "build_judge",
 ]

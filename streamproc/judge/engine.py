@@ -25,12 +25,8 @@ from streamproc.events import (
     JudgeInfo,
     VerdictLabel,
 )
-from streamproc.judge._protocols import ClaimChecker, PremiseCheck
-from streamproc.judge.citations import assess_citations, citation_subsets
-from streamproc.judge.claims import Claim, Granularity
 from streamproc.judge.deadline import Deadline
-from streamproc.judge.decide import decide
-from streamproc.judge.evidence import build_units
+from streamproc.judge.decision.actions import decide
 from streamproc.judge.limits import (
     CappedShape,
     cap_units,
@@ -39,7 +35,11 @@ from streamproc.judge.limits import (
     unchecked_verdict,
     with_limits,
 )
+from streamproc.judge.protocols import ClaimChecker, PremiseCheck
+from streamproc.judge.rules.citations import assess_citations, citation_subsets
 from streamproc.judge.stage_times import stage
+from streamproc.judge.text.claims import Claim, Granularity
+from streamproc.judge.text.evidence import build_units
 
 __all__ = [
     "ClaimJudge",

@@ -34,8 +34,8 @@ from dataclasses import dataclass, replace
 
 from streamproc.config import JudgeLimits
 from streamproc.events import AnswerJudgement, ClaimVerdict, EvidenceItem
-from streamproc.judge.claims import Claim, Decomposition, Granularity, decompose
-from streamproc.judge.evidence import QUESTION_ID, EvidenceUnit
+from streamproc.judge.text.claims import Claim, Decomposition, Granularity, decompose
+from streamproc.judge.text.evidence import QUESTION_ID, EvidenceUnit
 
 __all__ = [
     "CappedShape",

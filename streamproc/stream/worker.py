@@ -24,12 +24,12 @@ from streamproc.adapters.task_dump import install_task_dump
 from streamproc.adapters.telemetry import Telemetry
 from streamproc.config import Settings
 from streamproc.events import JudgeInfo
-from streamproc.stream.alert_stage import AlertHooks
-from streamproc.stream.judge_loop import JudgeLoop
-from streamproc.stream.judge_runner import JudgeProcessDied, JudgeRunner, LogOptions, judge_runner
-from streamproc.stream.publisher import PublishFailed
+from streamproc.stream.judging.loop import JudgeLoop
+from streamproc.stream.judging.runner import JudgeProcessDied, JudgeRunner, LogOptions, judge_runner
+from streamproc.stream.loop.publisher import PublishFailed
 from streamproc.stream.topics import ensure_topics, topic_specs
-from streamproc.stream.window_loop import WindowLoop
+from streamproc.stream.windows.alert_stage import AlertHooks
+from streamproc.stream.windows.loop import WindowLoop
 
 __all__ = ["prepare_topics", "run_worker"]
 

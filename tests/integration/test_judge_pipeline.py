@@ -18,7 +18,7 @@ from streamproc.adapters.kafka_io import OutputTail, publish_answers
 from streamproc.config import Settings
 from streamproc.events import AnswerEvent, AnswerJudgement, Verdict
 from streamproc.samples import SEED_LAB, load_answers
-from streamproc.stream.judge_loop import JudgeLoop, judge_group_id
+from streamproc.stream.judging.loop import JudgeLoop, judge_group_id
 from streamproc.stream.worker import prepare_topics
 from tests.integration.run_settings import run_settings
 from tests.integration.wrapped_judge import WrappedJudge

@@ -30,10 +30,10 @@ from streamproc.adapters.kafka_io import publish_answers
 from streamproc.adapters.worker_process import WorkerProcess
 from streamproc.config import Settings
 from streamproc.events import AnswerEvent
-from streamproc.judge import build_judge
 from streamproc.samples import SEED_LAB, load_answers
-from streamproc.stream.judge_loop import JudgeLoop, judge_group_id
+from streamproc.stream.judging.loop import JudgeLoop, judge_group_id
 from streamproc.stream.worker import EXIT_PUBLISH_FAILED, prepare_topics
+from streamproc.wiring import build_judge
 
 
 def _settings(bootstrap: str, prefix: str, **worker: object) -> Settings:

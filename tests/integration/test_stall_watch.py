@@ -21,7 +21,7 @@ from streamproc.adapters.kafka_io import publish_answers
 from streamproc.config import Settings
 from streamproc.events import AnswerEvent, AnswerJudgement
 from streamproc.samples import SEED_LAB, load_answers
-from streamproc.stream.judge_loop import JudgeLoop
+from streamproc.stream.judging.loop import JudgeLoop
 from streamproc.stream.worker import prepare_topics
 from tests.integration.wrapped_judge import WrappedJudge
 

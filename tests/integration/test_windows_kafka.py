@@ -22,10 +22,10 @@ from streamproc.adapters.worker_process import WorkerProcess
 from streamproc.config import Settings
 from streamproc.events import AnswerEvent, WindowAggregate
 from streamproc.samples import SEED_LAB, load_answers
-from streamproc.stream.publisher import OutboundRecord
-from streamproc.stream.window_loop import WindowLoop
-from streamproc.stream.window_report import WindowReport
-from streamproc.stream.windows import AnswerOutcome
+from streamproc.stream.loop.publisher import OutboundRecord
+from streamproc.stream.windows.loop import WindowLoop
+from streamproc.stream.windows.report import WindowReport
+from streamproc.stream.windows.spec import AnswerOutcome
 from streamproc.stream.worker import prepare_topics
 
 BASE = datetime(2026, 2, 2, 10, 0, tzinfo=UTC)  # event time, long past: quiet keys close by idle

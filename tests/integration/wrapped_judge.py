@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from streamproc.config import Settings
 from streamproc.events import AnswerEvent, AnswerJudgement, JudgeInfo
-from streamproc.judge import build_judge
+from streamproc.wiring import build_judge
 
 
 class WrappedJudge:

@@ -7,7 +7,7 @@ import pytest
 
 from streamproc.evaluate.calibration import collect as collect_module
 from streamproc.evaluate.calibration.answer_fit import AnswerRow, fit_answer_parts, flags
-from streamproc.judge.calibrator import REGIMES
+from streamproc.judge.decision.calibrator import REGIMES
 
 
 def rows(regime: str, spread: float) -> list[AnswerRow]:

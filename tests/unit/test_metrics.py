@@ -20,10 +20,10 @@ from streamproc.adapters.metrics import OTHER, WorkerMetrics, partition_lags, wi
 from streamproc.adapters.metrics_server import MetricsServer
 from streamproc.config import JudgeSettings, MetricsSettings, Settings
 from streamproc.events import Action, DeadLetterReason, VerdictLabel
-from streamproc.judge import build_judge
-from streamproc.stream.intake import MessageOrigin
-from streamproc.stream.judging import IncomingMessage, StageOutput, judge_messages
-from streamproc.stream.progress import ProgressWatch
+from streamproc.stream.judging.intake import MessageOrigin
+from streamproc.stream.judging.stage import IncomingMessage, StageOutput, judge_messages
+from streamproc.stream.loop.progress import ProgressWatch
+from streamproc.wiring import build_judge
 
 OCCURRED = datetime(2026, 1, 1, tzinfo=UTC)
 JUDGED = OCCURRED + timedelta(seconds=3)
@@ -406,9 +406,9 @@ def test_the_server_follows_the_settings() -> None:
 
 def test_the_hallucinated_series_exists_at_zero_before_the_first_hallucination() -> None:
     from streamproc.config import JudgeSettings
-    from streamproc.judge import build_judge
-    from streamproc.stream.intake import MessageOrigin
-    from streamproc.stream.judging import IncomingMessage, judge_messages
+    from streamproc.stream.judging.intake import MessageOrigin
+    from streamproc.stream.judging.stage import IncomingMessage, judge_messages
+    from streamproc.wiring import build_judge
 
     event = {
         "event_id": "e1",

@@ -1,4 +1,4 @@
-"""Fit the answer calibrator (``streamproc.judge.answer_decision``) on judged answers.
+"""Fit the answer calibrator (``streamproc.judge.decision.answer``) on judged answers.
 
 Input: the default judge's judgements (claim calibrator on, answer calibrator off) of
 the calibrate split and the seeded HaluEval summarization sample. Per regime, a logistic
@@ -19,8 +19,8 @@ from numpy.typing import NDArray
 
 from streamproc.evaluate.calibration.fit import balanced_accuracy, fit_logistic
 from streamproc.events import AnswerJudgement, VerdictLabel
-from streamproc.judge.answer_decision import ANSWER_FEATURES, answer_features
-from streamproc.judge.calibrator import REGIMES, LinearPart, regime_of
+from streamproc.judge.decision.answer import ANSWER_FEATURES, answer_features
+from streamproc.judge.decision.calibrator import REGIMES, LinearPart, regime_of
 
 __all__ = ["AnswerRow", "FittedPart", "answer_row", "fit_answer_parts", "flags"]
 

@@ -17,10 +17,10 @@ from typing import Any, TextIO
 from streamproc.evaluate.benchmark import BenchmarkItem, judge_items
 from streamproc.evaluate.cases import person_verdicts
 from streamproc.events import AnswerJudgement, ClaimVerdict, JudgeInfo, VerdictLabel
-from streamproc.judge._protocols import Judge
-from streamproc.judge.calibrator import REGIMES, regime_of
-from streamproc.judge.records import RecordReason
-from streamproc.judge.structured import ValueReason
+from streamproc.judge.decision.calibrator import REGIMES, regime_of
+from streamproc.judge.protocols import Judge
+from streamproc.judge.records.checks import RecordReason
+from streamproc.judge.records.structured import ValueReason
 
 __all__ = ["HARD_REASONS", "claim_rows", "collect", "read_rows", "write_rows"]
 

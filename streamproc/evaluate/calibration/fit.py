@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from streamproc.judge.calibrator import feature_row, regime_of
+from streamproc.judge.decision.calibrator import feature_row, regime_of
 
 __all__ = [
     "Design",

@@ -16,7 +16,7 @@ from streamproc.alerting.judge_accuracy import (
     known_judges,
 )
 from streamproc.config import JudgeSettings
-from streamproc.judge.calibrator import REGIMES
+from streamproc.judge.decision.calibrator import REGIMES
 
 EVALUATION = Path(__file__).resolve().parents[3] / "EVALUATION.md"
 TASKS = ("QA", "Summary", "Data2txt")

@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 from streamproc.audit import AuditRecord, applied_settings, build_audit_record
 from streamproc.config import JudgeSettings, Settings
 from streamproc.events import Verdict
-from streamproc.judge import build_judge
-from streamproc.stream.intake import MessageOrigin
-from streamproc.stream.judging import IncomingMessage, judge_messages
+from streamproc.stream.judging.intake import MessageOrigin
+from streamproc.stream.judging.stage import IncomingMessage, judge_messages
+from streamproc.wiring import build_judge
 
 __all__ = [
     "EVIDENCE_TEXT",

@@ -8,9 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streamproc.config import InferenceSettings
-from streamproc.evaluate.benchmark import load_items, task_type_of
-from streamproc.evaluate.cost_model import (
+from bench.cost_model import (
     Axis,
     CountingEmbedder,
     VariantResult,
@@ -28,10 +26,12 @@ from streamproc.evaluate.cost_model import (
     sentence_pool,
     with_claims,
 )
-from streamproc.evaluate.machine import cpu_model
+from bench.machine import cpu_model
+from streamproc.config import InferenceSettings
+from streamproc.evaluate.benchmark import load_items, task_type_of
 from streamproc.events import AnswerEvent, EvidenceItem, EvidenceKind
 from streamproc.inference.loader import load_embedder
-from streamproc.judge.claims import Granularity
+from streamproc.judge.text.claims import Granularity
 
 SAMPLES = Path(__file__).resolve().parents[3] / "streamproc" / "samples"
 GRANULARITY: Granularity = "atomic"

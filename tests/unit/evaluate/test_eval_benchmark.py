@@ -30,8 +30,9 @@ from streamproc.events import (
     Outcome,
     VerdictLabel,
 )
-from streamproc.judge import Judge, build_judge
+from streamproc.judge import Judge
 from streamproc.stats import wilson_interval
+from streamproc.wiring import build_judge
 
 SAMPLES = Path(__file__).resolve().parents[3] / "streamproc" / "samples"
 EVIDENCE = ["The plant opened in 2019 in Ohio. It employs 300 people."]

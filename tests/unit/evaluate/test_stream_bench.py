@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from streamproc.evaluate.stream_bench import (
+from bench.stream_bench import (
     LagSample,
     as_json,
     consumer_lag,

@@ -10,8 +10,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamproc.judge import NliScore
-from streamproc.judge.negation import is_negated
-from streamproc.judge.text import content_words
+from streamproc.judge.text.features import content_words
+from streamproc.judge.text.negation import is_negated
 
 _DIM = 256
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from streamproc.judge.answer_decision import ANSWER_FEATURES, AnswerCalibrator, answer_features
-from streamproc.judge.calibrator import REGIMES, CalibratorError
+from streamproc.judge.decision.answer import ANSWER_FEATURES, AnswerCalibrator, answer_features
+from streamproc.judge.decision.calibrator import REGIMES, CalibratorError
 
 
 def payload(**change: Any) -> dict[str, Any]:

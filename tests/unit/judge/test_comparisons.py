@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from streamproc.events import VerdictLabel
-from streamproc.judge.comparisons import Question, check_comparison, parse_question
+from streamproc.judge.rules.comparisons import Question, check_comparison, parse_question
 from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
 from tests.unit.judge.test_judge_nli import event
 from tests.unit.judge.test_judge_summaries import calibrator, nli

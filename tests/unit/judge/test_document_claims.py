@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from streamproc.judge.document_claims import about_document, topic_reason
-from streamproc.judge.text import content_words
+from streamproc.judge.text.document_claims import about_document, topic_reason
+from streamproc.judge.text.features import content_words
 
 
 @pytest.mark.parametrize(

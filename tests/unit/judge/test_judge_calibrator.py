@@ -18,11 +18,11 @@ from streamproc.inference.calibrator_loader import (
     resolve_answer_calibrator,
 )
 from streamproc.inference.registry import ModelIntegrityError, sha256_of
-from streamproc.judge.calibrated import calibrated_decision
-from streamproc.judge.calibrator import REGIMES, CalibratorError, VerdictCalibrator
-from streamproc.judge.nli_judge import NliJudge, NliThresholds
-from streamproc.judge.settle import Settled
-from streamproc.judge.signals import SIGNAL_NAMES
+from streamproc.judge.decision.calibrated import calibrated_decision
+from streamproc.judge.decision.calibrator import REGIMES, CalibratorError, VerdictCalibrator
+from streamproc.judge.decision.signals import SIGNAL_NAMES
+from streamproc.judge.nli.judge import NliJudge, NliThresholds
+from streamproc.judge.rules.settle import Settled
 from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
 from tests.unit.judge.test_judge_nli import event
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from streamproc.judge.citations import assess_citations, citation_subsets
+from streamproc.judge.rules.citations import assess_citations, citation_subsets
 
 
 def backed_by(*supporting: tuple[str, ...]) -> Callable[[tuple[str, ...]], bool]:

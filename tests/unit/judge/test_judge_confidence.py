@@ -8,12 +8,12 @@ import re
 import pytest
 
 from streamproc.events import ConfidenceMark, EvidenceItem, EvidenceKind, TokenLogprob
-from streamproc.judge.confidence import (
+from streamproc.judge.records.checks import confirmed_by_records, confirmed_values
+from streamproc.judge.rules.confidence import (
     ConfidenceThresholds,
     sentence_confidence,
     specific_spans,
 )
-from streamproc.judge.records import confirmed_by_records, confirmed_values
 
 
 def tokens(

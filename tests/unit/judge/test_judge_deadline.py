@@ -16,11 +16,11 @@ from numpy.typing import NDArray
 
 from streamproc.events import AnswerEvent
 from streamproc.judge import AnswerTimedOut, Deadline, Judge, PremiseCheck
-from streamproc.judge.calibrator import REGIMES, VerdictCalibrator
+from streamproc.judge.decision.calibrator import REGIMES, VerdictCalibrator
+from streamproc.judge.decision.signals import SIGNAL_NAMES
 from streamproc.judge.engine import ClaimJudge
-from streamproc.judge.nli_judge import NliJudge, NliThresholds
-from streamproc.judge.rules import RulesChecker
-from streamproc.judge.signals import SIGNAL_NAMES
+from streamproc.judge.nli.judge import NliJudge, NliThresholds
+from streamproc.judge.rules.checker import RulesChecker
 from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
 from tests.unit.judge.test_judge_limits import FACT, event
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from streamproc.events import Action, ClaimClass, ClaimVerdict, Outcome, VerdictLabel
-from streamproc.judge.decide import decide
+from streamproc.judge.decision.actions import decide
 
 S, C, U = VerdictLabel.SUPPORTED, VerdictLabel.CONTRADICTED, VerdictLabel.UNSUPPORTED
 SENTENCES = ["First.", "Second.", "Third."]

@@ -11,10 +11,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamproc.events import AnswerJudgement, EvidenceItem, VerdictLabel
-from streamproc.judge._protocols import NliScore
-from streamproc.judge.evidence import build_units
-from streamproc.judge.nli_judge import NliJudge, NliThresholds
-from streamproc.judge.shortlist import lexical_shortlist
+from streamproc.judge.nli.judge import NliJudge, NliThresholds
+from streamproc.judge.nli.shortlist import lexical_shortlist
+from streamproc.judge.protocols import NliScore
+from streamproc.judge.text.evidence import build_units
 from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
 from tests.unit.judge.test_judge_nli import event
 

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 from streamproc.config import JudgeSettings
 from streamproc.events import Action, AnswerEvent, EvidenceItem, Outcome, VerdictLabel
-from streamproc.judge import PremiseCheck, build_judge
+from streamproc.judge import PremiseCheck
 from streamproc.judge.engine import ClaimJudge
-from streamproc.judge.factory import available_judges
-from streamproc.judge.rules import RulesChecker
+from streamproc.judge.rules.checker import RulesChecker
+from streamproc.wiring import available_judges, build_judge
 
 
 class CountingChecker(RulesChecker):

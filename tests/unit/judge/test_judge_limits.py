@@ -12,12 +12,13 @@ import pytest
 
 from streamproc.config import JudgeLimits, JudgeSettings
 from streamproc.events import Action, AnswerEvent, AnswerJudgement, EvidenceItem, VerdictLabel
-from streamproc.judge import Judge, NliScore, build_judge
+from streamproc.judge import Judge, NliScore
 from streamproc.judge.engine import ClaimJudge
-from streamproc.judge.evidence import build_units
 from streamproc.judge.limits import cap_units
-from streamproc.judge.nli_judge import NliJudge, NliThresholds
-from streamproc.judge.rules import RulesChecker
+from streamproc.judge.nli.judge import NliJudge, NliThresholds
+from streamproc.judge.rules.checker import RulesChecker
+from streamproc.judge.text.evidence import build_units
+from streamproc.wiring import build_judge
 from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
 
 FACT = "The supplier delivered 90 of 100 pieces."

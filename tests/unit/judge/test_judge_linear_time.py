@@ -23,23 +23,23 @@ import numpy as np
 import pytest
 
 from streamproc.events import EvidenceItem, EvidenceKind, TokenLogprob
-from streamproc.judge import _value_parse as vp
-from streamproc.judge._atomic import asserts, atomic_spans
-from streamproc.judge._markup import find_citations, strip_citations
-from streamproc.judge._record_values import RecordValues
-from streamproc.judge._sentences import split_sentences
-from streamproc.judge._speech_acts import is_abstention, is_conversational
-from streamproc.judge.claims import decompose
-from streamproc.judge.comparisons import Question, check_comparison, parse_question
-from streamproc.judge.confidence import sentence_confidence, specific_spans
-from streamproc.judge.evidence import build_units
-from streamproc.judge.name_forms import fold, known_name
-from streamproc.judge.negation import flips_negation, is_negated
-from streamproc.judge.overstatement import overstated
-from streamproc.judge.records import check_record, confirmed_values, parse_amount
-from streamproc.judge.retrieval import names, rank_candidates
-from streamproc.judge.structured import StructuredEvidence, ValueReason
-from streamproc.judge.text import content_words, numbers
+from streamproc.judge.nli.retrieval import names, rank_candidates
+from streamproc.judge.records import value_parse as vp
+from streamproc.judge.records.checks import check_record, confirmed_values, parse_amount
+from streamproc.judge.records.record_values import RecordValues
+from streamproc.judge.records.structured import StructuredEvidence, ValueReason
+from streamproc.judge.rules.comparisons import Question, check_comparison, parse_question
+from streamproc.judge.rules.confidence import sentence_confidence, specific_spans
+from streamproc.judge.rules.overstatement import overstated
+from streamproc.judge.text.atomic import asserts, atomic_spans
+from streamproc.judge.text.claims import decompose
+from streamproc.judge.text.evidence import build_units
+from streamproc.judge.text.features import content_words, numbers
+from streamproc.judge.text.markup import find_citations, strip_citations
+from streamproc.judge.text.name_forms import fold, known_name
+from streamproc.judge.text.negation import flips_negation, is_negated
+from streamproc.judge.text.sentences import split_sentences
+from streamproc.judge.text.speech_acts import is_abstention, is_conversational
 
 GROWTH = 4
 # Linear gives about 4, n^1.5 8, quadratic 16. Not 6: record_values on "9am-5pm " * n

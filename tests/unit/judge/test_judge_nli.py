@@ -18,8 +18,8 @@ from streamproc.events import (
     TokenLogprob,
     VerdictLabel,
 )
-from streamproc.judge._protocols import NliScore
-from streamproc.judge.nli_judge import NliJudge, NliThresholds
+from streamproc.judge.nli.judge import NliJudge, NliThresholds
+from streamproc.judge.protocols import NliScore
 from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
 
 NOTE = "Incomplete orders cannot be delivered or billed. The supplier delivered 90 of 100 pieces."
@@ -233,7 +233,7 @@ def test_citation_to_the_wrong_passage(scorer: OverlapScorer, embedder: BagOfWor
 def test_confidence_thresholds_are_per_answering_model(
     scorer: OverlapScorer, embedder: BagOfWordsEmbedder
 ) -> None:
-    from streamproc.judge.confidence import ConfidenceThresholds
+    from streamproc.judge.rules.confidence import ConfidenceThresholds
 
     answer = "Incomplete orders cannot be delivered."
     words = ["Incomplete", " orders", " cannot", " be", " delivered", "."]

@@ -12,8 +12,9 @@ from streamproc.evaluate.loaders import default_cases, load_cases
 from streamproc.evaluate.metrics import agreement
 from streamproc.evaluate.runner import judge_cases_with
 from streamproc.events import AnswerEvent, ClaimVerdict, VerdictLabel
-from streamproc.judge import Judge, build_judge
-from streamproc.judge.calibrator import CalibratorError
+from streamproc.judge import Judge
+from streamproc.judge.decision.calibrator import CalibratorError
+from streamproc.wiring import build_judge
 
 D08 = (
     "The vendor billed a higher price than the one agreed on the purchase order. If the price "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamproc.judge.overstatement import OVERSTATED, OverstatementFinding, overstated
+from streamproc.judge.rules.overstatement import OVERSTATED, OverstatementFinding, overstated
 
 TRIAL = (
     "In a 2-year trial the drug cut infection risk from 30% to 15%. "

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from streamproc.events import EvidenceItem, EvidenceKind, VerdictLabel
-from streamproc.judge.records import (
+from streamproc.judge.records.checks import (
     RecordFinding,
     RecordReason,
     check_record,

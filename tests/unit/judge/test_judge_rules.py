@@ -6,8 +6,8 @@ import pytest
 
 from streamproc.events import VerdictLabel
 from streamproc.judge import PremiseCheck
-from streamproc.judge.rules import RulesChecker
-from streamproc.judge.text import content_words, numbers
+from streamproc.judge.rules.checker import RulesChecker
+from streamproc.judge.text.features import content_words, numbers
 
 D07 = (
     "Question: Why is the invoice blocked?\nThe supplier delivered 90 of 100 pieces but "

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from streamproc.events import EvidenceItem, EvidenceKind
-from streamproc.judge.structured import StructuredEvidence, ValueFinding, ValueReason
+from streamproc.judge.records.structured import StructuredEvidence, ValueFinding, ValueReason
 
 MISMATCH = ValueReason.VALUE_MISMATCH
 MISSING = ValueReason.FIELD_NOT_IN_RECORD

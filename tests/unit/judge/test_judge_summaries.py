@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from streamproc.events import Action, AnswerEvent, ClaimClass, VerdictLabel
-from streamproc.judge.answer_decision import ANSWER_FEATURES, AnswerCalibrator
-from streamproc.judge.calibrator import REGIMES, VerdictCalibrator
-from streamproc.judge.nli_judge import NliJudge, NliThresholds
+from streamproc.judge.decision.answer import ANSWER_FEATURES, AnswerCalibrator
+from streamproc.judge.decision.calibrator import REGIMES, VerdictCalibrator
+from streamproc.judge.nli.judge import NliJudge, NliThresholds
 from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
 from tests.unit.judge.test_judge_nli import event as nli_event
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamproc.judge.name_forms import fold, known_name
+from streamproc.judge.text.name_forms import fold, known_name
 
 EVIDENCE = fold(
     "Russia asked the U.N. Security Council for a vote. U.S.-led strikes went on. "

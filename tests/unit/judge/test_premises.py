@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from streamproc.events import EvidenceItem
-from streamproc.judge.evidence import build_units
-from streamproc.judge.premises import compose_premise
+from streamproc.judge.nli.premises import compose_premise
+from streamproc.judge.text.evidence import build_units
 
 TEXT = "Alpha opened in May. Beta closed in June. Gamma moved in July. Delta rose in August."
 

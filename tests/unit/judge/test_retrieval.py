@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streamproc.judge.retrieval import names
+from streamproc.judge.nli.retrieval import names
 
 
 def test_a_possessive_names_the_owner() -> None:

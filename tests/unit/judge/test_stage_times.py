@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 from streamproc.config import JudgeSettings
 from streamproc.events import AnswerEvent, EvidenceItem
-from streamproc.judge import build_judge
 from streamproc.judge.stage_times import collecting, stage
+from streamproc.wiring import build_judge
 
 
 def _answer(text: str) -> AnswerEvent:

@@ -8,8 +8,8 @@ from typing import Any
 from streamproc.adapters.metrics import WorkerMetrics
 from streamproc.alerting.alert_state import AlertEvent
 from streamproc.config import AlertSettings, BurnRateWindow, Settings
-from streamproc.stream.alert_stage import AlertHooks
-from streamproc.stream.window_report import ExtensionState, PaneDelta, WindowReport
+from streamproc.stream.windows.alert_stage import AlertHooks
+from streamproc.stream.windows.report import ExtensionState, PaneDelta, WindowReport
 
 START = 1_772_442_000.0  # a whole minute, epoch seconds
 # A pair short enough that a 30 % spike over a 5 % objective pages in minutes (the

@@ -14,7 +14,7 @@ from aiokafka import ConsumerRecord
 from aiokafka.structs import TopicPartition
 
 from streamproc.config import Settings
-from streamproc.stream.consumer_loop import ConsumerLoop, _Rebalance
+from streamproc.stream.loop.consumer import ConsumerLoop, _Rebalance
 
 P0 = TopicPartition("answers", 0)
 P1 = TopicPartition("answers", 1)

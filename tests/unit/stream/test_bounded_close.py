@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from streamproc.stream._loop_support import bounded_close
+from streamproc.stream.loop.support import bounded_close
 
 
 async def _cancelled_inside() -> None:

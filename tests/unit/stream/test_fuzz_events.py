@@ -41,14 +41,14 @@ from streamproc.events import (
     DeadLetterReason,
     Verdict,
 )
-from streamproc.judge import build_judge
-from streamproc.stream.intake import (
+from streamproc.stream.judging.intake import (
     MAX_DEPTH,
     MessageOrigin,
     Rejection,
     parse_answer,
 )
-from streamproc.stream.judging import IncomingMessage, judge_messages
+from streamproc.stream.judging.stage import IncomingMessage, judge_messages
+from streamproc.wiring import build_judge
 
 BATCH = 20
 MAX_EVENT_BYTES = 512 * 1024

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from streamproc.events import MAX_INPUT_ITEMS, AnswerEvent, DeadLetterReason
-from streamproc.stream.intake import (
+from streamproc.stream.judging.intake import (
     MAX_DEPTH,
     MessageOrigin,
     Rejection,

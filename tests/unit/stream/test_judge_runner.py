@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 
 from streamproc.config import InferenceSettings, JudgeSettings, Settings, WorkerSettings
-from streamproc.judge import build_judge
-from streamproc.stream.judge_runner import (
+from streamproc.stream.judging.runner import (
     JudgeProcess,
     JudgeProcessDied,
     JudgeThread,
     judge_runner,
 )
-from streamproc.stream.judging import StageLimits
+from streamproc.stream.judging.stage import StageLimits
+from streamproc.wiring import build_judge
 from tests.unit.stream.test_judging_stage import BAD, GOOD, message
 
 RULES = JudgeSettings(name="rules")
@@ -132,7 +132,7 @@ def test_a_worker_killed_with_sigkill_leaves_no_judge_process(tmp_path: Path) ->
         """
         import asyncio, sys
         from streamproc.config import JudgeSettings
-        from streamproc.stream.judge_runner import JudgeProcess
+        from streamproc.stream.judging.runner import JudgeProcess
 
         async def main() -> None:
             runner = JudgeProcess(JudgeSettings(name="rules"))

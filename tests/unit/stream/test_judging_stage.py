@@ -22,15 +22,15 @@ from streamproc.events import (
     DeadLetterReason,
     JudgeInfo,
 )
-from streamproc.judge import build_judge
-from streamproc.stream.intake import MessageOrigin, parse_answer
-from streamproc.stream.judging import (
+from streamproc.stream.judging.intake import MessageOrigin, parse_answer
+from streamproc.stream.judging.stage import (
     IncomingMessage,
     StageLimits,
     judge_messages,
     trace_id_from_traceparent,
 )
 from streamproc.stream.topics import DEAD_LETTER_MAX_BYTES
+from streamproc.wiring import build_judge
 
 
 def answer(event_id: str, text: str, evidence: str) -> dict[str, object]:
@@ -128,7 +128,7 @@ def test_traceparent_parsing() -> None:
 # --- records ready to send ----------------------------------------------------------------
 
 RULES = build_judge(JudgeSettings(name="rules"))
-PARSE = "streamproc.stream.judging.parse_answer"  # patched to get past intake's checks
+PARSE = "streamproc.stream.judging.stage.parse_answer"  # patched to get past intake's checks
 NOW = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
 
 

@@ -23,7 +23,7 @@ from streamproc.events import (
     Verdict,
     VerdictLabel,
 )
-from streamproc.stream.output_fit import (
+from streamproc.stream.output.fit import (
     OVERHEAD_BYTES,
     FittedVerdict,
     TooLarge,

@@ -19,8 +19,8 @@ from streamproc.events import (
     Outcome,
 )
 from streamproc.judge.deadline import AnswerTimedOut, Deadline
-from streamproc.stream.intake import MessageOrigin
-from streamproc.stream.judging import IncomingMessage, StageLimits, judge_messages
+from streamproc.stream.judging.intake import MessageOrigin
+from streamproc.stream.judging.stage import IncomingMessage, StageLimits, judge_messages
 
 NOW = datetime(2026, 1, 1, 0, 1, tzinfo=UTC)
 STEP_S = 0.001

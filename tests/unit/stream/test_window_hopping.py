@@ -14,8 +14,9 @@ import pytest
 from streamproc.config import HoppingWindow, WindowSettings
 from streamproc.events import WindowAggregate
 from streamproc.stats import wilson_interval
-from streamproc.stream.window_index import PartitionIndex
-from streamproc.stream.window_table import (
+from streamproc.stream.windows.index import PartitionIndex
+from streamproc.stream.windows.spec import AnswerOutcome, pane_ms_of, window_specs
+from streamproc.stream.windows.table import (
     Counted,
     close_due,
     count_outcome,
@@ -23,7 +24,6 @@ from streamproc.stream.window_table import (
     rebuild_index,
     window_timing,
 )
-from streamproc.stream.windows import AnswerOutcome, pane_ms_of, window_specs
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 START = T0.timestamp()

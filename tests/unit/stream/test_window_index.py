@@ -9,9 +9,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from streamproc.config import WindowSettings
-from streamproc.stream.window_index import PartitionIndex
-from streamproc.stream.window_store import decode_entry, encode_entry
-from streamproc.stream.window_table import (
+from streamproc.stream.windows.index import PartitionIndex
+from streamproc.stream.windows.spec import AnswerOutcome, SeriesKey
+from streamproc.stream.windows.store import decode_entry, encode_entry
+from streamproc.stream.windows.table import (
     PANE_PREFIX,
     SEEN_PREFIX,
     SERIES_PREFIX,
@@ -27,7 +28,6 @@ from streamproc.stream.window_table import (
     seen_key,
     window_timing,
 )
-from streamproc.stream.windows import AnswerOutcome, SeriesKey
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 START = T0.timestamp()

@@ -15,7 +15,7 @@ from streamproc.alerting.corrected_rate import ConfusionCounts, corrected_rate_m
 from streamproc.alerting.judge_accuracy import judge_accuracy
 from streamproc.config import HoppingWindow, Settings, WindowSettings
 from streamproc.stats import wilson_interval
-from streamproc.stream.window_panes import (
+from streamproc.stream.windows.panes import (
     LATENCY_BINS,
     Pane,
     WindowTotals,
@@ -24,8 +24,7 @@ from streamproc.stream.window_panes import (
     latency_bin,
     latency_quantile,
 )
-from streamproc.stream.window_store import decode_entry, encode_entry
-from streamproc.stream.windows import (
+from streamproc.stream.windows.spec import (
     AnswerOutcome,
     SeriesKey,
     WindowSpec,
@@ -35,6 +34,7 @@ from streamproc.stream.windows import (
     size_label,
     window_specs,
 )
+from streamproc.stream.windows.store import decode_entry, encode_entry
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 START = int(T0.timestamp() * 1000)

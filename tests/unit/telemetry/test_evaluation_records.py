@@ -11,7 +11,7 @@ from opentelemetry.trace import SpanContext, TraceFlags
 from streamproc.adapters import semconv
 from streamproc.adapters.evaluation_log import evaluation_records, reason_codes
 from streamproc.adapters.tracing import MessageRef, Tracing
-from streamproc.stream.intake import MessageOrigin
+from streamproc.stream.judging.intake import MessageOrigin
 from tests.unit.telemetry.conftest import (
     BAD,
     EVIDENCE,

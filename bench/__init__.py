@@ -1,0 +1,1 @@
+"""Benchmark-only helpers for scripts/ (not shipped in the wheel)."""

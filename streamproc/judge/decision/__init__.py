@@ -1,0 +1,1 @@
+"""From claim signals to verdicts and actions: calibrators, the answer decision, actions."""

@@ -1,0 +1,102 @@
+"""Whether an answer is hallucinated, knowing how many claims were tested.
+
+Flagging an answer when *any* claim crosses the per-claim line turns a modest per-claim
+false-alarm rate into a large per-answer one: with a 24 % false-alarm rate per claim, six
+faithful claims are flagged together 1 - 0.76^6 = 81 % of the time. So the answer-level
+decision is calibrated on its own, per answer regime (``calibrator.regime_of``): a small
+logistic model over the highest calibrated claim risk and the number of claims it was
+the highest of, with its own threshold, fitted on the calibrate split
+(``scripts/train_answer_calibrator.py``). A hard finding - a record that contradicts a
+claim, a guessed sentence cut, a negation flip where those are reliable - still flags
+the answer outright. The claims keep their own verdicts: they are what a trim removes.
+
+Pure: built from an already-read payload (the loader checks the file's sha256).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from streamproc.judge.decision.calibrator import REGIMES, CalibratorError, LinearPart
+
+__all__ = ["ANSWER_FEATURES", "AnswerCalibrator", "AnswerCall", "answer_features"]
+
+ANSWER_FEATURES: Final = ("risk_logit_max", "claims_log")
+"""The answer model's inputs: the top claim risk as a logit, log(1 + calibrated claims)."""
+
+_RISK_FLOOR: Final = 1e-4
+
+
+def answer_features(risks: Sequence[float]) -> dict[str, float]:
+    """The answer model's inputs from the calibrated (not hard-settled) claims' risks."""
+    top = min(max(max(risks, default=_RISK_FLOOR), _RISK_FLOOR), 1 - _RISK_FLOOR)
+    return {"risk_logit_max": math.log(top / (1 - top)), "claims_log": math.log1p(len(risks))}
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerCall:
+    """The answer-level decision and what it rested on, for the verdict and the audit."""
+
+    hallucinated: bool
+    risk: float | None
+    threshold: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerCalibrator:
+    """One ``LinearPart`` per regime over ``ANSWER_FEATURES``; the answer is hallucinated
+    at or above its regime's threshold, or when a hard finding settled one claim."""
+
+    name: str
+    sha256: str
+    parts: Mapping[str, LinearPart]
+    claim_calibrator: str | None = None
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any], *, sha256: str) -> AnswerCalibrator:
+        """Build from the JSON the training script writes; refuses inconsistent shapes."""
+        try:
+            name = str(payload["name"])
+            features = tuple(str(f) for f in payload["features"])
+            raw_parts = dict(payload["regimes"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise CalibratorError(f"answer calibrator payload is incomplete: {error}") from None
+        if features != ANSWER_FEATURES:
+            raise CalibratorError(
+                f"answer calibrator {name!r} reads {features}, not {ANSWER_FEATURES}"
+            )
+        if set(raw_parts) != set(REGIMES):
+            raise CalibratorError(f"answer calibrator needs exactly the regimes {list(REGIMES)}")
+        parts = {r: LinearPart.from_payload(raw_parts[r], len(features)) for r in REGIMES}
+        claim = payload.get("claim_calibrator")
+        return cls(name, sha256, parts, None if claim is None else str(claim))
+
+    def check_claim_calibrator(self, name: str | None) -> None:
+        """Its weights read one claim calibrator's risks; refuse any other's."""
+        if self.claim_calibrator is not None and self.claim_calibrator != name:
+            raise CalibratorError(
+                f"answer calibrator {self.name!r} was fitted on the risks of "
+                f"{self.claim_calibrator!r}, not {name!r}: refit it "
+                "(scripts/train_answer_calibrator.py)"
+            )
+
+    def decide(self, regime: str, risks: Sequence[float], hard: bool) -> AnswerCall:
+        """Hallucinated when ``hard`` (a hard finding settled a claim), else when the
+        answer's risk reaches the regime's threshold; no calibrated claim, no risk."""
+        part = self.parts[regime]
+        if not risks:
+            return AnswerCall(hard, None, part.threshold)
+        values = answer_features(risks)
+        x = np.array([values[f] for f in ANSWER_FEATURES], dtype=np.float64)
+        logit = float(np.clip(part.logits(x[None, :])[0], -30.0, 30.0))
+        risk = round(1.0 / (1.0 + math.exp(-logit)), 4)
+        return AnswerCall(hard or risk >= part.threshold, risk, part.threshold)
+
+    def describe(self) -> dict[str, float]:
+        """Thresholds an auditor needs to replay the decision."""
+        return {f"answer_threshold_{r}": p.threshold for r, p in sorted(self.parts.items())}

@@ -1,0 +1,1 @@
+"""Level 2a: claims checked against structured records and their typed values."""

@@ -1,0 +1,1 @@
+"""Checks that need no model: confidence, comparisons, overstatement, citations, rules."""

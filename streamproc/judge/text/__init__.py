@@ -1,0 +1,1 @@
+"""Reading text: sentences, claims, evidence units, and the word features the checks compare."""

@@ -1,0 +1,1 @@
+"""The judging loop: intake, the judging stage, and where the judge runs."""

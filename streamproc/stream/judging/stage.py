@@ -1,0 +1,566 @@
+"""The judging stage as plain code: raw messages in, every record to publish out.
+
+The consumer loop only moves bytes: it runs :func:`judge_messages` in an executor (off the
+event loop) and sends the returned records, already serialised, keyed and sized for their
+topics, in one transaction with the input offsets. So nothing after this stage may fail
+for one message: every message is isolated here. Whatever goes wrong while parsing,
+judging, serialising or keying one message - a judge bug, a lone surrogate in a claim, an
+answer that overruns its deadline, a verdict too large for its topic - turns that message
+into one dead letter (reason and original bytes) and the rest of the batch goes on.
+No broker is needed to test it.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal
+
+from streamproc.audit.record import applied_settings, build_audit_record
+from streamproc.config import Settings, TopicSettings, WorkerSettings
+from streamproc.events import (
+    Action,
+    AnswerEvent,
+    AnswerJudgement,
+    DeadLetter,
+    DeadLetterReason,
+    Flag,
+    JudgeInfo,
+    Timings,
+    Verdict,
+)
+from streamproc.judge import Judge
+from streamproc.judge.deadline import AnswerTimedOut
+from streamproc.judge.stage_times import StageTime, collecting
+from streamproc.stream.judging.intake import MessageOrigin, Rejection, dead_letter_for, parse_answer
+from streamproc.stream.judging.task_type import task_type_of
+from streamproc.stream.output.fit import (
+    TooLarge,
+    fit_dead_letter,
+    fit_record,
+    fit_verdict,
+)
+from streamproc.stream.topics import AUDIT_MAX_MESSAGE_BYTES, DEAD_LETTER_MAX_BYTES
+from streamproc.stream.windows.spec import AnswerOutcome
+
+__all__ = [
+    "IncomingMessage",
+    "OutputRecord",
+    "RecordKind",
+    "StageLimits",
+    "StageOutput",
+    "judge_messages",
+    "trace_id_from_traceparent",
+]
+
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
+_MAX_ERROR_CHARS = 2000
+
+RecordKind = Literal["verdict", "flag", "outcome", "dead_letter", "audit"]
+LogValue = str | int | float | bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingMessage:
+    value: bytes | None
+    origin: MessageOrigin
+    trace_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StageLimits:
+    """Every bound the stage enforces. The defaults bound only sizes; a worker takes all
+    of them from its settings with :meth:`from_settings`."""
+
+    max_event_bytes: int = WorkerSettings.model_fields["max_event_bytes"].default
+    judge_deadline_s: float | None = None
+    """Per answer; None: no deadline."""
+    event_time_max_future_s: float | None = None
+    """How far ``occurred_at`` may lie ahead of the clock; None: unchecked."""
+    event_time_max_past_s: float | None = None
+    """How far ``occurred_at`` may lie behind the clock; None: unchecked."""
+    output_max_bytes: int = TopicSettings.model_fields["output_max_message_bytes"].default
+    """max.message.bytes of the verdict, flag and outcome topics."""
+    dead_letter_max_bytes: int = DEAD_LETTER_MAX_BYTES
+    audit_max_bytes: int = AUDIT_MAX_MESSAGE_BYTES
+    audit_settings: Mapping[str, object] | None = None
+    """The settings that shape a verdict (``audit.record.applied_settings``), written into
+    every answer's audit record; None: no audit records."""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> StageLimits:
+        worker = settings.worker
+        return cls(
+            max_event_bytes=worker.max_event_bytes,
+            judge_deadline_s=worker.judge_deadline_s,
+            event_time_max_future_s=worker.event_time_max_future_s,
+            event_time_max_past_s=worker.event_time_max_past_s,
+            output_max_bytes=settings.topics.output_max_message_bytes,
+            dead_letter_max_bytes=DEAD_LETTER_MAX_BYTES,
+            audit_settings=applied_settings(settings) if settings.audit.enabled else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OutputRecord:
+    """One record ready to send: the topic is chosen by ``kind``. ``log`` holds the facts
+    worth a log line (verdicts: answer_id, action, hallucinated, trace_id, trimmed; dead
+    letters: reason, error, partition, offset), so the sender logs without parsing."""
+
+    kind: RecordKind
+    key: bytes | None
+    value: bytes
+    log: Mapping[str, LogValue] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class StageOutput:
+    """``records`` is what to send, the records of one input message next to each other
+    in input order. The typed lists hold the same outputs as models (a verdict as
+    published, i.e. possibly trimmed), for tests and tools."""
+
+    records: list[OutputRecord] = field(default_factory=list)
+    sources: list[int] = field(default_factory=list)
+    """Parallel to ``records``: the index, in the batch, of the message each came from
+    (so the sender can give each record its answer's ``traceparent``)."""
+    verdicts: list[Verdict] = field(default_factory=list)
+    flags: list[Flag] = field(default_factory=list)
+    outcomes: list[AnswerOutcome] = field(default_factory=list)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+    stage_times: list[StageTime] = field(default_factory=list)
+    """The judge's own stages for this batch (claims, retrieval, nli, decide...), for
+    trace spans."""
+    repeats: list[MessageOrigin] = field(default_factory=list)
+    """Messages repeating an ``event_id`` already in this batch (a producer retry): the
+    first copy is judged, the repeat is logged and acknowledged with it."""
+
+
+def trace_id_from_traceparent(header: str | bytes | None) -> str | None:
+    """The trace id of a W3C ``traceparent`` header, or None if absent or malformed."""
+    if header is None:
+        return None
+    text = header.decode("latin-1") if isinstance(header, bytes) else header
+    match = _TRACEPARENT.match(text.strip().lower())
+    if match is None or set(match.group(1)) == {"0"}:
+        return None
+    return match.group(1)
+
+
+def judge_messages(
+    messages: Sequence[IncomingMessage],
+    judge: Judge,
+    *,
+    limits: StageLimits | None = None,
+    max_event_bytes: int | None = None,
+    now: datetime | None = None,
+) -> StageOutput:
+    """Validate, judge and serialise one micro-batch. Never raises: what fails for one
+    message becomes that message's dead letter.
+
+    ``max_event_bytes`` (older callers) overrides ``limits.max_event_bytes``. ``now`` is
+    the clock for event-time bounds and for the ``judged_at`` / ``received_at`` stamps
+    (default: the wall clock, read before and after judging)."""
+    limits = limits or StageLimits()
+    if max_event_bytes is not None:
+        limits = dataclasses.replace(limits, max_event_bytes=max_event_bytes)
+    received_at = now or datetime.now(UTC)
+
+    # Per message: the index of its answer in ``accepted``, a rejection, or None for a
+    # repeat of an event already in this batch (a producer retry counts once).
+    slots: list[int | Rejection | None] = []
+    accepted: list[AnswerEvent] = []
+    seen: set[str] = set()
+    repeats: list[MessageOrigin] = []
+    for message in messages:
+        parsed = _parse(message, limits, received_at)
+        if isinstance(parsed, Rejection):
+            slots.append(parsed)
+        elif parsed.event_id in seen:
+            slots.append(None)
+            repeats.append(message.origin)
+        else:
+            seen.add(parsed.event_id)
+            slots.append(len(accepted))
+            accepted.append(parsed)
+
+    started = time.perf_counter()
+    with collecting() as stage_times:
+        judged = _judge_all(accepted, judge, limits.judge_deadline_s) if accepted else []
+    context = _JudgedContext(
+        judge=_judge_info(judge),
+        judged_at=now or datetime.now(UTC),
+        judge_ms=(time.perf_counter() - started) * 1000,
+        batch_size=len(accepted),
+    )
+
+    output = StageOutput(repeats=repeats, stage_times=stage_times)
+    for index, (message, slot) in enumerate(zip(messages, slots, strict=True)):
+        before = len(output.records)
+        _add_outputs(output, message, slot, judged, accepted, context, limits, received_at)
+        output.sources.extend([index] * (len(output.records) - before))
+    return output
+
+
+def _add_outputs(
+    output: StageOutput,
+    message: IncomingMessage,
+    slot: int | Rejection | None,
+    judged: list[AnswerJudgement | Rejection],
+    accepted: list[AnswerEvent],
+    context: _JudgedContext,
+    limits: StageLimits,
+    received_at: datetime,
+) -> None:
+    """The records of one message: its outputs, its dead letter, or none (a repeat)."""
+    if slot is None:
+        return
+    if isinstance(slot, Rejection):
+        _add_dead_letter(output, slot, message, received_at, limits)
+        return
+    result = judged[slot]
+    if isinstance(result, Rejection):
+        _add_dead_letter(output, result, message, received_at, limits)
+        return
+    try:
+        built = _build(accepted[slot], result, message, context, limits)
+    except Exception as exc:  # noqa: BLE001 - one message's failure is its dead letter
+        built = Rejection(
+            DeadLetterReason.PROCESSING_ERROR, f"cannot build outputs: {_describe(exc)}"
+        )
+    if isinstance(built, Rejection):
+        _add_dead_letter(output, built, message, received_at, limits)
+    else:
+        built.add_to(output)
+
+
+def _parse(message: IncomingMessage, limits: StageLimits, now: datetime) -> AnswerEvent | Rejection:
+    try:
+        return parse_answer(
+            message.value,
+            limits.max_event_bytes,
+            now=now,
+            max_future_s=limits.event_time_max_future_s,
+            max_past_s=limits.event_time_max_past_s,
+        )
+    except Exception as exc:  # noqa: BLE001 - parse_answer should not raise; if it does, isolate
+        return Rejection(DeadLetterReason.PROCESSING_ERROR, f"cannot parse: {_describe(exc)}")
+
+
+# --- judging, with a deadline per answer -------------------------------------------------
+
+
+def _judge_all(
+    answers: list[AnswerEvent], judge: Judge, deadline_s: float | None
+) -> list[AnswerJudgement | Rejection]:
+    """Judge the batch at once. An answer that overruns its deadline is set aside
+    (``judge_timeout``) and the batch judged again without it; each round removes one
+    answer, so this ends. Any other failure falls back to one answer at a time, so only
+    the answer that breaks the judge is lost."""
+    results: list[AnswerJudgement | Rejection | None] = [None] * len(answers)
+    pending = list(range(len(answers)))
+    while pending:
+        try:
+            judged = list(judge.judge_batch([answers[i] for i in pending], deadline_s=deadline_s))
+            if len(judged) != len(pending):
+                raise RuntimeError(f"{len(judged)} judgements for {len(pending)} answers")
+        except AnswerTimedOut as exc:
+            if 0 <= exc.index < len(pending):
+                results[pending.pop(exc.index)] = _timed_out(exc)
+                continue
+            _judge_one_by_one(answers, pending, judge, deadline_s, results)
+            break
+        except Exception:  # noqa: BLE001 - one poison answer must not sink the batch
+            _judge_one_by_one(answers, pending, judge, deadline_s, results)
+            break
+        for index, judgement in zip(pending, judged, strict=True):
+            results[index] = judgement
+        break
+    return [
+        Rejection(DeadLetterReason.PROCESSING_ERROR, "judge returned nothing")
+        if result is None
+        else result
+        for result in results
+    ]
+
+
+def _judge_one_by_one(
+    answers: list[AnswerEvent],
+    pending: list[int],
+    judge: Judge,
+    deadline_s: float | None,
+    results: list[AnswerJudgement | Rejection | None],
+) -> None:
+    for index in pending:
+        try:
+            results[index] = judge.judge_batch([answers[index]], deadline_s=deadline_s)[0]
+        except AnswerTimedOut as exc:
+            results[index] = _timed_out(exc)
+        except Exception as exc:  # noqa: BLE001 - reported as a dead letter
+            results[index] = Rejection(
+                DeadLetterReason.PROCESSING_ERROR, f"judge failed: {_describe(exc)}"
+            )
+
+
+def _timed_out(exc: AnswerTimedOut) -> Rejection:
+    return Rejection(
+        DeadLetterReason.JUDGE_TIMEOUT,
+        f"judge gave up on the answer after {exc.elapsed_s:.2f} s, over its "
+        f"{exc.budget_s:g} s budget per answer",
+    )
+
+
+def _judge_info(judge: Judge) -> JudgeInfo | Exception:
+    try:
+        return judge.info
+    except Exception as exc:  # noqa: BLE001 - surfaces per message, as a dead letter
+        return exc
+
+
+# --- building the records of one judged answer -------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _JudgedContext:
+    judge: JudgeInfo | Exception
+    judged_at: datetime
+    judge_ms: float
+    batch_size: int
+
+
+@dataclass(slots=True)
+class _Built:
+    """All records of one judged message; added to the output only once all are built."""
+
+    records: list[OutputRecord]
+    verdict: Verdict
+    flag: Flag | None
+    outcome: AnswerOutcome
+
+    def add_to(self, output: StageOutput) -> None:
+        output.records.extend(self.records)
+        output.verdicts.append(self.verdict)
+        if self.flag is not None:
+            output.flags.append(self.flag)
+        output.outcomes.append(self.outcome)
+
+
+def _build(
+    answer: AnswerEvent,
+    judgement: AnswerJudgement,
+    message: IncomingMessage,
+    context: _JudgedContext,
+    limits: StageLimits,
+) -> _Built | Rejection:
+    if isinstance(context.judge, Exception):
+        raise context.judge
+    end_to_end_ms = (context.judged_at - answer.occurred_at).total_seconds() * 1000
+    verdict = Verdict(
+        event_id=answer.event_id,
+        answer_id=answer.answer_id,
+        conversation_id=answer.conversation_id,
+        tenant=answer.tenant,
+        assistant_id=answer.assistant_id,
+        model=answer.model,
+        occurred_at=answer.occurred_at,
+        judged_at=context.judged_at,
+        judgement=judgement,
+        judge=context.judge,
+        timings=Timings(
+            judge_ms=context.judge_ms,
+            batch_size=context.batch_size,
+            end_to_end_ms=max(0.0, end_to_end_ms),
+        ),
+        trace_id=message.trace_id,
+    )
+    answer_key = answer.answer_id.encode()
+    fitted = fit_verdict(verdict, answer_key, limits.output_max_bytes)
+    if isinstance(fitted, TooLarge):
+        return Rejection(DeadLetterReason.OUTPUT_TOO_LARGE, fitted.detail)
+    published = fitted.verdict
+    records = [
+        OutputRecord(
+            "verdict",
+            answer_key,
+            fitted.value,
+            {
+                "answer_id": answer.answer_id,
+                "action": judgement.action.value,
+                "hallucinated": judgement.hallucinated,
+                "trace_id": message.trace_id,
+                "trimmed": fitted.trimmed,
+            },
+        )
+    ]
+    flag = None
+    if judgement.action is not Action.PASS:
+        flag = _flag(verdict)  # from the whole verdict: its reasons cover every claim
+        flag_bytes = fit_record(flag, answer_key, limits.output_max_bytes)
+        if isinstance(flag_bytes, TooLarge):
+            return Rejection(DeadLetterReason.OUTPUT_TOO_LARGE, flag_bytes.detail)
+        records.append(OutputRecord("flag", answer_key, flag_bytes))
+    outcome = _outcome(answer, judgement, context.judge_ms)
+    assistant_key = answer.assistant_id.encode()
+    outcome_bytes = fit_record(outcome, assistant_key, limits.output_max_bytes)
+    if isinstance(outcome_bytes, TooLarge):
+        return Rejection(DeadLetterReason.OUTPUT_TOO_LARGE, outcome_bytes.detail)
+    records.append(OutputRecord("outcome", assistant_key, outcome_bytes))
+    if limits.audit_settings is not None:
+        audit = _audit_record(message, verdict, limits)
+        if isinstance(audit, Rejection):
+            return audit
+        records.append(OutputRecord("audit", answer_key, audit))
+    return _Built(records, published, flag, outcome)
+
+
+def _audit_record(
+    message: IncomingMessage, verdict: Verdict, limits: StageLimits
+) -> bytes | Rejection:
+    """The answer's audit record: the event exactly as received and the whole verdict
+    (not the one trimmed for its topic), with the settings that applied."""
+    origin = message.origin
+    record = build_audit_record(
+        message.value or b"",
+        verdict,
+        origin_topic=origin.topic,
+        origin_partition=origin.partition,
+        origin_offset=origin.offset,
+        settings_applied=limits.audit_settings or {},
+        trace_id=message.trace_id,
+    )
+    value = record.model_dump_json().encode()
+    if len(value) + len(verdict.answer_id) + 512 > limits.audit_max_bytes:
+        return Rejection(
+            DeadLetterReason.OUTPUT_TOO_LARGE,
+            f"audit record of {len(value)} bytes is over the audit topic's "
+            f"{limits.audit_max_bytes} bytes",
+        )
+    return value
+
+
+def _outcome(answer: AnswerEvent, judgement: AnswerJudgement, judge_ms: float) -> AnswerOutcome:
+    return AnswerOutcome(
+        event_id=answer.event_id,
+        answer_id=answer.answer_id,
+        assistant_id=answer.assistant_id,
+        tenant=answer.tenant,
+        model=answer.model,
+        occurred_at=answer.occurred_at,
+        hallucinated=judgement.hallucinated,
+        abstained=judgement.abstained,
+        contradicted_claims=judgement.contradicted_claims,
+        unsupported_claims=judgement.unsupported_claims,
+        faithfulness=judgement.faithfulness,
+        judge_ms=judge_ms,
+        task_type=task_type_of(answer, judgement),
+    )
+
+
+def _flag(verdict: Verdict) -> Flag:
+    judgement = verdict.judgement
+    # Claim reasons read "CODE: detail"; a flag carries the codes, the verdict the details.
+    reasons = sorted(
+        {reason.split(":", 1)[0] for claim in judgement.claims for reason in claim.reasons}
+    )
+    return Flag(
+        event_id=verdict.event_id,
+        answer_id=verdict.answer_id,
+        conversation_id=verdict.conversation_id,
+        tenant=verdict.tenant,
+        assistant_id=verdict.assistant_id,
+        model=verdict.model,
+        occurred_at=verdict.occurred_at,
+        action=judgement.action,
+        severity=judgement.severity,
+        reasons=reasons,
+        trim_sentences=judgement.trim_sentences,
+        faithfulness=judgement.faithfulness,
+        trace_id=verdict.trace_id,
+    )
+
+
+# --- dead letters that cannot fail --------------------------------------------------------
+
+
+def _add_dead_letter(
+    output: StageOutput,
+    rejection: Rejection,
+    message: IncomingMessage,
+    now: datetime,
+    limits: StageLimits,
+) -> None:
+    """The dead letter of ``message``; if even that cannot be serialised (say, the error
+    text holds a lone surrogate), a minimal ASCII one built without pydantic."""
+    origin = message.origin
+    try:
+        letter = dead_letter_for(rejection, origin, message.value, now)
+        value = fit_dead_letter(letter, origin.key, limits.dead_letter_max_bytes)
+    except Exception as exc:  # noqa: BLE001 - the fallback below cannot fail
+        letter, value = _minimal_dead_letter(rejection, message, now, limits, exc)
+    log: dict[str, LogValue] = {
+        "reason": letter.reason.value,
+        "error": _ascii(letter.error),
+        "partition": letter.partition,
+        "offset": letter.offset,
+    }
+    output.records.append(OutputRecord("dead_letter", origin.key, value, log))
+    output.dead_letters.append(letter)
+
+
+def _minimal_dead_letter(
+    rejection: Rejection,
+    message: IncomingMessage,
+    now: datetime,
+    limits: StageLimits,
+    failure: Exception,
+) -> tuple[DeadLetter, bytes]:
+    origin = message.origin
+    raw = message.value or b""
+    error = _ascii(rejection.error)[:_MAX_ERROR_CHARS] + (
+        f" [dead letter rebuilt in ASCII after {type(failure).__name__}]"
+    )
+    value_b64 = base64.b64encode(raw).decode("ascii")
+    key_b64 = None if origin.key is None else base64.b64encode(origin.key).decode("ascii")
+    if 4 * (len(raw) + len(origin.key or b"")) // 3 + 8192 > limits.dead_letter_max_bytes:
+        value_b64 = ""
+        error += f" [original value of {len(raw)} bytes left out: too large]"
+    letter = DeadLetter.model_construct(  # no validation, so it cannot fail
+        reason=rejection.reason,
+        error=error,
+        topic=_ascii(origin.topic),
+        partition=int(origin.partition),
+        offset=int(origin.offset),
+        key_b64=key_b64,
+        value_b64=value_b64,
+        received_at=now,
+    )
+    document = {
+        "schema_version": 1,
+        "reason": rejection.reason.value,
+        "error": letter.error,
+        "topic": letter.topic,
+        "partition": letter.partition,
+        "offset": letter.offset,
+        "key_b64": key_b64,
+        "value_b64": value_b64,
+        "received_at": now.isoformat(),
+    }
+    return letter, json.dumps(document, ensure_ascii=True).encode("ascii")
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message``, even when the exception's own ``str`` fails."""
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not lose the dead letter
+        text = "<unprintable>"
+    return f"{type(exc).__name__}: {text}"[:_MAX_ERROR_CHARS]
+
+
+def _ascii(text: str) -> str:
+    return text.encode("ascii", "backslashreplace").decode("ascii")

@@ -1,0 +1,1 @@
+"""The consumer-loop discipline every loop shares: fair reads, progress, transactions."""

@@ -1,0 +1,1 @@
+"""The one path out: output topics, their size limit, and dead letters."""

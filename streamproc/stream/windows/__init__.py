@@ -1,0 +1,1 @@
+"""Event-time windows: the spec, panes, state, the window loop and its reports."""
