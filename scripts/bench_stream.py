@@ -87,8 +87,7 @@ from streamproc.config import Settings  # noqa: E402
 from streamproc.evaluate.benchmark import TASKS, task_type_of  # noqa: E402
 from streamproc.events import AnswerEvent  # noqa: E402
 from streamproc.stream.judging.loop import judge_group_id  # noqa: E402
-from streamproc.stream.topics import topic_specs  # noqa: E402
-from streamproc.stream.worker import prepare_topics  # noqa: E402
+from streamproc.stream.topics import prepare_topics, topic_specs  # noqa: E402
 
 KAFKA_SH = ROOT / "scripts" / "kafka.sh"
 KAFKA_START_TIMEOUT_S = 600  # the first start on a machine fetches the broker's jars

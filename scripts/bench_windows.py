@@ -43,9 +43,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from streamproc.config import WindowSettings
+from streamproc.events import AnswerOutcome
 from streamproc.stream.windows.index import PartitionIndex
 from streamproc.stream.windows.loop import SERIES_PER_TICK
-from streamproc.stream.windows.spec import AnswerOutcome
 from streamproc.stream.windows.store import encode_entry
 from streamproc.stream.windows.table import (
     PANE_PREFIX,

@@ -35,7 +35,7 @@ from streamproc.inference.loader import load_embedder, load_nli
 from streamproc.inference.manifest import MarginOutput
 from streamproc.inference.nli import scores_from_logits
 from streamproc.judge import NliScore
-from streamproc.judge.nli.judge import NliJudge, NliThresholds
+from streamproc.judge.nli.judge import NliJudge, NliOptions, NliThresholds
 
 TASKS = ("QA", "Summary", "Data2txt")
 
@@ -143,10 +143,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return NliJudge(
             scorer,
             embedder,
-            thresholds=replace(NliThresholds(), min_coverage=point.min_coverage),
-            granularity=granularity,  # type: ignore[arg-type]
-            top_k=settings.top_k,
-            window_sentences=settings.window_sentences,
+            NliOptions(
+                thresholds=replace(NliThresholds(), min_coverage=point.min_coverage),
+                granularity=granularity,
+                top_k=settings.top_k,
+                window_sentences=settings.window_sentences,
+            ),
         )
 
     events = [item.case.event for item in items]

@@ -80,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
 
     register(commands)
 
-    from streamproc.adapters.audit_cli import register as register_audit
+    from streamproc.audit_cli import register as register_audit
 
     register_audit(commands)  # audit show | find | export | verify | purge, and audit-sink
     return parser
@@ -89,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
 def _worker(args: argparse.Namespace) -> int:
     from streamproc.adapters.logging import configure_logging
     from streamproc.config import Settings
-    from streamproc.stream.worker import run_worker
+    from streamproc.worker import run_worker
 
     settings = Settings()
     configure_logging(

@@ -23,9 +23,9 @@ __all__ = [
     "ConfidenceSettings",
     "HoppingWindow",
     "InferenceSettings",
-    "JudgeLimits",
     "JudgeSettings",
     "KafkaSecurity",
+    "LimitSettings",
     "MetricsSettings",
     "Settings",
     "TelemetrySettings",
@@ -221,7 +221,7 @@ class InferenceSettings(_Group):
     )
 
 
-class JudgeLimits(_Group):
+class LimitSettings(_Group):
     """Caps on the work one answer may cost; a cap hit is named on the verdict and the
     claims left out are listed unchecked, never dropped."""
 
@@ -310,7 +310,7 @@ class JudgeSettings(_Group):
         "checked for topic, 'the author argues that Y' is read as Y (false: read as written).",
     )
     inference: InferenceSettings = InferenceSettings()
-    limits: JudgeLimits = JudgeLimits()
+    limits: LimitSettings = LimitSettings()
     confidence: ConfidenceSettings = ConfidenceSettings()
     confidence_by_model: dict[str, ConfidenceSettings] = Field(
         default_factory=dict,

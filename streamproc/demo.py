@@ -21,7 +21,7 @@ from streamproc.brokers import EmbeddedTansu
 from streamproc.config import Settings
 from streamproc.events import AnswerEvent, DeadLetter, Flag, Verdict, VerdictLabel, WindowAggregate
 from streamproc.samples import load_sample_answers
-from streamproc.stream.worker import prepare_topics
+from streamproc.stream.topics import prepare_topics
 
 __all__ = ["demo_settings", "run_demo"]
 

@@ -12,17 +12,17 @@ from typing import Any, Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeInt
 
-from streamproc.alerting.corrected_rate import CorrectedRate
-
 __all__ = [
     "MAX_INPUT_ITEMS",
     "SCHEMA_VERSION",
     "Action",
     "AnswerEvent",
     "AnswerJudgement",
+    "AnswerOutcome",
     "ClaimClass",
     "ClaimVerdict",
     "ConfidenceMark",
+    "CorrectedRate",
     "DeadLetter",
     "DeadLetterReason",
     "EvaluationLabels",
@@ -361,6 +361,47 @@ class WindowAggregate(_Model):
         "highest revision is the truth.",
     )
     closed_at: AwareDatetime
+
+
+class CorrectedRate(_Model):
+    """The estimated true rate next to the observed one (fractions, not percent)."""
+
+    method: Literal["rogan-gladen/lang-reiczigel"] = "rogan-gladen/lang-reiczigel"
+    observed: float | None = Field(description="Flagged share of the answers judged.")
+    n: int
+    identifiable: bool
+    youden: float | None = Field(description="Sensitivity + specificity - 1 of the judge.")
+    estimate: float | None = Field(description="Rogan-Gladen true rate, clipped to [0, 1].")
+    low: float | None
+    high: float | None
+    clipped: bool = Field(
+        default=False,
+        description="The interval reached past 0 or 1 and was cut there. Both bounds at 0 "
+        "means fewer flags than the judge's measured false-positive rate predicts: the "
+        "measured specificity does not fit this traffic, read the bound with care.",
+    )
+
+
+class AnswerOutcome(_Model):
+    """What the window stage needs to know about one judged answer (internal topic)."""
+
+    event_id: str
+    answer_id: str | None = None
+    """None on outcomes written before answer ids were carried."""
+    assistant_id: str
+    tenant: str
+    model: str
+    occurred_at: AwareDatetime
+    hallucinated: bool
+    abstained: bool
+    contradicted_claims: int
+    unsupported_claims: int
+    faithfulness: float | None
+    judge_ms: float | None = None
+    """The judge time of the answer's batch; None on outcomes written before it was carried."""
+    task_type: str | None = None
+    """EVALUATION.md's task type (``stream/judging/task_type.py``), for the corrected rate; None on
+    outcomes written before it was carried."""
 
 
 class DeadLetterReason(StrEnum):

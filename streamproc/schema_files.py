@@ -17,8 +17,7 @@ from pydantic.json_schema import JsonSchemaMode
 from streamproc.alerting.alert_state import AlertEvent
 from streamproc.asyncapi import ASYNCAPI_FILE, render_asyncapi
 from streamproc.audit.record import AuditRecord
-from streamproc.events import AnswerEvent, DeadLetter, Flag, Verdict, WindowAggregate
-from streamproc.stream.windows.spec import AnswerOutcome
+from streamproc.events import AnswerEvent, AnswerOutcome, DeadLetter, Flag, Verdict, WindowAggregate
 
 __all__ = ["SCHEMA_MODELS", "drifted_schemas", "render_schemas", "write_schemas"]
 

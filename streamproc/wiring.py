@@ -1,21 +1,53 @@
-"""Build the configured judge. New backends (e.g. "nli") register one builder here and
-become a config value (``STREAMPROC_JUDGE__NAME``); heavy imports stay inside builders.
-Every judge gets the work caps of ``settings.limits`` (``STREAMPROC_JUDGE__LIMITS__*``)."""
+"""The composition root: settings in, judges (with their models and calibrators) out.
+
+Every entry point - the worker, the offline evaluation, the benchmarks - builds its
+judge here, so one setting means the same judge everywhere and the judge library never
+reads settings itself: this module maps them onto the judge's own frozen options.
+New backends register one builder and become a config value (``STREAMPROC_JUDGE__NAME``);
+heavy imports (ONNX Runtime, model files) stay inside builders.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from streamproc.config import JudgeSettings
+from streamproc.alerting.judge_accuracy import JudgeAccuracy, judge_accuracy, judge_key
+from streamproc.config import JudgeSettings, Settings
 from streamproc.judge.engine import ClaimJudge
+from streamproc.judge.limits import JudgeLimits
 from streamproc.judge.protocols import Judge, TextEmbedder
 
 if TYPE_CHECKING:
+    from streamproc.adapters.metrics import WorkerMetrics
+    from streamproc.adapters.telemetry import Telemetry
+    from streamproc.inference.manifest import ModelManifest
     from streamproc.judge.nli.judge import NliJudge
+    from streamproc.judge.nli.options import NliOptions
+    from streamproc.stream.judging.loop import JudgeLoop
+    from streamproc.stream.judging.runner import JudgeRunner, LogOptions
+    from streamproc.stream.windows.loop import WindowLoop
 
-__all__ = ["available_judges", "build_judge", "build_nli_judge"]
+__all__ = [
+    "WorkerLoops",
+    "available_judges",
+    "build_judge",
+    "build_loops",
+    "build_nli_judge",
+    "judge_key_of",
+    "judge_limits",
+    "judge_runner",
+    "measured_accuracy",
+    "nli_options",
+]
+
+
+def judge_limits(settings: JudgeSettings) -> JudgeLimits:
+    """The work caps ``STREAMPROC_JUDGE__LIMITS__*`` set, as the judge's own value."""
+    return JudgeLimits(**settings.limits.model_dump())
 
 
 def _rules(settings: JudgeSettings) -> Judge:
@@ -27,7 +59,7 @@ def _rules(settings: JudgeSettings) -> Judge:
         granularity=settings.granularity,
         version=RULES_VERSION,
         thresholds=checker.thresholds,
-        limits=settings.limits,
+        limits=judge_limits(settings),
     )
 
 
@@ -41,8 +73,6 @@ def build_nli_judge(
     """Loads both models once (sha256-checked) and the calibrator ``settings`` names;
     thresholds: the NLI model's manifest. ``use_calibrator=False, soft_rules=True`` is
     how the calibrator's training data is collected."""
-    from dataclasses import fields
-
     from streamproc.inference.calibrator_loader import (
         load_answer_calibrator,
         load_calibrator,
@@ -50,15 +80,12 @@ def build_nli_judge(
     )
     from streamproc.inference.embedding_cache import CachedEmbedder
     from streamproc.inference.loader import load_embedder, load_nli
-    from streamproc.judge.nli.judge import NliJudge, NliThresholds
-    from streamproc.judge.rules.confidence import ConfidenceThresholds
+    from streamproc.judge.nli.judge import NliJudge
 
     scorer = load_nli(settings.inference)
     embedder: TextEmbedder = load_embedder(settings.inference)
     if settings.inference.embedding_cache_entries:
         embedder = CachedEmbedder(embedder, max_entries=settings.inference.embedding_cache_entries)
-    known = {f.name for f in fields(NliThresholds)}
-    defaults = {k: v for k, v in scorer.manifest.thresholds.items() if k in known}
     calibrator = None
     answer_calibrator = None
     if use_calibrator and settings.calibrator:
@@ -71,7 +98,26 @@ def build_nli_judge(
     return NliJudge(
         scorer,
         embedder,
-        thresholds=NliThresholds(**defaults),
+        nli_options(settings, scorer.manifest, soft_rules=soft_rules),
+        calibrator=calibrator,
+        answer_calibrator=answer_calibrator,
+    )
+
+
+def nli_options(
+    settings: JudgeSettings, manifest: ModelManifest, *, soft_rules: bool | None = None
+) -> NliOptions:
+    """The NLI judge's options: thresholds from the NLI model's manifest, the rest from
+    ``STREAMPROC_JUDGE__*``."""
+    from dataclasses import fields
+
+    from streamproc.judge.nli.decision import NliThresholds
+    from streamproc.judge.nli.options import NliOptions
+    from streamproc.judge.rules.confidence import ConfidenceThresholds
+
+    known = {f.name for f in fields(NliThresholds)}
+    return NliOptions(
+        thresholds=NliThresholds(**{k: v for k, v in manifest.thresholds.items() if k in known}),
         confidence=ConfidenceThresholds(**settings.confidence.model_dump()),
         confidence_by_model={
             model: ConfidenceThresholds(**values.model_dump())
@@ -80,15 +126,13 @@ def build_nli_judge(
         granularity=settings.granularity,
         top_k=settings.top_k,
         window_sentences=settings.window_sentences,
-        model_thresholds=_output_edges(scorer.manifest.output),
-        calibrator=calibrator,
-        answer_calibrator=answer_calibrator,
+        model_thresholds=_output_edges(manifest.output),
         soft_rules=soft_rules,
-        limits=settings.limits,
+        limits=judge_limits(settings),
         decisive_entailment=settings.decisive_entailment,
         shortlist_sentences=settings.shortlist_sentences,
-        composed_premise_regimes=settings.composed_premise_regimes,
-        hard_negation_regimes=settings.hard_negation_regimes,
+        composed_premise_regimes=frozenset(settings.composed_premise_regimes),
+        hard_negation_regimes=frozenset(settings.hard_negation_regimes),
         document_claims=settings.document_claims,
         zero_length_hours=settings.zero_length_hours,
     )
@@ -119,3 +163,68 @@ def build_judge(settings: JudgeSettings) -> Judge:
             f"unknown judge {settings.name!r}; available: {', '.join(available_judges())}"
         ) from None
     return builder(settings)
+
+
+def judge_key_of(settings: JudgeSettings) -> str:
+    """The key of the judge ``settings`` configure in the measured-accuracy table, its
+    answer calibrator resolved (an ``auto`` setting reads the calibrator manifests)."""
+    from streamproc.inference.calibrator_loader import resolve_answer_calibrator
+
+    answer = None
+    if settings.name == "nli":
+        answer = resolve_answer_calibrator(
+            settings.answer_calibrator, settings.calibrator, settings.inference.models_dir
+        )
+    return judge_key(settings.name, settings.calibrator, answer)
+
+
+def measured_accuracy(settings: JudgeSettings) -> JudgeAccuracy | None:
+    """The offline confusion counts of the judge ``settings`` build (None for a judge
+    never measured): what the windows' corrected rate is computed with."""
+    return judge_accuracy(judge_key_of(settings))
+
+
+def judge_runner(settings: Settings, *, log: LogOptions | None = None) -> JudgeRunner:
+    """The runner ``worker.judge_process`` asks for. In-thread, the judge is built here
+    (models loaded before the worker joins its groups); in a process, by the child at
+    :meth:`JudgeRunner.start`."""
+    from streamproc.stream.judging.runner import JudgeProcess, JudgeThread
+
+    if settings.worker.judge_process:
+        return JudgeProcess(partial(build_judge, settings.judge), log)
+    return JudgeThread(build_judge(settings.judge))
+
+
+@dataclass(frozen=True)
+class WorkerLoops:
+    """The two consumer loops of one worker process."""
+
+    judging: JudgeLoop
+    windows: WindowLoop
+
+
+def build_loops(
+    settings: Settings, runner: JudgeRunner, *, telemetry: Telemetry, metrics: WorkerMetrics
+) -> WorkerLoops:
+    """The judging loop over ``runner`` and the window loop with its alert hooks, both
+    reporting to ``telemetry`` and ``metrics``."""
+    from streamproc.adapters.kafka_security import aiokafka_options
+    from streamproc.stream.judging.loop import JudgeLoop
+    from streamproc.stream.windows.alert_stage import AlertHooks
+    from streamproc.stream.windows.loop import WindowLoop
+
+    options = aiokafka_options(settings.security)
+    alerting = AlertHooks(settings, metrics)
+    return WorkerLoops(
+        judging=JudgeLoop(
+            settings, runner, client_options=options, telemetry=telemetry, metrics=metrics
+        ),
+        windows=WindowLoop(
+            settings,
+            client_options=options,
+            telemetry=telemetry,
+            accuracy=measured_accuracy(settings.judge),
+            in_transaction=alerting.in_transaction,
+            after_commit=alerting.after_commit,
+        ),
+    )

@@ -1,4 +1,5 @@
-"""The worker's Prometheus metrics: what the loops observe, in the names on-call queries.
+"""The worker's Prometheus metrics: the loops' sensors (:mod:`streamproc.sensors`), in the
+names on-call queries.
 
 The names, label names and meanings are a contract shared with ``deploy/prometheus``
 rules and the Grafana dashboard (issue 10); change them only together. Every metric lives
@@ -27,12 +28,10 @@ from datetime import datetime
 from typing import Final, Literal
 
 import structlog
-from aiokafka.structs import TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from streamproc.events import DeadLetterReason, Verdict
-from streamproc.stream.judging.stage import StageOutput
-from streamproc.stream.loop.progress import ProgressWatch
+from streamproc.sensors import PublishedBatch
 
 __all__ = [
     "BATCH_SIZE_BUCKETS",
@@ -44,7 +43,6 @@ __all__ = [
     "LagSource",
     "LoopName",
     "WorkerMetrics",
-    "partition_lags",
     "window_label",
 ]
 
@@ -225,7 +223,9 @@ class WorkerMetrics:
 
     # ------------------------------------------------------------------ judging loop
 
-    def observe_batch(self, output: StageOutput, *, published_at: datetime | None = None) -> None:
+    def observe_batch(
+        self, output: PublishedBatch, *, published_at: datetime | None = None
+    ) -> None:
         """Count one micro-batch once its records are published. End-to-end latency runs
         to ``published_at`` when given (the verdict is visible from then on), else to
         each verdict's ``judged_at``; clock skew never makes it negative."""
@@ -348,12 +348,6 @@ class WorkerMetrics:
         for gauge in gauges:
             gauge.remove(*series)  # a series never set is no error
         self._window_updated.pop(series, None)
-
-
-def partition_lags(progress: ProgressWatch[TopicPartition]) -> dict[int, int | None]:
-    """A consumer's lag per owned partition, from its progress watch (each loop reads
-    one topic, so the partition number names it)."""
-    return {tp.partition: state.lag for tp, state in progress.partitions.items()}
 
 
 def window_label(size_s: float) -> str:

@@ -35,9 +35,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final
 
-from pydantic import BaseModel, ConfigDict, Field
+from streamproc.events import CorrectedRate
 
 __all__ = [
     "MIN_YOUDEN",
@@ -76,27 +76,6 @@ class ConfusionCounts:
     def specificity(self) -> float | None:
         negatives = self.tn + self.fp
         return self.tn / negatives if negatives else None
-
-
-class CorrectedRate(BaseModel):
-    """The estimated true rate next to the observed one (fractions, not percent)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    method: Literal["rogan-gladen/lang-reiczigel"] = "rogan-gladen/lang-reiczigel"
-    observed: float | None = Field(description="Flagged share of the answers judged.")
-    n: int
-    identifiable: bool
-    youden: float | None = Field(description="Sensitivity + specificity - 1 of the judge.")
-    estimate: float | None = Field(description="Rogan-Gladen true rate, clipped to [0, 1].")
-    low: float | None
-    high: float | None
-    clipped: bool = Field(
-        default=False,
-        description="The interval reached past 0 or 1 and was cut there. Both bounds at 0 "
-        "means fewer flags than the judge's measured false-positive rate predicts: the "
-        "measured specificity does not fit this traffic, read the bound with care.",
-    )
 
 
 def rogan_gladen(observed: float, sensitivity: float, specificity: float) -> float:

@@ -18,21 +18,17 @@ from __future__ import annotations
 import functools
 import json
 from importlib import resources
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from pydantic import BaseModel, ConfigDict, NonNegativeInt
 
 from streamproc.alerting.corrected_rate import ConfusionCounts
-
-if TYPE_CHECKING:
-    from streamproc.config import JudgeSettings
 
 __all__ = [
     "TASK_OF_REGIME",
     "JudgeAccuracy",
     "judge_accuracy",
     "judge_key",
-    "judge_key_of",
     "known_judges",
 ]
 
@@ -70,19 +66,6 @@ class _File(BaseModel):
 
     source: str
     judges: dict[str, JudgeAccuracy]
-
-
-def judge_key_of(settings: JudgeSettings) -> str:
-    """The key of the judge ``settings`` configure, its answer calibrator resolved (an
-    ``auto`` setting reads the calibrator manifests)."""
-    from streamproc.inference.calibrator_loader import resolve_answer_calibrator  # no cycle
-
-    answer = None
-    if settings.name == "nli":
-        answer = resolve_answer_calibrator(
-            settings.answer_calibrator, settings.calibrator, settings.inference.models_dir
-        )
-    return judge_key(settings.name, settings.calibrator, answer)
 
 
 def judge_key(name: str, calibrator: str | None, answer_calibrator: str | None = None) -> str:

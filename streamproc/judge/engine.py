@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from streamproc.config import JudgeLimits
 from streamproc.events import (
     AnswerEvent,
     AnswerJudgement,
@@ -29,6 +28,7 @@ from streamproc.judge.deadline import Deadline
 from streamproc.judge.decision.actions import decide
 from streamproc.judge.limits import (
     CappedShape,
+    JudgeLimits,
     cap_units,
     capped_evidence,
     decompose_within,

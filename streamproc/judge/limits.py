@@ -1,5 +1,5 @@
 """Caps on the work one answer may cost: claims checked, evidence units read, and the
-length of each (:class:`~streamproc.config.JudgeLimits`).
+length of each (:class:`JudgeLimits`; ``STREAMPROC_JUDGE__LIMITS__*`` sets them).
 
 A hostile or broken answer (200 claims, a 5,000-character "sentence", 1,000 evidence
 sentences) must not stall a worker that judges everyone's answers. So, before the
@@ -32,7 +32,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from streamproc.config import JudgeLimits
 from streamproc.events import AnswerJudgement, ClaimVerdict, EvidenceItem
 from streamproc.judge.text.claims import Claim, Decomposition, Granularity, decompose
 from streamproc.judge.text.evidence import QUESTION_ID, EvidenceUnit
@@ -40,6 +39,7 @@ from streamproc.judge.text.evidence import QUESTION_ID, EvidenceUnit
 __all__ = [
     "CappedShape",
     "CappedUnits",
+    "JudgeLimits",
     "cap_claims",
     "cap_units",
     "capped_evidence",
@@ -47,6 +47,17 @@ __all__ = [
     "unchecked_verdict",
     "with_limits",
 ]
+
+
+@dataclass(frozen=True)
+class JudgeLimits:
+    """Caps on the work one answer may cost. The judge owns them so that it needs no
+    settings library; the settings compose them (defaults must match)."""
+
+    max_claims: int = 64
+    max_evidence_units: int = 400
+    max_claim_chars: int = 1000
+    max_unit_chars: int = 2000
 
 
 def unchecked_verdict(claim: Claim, *reasons: str) -> ClaimVerdict:

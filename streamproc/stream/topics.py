@@ -16,10 +16,12 @@ can scale, so they are chosen here, from settings, on purpose. Keys (see README)
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
+import structlog
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import TopicAlreadyExistsError, for_code
+from aiokafka.errors import KafkaError, TopicAlreadyExistsError, for_code
 
 from streamproc.adapters.kafka_security import aiokafka_options, explain_access_errors
 from streamproc.config import KafkaSecurity, Settings
@@ -30,9 +32,12 @@ __all__ = [
     "TopicSpec",
     "audit_topic_spec",
     "ensure_topics",
+    "prepare_topics",
     "topic_specs",
     "window_changelog_topic",
 ]
+
+log = structlog.get_logger(__name__)
 
 DEAD_LETTER_MAX_BYTES = 8 * 1024 * 1024
 """A dead letter carries the original bytes base64-encoded (4/3 larger), so its topic
@@ -147,3 +152,19 @@ async def ensure_topics(
         return created
     finally:
         await admin.close()
+
+
+async def prepare_topics(settings: Settings, *, attempts: int = 30, delay_s: float = 2.0) -> None:
+    """Create the topics, waiting for the broker to come up (containers start in any order)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            created = await ensure_topics(
+                settings.bootstrap_servers, topic_specs(settings), settings.security
+            )
+            log.info("topics_ready", created=created, partitions=settings.topics.partitions)
+            return
+        except (KafkaError, OSError) as exc:
+            if attempt == attempts:
+                raise
+            log.warning("broker_not_ready", attempt=attempt, error=repr(exc))
+            await asyncio.sleep(delay_s)

@@ -17,16 +17,16 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from streamproc.adapters.audit_sink import (
+from streamproc.adapters.audit_store import AuditStore
+from streamproc.audit import AuditRecord
+from streamproc.cli import main
+from streamproc.config import Settings
+from streamproc.stream.audit_sink import (
     AuditSink,
     audit_topic_spec,
     fetch_topic_checkpoints,
     publish_tombstones,
 )
-from streamproc.adapters.audit_store import AuditStore
-from streamproc.audit import AuditRecord
-from streamproc.cli import main
-from streamproc.config import Settings
 from streamproc.stream.topics import ensure_topics
 from tests.unit.audit.audit_samples import make_records
 from tests.unit.audit.store_contract import sql

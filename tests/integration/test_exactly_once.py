@@ -29,7 +29,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from streamproc.adapters.worker_process import WorkerProcess
 from streamproc.config import Settings
 from streamproc.events import AnswerEvent, EvidenceItem
-from streamproc.stream.worker import prepare_topics
+from streamproc.stream.topics import prepare_topics
 
 ANSWERS = 10_000
 ASSISTANTS = 5

@@ -24,8 +24,7 @@ from streamproc.adapters.worker_process import WorkerProcess
 from streamproc.config import KafkaSecurity, Settings, TopicSettings
 from streamproc.events import AnswerEvent, DeadLetter, DeadLetterReason, Verdict
 from streamproc.samples import SEED_LAB, load_answers
-from streamproc.stream.topics import TopicSpec, ensure_topics, topic_specs
-from streamproc.stream.worker import prepare_topics
+from streamproc.stream.topics import TopicSpec, ensure_topics, prepare_topics, topic_specs
 
 if TYPE_CHECKING:
     from tests.integration.conftest import SaslMechanism, SecureKafka

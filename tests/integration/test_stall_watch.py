@@ -22,7 +22,7 @@ from streamproc.config import Settings
 from streamproc.events import AnswerEvent, AnswerJudgement
 from streamproc.samples import SEED_LAB, load_answers
 from streamproc.stream.judging.loop import JudgeLoop
-from streamproc.stream.worker import prepare_topics
+from streamproc.stream.topics import prepare_topics
 from tests.integration.wrapped_judge import WrappedJudge
 
 

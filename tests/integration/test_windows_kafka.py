@@ -20,13 +20,13 @@ from aiokafka import AIOKafkaConsumer
 from streamproc.adapters.kafka_io import publish_answers, publish_raw
 from streamproc.adapters.worker_process import WorkerProcess
 from streamproc.config import Settings
-from streamproc.events import AnswerEvent, WindowAggregate
+from streamproc.events import AnswerEvent, AnswerOutcome, WindowAggregate
 from streamproc.samples import SEED_LAB, load_answers
 from streamproc.stream.loop.publisher import OutboundRecord
 from streamproc.stream.windows.loop import WindowLoop
 from streamproc.stream.windows.report import WindowReport
-from streamproc.stream.windows.spec import AnswerOutcome
-from streamproc.stream.worker import prepare_topics
+from streamproc.wiring import measured_accuracy
+from streamproc.worker import prepare_topics
 
 BASE = datetime(2026, 2, 2, 10, 0, tzinfo=UTC)  # event time, long past: quiet keys close by idle
 REPLAY_HORIZON_S = 10 * 365 * 24 * 3600.0
@@ -276,7 +276,12 @@ async def test_hooks_get_every_delta_and_late_outcome_and_keep_their_state_acros
     # "a-next" moved A's event time on.
     later = [outcome("A", 400, "a-next", False), outcome("A", 30, "a-old", True)]
     await publish_raw(kafka_bootstrap, outcomes, [(b"bot", value, []) for value in first + later])
-    loop = WindowLoop(settings, in_transaction=in_transaction, after_commit=committed.append)
+    loop = WindowLoop(
+        settings,
+        accuracy=measured_accuracy(settings.judge),
+        in_transaction=in_transaction,
+        after_commit=committed.append,
+    )
     await run_until(
         loop, lambda: answered() == 5 and any(r.late for r in committed), "deltas and the late one"
     )
@@ -294,7 +299,12 @@ async def test_hooks_get_every_delta_and_late_outcome_and_keep_their_state_acros
 
     (partition,) = {r.partition for r in committed if r.deltas}  # "bot": one partition
     restored.clear()
-    again = WindowLoop(settings, in_transaction=in_transaction, after_commit=committed.append)
+    again = WindowLoop(
+        settings,
+        accuracy=measured_accuracy(settings.judge),
+        in_transaction=in_transaction,
+        after_commit=committed.append,
+    )
     await run_until(again, lambda: partition in restored, "a report after the restart")
     assert restored[partition] == 5  # the hook's state came back with the window state
 

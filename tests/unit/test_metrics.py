@@ -16,13 +16,13 @@ from prometheus_client.openmetrics.parser import (
 from prometheus_client.parser import text_string_to_metric_families
 
 from streamproc.adapters.health import HealthState
-from streamproc.adapters.metrics import OTHER, WorkerMetrics, partition_lags, window_label
+from streamproc.adapters.metrics import OTHER, WorkerMetrics, window_label
 from streamproc.adapters.metrics_server import MetricsServer
 from streamproc.config import JudgeSettings, MetricsSettings, Settings
 from streamproc.events import Action, DeadLetterReason, VerdictLabel
 from streamproc.stream.judging.intake import MessageOrigin
 from streamproc.stream.judging.stage import IncomingMessage, StageOutput, judge_messages
-from streamproc.stream.loop.progress import ProgressWatch
+from streamproc.stream.loop.progress import ProgressWatch, partition_lags
 from streamproc.wiring import build_judge
 
 OCCURRED = datetime(2026, 1, 1, tzinfo=UTC)

@@ -39,7 +39,6 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import NDArray
 
-from streamproc.config import JudgeLimits
 from streamproc.events import (
     AnswerEvent,
     AnswerJudgement,
@@ -63,6 +62,7 @@ from streamproc.judge.limits import (
     with_limits,
 )
 from streamproc.judge.nli.decision import NliThresholds, decide_claim, flips, item_text
+from streamproc.judge.nli.options import NliOptions
 from streamproc.judge.nli.premises import COMPOSED_WORDS
 from streamproc.judge.nli.retrieval import rank_candidates
 from streamproc.judge.nli.rounds import ask_composed, ask_in_rounds
@@ -92,7 +92,7 @@ from streamproc.judge.text.evidence import build_units, is_structured
 from streamproc.judge.text.features import content_words, numbers
 from streamproc.judge.text.name_forms import fold
 
-__all__ = ["NLI_JUDGE_VERSION", "NliJudge", "NliThresholds"]
+__all__ = ["NLI_JUDGE_VERSION", "NliJudge", "NliOptions", "NliThresholds"]
 
 NLI_JUDGE_VERSION = "2"
 
@@ -104,52 +104,20 @@ class NliJudge:
         self,
         scorer: PairScorer,
         embedder: TextEmbedder,
+        options: NliOptions | None = None,
         *,
-        thresholds: NliThresholds | None = None,
-        confidence: ConfidenceThresholds | None = None,
-        confidence_by_model: Mapping[str, ConfidenceThresholds] | None = None,
-        granularity: Granularity = "atomic",
-        top_k: int = 4,
-        window_sentences: int = 2,
-        model_thresholds: Mapping[str, float] | None = None,
         calibrator: VerdictCalibrator | None = None,
         answer_calibrator: AnswerCalibrator | None = None,
-        soft_rules: bool | None = None,
-        limits: JudgeLimits | None = None,
-        decisive_entailment: float | None = None,
-        shortlist_sentences: int | None = None,
-        composed_premise_regimes: Collection[str] = (),
-        hard_negation_regimes: Collection[str] = REGIMES,
-        document_claims: bool = True,
-        zero_length_hours: ZeroLengthHours = "closed",
     ) -> None:
-        """``model_thresholds``: how the models' outputs are read (e.g. the NLI margin's
-        band edges), recorded with the judge's own so an auditor can replay a verdict.
+        """``options``: what to check and where the lines are (:class:`NliOptions`).
 
         ``calibrator`` decides supported / not supported from the claim's signals (hard
-        findings still settle claims). ``soft_rules`` turns the name and number rules
-        into signals instead of verdicts; it defaults to on exactly when a calibrator is
-        given (the training script turns it on without one, to collect signals).
-
-        ``answer_calibrator`` decides whether the answer is hallucinated from its
-        calibrated claims' risks and their number (:mod:`streamproc.judge.decision.answer`);
-        without one, any claim not supported flags it. It needs ``calibrator``.
-
-        ``limits``: the work caps per answer (see :mod:`streamproc.judge.limits`).
-
-        ``decisive_entailment``: a claim's candidates are asked in rank order and the
-        first that entails it at least this much decides; the rest are never scored.
-        ``shortlist_sentences``: embed and rank only each claim's best this many evidence
-        sentences by word overlap (:mod:`streamproc.judge.nli.shortlist`). None: off.
-
-        ``composed_premise_regimes``: in these answer regimes a claim no single unit
-        entails is also asked against its top units' sentences read together
-        (:mod:`streamproc.judge.nli.premises`). ``hard_negation_regimes``: where a negation
-        flip settles the claim; elsewhere it is a signal the calibrator weighs (without a
-        calibrator it always settles). ``document_claims``: recognise sentences about the
-        document (:mod:`streamproc.judge.text.document_claims`). ``zero_length_hours``: how a
-        record's "0:0-0:0" day is read (:mod:`streamproc.judge.records.record_values`).
+        findings still settle claims). ``answer_calibrator`` decides whether the answer is
+        hallucinated from its calibrated claims' risks and their number
+        (:mod:`streamproc.judge.decision.answer`); without one, any claim not supported
+        flags it. It needs ``calibrator``.
         """
+        options = options or NliOptions()
         if calibrator is not None:
             calibrator.check_signals(SIGNAL_NAMES)
             calibrator.check_models(scorer.model_name, embedder.model_name)
@@ -159,41 +127,43 @@ class NliJudge:
             answer_calibrator.check_claim_calibrator(calibrator.name)
         self._calibrator = calibrator
         self._answer_calibrator = answer_calibrator
+        soft_rules = options.soft_rules
         self._soft_rules = calibrator is not None if soft_rules is None else soft_rules
         self._scorer = scorer
         self._embedder = embedder
-        self._thresholds = thresholds or NliThresholds()
-        self._confidence = confidence or ConfidenceThresholds()
-        self._confidence_by_model = dict(confidence_by_model or {})
-        self._granularity: Granularity = granularity
-        self._top_k = top_k
-        self._window = window_sentences
-        self._limits = limits or JudgeLimits()
-        self._decisive = decisive_entailment
-        self._shortlist = shortlist_sentences
-        self._composed_regimes = frozenset(composed_premise_regimes)
-        self._hard_negation = frozenset(hard_negation_regimes)
-        self._document_claims = document_claims
-        self._zero_length_hours: ZeroLengthHours = zero_length_hours
+        self._thresholds = options.thresholds
+        self._confidence = options.confidence
+        self._confidence_by_model = dict(options.confidence_by_model)
+        self._granularity: Granularity = options.granularity
+        self._top_k = options.top_k
+        self._window = options.window_sentences
+        self._limits = options.limits
+        self._decisive = options.decisive_entailment
+        self._shortlist = options.shortlist_sentences
+        self._composed_regimes = frozenset(options.composed_premise_regimes)
+        self._hard_negation = frozenset(options.hard_negation_regimes)
+        self._document_claims = options.document_claims
+        self._zero_length_hours: ZeroLengthHours = options.zero_length_hours
         self.pairs_scored = 0
         self._info = JudgeInfo(
             name="nli",
             version=NLI_JUDGE_VERSION,
-            granularity=granularity,
+            granularity=options.granularity,
             thresholds={
                 **self._thresholds.as_dict(),
                 **self._confidence.as_dict(),
-                **dict(model_thresholds or {}),
-                "top_k": float(top_k),
-                "window_sentences": float(window_sentences),
-                **_optional("decisive_entailment", decisive_entailment),
-                **_optional("shortlist_sentences", shortlist_sentences),
+                **dict(options.model_thresholds),
+                "top_k": float(options.top_k),
+                "window_sentences": float(options.window_sentences),
+                **_optional("decisive_entailment", options.decisive_entailment),
+                **_optional("shortlist_sentences", options.shortlist_sentences),
                 **_regime_flags("composed_premise", self._composed_regimes),
                 **_regime_flags("hard_negation", self._hard_negation),
-                "document_claims": float(document_claims),
-                "zero_length_hours_closed": float(zero_length_hours == "closed"),
+                "document_claims": float(options.document_claims),
+                "zero_length_hours_closed": float(options.zero_length_hours == "closed"),
                 **_optional(
-                    "composed_premise_words", COMPOSED_WORDS if composed_premise_regimes else None
+                    "composed_premise_words",
+                    COMPOSED_WORDS if options.composed_premise_regimes else None,
                 ),
             },
             models={scorer.model_name: scorer.sha256, embedder.model_name: embedder.sha256},

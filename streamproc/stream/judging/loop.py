@@ -45,6 +45,7 @@ from streamproc.adapters.tracing import BatchTrace, MessageRef, Tracing
 from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
 from streamproc.judge import Judge
+from streamproc.sensors import JudgingSensor
 from streamproc.stream.judging.intake import MessageOrigin, Rejection, dead_letter_for
 from streamproc.stream.judging.runner import JudgeRunner, JudgeThread
 from streamproc.stream.judging.stage import IncomingMessage, StageLimits, StageOutput
@@ -92,7 +93,7 @@ class JudgeLoop(ConsumerLoop):
         client_options: Mapping[str, Any] | None = None,
         executor: Executor | None = None,
         telemetry: Telemetry | None = None,
-        metrics: WorkerMetrics | None = None,
+        metrics: JudgingSensor | None = None,
     ) -> None:
         worker = settings.worker
         super().__init__(
@@ -112,7 +113,7 @@ class JudgeLoop(ConsumerLoop):
         self._runner = judge if isinstance(judge, JudgeRunner) else JudgeThread(judge, executor)
         self._limits = StageLimits.from_settings(settings)
         self._tracing = Tracing(telemetry or Telemetry.disabled(), group=self.group_id)
-        self._metrics = metrics or WorkerMetrics()
+        self._metrics: JudgingSensor = metrics or WorkerMetrics()
         self._topics = {
             "verdict": settings.topics.verdicts,
             "flag": settings.topics.flags,

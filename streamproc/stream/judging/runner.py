@@ -28,7 +28,7 @@ import os
 import signal
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -36,7 +36,6 @@ from functools import partial
 from multiprocessing import get_context
 from typing import Any, NoReturn
 
-from streamproc.config import JudgeSettings, Settings
 from streamproc.events import JudgeInfo
 from streamproc.judge import Judge
 from streamproc.stream.judging.stage import (
@@ -45,17 +44,21 @@ from streamproc.stream.judging.stage import (
     StageOutput,
     judge_messages,
 )
-from streamproc.wiring import build_judge
 
 __all__ = [
+    "JudgeFactory",
     "JudgeProcess",
     "JudgeProcessDied",
     "JudgeRunner",
     "JudgeThread",
-    "judge_runner",
+    "LogOptions",
 ]
 
 _PING_EVERY_S = 1.0
+
+
+JudgeFactory = Callable[[], Judge]
+"""Builds a judge: how a runner gets one without knowing the settings."""
 
 
 class JudgeProcessDied(RuntimeError):
@@ -119,12 +122,14 @@ class LogOptions:
 class JudgeProcess(JudgeRunner):
     """The judge in a spawned child process of its own; see the module docstring."""
 
-    def __init__(self, settings: JudgeSettings, log: LogOptions | None = None) -> None:
+    def __init__(self, make_judge: JudgeFactory, log: LogOptions | None = None) -> None:
+        """``make_judge`` builds the judge in the child; it must pickle (a module-level
+        function or a ``functools.partial`` of one)."""
         self._pool = ProcessPoolExecutor(
             max_workers=1,
             mp_context=get_context("spawn"),  # never fork a process with running threads
             initializer=_child_start,
-            initargs=(settings, log),
+            initargs=(make_judge, log),
         )
 
     async def start(self) -> JudgeInfo:
@@ -155,15 +160,6 @@ class JudgeProcess(JudgeRunner):
             raise JudgeProcessDied(f"the judge's process (pid {self.pid}) ended: {exc}") from exc
 
 
-def judge_runner(settings: Settings, *, log: LogOptions | None = None) -> JudgeRunner:
-    """The runner ``worker.judge_process`` asks for. In-thread, the judge is built here
-    (models loaded before the worker joins its groups); in a process, by the child at
-    :meth:`JudgeRunner.start`."""
-    if settings.worker.judge_process:
-        return JudgeProcess(settings.judge, log)
-    return JudgeThread(build_judge(settings.judge))
-
-
 # ------------------------------------------------------------------ in the child process
 
 
@@ -177,7 +173,7 @@ _judge: Judge | None = None
 _failed: BaseException | None = None
 
 
-def _child_start(settings: JudgeSettings, log: LogOptions | None) -> None:
+def _child_start(make_judge: JudgeFactory, log: LogOptions | None) -> None:
     """Pool initializer. A failure is kept and raised by the first call (an initializer
     that raises only breaks the pool, and the worker would never learn why)."""
     global _judge, _failed
@@ -189,7 +185,7 @@ def _child_start(settings: JudgeSettings, log: LogOptions | None) -> None:
             from streamproc.adapters.logging import configure_logging
 
             configure_logging(log.level, json_logs=log.json_logs, log_texts=log.log_texts)
-        _judge = build_judge(settings)
+        _judge = make_judge()
     except BaseException as exc:  # noqa: BLE001 - handed to the worker by _child_started
         _failed = exc
 

@@ -28,6 +28,7 @@ from streamproc.events import (
     Action,
     AnswerEvent,
     AnswerJudgement,
+    AnswerOutcome,
     DeadLetter,
     DeadLetterReason,
     Flag,
@@ -47,7 +48,6 @@ from streamproc.stream.output.fit import (
     fit_verdict,
 )
 from streamproc.stream.topics import AUDIT_MAX_MESSAGE_BYTES, DEAD_LETTER_MAX_BYTES
-from streamproc.stream.windows.spec import AnswerOutcome
 
 __all__ = [
     "IncomingMessage",

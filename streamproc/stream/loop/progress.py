@@ -14,7 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-__all__ = ["PartitionProgress", "ProgressWatch"]
+from aiokafka.structs import TopicPartition
+
+__all__ = ["PartitionProgress", "ProgressWatch", "partition_lags"]
 
 P = TypeVar("P")
 
@@ -86,3 +88,9 @@ class ProgressWatch(Generic[P]):
 
     def total_lag(self) -> int:
         return sum(s.lag or 0 for s in self.partitions.values())
+
+
+def partition_lags(progress: ProgressWatch[TopicPartition]) -> dict[int, int | None]:
+    """A consumer's lag per owned partition, from its progress watch (each loop reads
+    one topic, so the partition number names it)."""
+    return {tp.partition: state.lag for tp, state in progress.partitions.items()}

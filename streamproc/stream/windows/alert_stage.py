@@ -18,10 +18,10 @@ import json
 from collections.abc import MutableMapping
 from typing import Any
 
-from streamproc.adapters.metrics import WorkerMetrics
 from streamproc.alerting.alert_state import AlertEvent, StatePolicy
 from streamproc.alerting.monitor import AlertMonitor
 from streamproc.config import AlertSettings, Settings
+from streamproc.sensors import WindowSensor
 from streamproc.stream.loop.publisher import OutboundRecord
 from streamproc.stream.windows.report import WindowReport
 
@@ -106,7 +106,7 @@ class AlertHooks:
     """The window loop's ``in_transaction`` and ``after_commit`` hooks: alert events on
     ``alerts.topic`` (key ``tenant/assistant``) and the window and alert metrics."""
 
-    def __init__(self, settings: Settings, metrics: WorkerMetrics | None = None) -> None:
+    def __init__(self, settings: Settings, metrics: WindowSensor | None = None) -> None:
         self._alerts = settings.alerts
         self._metrics = metrics
         self._partitions: dict[int, PartitionAlerts] = {}

@@ -39,9 +39,9 @@ from pydantic import ValidationError
 from streamproc.adapters import semconv
 from streamproc.adapters.telemetry import Telemetry
 from streamproc.adapters.trace_headers import passthrough, traceparent_headers
-from streamproc.alerting.judge_accuracy import judge_accuracy, judge_key_of
+from streamproc.alerting.judge_accuracy import JudgeAccuracy
 from streamproc.config import Settings
-from streamproc.events import DeadLetterReason
+from streamproc.events import AnswerOutcome, DeadLetterReason
 from streamproc.stream.judging.intake import MessageOrigin, Rejection, dead_letter_for
 from streamproc.stream.loop.consumer import ConsumerLoop
 from streamproc.stream.loop.publisher import OutboundRecord
@@ -53,7 +53,6 @@ from streamproc.stream.windows.report import (
     InTransaction,
     WindowReport,
 )
-from streamproc.stream.windows.spec import AnswerOutcome
 from streamproc.stream.windows.store import TrackedStore, encode_entry, restore_partition
 from streamproc.stream.windows.table import (
     Closed,
@@ -98,9 +97,12 @@ class WindowLoop(ConsumerLoop):
         *,
         client_options: Mapping[str, Any] | None = None,
         telemetry: Telemetry | None = None,
+        accuracy: JudgeAccuracy | None = None,
         in_transaction: InTransaction | None = None,
         after_commit: AfterCommit | None = None,
     ) -> None:
+        """``accuracy``: the judge's measured confusion counts the corrected rate uses
+        (:func:`streamproc.wiring.measured_accuracy`); None publishes no corrected rate."""
         super().__init__(
             settings,
             name="windows",
@@ -112,7 +114,7 @@ class WindowLoop(ConsumerLoop):
         self._timing = window_timing(
             settings.window,
             max_event_age_s=settings.worker.event_time_max_past_s,
-            accuracy=judge_accuracy(judge_key_of(settings.judge)),
+            accuracy=accuracy,
         )
         self._longest_ms = max(spec.size_ms for spec in self._timing.specs)
         self._telemetry = telemetry or Telemetry.disabled()

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from streamproc.alerting.corrected_rate import CorrectedRate, corrected_rate_mixed
+from streamproc.alerting.corrected_rate import corrected_rate_mixed
 from streamproc.alerting.judge_accuracy import JudgeAccuracy
-from streamproc.events import WindowAggregate
+from streamproc.events import AnswerOutcome, CorrectedRate, WindowAggregate
 from streamproc.stats import wilson_interval
-from streamproc.stream.windows.spec import AnswerOutcome, SeriesKey, WindowSpec
+from streamproc.stream.windows.spec import SeriesKey, WindowSpec
 
 __all__ = [
     "LATENCY_BINS",

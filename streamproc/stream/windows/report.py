@@ -24,9 +24,8 @@ from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from streamproc.events import WindowAggregate
+from streamproc.events import AnswerOutcome, WindowAggregate
 from streamproc.stream.loop.publisher import OutboundRecord
-from streamproc.stream.windows.spec import AnswerOutcome
 
 __all__ = [
     "EXTENSION_PREFIX",

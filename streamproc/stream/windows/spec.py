@@ -23,12 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict
-
 from streamproc.config import WindowSettings
+from streamproc.events import AnswerOutcome
 
 __all__ = [
-    "AnswerOutcome",
     "SeriesKey",
     "WindowSpec",
     "first_end_after",
@@ -39,30 +37,6 @@ __all__ = [
     "size_label",
     "window_specs",
 ]
-
-
-class AnswerOutcome(BaseModel):
-    """What the window stage needs to know about one judged answer (internal topic)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    event_id: str
-    answer_id: str | None = None
-    """None on outcomes written before answer ids were carried."""
-    assistant_id: str
-    tenant: str
-    model: str
-    occurred_at: AwareDatetime
-    hallucinated: bool
-    abstained: bool
-    contradicted_claims: int
-    unsupported_claims: int
-    faithfulness: float | None
-    judge_ms: float | None = None
-    """The judge time of the answer's batch; None on outcomes written before it was carried."""
-    task_type: str | None = None
-    """EVALUATION.md's task type (``stream/task_type.py``), for the corrected rate; None on
-    outcomes written before it was carried."""
 
 
 class SeriesKey(NamedTuple):

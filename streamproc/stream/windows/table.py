@@ -59,12 +59,11 @@ from typing import Any, Final, TypedDict
 
 from streamproc.alerting.judge_accuracy import JudgeAccuracy
 from streamproc.config import WindowSettings
-from streamproc.events import WindowAggregate
+from streamproc.events import AnswerOutcome, WindowAggregate
 from streamproc.stream.windows.index import PartitionIndex, SeriesRuntime, WindowTiming
 from streamproc.stream.windows.panes import Pane, WindowTotals, add_outcome, close_pane
 from streamproc.stream.windows.report import PaneDelta
 from streamproc.stream.windows.spec import (
-    AnswerOutcome,
     SeriesKey,
     WindowSpec,
     next_window_end,

@@ -12,11 +12,11 @@ from streamproc.alerting.judge_accuracy import (
     TASK_OF_REGIME,
     judge_accuracy,
     judge_key,
-    judge_key_of,
     known_judges,
 )
 from streamproc.config import JudgeSettings
 from streamproc.judge.decision.calibrator import REGIMES
+from streamproc.wiring import judge_key_of
 
 EVALUATION = Path(__file__).resolve().parents[3] / "EVALUATION.md"
 TASKS = ("QA", "Summary", "Data2txt")

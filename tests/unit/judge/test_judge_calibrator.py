@@ -21,7 +21,7 @@ from streamproc.inference.registry import ModelIntegrityError, sha256_of
 from streamproc.judge.decision.calibrated import calibrated_decision
 from streamproc.judge.decision.calibrator import REGIMES, CalibratorError, VerdictCalibrator
 from streamproc.judge.decision.signals import SIGNAL_NAMES
-from streamproc.judge.nli.judge import NliJudge, NliThresholds
+from streamproc.judge.nli.judge import NliJudge, NliOptions, NliThresholds
 from streamproc.judge.rules.settle import Settled
 from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
 from tests.unit.judge.test_judge_nli import event
@@ -147,8 +147,7 @@ def test_judge_with_a_calibrator_decides_by_risk_and_records_it(
     nli = NliJudge(
         scorer,
         embedder,
-        thresholds=NliThresholds(entailment=0.6),
-        granularity="sentence",
+        NliOptions(thresholds=NliThresholds(entailment=0.6), granularity="sentence"),
         calibrator=model,
     )
     covered, invented = nli.judge_batch(
@@ -170,10 +169,12 @@ def test_soft_rules_leave_names_and_numbers_to_the_calibrator(
     scorer: OverlapScorer, embedder: BagOfWordsEmbedder
 ) -> None:
     answer = event("The supplier delivered 90 of 100 pieces to Acme.")
-    strict = NliJudge(scorer, embedder, granularity="sentence")
+    strict = NliJudge(scorer, embedder, NliOptions(granularity="sentence"))
     [hard] = strict.judge_batch([answer])
     assert hard.claims[0].reasons[0].startswith("NAME_NOT_IN_EVIDENCE")
-    soft = NliJudge(scorer, embedder, granularity="sentence", calibrator=calibrator(intercept=-5))
+    soft = NliJudge(
+        scorer, embedder, NliOptions(granularity="sentence"), calibrator=calibrator(intercept=-5)
+    )
     [result] = soft.judge_batch([answer])
     claim = result.claims[0]
     assert claim.verdict is VerdictLabel.SUPPORTED, "the calibrator overrules a soft rule"

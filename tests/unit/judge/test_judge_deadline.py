@@ -19,7 +19,7 @@ from streamproc.judge import AnswerTimedOut, Deadline, Judge, PremiseCheck
 from streamproc.judge.decision.calibrator import REGIMES, VerdictCalibrator
 from streamproc.judge.decision.signals import SIGNAL_NAMES
 from streamproc.judge.engine import ClaimJudge
-from streamproc.judge.nli.judge import NliJudge, NliThresholds
+from streamproc.judge.nli.judge import NliJudge, NliOptions, NliThresholds
 from streamproc.judge.rules.checker import RulesChecker
 from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
 from tests.unit.judge.test_judge_limits import FACT, event
@@ -76,8 +76,7 @@ def nli(
     return NliJudge(
         OverlapScorer(),
         embedder or BagOfWordsEmbedder(),
-        thresholds=NliThresholds(entailment=0.6),
-        granularity="sentence",
+        NliOptions(thresholds=NliThresholds(entailment=0.6), granularity="sentence"),
         calibrator=calibrator,
     )
 

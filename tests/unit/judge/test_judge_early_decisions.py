@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamproc.events import AnswerJudgement, EvidenceItem, VerdictLabel
-from streamproc.judge.nli.judge import NliJudge, NliThresholds
+from streamproc.judge.nli.judge import NliJudge, NliOptions, NliThresholds
 from streamproc.judge.nli.shortlist import lexical_shortlist
 from streamproc.judge.protocols import NliScore
 from streamproc.judge.text.evidence import build_units
@@ -49,10 +49,12 @@ def nli(
     return NliJudge(
         scorer,
         embedder,
-        thresholds=NliThresholds(entailment=0.6),
-        granularity="sentence",
-        decisive_entailment=decisive,
-        shortlist_sentences=shortlist,
+        NliOptions(
+            thresholds=NliThresholds(entailment=0.6),
+            granularity="sentence",
+            decisive_entailment=decisive,
+            shortlist_sentences=shortlist,
+        ),
     )
 
 

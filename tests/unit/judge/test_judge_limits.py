@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from streamproc.config import JudgeLimits, JudgeSettings
+from streamproc.config import JudgeSettings, LimitSettings
 from streamproc.events import Action, AnswerEvent, AnswerJudgement, EvidenceItem, VerdictLabel
 from streamproc.judge import Judge, NliScore
 from streamproc.judge.engine import ClaimJudge
-from streamproc.judge.limits import cap_units
-from streamproc.judge.nli.judge import NliJudge, NliThresholds
+from streamproc.judge.limits import JudgeLimits, cap_units
+from streamproc.judge.nli.judge import NliJudge, NliOptions, NliThresholds
 from streamproc.judge.rules.checker import RulesChecker
 from streamproc.judge.text.evidence import build_units
 from streamproc.wiring import build_judge
@@ -50,9 +50,11 @@ def nli_judge(limits: JudgeLimits | None = None, scorer: OverlapScorer | None = 
     return NliJudge(
         scorer or OverlapScorer(),
         BagOfWordsEmbedder(),
-        thresholds=NliThresholds(entailment=0.6),
-        granularity="sentence",
-        limits=limits,
+        NliOptions(
+            thresholds=NliThresholds(entailment=0.6),
+            granularity="sentence",
+            limits=limits or JudgeLimits(),
+        ),
     )
 
 
@@ -223,7 +225,14 @@ def test_normal_answers_hit_no_cap(kind: str) -> None:
 
 
 def test_the_factory_passes_the_configured_caps() -> None:
-    settings = JudgeSettings(name="rules", granularity="sentence", limits=JudgeLimits(max_claims=2))
+    settings = JudgeSettings(
+        name="rules", granularity="sentence", limits=LimitSettings(max_claims=2)
+    )
     [judgement] = build_judge(settings).judge_batch([event(" ".join([FACT] * 5))])
     assert judgement.checked_claims == 2
     assert codes(judgement) == ["LIMIT_CLAIMS"]
+
+
+def test_the_settings_default_to_the_judges_own_caps() -> None:
+    """The judge owns its caps; the settings that set them must not drift from them."""
+    assert JudgeLimits(**LimitSettings().model_dump()) == JudgeLimits()

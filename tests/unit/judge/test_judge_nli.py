@@ -18,7 +18,7 @@ from streamproc.events import (
     TokenLogprob,
     VerdictLabel,
 )
-from streamproc.judge.nli.judge import NliJudge, NliThresholds
+from streamproc.judge.nli.judge import NliJudge, NliOptions, NliThresholds
 from streamproc.judge.protocols import NliScore
 from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
 
@@ -45,7 +45,9 @@ def event(answer: str, evidence: list[dict[str, Any]] | None = None, **extra: An
 
 def judge(scorer: OverlapScorer, embedder: BagOfWordsEmbedder) -> NliJudge:
     return NliJudge(
-        scorer, embedder, thresholds=NliThresholds(entailment=0.6), granularity="sentence"
+        scorer,
+        embedder,
+        NliOptions(thresholds=NliThresholds(entailment=0.6), granularity="sentence"),
     )
 
 
@@ -115,8 +117,9 @@ def test_entailment_from_a_sentence_about_something_else_says_so(
     strict = NliJudge(
         _EntailsEverything(),
         embedder,
-        thresholds=NliThresholds(entailment=0.5, min_coverage=0.6),
-        granularity="sentence",
+        NliOptions(
+            thresholds=NliThresholds(entailment=0.5, min_coverage=0.6), granularity="sentence"
+        ),
     )
     [result] = strict.judge_batch([event("The supplier shipped wooden pallets by rail.")])
     claim = only_claim(result)
@@ -243,7 +246,9 @@ def test_confidence_thresholds_are_per_answering_model(
         offset += len(text)
     strict = ConfidenceThresholds(cut_mean=0.6, low_mean=0.7)
     nli = NliJudge(
-        scorer, embedder, granularity="sentence", confidence_by_model={"shaky-llm": strict}
+        scorer,
+        embedder,
+        NliOptions(granularity="sentence", confidence_by_model={"shaky-llm": strict}),
     )
     lenient, severe = nli.judge_batch(
         [event(answer, tokens=tokens), event(answer, tokens=tokens, model="shaky-llm")]
@@ -289,9 +294,11 @@ def test_nli_pairs_are_exactly_the_pairs_judging_sends_to_the_model(
     nli = NliJudge(
         scorer,
         embedder,
-        thresholds=NliThresholds(entailment=0.6),
-        granularity="sentence",
-        decisive_entailment=decisive,
+        NliOptions(
+            thresholds=NliThresholds(entailment=0.6),
+            granularity="sentence",
+            decisive_entailment=decisive,
+        ),
     )
     asked = nli.nli_pairs(answers)
     assert asked == sent and len(asked) >= 3
@@ -311,10 +318,7 @@ def test_the_judge_reads_a_0_0_day_as_configured(
     hours = dict.fromkeys(days, "11:0-20:0")
     business = {"name": "Joe's", "hours": {**hours, "Monday": "0:0-0:0"}}
     judge = NliJudge(
-        scorer,
-        embedder,
-        granularity="sentence",
-        zero_length_hours=reading,  # type: ignore[arg-type]
+        scorer, embedder, NliOptions(granularity="sentence", zero_length_hours=reading)
     )
     answer = event(
         "Joe's is open seven days a week.",

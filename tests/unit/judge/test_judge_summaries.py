@@ -10,7 +10,7 @@ import pytest
 from streamproc.events import Action, AnswerEvent, ClaimClass, VerdictLabel
 from streamproc.judge.decision.answer import ANSWER_FEATURES, AnswerCalibrator
 from streamproc.judge.decision.calibrator import REGIMES, VerdictCalibrator
-from streamproc.judge.nli.judge import NliJudge, NliThresholds
+from streamproc.judge.nli.judge import NliJudge, NliOptions, NliThresholds
 from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
 from tests.unit.judge.test_judge_nli import event as nli_event
 
@@ -59,13 +59,23 @@ def answer_calibrator(threshold: float, claim_calibrator: str = "cal") -> Answer
     return AnswerCalibrator.from_payload(payload, sha256="3" * 64)
 
 
-def nli(scorer: OverlapScorer, embedder: BagOfWordsEmbedder, **options: Any) -> NliJudge:
+def nli(
+    scorer: OverlapScorer,
+    embedder: BagOfWordsEmbedder,
+    *,
+    calibrator: VerdictCalibrator | None = None,
+    answer_calibrator: AnswerCalibrator | None = None,
+    **options: Any,
+) -> NliJudge:
+    for regimes in ("composed_premise_regimes", "hard_negation_regimes"):
+        if regimes in options:
+            options[regimes] = frozenset(options[regimes])
     return NliJudge(
         scorer,
         embedder,
-        thresholds=NliThresholds(entailment=0.9),
-        granularity="sentence",
-        **options,
+        NliOptions(thresholds=NliThresholds(entailment=0.9), granularity="sentence", **options),
+        calibrator=calibrator,
+        answer_calibrator=answer_calibrator,
     )
 
 

@@ -13,6 +13,7 @@ import sys
 import textwrap
 import time
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -22,10 +23,9 @@ from streamproc.stream.judging.runner import (
     JudgeProcess,
     JudgeProcessDied,
     JudgeThread,
-    judge_runner,
 )
 from streamproc.stream.judging.stage import StageLimits
-from streamproc.wiring import build_judge
+from streamproc.wiring import build_judge, judge_runner
 from tests.unit.stream.test_judging_stage import BAD, GOOD, message
 
 RULES = JudgeSettings(name="rules")
@@ -41,7 +41,7 @@ MESSAGES = [
 
 @pytest.fixture
 async def child() -> AsyncIterator[JudgeProcess]:
-    runner = JudgeProcess(RULES)
+    runner = JudgeProcess(partial(build_judge, RULES))
     try:
         yield runner
     finally:
@@ -69,7 +69,7 @@ async def test_a_process_gives_the_records_a_thread_gives(child: JudgeProcess) -
 
 async def test_a_judge_the_child_cannot_build_fails_start_with_its_error() -> None:
     missing = InferenceSettings(nli_model="no-such-model")
-    runner = JudgeProcess(JudgeSettings(name="nli", inference=missing))
+    runner = JudgeProcess(partial(build_judge, JudgeSettings(name="nli", inference=missing)))
     try:
         with pytest.raises(Exception, match="no-such-model"):
             await runner.start()
@@ -132,10 +132,12 @@ def test_a_worker_killed_with_sigkill_leaves_no_judge_process(tmp_path: Path) ->
         """
         import asyncio, sys
         from streamproc.config import JudgeSettings
+        from functools import partial
         from streamproc.stream.judging.runner import JudgeProcess
+        from streamproc.wiring import build_judge
 
         async def main() -> None:
-            runner = JudgeProcess(JudgeSettings(name="rules"))
+            runner = JudgeProcess(partial(build_judge, JudgeSettings(name="rules")))
             await runner.start()
             print(runner.pid, flush=True)
             await asyncio.sleep(60)

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from streamproc.config import HoppingWindow, WindowSettings
-from streamproc.events import WindowAggregate
+from streamproc.events import AnswerOutcome, WindowAggregate
 from streamproc.stats import wilson_interval
 from streamproc.stream.windows.index import PartitionIndex
-from streamproc.stream.windows.spec import AnswerOutcome, pane_ms_of, window_specs
+from streamproc.stream.windows.spec import pane_ms_of, window_specs
 from streamproc.stream.windows.table import (
     Counted,
     close_due,

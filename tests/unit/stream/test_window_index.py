@@ -9,8 +9,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from streamproc.config import WindowSettings
+from streamproc.events import AnswerOutcome
 from streamproc.stream.windows.index import PartitionIndex
-from streamproc.stream.windows.spec import AnswerOutcome, SeriesKey
+from streamproc.stream.windows.spec import SeriesKey
 from streamproc.stream.windows.store import decode_entry, encode_entry
 from streamproc.stream.windows.table import (
     PANE_PREFIX,

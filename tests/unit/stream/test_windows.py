@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from streamproc.alerting.corrected_rate import ConfusionCounts, corrected_rate_mixed
 from streamproc.alerting.judge_accuracy import judge_accuracy
 from streamproc.config import HoppingWindow, Settings, WindowSettings
+from streamproc.events import AnswerOutcome
 from streamproc.stats import wilson_interval
 from streamproc.stream.windows.panes import (
     LATENCY_BINS,
@@ -25,7 +26,6 @@ from streamproc.stream.windows.panes import (
     latency_quantile,
 )
 from streamproc.stream.windows.spec import (
-    AnswerOutcome,
     SeriesKey,
     WindowSpec,
     next_window_end,

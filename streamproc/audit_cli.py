@@ -183,8 +183,8 @@ def _filters(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_sink(args: argparse.Namespace) -> int:
-    from streamproc.adapters.audit_sink import run_audit_sink
     from streamproc.adapters.logging import configure_logging
+    from streamproc.stream.audit_sink import run_audit_sink
 
     settings = _settings(args)
     configure_logging(
@@ -264,7 +264,7 @@ def _verify(args: argparse.Namespace) -> int:
     settings = _settings(args)
     extra = None
     if args.topic_checkpoints:
-        from streamproc.adapters.audit_sink import fetch_topic_checkpoints
+        from streamproc.stream.audit_sink import fetch_topic_checkpoints
 
         extra = asyncio.run(fetch_topic_checkpoints(settings))
     from streamproc.adapters.audit_store import AuditStore
@@ -328,7 +328,7 @@ def _purge(args: argparse.Namespace) -> int:
             return 0
         ids = [s.answer_id for s in store.find(conversation=args.conversation, limit=None)]
         if ids and not args.no_topic:
-            from streamproc.adapters.audit_sink import publish_tombstones
+            from streamproc.stream.audit_sink import publish_tombstones
 
             # First the topic: a purge that fails half-way is simply run again.
             sent = asyncio.run(publish_tombstones(settings, ids))

@@ -1,5 +1,5 @@
 """Running one worker process: create topics, then run the judging loop and the window
-loop side by side until a signal stops them."""
+loop (built by :mod:`streamproc.wiring`) side by side until a signal stops them."""
 
 from __future__ import annotations
 
@@ -13,43 +13,26 @@ from collections.abc import Callable
 from typing import NoReturn
 
 import structlog
-from aiokafka.errors import KafkaError
 
 from streamproc.adapters.health import HealthServer, HealthState
-from streamproc.adapters.kafka_security import aiokafka_options
 from streamproc.adapters.loop_guard import LoopGuard
-from streamproc.adapters.metrics import WorkerMetrics, partition_lags
+from streamproc.adapters.metrics import WorkerMetrics
 from streamproc.adapters.metrics_server import MetricsServer
 from streamproc.adapters.task_dump import install_task_dump
 from streamproc.adapters.telemetry import Telemetry
 from streamproc.config import Settings
 from streamproc.events import JudgeInfo
 from streamproc.stream.judging.loop import JudgeLoop
-from streamproc.stream.judging.runner import JudgeProcessDied, JudgeRunner, LogOptions, judge_runner
+from streamproc.stream.judging.runner import JudgeProcessDied, JudgeRunner, LogOptions
+from streamproc.stream.loop.progress import partition_lags
 from streamproc.stream.loop.publisher import PublishFailed
-from streamproc.stream.topics import ensure_topics, topic_specs
-from streamproc.stream.windows.alert_stage import AlertHooks
+from streamproc.stream.topics import prepare_topics
 from streamproc.stream.windows.loop import WindowLoop
+from streamproc.wiring import build_loops, judge_runner
 
-__all__ = ["prepare_topics", "run_worker"]
+__all__ = ["run_worker"]
 
 log = structlog.get_logger(__name__)
-
-
-async def prepare_topics(settings: Settings, *, attempts: int = 30, delay_s: float = 2.0) -> None:
-    """Create the topics, waiting for the broker to come up (containers start in any order)."""
-    for attempt in range(1, attempts + 1):
-        try:
-            created = await ensure_topics(
-                settings.bootstrap_servers, topic_specs(settings), settings.security
-            )
-            log.info("topics_ready", created=created, partitions=settings.topics.partitions)
-            return
-        except (KafkaError, OSError) as exc:
-            if attempt == attempts:
-                raise
-            log.warning("broker_not_ready", attempt=attempt, error=repr(exc))
-            await asyncio.sleep(delay_s)
 
 
 def run_worker(settings: Settings) -> NoReturn:
@@ -96,20 +79,10 @@ def _log_options(settings: Settings) -> LogOptions | None:
 
 
 async def _serve_with(settings: Settings, runner: JudgeRunner, judge_info: JudgeInfo) -> int:
-    options = aiokafka_options(settings.security)
     telemetry = Telemetry.from_settings(settings.telemetry)
     metrics = WorkerMetrics()
-    judging = JudgeLoop(
-        settings, runner, client_options=options, telemetry=telemetry, metrics=metrics
-    )
-    alerting = AlertHooks(settings, metrics)
-    windows = WindowLoop(
-        settings,
-        client_options=options,
-        telemetry=telemetry,
-        in_transaction=alerting.in_transaction,
-        after_commit=alerting.after_commit,
-    )
+    loops = build_loops(settings, runner, telemetry=telemetry, metrics=metrics)
+    judging, windows = loops.judging, loops.windows
     metrics.add_lag_source("judge", lambda: partition_lags(judging.watch.progress))
     metrics.add_lag_source("windows", lambda: partition_lags(windows.watch.progress))
     probe = _probe(judging, windows)
