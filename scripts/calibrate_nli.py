@@ -36,6 +36,7 @@ from streamproc.inference.manifest import MarginOutput
 from streamproc.inference.nli import scores_from_logits
 from streamproc.judge import NliScore
 from streamproc.judge.nli.judge import NliJudge, NliOptions, NliThresholds
+from streamproc.judge.text.claims import Granularity
 
 TASKS = ("QA", "Summary", "Data2txt")
 
@@ -133,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     scorer.logits.update(load_cache(args.cache))
     embedder = CachedEmbedder(load_embedder(settings.inference))
 
-    def build(point: Point, granularity: str = "atomic") -> NliJudge:
+    def build(point: Point, granularity: Granularity = "atomic") -> NliJudge:
         scorer.output = base_output.model_copy(
             update={
                 "entailment_above": point.entailment_above,

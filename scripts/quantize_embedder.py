@@ -156,8 +156,8 @@ def _folded(source_path: Path, tmp: str) -> Path:
 
 
 def static_trial(calibration_texts: int = 400) -> None:
-    """Why the embedder is not statically quantised (issue 11 asked for batch-invariant
-    batching): static QDQ int8 with activation ranges calibrated on the calibrate split's
+    """Why the embedder is not statically quantised (batching must not change a
+    vector): static QDQ int8 with activation ranges calibrated on the calibrate split's
     sentences makes a text's vector independent of its batch, but moves it far from the
     fp32 vector, for MinMax, Percentile and Entropy ranges alike; keeping the FFN output
     products in fp32 restores the vectors and gives back the speed. Prints, per variant,

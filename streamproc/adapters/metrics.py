@@ -2,7 +2,7 @@
 names on-call queries.
 
 The names, label names and meanings are a contract shared with ``deploy/prometheus``
-rules and the Grafana dashboard (issue 10); change them only together. Every metric lives
+rules and the Grafana dashboard; change them only together. Every metric lives
 in a :class:`WorkerMetrics`' own registry, never prometheus-client's global one, so two
 workers in one test process (or two tests) never see each other's numbers.
 

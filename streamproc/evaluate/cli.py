@@ -1,6 +1,6 @@
 """``streamproc eval check|agree|score``: the offline reports, wired into the main command.
 
-The lead's ``streamproc/cli.py`` calls :func:`register` and then ``args.func(args)``.
+``streamproc/cli.py`` calls :func:`register` and then ``args.func(args)``.
 """
 
 from __future__ import annotations

@@ -36,8 +36,8 @@ from streamproc._process_group import stop_process_group
 from streamproc.adapters.audit_store import AuditStore, RecordSummary
 from streamproc.adapters.worker_process import WorkerProcess
 from streamproc.config import Settings
+from streamproc.stream.topics import prepare_topics
 from streamproc.wiring import build_judge
-from streamproc.worker import prepare_topics
 from tests.unit.audit.store_contract import sql
 
 TRACE_ID = "5b8efff798038103d269b633813fc60c"

@@ -29,8 +29,8 @@ from streamproc.events import (
 )
 from streamproc.samples import SEED_LAB, load_answers
 from streamproc.stats import wilson_interval
+from streamproc.stream.topics import prepare_topics
 from streamproc.wiring import build_judge
-from streamproc.worker import prepare_topics
 
 MALFORMED = b'{"event_id": "broken", "answer": '
 WINDOW_START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

@@ -19,7 +19,7 @@ from streamproc.config import Settings
 from streamproc.events import AnswerEvent, AnswerJudgement, Verdict
 from streamproc.samples import SEED_LAB, load_answers
 from streamproc.stream.judging.loop import JudgeLoop, judge_group_id
-from streamproc.worker import prepare_topics
+from streamproc.stream.topics import prepare_topics
 from tests.integration.run_settings import run_settings
 from tests.integration.wrapped_judge import WrappedJudge
 

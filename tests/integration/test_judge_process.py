@@ -19,7 +19,8 @@ from streamproc.adapters.worker_process import WorkerProcess
 from streamproc.config import Settings
 from streamproc.events import AnswerEvent, Verdict
 from streamproc.samples import SEED_LAB, load_answers
-from streamproc.worker import EXIT_JUDGE_DIED, prepare_topics
+from streamproc.stream.topics import prepare_topics
+from streamproc.worker import EXIT_JUDGE_DIED
 from tests.integration.run_settings import run_settings
 
 ANSWERS = 120

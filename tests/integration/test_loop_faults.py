@@ -32,8 +32,9 @@ from streamproc.config import Settings
 from streamproc.events import AnswerEvent
 from streamproc.samples import SEED_LAB, load_answers
 from streamproc.stream.judging.loop import JudgeLoop, judge_group_id
+from streamproc.stream.topics import prepare_topics
 from streamproc.wiring import build_judge
-from streamproc.worker import EXIT_PUBLISH_FAILED, prepare_topics
+from streamproc.worker import EXIT_PUBLISH_FAILED
 
 
 def _settings(bootstrap: str, prefix: str, **worker: object) -> Settings:

@@ -30,7 +30,7 @@ from streamproc.adapters.worker_process import WorkerProcess
 from streamproc.config import Settings
 from streamproc.events import AnswerEvent, DeadLetter, DeadLetterReason, Verdict
 from streamproc.samples import SEED_LAB, load_answers
-from streamproc.worker import prepare_topics
+from streamproc.stream.topics import prepare_topics
 from tests.integration.kcat import CODECS, KEY_DELIMITER, kcat_or_skip, produce, read_back
 
 PARTITIONS = 3

@@ -13,8 +13,8 @@ from pathlib import Path
 from streamproc.adapters.kafka_io import OutputTail
 from streamproc.events import Verdict
 from streamproc.stream.judging.loop import JudgeLoop
+from streamproc.stream.topics import prepare_topics
 from streamproc.wiring import build_judge
-from streamproc.worker import prepare_topics
 from tests.integration.run_settings import run_settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "produce_answer.py"

@@ -25,8 +25,8 @@ from streamproc.adapters import semconv
 from streamproc.adapters.telemetry import Telemetry
 from streamproc.config import Settings, TelemetrySettings
 from streamproc.stream.judging.loop import JudgeLoop
+from streamproc.stream.topics import prepare_topics
 from streamproc.wiring import build_judge
-from streamproc.worker import prepare_topics
 
 TRACE_A, SPAN_A = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 TRACE_B, SPAN_B = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"

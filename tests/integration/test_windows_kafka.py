@@ -23,10 +23,10 @@ from streamproc.config import Settings
 from streamproc.events import AnswerEvent, AnswerOutcome, WindowAggregate
 from streamproc.samples import SEED_LAB, load_answers
 from streamproc.stream.loop.publisher import OutboundRecord
+from streamproc.stream.topics import prepare_topics
 from streamproc.stream.windows.loop import WindowLoop
 from streamproc.stream.windows.report import WindowReport
 from streamproc.wiring import measured_accuracy
-from streamproc.worker import prepare_topics
 
 BASE = datetime(2026, 2, 2, 10, 0, tzinfo=UTC)  # event time, long past: quiet keys close by idle
 REPLAY_HORIZON_S = 10 * 365 * 24 * 3600.0

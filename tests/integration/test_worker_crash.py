@@ -16,8 +16,8 @@ from streamproc.adapters.worker_process import WorkerProcess
 from streamproc.config import Settings
 from streamproc.events import AnswerEvent, Verdict, WindowAggregate
 from streamproc.samples import SEED_LAB, load_answers
+from streamproc.stream.topics import prepare_topics
 from streamproc.wiring import build_judge
-from streamproc.worker import prepare_topics
 
 WINDOW_START = datetime(2026, 2, 2, 10, 0, tzinfo=UTC)
 REPLAY_HORIZON_S = 10 * 365 * 24 * 3600.0

@@ -29,7 +29,7 @@ OCCURRED = datetime(2026, 1, 1, tzinfo=UTC)
 JUDGED = OCCURRED + timedelta(seconds=3)
 EVIDENCE = "The order was shipped on Monday."
 
-# The contract of issue 10: sample name -> (type, label names).
+# The metrics contract (rules, dashboard): sample name -> (type, label names).
 CONTRACT: dict[str, tuple[str, frozenset[str]]] = {
     "streamproc_answers_total": (
         "counter",

