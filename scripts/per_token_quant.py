@@ -25,7 +25,7 @@ the judge embeds with in batches of up to 8 texts / 192 tokens: about 1.5x the t
 one text per call on short texts). For
 the verifier it does not pay on this machine class (slower than one pair per call at
 every batch size tried), so NLI keeps one pair per call.
-tests/unit/inference/test_batch_invariance.py runs the rewrite on the verifier to prove
+tests/unit/inference/test_loader_batch_invariance.py runs the rewrite on the verifier to prove
 the invariance and checks every model that declares it. Needs the ``onnx`` package (dev
 and model extras); nothing here runs in the worker.
 

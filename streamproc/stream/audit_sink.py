@@ -6,7 +6,7 @@ the same Kafka transaction as the verdict. The sink reads that topic as consumer
 stored) and, per partition, in offset order:
 
 1. appends the batch to the store's hash chain in one database transaction;
-2. only then commits the Kafka offsets.
+2. only then publishes the batch's checkpoints and commits its Kafka offsets.
 
 A crash between 1 and 2 redelivers the batch, and the store skips answer ids it already
 holds, so nothing is stored twice and nothing is lost. Every
@@ -14,6 +14,13 @@ holds, so nothing is stored twice and nothing is lost. Every
 checkpoint row, and the sink publishes the chain head to the audit topic (key
 ``checkpoint:<partition>``, a small JSON document): a store whose tail was cut - its
 checkpoint rows with it - is still caught by ``audit verify --topic-checkpoints``.
+
+The sink is a :class:`~streamproc.stream.loop.consumer.ConsumerLoop`, like the worker's
+loops: the same consumer, rebalance discipline (a batch being stored is finished before
+its partitions go), progress watch (``worker_stalled`` when a partition with lag stands
+still; :attr:`AuditSink.live`) and bounded close. Its publisher is always the
+at-least-once one (checkpoints acknowledged, then offsets committed): the store's dedup
+by answer id makes a redelivery harmless, so it needs no Kafka transaction.
 
 The audit topic is compacted *and* time-limited (``cleanup.policy=compact,delete``,
 retention = ``settings.audit.retention_days``): one record per answer id, a purge's
@@ -32,13 +39,15 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import structlog
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError
 
 from streamproc.adapters.audit_store import AuditStore, StoredCheckpoint
 from streamproc.adapters.kafka_security import aiokafka_options, explain_access_errors
 from streamproc.audit.chain import Checkpoint
 from streamproc.config import Settings
+from streamproc.stream.loop.consumer import ConsumerLoop
+from streamproc.stream.loop.publisher import OutboundRecord, PublishFailed
 
 # The topic's spec lives with the others (created at worker start-up); re-exported here
 # for the sink's callers. AUDIT_MAX_MESSAGE_BYTES also sizes the sink's fetches.
@@ -60,9 +69,12 @@ log = structlog.get_logger(__name__)
 
 CHECKPOINT_KEY_PREFIX: Final = b"checkpoint:"
 
+_NAME: Final = "audit-sink"
+"""The sink's loop name: its group is ``<app_id>.audit-sink``."""
+
 
 def audit_sink_group(settings: Settings) -> str:
-    return f"{settings.app_id}.audit-sink"
+    return f"{settings.app_id}.{_NAME}"
 
 
 @dataclass(slots=True)
@@ -76,11 +88,12 @@ class SinkStats:
     batches: int = 0
 
 
-class AuditSink:
+class AuditSink(ConsumerLoop):
     """Reads the audit topic into an :class:`AuditStore`; see the module docstring.
 
-    ``run`` returns when ``stop`` is set. Store and broker errors propagate: the process
-    exits and is restarted, and whatever was not yet committed is read again."""
+    ``run`` returns after :meth:`stop`. Store and broker errors propagate (a batch whose
+    checkpoints the broker does not take raises ``PublishFailed``): the process exits
+    and is restarted, and whatever was not yet committed is read again."""
 
     def __init__(
         self,
@@ -91,58 +104,56 @@ class AuditSink:
         poll_timeout_s: float = 0.5,
         max_records: int = 500,
     ) -> None:
-        self._settings = settings
-        self._store = store
-        self._options = dict(
-            aiokafka_options(settings.security) if client_options is None else client_options
+        super().__init__(
+            settings,
+            name=_NAME,
+            topic=settings.audit.topic,
+            client_options=(
+                aiokafka_options(settings.security) if client_options is None else client_options
+            ),
+            consumer_options={
+                "max_poll_records": max_records,
+                "max_partition_fetch_bytes": AUDIT_MAX_MESSAGE_BYTES,
+                "fetch_max_bytes": 4 * AUDIT_MAX_MESSAGE_BYTES,
+            },
+            producer_options={},
+            exactly_once=False,
         )
+        self._store = store
         self._poll_ms = int(poll_timeout_s * 1000)
         self._max_records = max_records
-        self._topic = settings.audit.topic
         self.stats = SinkStats()
 
-    async def run(self, stop: asyncio.Event) -> None:
-        settings = self._settings
-        consumer = AIOKafkaConsumer(
-            self._topic,
-            bootstrap_servers=settings.bootstrap_servers,
-            group_id=audit_sink_group(settings),
-            isolation_level="read_committed",
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            max_partition_fetch_bytes=AUDIT_MAX_MESSAGE_BYTES,
-            fetch_max_bytes=4 * AUDIT_MAX_MESSAGE_BYTES,
-            rebalance_timeout_ms=int(settings.worker.rebalance_timeout_s * 1000),
-            session_timeout_ms=int(settings.worker.session_timeout_s * 1000),
-            **self._options,
-        )
-        producer = AIOKafkaProducer(
-            bootstrap_servers=settings.bootstrap_servers, acks="all", **self._options
-        )
+    async def run(self) -> None:
+        """Run until :meth:`stop`; logs ``audit_sink_stopped`` with the stats however it
+        ends."""
         try:
-            async with explain_access_errors(settings.bootstrap_servers, settings.security):
-                await consumer.start()
-                await producer.start()
-            await self._republish_checkpoints(producer)
-            log.info("audit_sink_started", topic=self._topic, group=audit_sink_group(settings))
-            while not stop.is_set():
-                batches = await consumer.getmany(
-                    timeout_ms=self._poll_ms, max_records=self._max_records
-                )
-                for partition in sorted(batches):
-                    await self._sink(consumer, producer, partition, batches[partition])
+            await super().run()
         finally:
-            await consumer.stop()
-            await producer.stop()
             log.info("audit_sink_stopped", **_stats_fields(self.stats))
 
+    async def _on_started(self) -> None:
+        await self._republish_checkpoints()
+        log.info("audit_sink_started", topic=self._topic, group=self.group_id)
+
+    async def _step(self) -> None:
+        batch = await self._consumer.getmany(
+            timeout_ms=self._poll_ms, max_records=self._max_records
+        )
+        read_at = self._generation  # no await since the read: see ConsumerLoop._admit
+        if not batch:
+            return
+        async with self._lock:
+            if not self._admit(batch, read_at):
+                return
+            for partition in sorted(batch):
+                if batch[partition]:
+                    await self._sink(partition, batch[partition])
+
     async def _sink(
-        self,
-        consumer: AIOKafkaConsumer,
-        producer: AIOKafkaProducer,
-        partition: TopicPartition,
-        messages: Sequence[Any],
+        self, partition: TopicPartition, messages: Sequence[ConsumerRecord[bytes, bytes]]
     ) -> None:
+        """Store one partition's batch, then publish its checkpoints with its offset."""
         entries = [
             (int(message.offset), bytes(message.value))
             for message in messages
@@ -173,33 +184,44 @@ class AuditSink:
                 duplicates=len(done.duplicates),
                 store_ms=round((time.perf_counter() - started) * 1000, 1),
             )
-        for checkpoint in checkpoints:
-            await _publish_checkpoint(producer, self._topic, checkpoint)
-            self.stats.checkpoints += 1
+        offsets = {partition: int(messages[-1].offset) + 1}
         try:
-            await consumer.commit({partition: int(messages[-1].offset) + 1})
-        except (CommitFailedError, IllegalStateError) as exc:
-            # The partition moved to another sink; it reads these records again and the
+            await self._publisher.publish(
+                [_checkpoint_record(self._topic, mark) for mark in checkpoints], offsets
+            )
+        except PublishFailed as exc:
+            if not isinstance(exc.__cause__, CommitFailedError | IllegalStateError):
+                raise
+            # The checkpoints went out; the offsets did not: the group moved on without
+            # this sink. Whoever owns the partition reads these records again and the
             # store skips them.
             log.warning(
-                "audit_commit_failed", partition=partition.partition, error=type(exc).__name__
+                "audit_commit_failed",
+                partition=partition.partition,
+                error=type(exc.__cause__).__name__,
             )
+        else:
+            self.watch.progress.acknowledged(offsets, time.monotonic())
+        self.stats.checkpoints += len(checkpoints)
         self.stats.batches += 1
 
-    async def _republish_checkpoints(self, producer: AIOKafkaProducer) -> None:
+    async def _republish_checkpoints(self) -> None:
         """The latest stored head of every partition, again: a sink that died between
         storing a checkpoint and publishing it leaves none missing on the topic."""
         store = self._store
+        latest: list[StoredCheckpoint] = []
         for partition in await asyncio.to_thread(store.partitions):
             marks = await asyncio.to_thread(store.checkpoints, partition)
             if marks:
-                await _publish_checkpoint(producer, self._topic, marks[-1])
+                latest.append(marks[-1])
+        if latest:
+            await self._publisher.publish(
+                [_checkpoint_record(self._topic, mark) for mark in latest], {}
+            )
 
 
-async def _publish_checkpoint(
-    producer: AIOKafkaProducer, topic: str, checkpoint: StoredCheckpoint
-) -> None:
-    await producer.send_and_wait(
+def _checkpoint_record(topic: str, checkpoint: StoredCheckpoint) -> OutboundRecord:
+    return OutboundRecord(
         topic,
         key=CHECKPOINT_KEY_PREFIX + str(checkpoint.partition).encode(),
         value=json.dumps(checkpoint.as_json(), sort_keys=True).encode(),
@@ -296,12 +318,21 @@ async def _serve(settings: Settings) -> int:
         loop.add_signal_handler(sig, stop.set)
     with AuditStore(settings.audit.store_url) as store:
         sink = AuditSink(settings, store)
+        # A signal while the store was being opened stops the sink as soon as it runs.
+        stopping = asyncio.create_task(_stop_on(stop, sink), name="audit-sink-stop")
         try:
-            await sink.run(stop)
+            await sink.run()
         except Exception as exc:  # noqa: BLE001 - one line, then a restart by the orchestrator
             log.error("audit_sink_failed", error=f"{type(exc).__name__}: {exc}"[:2000])
             return 1
+        finally:
+            stopping.cancel()
     return 0
+
+
+async def _stop_on(stop: asyncio.Event, sink: AuditSink) -> None:
+    await stop.wait()
+    sink.stop()
 
 
 def _stats_fields(stats: SinkStats) -> dict[str, int]:

@@ -1,4 +1,5 @@
-"""Brokers for the integration tests, and the ``integration`` mark on every test here.
+"""Brokers for the integration tests, and the ``integration`` and ``slow`` marks on every
+test here.
 
 ``kafka_bootstrap`` is a real Apache Kafka (KRaft) started by ``scripts/kafka.sh`` in a
 per-session state dir (so parallel clones never share one), unless
@@ -36,10 +37,12 @@ _KAFKA_STOP_TIMEOUT_S = 120
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark everything under tests/integration, so ``-m 'not integration'`` skips it."""
+    """Mark everything under tests/integration ``integration`` and ``slow`` (a broker
+    starts), so ``-m 'not integration'`` or ``-m 'not slow'`` skips it."""
     for item in items:
         if _HERE in item.path.parents:
             item.add_marker(pytest.mark.integration)
+            item.add_marker(pytest.mark.slow)
 
 
 def _kafka_sh(

@@ -145,13 +145,12 @@ async def test_a_crash_between_store_and_offsets_stores_nothing_twice(
 async def run_sink_until(settings: Settings, store: AuditStore, count: int) -> AuditSink:
     """An in-process sink, stopped once the store holds ``count`` records."""
     sink = AuditSink(settings, store, poll_timeout_s=0.2)
-    stop = asyncio.Event()
-    task = asyncio.create_task(sink.run(stop))
+    task = asyncio.create_task(sink.run())
     try:
         await wait_until(lambda: len(store.find(limit=None)) >= count, 60, f"{count} records")
         await asyncio.sleep(1.0)  # anything more would show up by now
     finally:
-        stop.set()
+        sink.stop()
         await asyncio.wait_for(task, 30)
     return sink
 

@@ -31,7 +31,7 @@ from streamproc.prometheus_rules import (
     windows,
 )
 from streamproc.stats import wilson_interval
-from tests.unit.monitoring import REPO, run_tool, tool_or_skip
+from tests.deploy.monitoring import REPO, run_tool, tool_or_skip
 
 RULES_FILE = REPO / "deploy/prometheus/rules/streamproc-slo.rules.yml"
 PROMTOOL_TESTS = sorted((REPO / "deploy/prometheus/tests").glob("*.yml"))

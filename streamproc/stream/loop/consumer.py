@@ -1,6 +1,6 @@
-"""What the worker's two consumer loops (judging, windows) share: one consumer group on
-one topic, a :class:`~streamproc.stream.loop.publisher.Publisher` that commits outputs and
-offsets together, a progress watch, and the rebalance discipline.
+"""What the consumer loops (the worker's judging and windows loops, the audit sink) share:
+one consumer group on one topic, a :class:`~streamproc.stream.loop.publisher.Publisher`
+that commits outputs and offsets together, a progress watch, and the rebalance discipline.
 
 The discipline: a batch is handled under ``_lock`` from the moment it is read until it is
 published; revoking partitions takes the same lock, so a batch in flight is finished
@@ -63,7 +63,13 @@ class ConsumerLoop(ABC):
         client_options: Mapping[str, Any] | None,
         consumer_options: Mapping[str, Any],
         producer_options: Mapping[str, Any],
+        exactly_once: bool = True,
     ) -> None:
+        """``consumer_options`` / ``producer_options``: more keyword arguments for the
+        clients (fetch sizes, batch sizes). ``exactly_once=False``: always the
+        at-least-once publisher, for a loop whose outputs are idempotent anyway (the
+        audit sink: its store skips answers it holds); otherwise one Kafka transaction
+        per batch where ``worker.exactly_once`` and the broker allow it."""
         self._settings = settings
         self.name = name
         self._topic = topic
@@ -72,7 +78,9 @@ class ConsumerLoop(ABC):
         self._client_options: Mapping[str, Any] = client_options or {}
         self._consumer_options = consumer_options
         self._producer_options = producer_options
-        self.transactional = settings.worker.exactly_once and settings.broker_flavour == "kafka"
+        self.transactional = (
+            exactly_once and settings.worker.exactly_once and settings.broker_flavour == "kafka"
+        )
         self.watch = ConsumerWatch(name, settings.worker.stall_after_s)
         self.started = False
         self.ended = False
@@ -112,6 +120,7 @@ class ConsumerLoop(ABC):
                 group_id=self.group_id,
                 guarantee="exactly_once" if self.transactional else "at_least_once",
             )
+            await self._on_started()
             self.last_poll_at = time.monotonic()
             watchdog = asyncio.create_task(
                 self.watch.run(
@@ -176,6 +185,9 @@ class ConsumerLoop(ABC):
     @abstractmethod
     async def _step(self) -> None:
         """Read one batch, handle it under ``_lock``, publish it with its offsets."""
+
+    async def _on_started(self) -> None:  # noqa: B027 - optional hook
+        """Called once the clients have started, before the first :meth:`_step`."""
 
     async def _on_revoked(self, partitions: list[TopicPartition]) -> None:  # noqa: B027 - optional hook
         """Called under ``_lock`` when partitions go; drop what belongs to them."""

@@ -1,0 +1,438 @@
+"""deploy/k8s is checked without a cluster: against the Kubernetes JSON schemas, and for the
+mistakes a schema cannot see.
+
+The schemas come from the ``kubernetes-validate`` package, which ships them for every release
+it supports (no download at test time). kubeconform would need its schemas fetched at run
+time, which this offline machine cannot do. The structural checker ``manifest_problems``
+follows the references between objects: probes aimed at a declared container port, envFrom
+naming a ConfigMap or Secret the kustomization applies, a selector that matches its pods,
+settings ``Settings`` accepts, the health port the settings open, replicas within the
+partition count, the instance id from the pod name, requests within limits. Each rule is
+also shown a broken copy and must name the break.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any, cast
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from tests.deploy.test_settings import (
+    SERVES_HEALTH,
+    TRANSACTIONAL,
+    UnknownSettingError,
+    is_command,
+    settings_from_env,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+K8S_DIR = REPO / "deploy" / "k8s"
+WORKLOADS = {"Deployment", "StatefulSet"}
+PROBE_PATHS = {"startupProbe": "/livez", "livenessProbe": "/livez", "readinessProbe": "/readyz"}
+PLACEHOLDER = "REPLACE-ME"
+POD_NAME = "streamproc-worker-0"  # what the downward API would put in a fieldRef
+
+Obj = dict[str, Any]
+_UNITS = {
+    "": 1,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+}
+
+
+def _kustomization() -> dict[str, Any]:
+    return cast(dict[str, Any], yaml.safe_load((K8S_DIR / "kustomization.yaml").read_text()))
+
+
+def load_objects() -> list[Obj]:
+    """Every object the kustomization's resources hold, in order."""
+    objects: list[Obj] = []
+    for resource in _kustomization()["resources"]:
+        path = K8S_DIR / resource
+        assert path.is_file(), f"kustomization names missing {resource}"
+        objects.extend(doc for doc in yaml.safe_load_all(path.read_text()) if doc)
+    return objects
+
+
+@pytest.fixture
+def objects() -> list[Obj]:
+    return load_objects()
+
+
+def _find(objects: list[Obj], kind: str, name: str) -> Obj:
+    (found,) = (o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name)
+    return found
+
+
+def _quantity(text: str | int | float) -> float:
+    found = re.fullmatch(r"([0-9.]+)([a-zA-Z]*)", str(text))
+    assert found and found.group(2) in _UNITS, f"not a quantity: {text!r}"
+    return float(found.group(1)) * _UNITS[found.group(2)]
+
+
+def _data(obj: Obj) -> dict[str, str]:
+    """A ConfigMap's or Secret's keys (a Secret's ``data`` values stay base64: only names
+    and placeholders matter here)."""
+    return {**obj.get("data", {}), **obj.get("stringData", {})}
+
+
+def _containers(workload: Obj) -> list[Obj]:
+    return cast(list[Obj], workload["spec"]["template"]["spec"]["containers"])
+
+
+def _env_source_problems(container: Obj, by_name: Mapping[tuple[str, str], Obj]) -> Iterator[str]:
+    """envFrom entries naming an object the kustomization does not apply."""
+    for source in container.get("envFrom", []):
+        for kind, key in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
+            if key in source and (kind, source[key]["name"]) not in by_name:
+                yield f"envFrom names no {kind} {source[key]['name']}"
+
+
+def _environment(container: Obj, by_name: Mapping[tuple[str, str], Obj]) -> dict[str, str]:
+    """The variables the container starts with, as far as the manifests decide them."""
+    env: dict[str, str] = {}
+    for source in container.get("envFrom", []):
+        for kind, key in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
+            if key in source and (kind, source[key]["name"]) in by_name:
+                env.update(_data(by_name[kind, source[key]["name"]]))
+    for item in container.get("env", []):
+        field = item.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+        env[item["name"]] = POD_NAME if field == "metadata.name" else str(item.get("value", ""))
+    return env
+
+
+def _workload_problems(workload: Obj, by_name: Mapping[tuple[str, str], Obj]) -> Iterator[str]:
+    name = f"{workload['kind']} {workload['metadata']['name']}"
+    spec = workload["spec"]
+    selector = spec["selector"]["matchLabels"]
+    labels = spec["template"]["metadata"].get("labels", {})
+    if not selector or any(labels.get(k) != v for k, v in selector.items()):
+        yield f"{name}: selector {selector} does not match its pod labels {labels}"
+    if workload["kind"] == "StatefulSet":
+        governing = by_name.get(("Service", spec.get("serviceName", "")))
+        if governing is None or governing["spec"].get("clusterIP") != "None":
+            yield f"{name}: serviceName {spec.get('serviceName')} names no headless Service"
+
+    for container in _containers(workload):
+        where = f"{name}/{container['name']}"
+        ports = {p["containerPort"] for p in container.get("ports", [])}
+        names = {p["name"]: p["containerPort"] for p in container.get("ports", []) if "name" in p}
+        command = (container.get("args") or [""])[0]
+        for probe_name, path in PROBE_PATHS.items():
+            probe = container.get(probe_name)
+            if probe is None:
+                if probe_name != "startupProbe" and command in SERVES_HEALTH:
+                    yield f"{where}: no {probe_name}"
+                continue
+            if command not in SERVES_HEALTH:
+                yield f"{where}: {command} serves no health endpoint, {probe_name} would fail"
+                continue
+            get = probe.get("httpGet", {})
+            if get.get("port") not in ports | set(names):
+                yield f"{where}: {probe_name} port {get.get('port')} is not a container port"
+            if get.get("path") != path:
+                yield f"{where}: {probe_name} asks {get.get('path')}, not {path}"
+
+        resources = container.get("resources", {})
+        for resource in ("cpu", "memory"):
+            request = resources.get("requests", {}).get(resource)
+            limit = resources.get("limits", {}).get(resource)
+            if request is None or limit is None:
+                yield f"{where}: {resource} needs a request and a limit"
+            elif _quantity(request) > _quantity(limit):
+                yield f"{where}: {resource} request {request} above its limit {limit}"
+
+        yield from (f"{where}: {p}" for p in _env_source_problems(container, by_name))
+        env = _environment(container, by_name)
+        try:
+            settings = settings_from_env(env)
+        except (UnknownSettingError, ValidationError) as error:
+            yield f"{where}: settings refused: {error}"
+            continue
+        if command in SERVES_HEALTH and settings.worker.health_port != names.get("health"):
+            yield (
+                f"{where}: health port {settings.worker.health_port} is not the "
+                f"containerPort named health ({names.get('health')})"
+            )
+        if command in TRANSACTIONAL and env.get("STREAMPROC_WORKER__INSTANCE_ID") != POD_NAME:
+            yield f"{where}: STREAMPROC_WORKER__INSTANCE_ID is not the pod name"
+        replicas = spec.get("replicas", 1)
+        if replicas > settings.topics.partitions:
+            yield f"{name}: replicas {replicas} > partitions {settings.topics.partitions}"
+
+
+def _service_problems(service: Obj, workloads: list[Obj]) -> Iterator[str]:
+    name = f"Service {service['metadata']['name']}"
+    selector = service["spec"].get("selector", {})
+    pods = [
+        w
+        for w in workloads
+        if selector and selector.items() <= w["spec"]["template"]["metadata"]["labels"].items()
+    ]
+    if not pods:
+        yield f"{name} selects no pod"
+    for port in service["spec"].get("ports", []):
+        target = port.get("targetPort", port["port"])
+        for pod in pods:
+            declared = {
+                key
+                for c in _containers(pod)
+                for p in c.get("ports", [])
+                for key in (p["containerPort"], p.get("name"))
+            }
+            if target not in declared:
+                yield f"{name}: targetPort {target} is not a port of {pod['metadata']['name']}"
+
+
+def manifest_problems(objects: list[Obj]) -> list[str]:
+    """The mistakes a schema cannot see, across all objects of the kustomization."""
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    problems = [
+        f"duplicate {kind} {name}"
+        for kind, name in by_name
+        if sum(o["kind"] == kind and o["metadata"]["name"] == name for o in objects) > 1
+    ]
+    workloads = [o for o in objects if o["kind"] in WORKLOADS]
+    for workload in workloads:
+        problems.extend(_workload_problems(workload, by_name))
+    for service in (o for o in objects if o["kind"] == "Service"):
+        problems.extend(_service_problems(service, workloads))
+    for budget in (o for o in objects if o["kind"] == "PodDisruptionBudget"):
+        selector = budget["spec"]["selector"]["matchLabels"]
+        if not any(
+            selector.items() <= w["spec"]["template"]["metadata"]["labels"].items()
+            for w in workloads
+        ):
+            problems.append(f"PodDisruptionBudget {budget['metadata']['name']} selects no pod")
+    return problems
+
+
+def test_the_kustomization_applies_what_is_here(objects: list[Obj]) -> None:
+    kinds = sorted((o["kind"], o["metadata"]["name"]) for o in objects)
+    assert kinds == [
+        ("ConfigMap", "streamproc-config"),
+        ("Deployment", "streamproc-audit-sink"),
+        ("PodDisruptionBudget", "streamproc-worker"),
+        ("Secret", "streamproc-audit-store"),
+        ("Secret", "streamproc-broker"),
+        ("Service", "streamproc-worker"),
+        ("StatefulSet", "streamproc-worker"),
+    ]
+    listed = set(_kustomization()["resources"])
+    on_disk = {p.name for p in K8S_DIR.glob("*.yaml")} - {"kustomization.yaml"}
+    assert listed == on_disk, "a manifest in deploy/k8s that kustomize never applies"
+
+
+def test_images_are_the_kustomized_one(objects: list[Obj]) -> None:
+    images = {i["name"]: i["newTag"] for i in _kustomization()["images"]}
+    for workload in (o for o in objects if o["kind"] in WORKLOADS):
+        for container in _containers(workload):
+            name, _, tag = container["image"].partition(":")
+            assert images.get(name) == tag, f"{container['image']} is not set in kustomization"
+
+
+def test_commands_are_the_worker_and_the_sink(objects: list[Obj]) -> None:
+    worker = _containers(_find(objects, "StatefulSet", "streamproc-worker"))[0]
+    sink = _containers(_find(objects, "Deployment", "streamproc-audit-sink"))[0]
+    assert (worker["args"], sink["args"]) == (["worker"], ["audit-sink"])
+    assert "command" not in worker and "command" not in sink, "the image's entrypoint runs"
+    assert is_command(worker["args"]) and is_command(sink["args"])
+
+
+def test_broker_credentials_come_from_the_secret(objects: list[Obj]) -> None:
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    config = _data(by_name["ConfigMap", "streamproc-config"])
+    assert not any("PASSWORD" in key for key in config), "a password in the ConfigMap"
+    for workload in (o for o in objects if o["kind"] in WORKLOADS):
+        env = _environment(_containers(workload)[0], by_name)
+        settings = settings_from_env(env)
+        assert settings.security.protocol.startswith("SASL_")
+        assert settings.security.sasl_password is not None
+        assert "streamproc-broker" in {
+            s["secretRef"]["name"] for s in _containers(workload)[0]["envFrom"] if "secretRef" in s
+        }
+
+
+def test_only_the_sink_reads_the_store_password(objects: list[Obj]) -> None:
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    sink = _environment(
+        _containers(_find(objects, "Deployment", "streamproc-audit-sink"))[0], by_name
+    )
+    worker = _environment(
+        _containers(_find(objects, "StatefulSet", "streamproc-worker"))[0], by_name
+    )
+    assert "PGPASSWORD" in sink and "PGPASSWORD" not in worker
+    assert ":" not in settings_from_env(sink).audit.store_url.split("@")[0].split("//")[1]
+
+
+def test_secrets_hold_placeholders_only(objects: list[Obj]) -> None:
+    for secret in (o for o in objects if o["kind"] == "Secret"):
+        assert "data" not in secret, "base64 data could hide a real value: use stringData"
+        assert set(secret["stringData"].values()) == {PLACEHOLDER}, secret["metadata"]["name"]
+
+
+def test_the_manifests_have_no_structural_problem(objects: list[Obj]) -> None:
+    assert manifest_problems(objects) == []
+
+
+def _container(objects: list[Obj], kind: str = "StatefulSet") -> Obj:
+    name = "streamproc-worker" if kind == "StatefulSet" else "streamproc-audit-sink"
+    return _containers(_find(objects, kind, name))[0]
+
+
+def _config(objects: list[Obj]) -> dict[str, str]:
+    return cast(dict[str, str], _find(objects, "ConfigMap", "streamproc-config")["data"])
+
+
+def _literal_instance_id(objects: list[Obj]) -> None:
+    (item,) = (e for e in _container(objects)["env"] if e["name"].endswith("WORKER__INSTANCE_ID"))
+    item.pop("valueFrom")
+    item["value"] = "worker"
+
+
+MUTATIONS: dict[str, tuple[Callable[[list[Obj]], None], str]] = {
+    "probe port": (
+        lambda o: _container(o)["livenessProbe"]["httpGet"].update(port=9090),
+        "livenessProbe port 9090 is not a container port",
+    ),
+    "probe path": (
+        lambda o: _container(o)["readinessProbe"]["httpGet"].update(path="/livez"),
+        "readinessProbe asks /livez, not /readyz",
+    ),
+    "missing probe": (
+        lambda o: _container(o).pop("livenessProbe"),
+        "no livenessProbe",
+    ),
+    "probe on the sink": (
+        lambda o: _container(o, "Deployment").update(
+            livenessProbe=_container(o)["livenessProbe"], ports=_container(o)["ports"]
+        ),
+        "audit-sink serves no health endpoint, livenessProbe would fail",
+    ),
+    "config map name": (
+        lambda o: _container(o)["envFrom"][0]["configMapRef"].update(name="streamproc-cfg"),
+        "envFrom names no ConfigMap streamproc-cfg",
+    ),
+    "secret name": (
+        lambda o: _container(o)["envFrom"][1]["secretRef"].update(name="kafka-creds"),
+        "envFrom names no Secret kafka-creds",
+    ),
+    "misspelt setting": (
+        lambda o: _config(o).update(STREAMPROC_WORKER__HEALT_PORT="8081"),
+        "settings refused: Settings has no field for ['STREAMPROC_WORKER__HEALT_PORT']",
+    ),
+    "bad setting value": (
+        lambda o: _config(o).update(STREAMPROC_TELEMETRY__EXPORTER="jaeger"),
+        "settings refused",
+    ),
+    "health port": (
+        lambda o: _config(o).update(STREAMPROC_WORKER__HEALTH_PORT="9000"),
+        "health port 9000 is not the containerPort named health (8081)",
+    ),
+    "replicas": (
+        lambda o: _find(o, "StatefulSet", "streamproc-worker")["spec"].update(replicas=7),
+        "replicas 7 > partitions 6",
+    ),
+    "selector": (
+        lambda o: _find(o, "Deployment", "streamproc-audit-sink")["spec"]["selector"][
+            "matchLabels"
+        ].update({"app.kubernetes.io/component": "worker"}),
+        "does not match its pod labels",
+    ),
+    "budget": (
+        lambda o: _find(o, "PodDisruptionBudget", "streamproc-worker")["spec"]["selector"][
+            "matchLabels"
+        ].update({"app.kubernetes.io/component": "judge"}),
+        "PodDisruptionBudget streamproc-worker selects no pod",
+    ),
+    "service name": (
+        lambda o: _find(o, "StatefulSet", "streamproc-worker")["spec"].update(serviceName="w"),
+        "serviceName w names no headless Service",
+    ),
+    "service port": (
+        lambda o: _find(o, "Service", "streamproc-worker")["spec"]["ports"][0].update(
+            targetPort="no-such-port"
+        ),
+        "targetPort no-such-port is not a port of streamproc-worker",
+    ),
+    "service selector": (
+        lambda o: _find(o, "Service", "streamproc-worker")["spec"].update(selector={"a": "b"}),
+        "Service streamproc-worker selects no pod",
+    ),
+    "instance id": (
+        _literal_instance_id,
+        "STREAMPROC_WORKER__INSTANCE_ID is not the pod name",
+    ),
+    "requests above limits": (
+        lambda o: _container(o)["resources"]["requests"].update(memory="2Gi"),
+        "memory request 2Gi above its limit 1536Mi",
+    ),
+    "no limits": (
+        lambda o: _container(o, "Deployment")["resources"].pop("limits"),
+        "cpu needs a request and a limit",
+    ),
+}
+
+
+@pytest.mark.parametrize("mutation", sorted(MUTATIONS))
+def test_a_broken_copy_is_named(objects: list[Obj], mutation: str) -> None:
+    mutate, expected = MUTATIONS[mutation]
+    broken = copy.deepcopy(objects)
+    mutate(broken)
+    problems = manifest_problems(broken)
+    assert any(expected in p for p in problems), problems
+
+
+def _kubernetes_validate() -> ModuleType:
+    try:
+        return importlib.import_module("kubernetes_validate")
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("kubernetes-validate (the Kubernetes JSON schemas) is not installed")
+        pytest.skip("kubernetes-validate (the Kubernetes JSON schemas) is not installed")
+
+
+def test_every_object_matches_the_kubernetes_schemas(objects: list[Obj]) -> None:
+    """Strict: an unknown field (a typo) fails too. Against the oldest and the newest
+    Kubernetes release the package ships schemas for."""
+    kv = _kubernetes_validate()
+    versions = kv.utils.all_versions()
+    for version in (versions[0], versions[-1]):
+        for obj in objects:
+            kv.validate(obj, version, strict=True)
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda o: _container(o)["ports"][0].update(containerPort="8081"),
+        lambda o: _find(o, "StatefulSet", "streamproc-worker")["spec"].update(replica=2),
+        lambda o: _container(o)["livenessProbe"].update(httpGet={"path": "/livez"}),
+        lambda o: _find(o, "Secret", "streamproc-broker").update(stringdata={}),
+    ],
+    ids=["port as text", "unknown field", "probe without port", "misspelt stringData"],
+)
+def test_the_schemas_reject_a_broken_copy(
+    objects: list[Obj], mutate: Callable[[list[Obj]], None]
+) -> None:
+    kv = _kubernetes_validate()
+    before = {id(o): copy.deepcopy(o) for o in objects}
+    mutate(objects)
+    (changed,) = (o for o in objects if o != before[id(o)])
+    with pytest.raises(kv.ValidationError):
+        kv.validate(changed, kv.utils.latest_version(), strict=True)

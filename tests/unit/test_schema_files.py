@@ -1,0 +1,41 @@
+"""The checked-in JSON Schemas match the models, and the examples validate against both."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from streamproc.schema_files import SCHEMA_MODELS, drifted_schemas, render_schemas
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+
+
+def test_checked_in_schemas_match_the_models() -> None:
+    assert drifted_schemas(SCHEMAS) == [], "run: streamproc schemas write"
+
+
+def test_drift_is_detected(tmp_path: Path) -> None:
+    for name, text in render_schemas().items():
+        (tmp_path / name).write_text(text)
+    target = tmp_path / "verdict.schema.json"
+    target.write_text(target.read_text().replace('"judgement"', '"judgment"'))
+    assert drifted_schemas(tmp_path) == ["verdict.schema.json"]
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMA_MODELS))
+def test_example_validates_against_schema_and_model(name: str) -> None:
+    schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+    example = json.loads((SCHEMAS / "examples" / f"{name}.json").read_text())
+    jsonschema.validate(example, schema, cls=jsonschema.Draft202012Validator)
+    SCHEMA_MODELS[name].model_validate(example)
+
+
+def test_schema_rejects_an_answer_event_without_event_time() -> None:
+    schema = json.loads((SCHEMAS / "answer-event.schema.json").read_text())
+    example = json.loads((SCHEMAS / "examples" / "answer-event.json").read_text())
+    del example["occurred_at"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(example, schema, cls=jsonschema.Draft202012Validator)
