@@ -1,8 +1,8 @@
 """The background check of one consumer's progress: end offsets now and then, then
 stalled or not (see :mod:`streamproc.stream.loop.progress` for the bookkeeping).
 
-Both of a worker's consumers (judging and windows) run one; the worker is live only
-while neither reports a stall.
+Every consumer loop runs one (the worker's judging and windows loops, the audit sink);
+the worker is live only while neither of its two reports a stall.
 """
 
 from __future__ import annotations
