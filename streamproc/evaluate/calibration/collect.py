@@ -19,7 +19,7 @@ from streamproc.evaluate.cases import person_verdicts
 from streamproc.events import AnswerJudgement, ClaimVerdict, JudgeInfo, VerdictLabel
 from streamproc.judge.decision.calibrator import REGIMES, regime_of
 from streamproc.judge.protocols import Judge
-from streamproc.judge.records.checks import RecordReason
+from streamproc.judge.records.findings import RecordReason
 from streamproc.judge.records.structured import ValueReason
 
 __all__ = ["HARD_REASONS", "claim_rows", "collect", "read_rows", "write_rows"]

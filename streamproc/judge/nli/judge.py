@@ -75,7 +75,7 @@ from streamproc.judge.nli.work import (
     needs_evidence,
 )
 from streamproc.judge.protocols import NliScore, PairScorer, TextEmbedder
-from streamproc.judge.records.checks import confirmed_values
+from streamproc.judge.records.confirmation import confirmed_values
 from streamproc.judge.records.record_values import ZeroLengthHours
 from streamproc.judge.records.structured import StructuredEvidence, ValueReason
 from streamproc.judge.rules.citations import assess_citations, citation_subsets

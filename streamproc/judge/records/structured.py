@@ -11,7 +11,8 @@ the evidence holds no record.
 
 Precision first: an ambiguous claim (hedged, about a review, about the record itself)
 yields no finding, since a false VALUE_MISMATCH flags a correct sentence. Ids, order
-amounts and order states of "this case" claims are :mod:`streamproc.judge.records.checks`' job.
+amounts and order states of "this case" claims are the job of
+:mod:`streamproc.judge.records.case_check`.
 """
 
 from __future__ import annotations

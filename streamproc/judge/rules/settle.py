@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from streamproc.events import AnswerEvent, ClaimClass, ConfidenceMark, VerdictLabel
 from streamproc.judge.nli.retrieval import names
-from streamproc.judge.records.checks import check_record
+from streamproc.judge.records.case_check import check_record
 from streamproc.judge.records.structured import StructuredEvidence, ValueFinding, ValueReason
 from streamproc.judge.rules.comparisons import ComparisonFinding, check_comparison, parse_question
 from streamproc.judge.rules.confidence import SentenceConfidence

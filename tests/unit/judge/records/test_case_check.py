@@ -8,13 +8,10 @@ from decimal import Decimal
 import pytest
 
 from streamproc.events import EvidenceItem, EvidenceKind, VerdictLabel
-from streamproc.judge.records.checks import (
-    RecordFinding,
-    RecordReason,
-    check_record,
-    confirmed_by_records,
-    parse_amount,
-)
+from streamproc.judge.records.amounts import parse_amount
+from streamproc.judge.records.case_check import check_record
+from streamproc.judge.records.confirmation import confirmed_by_records
+from streamproc.judge.records.findings import RecordFinding, RecordReason
 
 ORDER = EvidenceItem(
     id="R1",

@@ -1,0 +1,55 @@
+"""What a record check says about one claim: a reason code and the verdict it implies.
+
+Kept apart from the rules so that every family (amounts, identifiers, states, refused
+calls) builds the same finding, and so that a reader of reason codes (calibration) needs
+none of the rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from streamproc.events import VerdictLabel
+
+__all__ = [
+    "RecordFinding",
+    "RecordReason",
+]
+
+
+class RecordReason(StrEnum):
+    CLAIM_WITHOUT_TOOL_EVIDENCE = "CLAIM_WITHOUT_TOOL_EVIDENCE"
+    IDENTIFIER_MISMATCH = "IDENTIFIER_MISMATCH"
+    AMOUNT_MISMATCH = "AMOUNT_MISMATCH"
+    RECORD_STATE_MISMATCH = "RECORD_STATE_MISMATCH"
+    NOT_EXECUTED = "NOT_EXECUTED"
+    RECORD_CONFIRMED = "RECORD_CONFIRMED"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordFinding:
+    """What a record says about one claim.
+
+    ``verdict`` is what the finding implies for the whole claim: contradicted for a
+    mismatch or a refused call, unsupported for a case claim with no record at all, and
+    None for a confirmation (one value is right; the rest of the claim still needs
+    checking). ``field`` is the record field as written (``order.status``).
+    """
+
+    reason: RecordReason
+    verdict: VerdictLabel | None
+    detail: str
+    evidence_id: str | None = None
+    field: str | None = None
+    claim_value: str | None = None
+    record_value: str | None = None
+
+    @property
+    def confirmed(self) -> bool:
+        return self.reason is RecordReason.RECORD_CONFIRMED
+
+    @property
+    def reason_text(self) -> str:
+        """``CODE: detail``, the shape of the judge's reason strings."""
+        return f"{self.reason.value}: {self.detail}"
