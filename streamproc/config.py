@@ -361,7 +361,7 @@ class WorkerSettings(_Group):
         default=None,
         description="Stable name of this worker slot (e.g. the pod name); its transactional "
         "id, so a restarted worker fences and aborts its predecessor's open transaction. "
-        "Default: the host name.",
+        "Default: the host name and process id.",
     )
     transaction_timeout_s: float = Field(
         default=30.0, gt=0, description="The broker aborts a dead worker's transaction after this."
@@ -471,7 +471,8 @@ class MetricsSettings(_Group):
 
 
 class TelemetrySettings(_Group):
-    """OpenTelemetry traces, metrics and evaluation log records (adapters/telemetry)."""
+    """OpenTelemetry traces and evaluation log records (adapters/telemetry); metrics are
+    Prometheus (``MetricsSettings``)."""
 
     exporter: Literal["none", "otlp-grpc", "otlp-http", "console"] = Field(
         default="none",

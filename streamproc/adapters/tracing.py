@@ -15,10 +15,10 @@ One micro-batch gives, following the messaging conventions for batch consumers:
   verdict's facts are set on it once judged;
 - stage spans (``groundedness.<stage>``) made after the fact from the times a
   :class:`StageClock` measured, under the batch span and, with ``stage_spans``, under
-  every answer span. The judge runs a whole batch in one thread-pool call and exposes no
-  per-stage times (decompose, retrieval, NLI...), so the stages are the ones the caller
-  measures around it (e.g. ``judge``, ``publish``) and an answer's stage spans show its
-  batch's times;
+  every answer span. The judge runs a whole batch in one call: its own stages (claims,
+  retrieval, nli, decide) come back as the batch's stage times, beside the ones the
+  caller measures around it (e.g. ``judge``, ``publish``), so an answer's stage spans
+  show its batch's times;
 - per judged answer one ``gen_ai.evaluation.result`` log record, and one per checked
   claim, through the Logs API with the answer span's trace and span ids
   (:mod:`streamproc.adapters.evaluation_log`), once the batch is published.

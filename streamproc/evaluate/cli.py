@@ -1,4 +1,5 @@
-"""``streamproc eval check|agree|score``: the offline reports, wired into the main command.
+"""``streamproc eval check|agree|score|benchmark``: the offline reports, in the main
+command.
 
 ``streamproc/cli.py`` calls :func:`register` and then ``args.func(args)``.
 """
@@ -27,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add the ``eval`` subcommand."""
     parser = subparsers.add_parser(
         "eval",
-        help="offline evaluation on labelled answers: check | agree | score",
+        help="offline evaluation on labelled answers: check | agree | score | benchmark",
         description="Run the judge over labelled answers and compare it with people. "
         "Default cases: the in-repo seed-lab sample.",
     )

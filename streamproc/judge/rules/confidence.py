@@ -122,8 +122,8 @@ def _is_content(token: str, in_specific: bool) -> bool:
 
 
 Confirmed = Callable[[str], bool] | Collection[str]
-"""What a record confirms: a predicate (``records.confirmed_by_records``) or a set of
-values as written (``records.confirmed_values``)."""
+"""What a record confirms: a predicate (``records.confirmation.confirmed_by_records``) or a set of
+values as written (``records.confirmation.confirmed_values``)."""
 
 
 def _text_of(tokens: Sequence[TokenLogprob], start: int, end: int) -> str:

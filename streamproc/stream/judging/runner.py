@@ -4,7 +4,7 @@ The judge is CPU-bound Python around ONNX Runtime calls. In a thread it shares t
 worker's GIL with the event loop, whose Kafka clients (fetching, decoding, the
 transaction's round trips) then wait for the judge's Python between model calls, and
 the judge waits for them: on QA-like traffic at half load the judge's own batch p99 was
-3-6 times its offline p99 (BENCHMARKS.md). In its own process (``worker.judge_process``,
+3-6 times its offline p99 (CHANGELOG.md, 0.1.0). In its own process (``worker.judge_process``,
 the default) the judge has an interpreter to itself; messages go in and the stage's
 records come back pickled, and the worker's process keeps only the Kafka work.
 
