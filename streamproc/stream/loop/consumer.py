@@ -9,7 +9,7 @@ the lock, whether a batch just read may be handled: one read before a revocation
 dropped (the next assignment starts again from the committed offsets), and one read from
 a new assignment before ``on_partitions_assigned`` has run is put back (its partitions
 are sought to its first offsets), never dropped - the consumer's position has already
-moved past it, and dropping it lost it (200 answers in one run of the exactly-once test).
+moved past it, so dropping it would lose it (RELIABILITY.md, Incidents).
 """
 
 from __future__ import annotations
@@ -142,8 +142,8 @@ class ConsumerLoop(ABC):
 
     def _waiting_since(self) -> float:
         """Since when the loop has made no headway: its last poll, or the start of a
-        rebalance that has revoked its partitions and not assigned any since (after a
-        broker restart such a rejoin was seen never to complete, polls returning empty)."""
+        rebalance that has revoked its partitions and not assigned any since (a rejoin
+        after a broker restart may never complete while polls return empty)."""
         if self._revoked_at is not None:
             return min(self._revoked_at, self.last_poll_at)
         return self.last_poll_at

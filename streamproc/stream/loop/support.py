@@ -27,8 +27,8 @@ async def bounded_close(closing: Awaitable[None], what: str) -> None:
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             raise  # we are being cancelled: never swallow that
-        # A client's own task cancelled while it closed (seen after a failed publish
-        # during a broker restart): it must not replace the error that ended the loop.
+        # A client's own task cancelled while it closed (a failed publish during a
+        # broker restart does it): it must not replace the error that ended the loop.
         log.warning("client_close_failed", client=what, error=repr(exc))
 
 
