@@ -1,5 +1,7 @@
-# Sourced by test.sh and demo.sh: make .venv (Python 3.11) if missing and install
-# streamproc with its dev extras into it. Works from a fresh clone.
+# Sourced by test.sh, lint.sh and demo.sh: make .venv (Python 3.11) if missing and install
+# streamproc into it with the extras that venv_extras names (default dev: the tests' and
+# checks' tools, which include the demo and aegis extras; demo.sh sets demo, the embedded
+# broker only). Works from a fresh clone.
 # shellcheck shell=bash
 
 log() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
@@ -20,5 +22,6 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 is_py311 .venv/bin/python || { log ".venv is not Python 3.11; remove it and rerun"; exit 1; }
 
-log "installing streamproc[dev] into .venv"
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+extras=${venv_extras:-dev}
+log "installing streamproc[${extras}] into .venv"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[${extras}]"

@@ -4,11 +4,14 @@ Starts Tansu (memory-only, shipped in a PyPI wheel), creates the topics, starts 
 process, publishes the in-repo sample answers (event time = now, so they fall into live
 windows) plus one malformed event, and prints verdicts (with the claims that failed), dead
 letters and window aggregates as they arrive. Stops everything on the way out, also on Ctrl-C.
+Tansu comes with the ``demo`` extra (``pip install 'streamproc[demo]'``); without it the
+demo says so in one line and exits with code 2, before starting anything.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -17,13 +20,15 @@ from pathlib import Path
 from streamproc.adapters.kafka_io import OutputRecord, OutputTail, publish_answers, publish_raw
 from streamproc.adapters.logging import configure_logging
 from streamproc.adapters.worker_process import WorkerProcess
-from streamproc.brokers import EmbeddedTansu
+from streamproc.brokers import EmbeddedTansu, TansuNotInstalledError, tansu_binary
 from streamproc.config import Settings
 from streamproc.events import AnswerEvent, DeadLetter, Flag, Verdict, VerdictLabel, WindowAggregate
 from streamproc.samples import load_sample_answers
 from streamproc.stream.topics import prepare_topics
 
-__all__ = ["demo_settings", "run_demo"]
+__all__ = ["EXIT_EXTRA_MISSING", "demo_settings", "run_demo"]
+
+EXIT_EXTRA_MISSING = 2  # like a missing model (streamproc.cli.EXIT_MODEL_MISSING)
 
 MALFORMED = b'{"event_id": "broken-1", "answer": "no closing brace"'
 
@@ -42,13 +47,19 @@ def demo_settings(broker_url: str) -> Settings:
 
 
 def run_demo(timeout_s: float = 180.0) -> int:
-    """Run the demo; 0 when every answer came back judged and counted in a window."""
+    """Run the demo; 0 when every answer came back judged and counted in a window,
+    ``EXIT_EXTRA_MISSING`` (one line on stderr) without the demo extra."""
+    try:
+        binary = tansu_binary()
+    except TansuNotInstalledError as exc:
+        print(f"streamproc: {exc}", file=sys.stderr, flush=True)
+        return EXIT_EXTRA_MISSING
     configure_logging("WARNING", json_logs=False)
     answers = _live(load_sample_answers())
     with tempfile.TemporaryDirectory(prefix="streamproc-demo-") as workdir:
         logs = Path(workdir)
         print(f"starting embedded Tansu broker (logs in {logs})", flush=True)
-        with EmbeddedTansu(log_path=logs / "tansu.log") as broker:
+        with EmbeddedTansu(log_path=logs / "tansu.log", binary=binary) as broker:
             settings = demo_settings(broker.url)
             asyncio.run(prepare_topics(settings))
             print(f"broker pid {broker.pid} at {broker.bootstrap}", flush=True)

@@ -1,6 +1,17 @@
 """Local brokers for tests and the demo: an embedded Tansu process and port helpers."""
 
 from streamproc.brokers.ports import free_port
-from streamproc.brokers.tansu import BrokerStartError, EmbeddedTansu
+from streamproc.brokers.tansu import (
+    BrokerStartError,
+    EmbeddedTansu,
+    TansuNotInstalledError,
+    tansu_binary,
+)
 
-__all__ = ["BrokerStartError", "EmbeddedTansu", "free_port"]
+__all__ = [
+    "BrokerStartError",
+    "EmbeddedTansu",
+    "TansuNotInstalledError",
+    "free_port",
+    "tansu_binary",
+]

