@@ -9,6 +9,7 @@ from pathlib import Path
 
 from streamproc.inference.manifest import ManifestError
 from streamproc.inference.registry import (
+    MissingExtraError,
     ModelIntegrityError,
     ModelSourceError,
     UnknownModelError,
@@ -29,7 +30,10 @@ MODEL_ERRORS = (
 
 
 def explain_model_error(exc: Exception) -> str:
-    """One line: what is missing or wrong, and where the models are looked for."""
+    """One line: what is missing or wrong, and where the models are looked for (a model
+    that an extra brings needs only the extra's name)."""
+    if isinstance(exc, MissingExtraError):
+        return f"the judge's models cannot be loaded: {exc}"
     return (
         f"the judge's models cannot be loaded: {exc}. Models are read from "
         f"STREAMPROC_JUDGE__INFERENCE__MODELS_DIR (default {default_models_dir()}): point it "
