@@ -51,13 +51,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from streamproc.adapters.telemetry import Telemetry
 from streamproc.adapters.tracing import MessageRef, Tracing
 from streamproc.config import JudgeSettings, TelemetrySettings
-from streamproc.stream.judging.intake import MessageOrigin
 from streamproc.stream.judging.stage import (
     IncomingMessage,
     StageOutput,
     judge_messages,
     trace_id_from_traceparent,
 )
+from streamproc.stream.output.dead_letter import MessageOrigin
 from streamproc.wiring import build_judge
 
 TOPIC = "streamproc.answers"

@@ -16,8 +16,8 @@ from streamproc.alerting.judge_accuracy import judge_accuracy
 from streamproc.audit.record import AuditRecord, applied_settings
 from streamproc.config import JudgeSettings, Settings, WindowSettings
 from streamproc.events import AnswerEvent, Timings
-from streamproc.stream.judging.intake import MessageOrigin
 from streamproc.stream.judging.stage import IncomingMessage, StageLimits, judge_messages
+from streamproc.stream.output.dead_letter import MessageOrigin
 from streamproc.stream.windows.index import PartitionIndex
 from streamproc.stream.windows.table import close_due, count_outcome, window_timing
 from streamproc.wiring import build_judge
@@ -105,8 +105,9 @@ def main() -> None:
     count_outcome(table, index, outcome, partition=0, now=NOW.timestamp())
     [(_, aggregate)] = close_due(table, index, NOW.timestamp() + 62).aggregates
     letter = output.dead_letters[0]
-    [audit] = [r for r in output.records if r.kind == "audit"]
-    record = AuditRecord.model_validate_json(audit.value)
+    audit_topic = Settings.model_construct().audit.topic  # the stage's default topics
+    [audit] = [r for r in output.records if r.topic == audit_topic]
+    record = AuditRecord.model_validate_json(audit.value or b"")
     record = record.model_copy(update=fixed)  # the measured judge time, fixed as above
     examples: dict[str, BaseModel] = {
         "answer-event": ANSWER,

@@ -12,6 +12,9 @@ can scale, so they are chosen here, from settings, on purpose. Keys (see README)
 - dead letter: the original key, so a replay lands where the original would have.
 - audit: ``answer_id`` (compacted), one record per judged answer, written in the same
   transaction as its verdict.
+
+The loops write through :class:`~streamproc.stream.output.catalog.OutputTopics`, which
+keys and sizes every record under the limits set here.
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ def window_changelog_topic(settings: Settings) -> str:
 def topic_specs(settings: Settings) -> list[TopicSpec]:
     """Every topic the worker needs, with explicit partition counts and an explicit
     ``max.message.bytes`` on every topic the worker writes: the judging stage fits its
-    outputs under exactly these limits (``stream/output_fit.py``), so they must not be
+    outputs under exactly these limits (``stream/output/catalog.py``), so they must not be
     whatever the broker's default happens to be."""
     topics = settings.topics
 

@@ -1,6 +1,8 @@
 """Turning raw input bytes into an :class:`AnswerEvent`, or a dead letter saying why not.
 
-Pure functions, so every way an event can be bad is unit-tested without a broker.
+Pure functions, so every way an event can be bad is unit-tested without a broker. The
+dead letter itself is built by :mod:`~streamproc.stream.output.dead_letter`, as every
+loop's is.
 
 Intake is where hostile input stops. It reads the wire format as I-JSON (RFC 7493), the
 strict profile of JSON meant for protocols: UTF-8 without a byte order mark, no
@@ -14,25 +16,18 @@ dead letter with the reason and the original bytes. :func:`parse_answer` never r
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeAlias
 
 from pydantic import ValidationError
 
-from streamproc.events import AnswerEvent, DeadLetter, DeadLetterReason
+from streamproc.events import AnswerEvent, DeadLetterReason
+from streamproc.stream.output.dead_letter import Rejection
 
-__all__ = [
-    "MAX_DEPTH",
-    "MessageOrigin",
-    "Rejection",
-    "dead_letter_for",
-    "parse_answer",
-]
+__all__ = ["MAX_DEPTH", "parse_answer"]
 
 MAX_DEPTH = 64
 """Most nested arrays/objects in one event; the judge walks record ``fields`` recursively."""
@@ -57,24 +52,6 @@ _FORBIDDEN_CHAR = re.compile("[\x00\ud800-\udfff]")
 
 _Path: TypeAlias = "tuple[_Path, str | int] | None"
 """A value's place in the document: its parent's path and its key or index."""
-
-
-@dataclass(frozen=True, slots=True)
-class Rejection:
-    """Why an input could not be judged."""
-
-    reason: DeadLetterReason
-    error: str
-
-
-@dataclass(frozen=True, slots=True)
-class MessageOrigin:
-    """Where a message came from, so a dead letter can point back at it."""
-
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
 
 
 class _Refused(Exception):
@@ -114,22 +91,6 @@ def parse_answer(
         return Rejection(DeadLetterReason.BAD_JSON, "not valid JSON: nested too deeply to parse")
     except Exception as exc:  # noqa: BLE001 - the last resort: a bug here must cost one dead letter, never the partition
         return Rejection(DeadLetterReason.PROCESSING_ERROR, f"intake failed: {_describe(exc)}")
-
-
-def dead_letter_for(
-    rejection: Rejection, origin: MessageOrigin, value: bytes | None, now: datetime | None = None
-) -> DeadLetter:
-    """The dead letter for a rejected message, carrying the original bytes."""
-    return DeadLetter(
-        reason=rejection.reason,
-        error=_encodable(rejection.error[:_MAX_ERROR_CHARS]),
-        topic=origin.topic,
-        partition=origin.partition,
-        offset=origin.offset,
-        key_b64=_b64(origin.key),
-        value_b64=_b64(value) or "",
-        received_at=now or datetime.now(UTC),
-    )
 
 
 # ------------------------------------------------------------------------ the steps
@@ -360,7 +321,3 @@ def _describe(exc: BaseException) -> str:
         return _clip(f"{type(exc).__name__}: {exc}", _MAX_ERROR_CHARS)
     except Exception:  # noqa: BLE001 - an exception whose message itself fails still gets named
         return type(exc).__name__
-
-
-def _b64(data: bytes | None) -> str | None:
-    return None if data is None else base64.b64encode(data).decode("ascii")

@@ -41,19 +41,19 @@ from aiokafka.structs import TopicPartition
 
 from streamproc.adapters.metrics import WorkerMetrics
 from streamproc.adapters.telemetry import Telemetry
-from streamproc.adapters.tracing import BatchTrace, MessageRef, Tracing
+from streamproc.adapters.tracing import BatchTrace, MessageRef, MessageTrace, Tracing
 from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
 from streamproc.judge import Judge
 from streamproc.sensors import JudgingSensor
-from streamproc.stream.judging.intake import MessageOrigin, Rejection, dead_letter_for
 from streamproc.stream.judging.runner import JudgeRunner, JudgeThread
 from streamproc.stream.judging.stage import IncomingMessage, StageLimits, StageOutput
 from streamproc.stream.loop.consumer import ConsumerLoop
 from streamproc.stream.loop.fair_read import FairReader
-from streamproc.stream.loop.publisher import (
-    OutboundRecord,
-)
+from streamproc.stream.loop.publisher import OutboundRecord
+from streamproc.stream.output.catalog import OutputTopics
+from streamproc.stream.output.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
+from streamproc.stream.output.topic import OutHeaders
 from streamproc.stream.topics import DEAD_LETTER_MAX_BYTES
 
 __all__ = ["JudgeLoop", "judge_group_id"]
@@ -114,13 +114,7 @@ class JudgeLoop(ConsumerLoop):
         self._limits = StageLimits.from_settings(settings)
         self._tracing = Tracing(telemetry or Telemetry.disabled(), group=self.group_id)
         self._metrics: JudgingSensor = metrics or WorkerMetrics()
-        self._topics = {
-            "verdict": settings.topics.verdicts,
-            "flag": settings.topics.flags,
-            "outcome": settings.topics.outcomes,
-            "dead_letter": settings.topics.dead_letter,
-            "audit": settings.audit.topic,
-        }
+        self._topics = OutputTopics.from_settings(settings)
         self.judged = 0
         self.unreadable = 0
         self._last_unreadable: TopicPartition | None = None
@@ -200,22 +194,15 @@ class JudgeLoop(ConsumerLoop):
         records = [record for tp in sorted(batch) for record in batch[tp]]
         traced = self._tracing.start_batch([MessageRef.from_record(r) for r in records])
         try:
-            messages = [
-                _incoming(record, traced.messages[i].trace_id) for i, record in enumerate(records)
-            ]
+            messages = [_incoming(record, traced.messages[i]) for i, record in enumerate(records)]
             output = StageOutput()
             if messages:
                 with traced.clock.stage("judge"):
-                    output = await self._runner.judge(messages, self._limits)
+                    output = await self._runner.judge(messages, self._limits, self._topics)
                 for name, start_ns, end_ns in output.stage_times:
                     traced.clock.record(f"judge.{name}", start_ns, end_ns)
             _trace_outputs(traced, output)
-            outbound = [
-                OutboundRecord(
-                    self._topics[r.kind], r.key, r.value, headers=traced.messages[source].headers
-                )
-                for r, source in zip(output.records, output.sources, strict=True)
-            ]
+            outbound = list(output.records)
             offsets = {tp: rs[-1].offset + 1 for tp, rs in batch.items() if rs}
             for tp, offset, exc in unreadable:
                 outbound.append(self._unreadable_letter(tp, offset, exc, traced.headers))
@@ -282,40 +269,37 @@ class JudgeLoop(ConsumerLoop):
         tp: TopicPartition,
         offset: int,
         exc: Exception,
-        headers: tuple[tuple[str, bytes], ...],
+        headers: OutHeaders,
     ) -> OutboundRecord:
         self.unreadable += 1
         origin = MessageOrigin(tp.topic, tp.partition, offset, None)
         detail = f"record batch could not be read by the client: {exc!r}"
-        letter = dead_letter_for(
-            Rejection(DeadLetterReason.UNREADABLE_RECORD, detail), origin, None
+        letter = prepare_dead_letter(
+            self._topics.dead_letters,
+            Rejection(DeadLetterReason.UNREADABLE_RECORD, detail),
+            origin,
+            None,
+            headers=headers,
         )
         log.error("unreadable_record", partition=tp.partition, offset=offset, error=repr(exc))
-        return OutboundRecord(
-            self._topics["dead_letter"], None, letter.model_dump_json().encode(), headers=headers
-        )
+        return letter.record
 
 
-def _incoming(record: ConsumerRecord[bytes, bytes], trace_id: str | None) -> IncomingMessage:
+def _incoming(record: ConsumerRecord[bytes, bytes], traced: MessageTrace) -> IncomingMessage:
     return IncomingMessage(
         value=record.value,
         origin=MessageOrigin(record.topic, record.partition, record.offset, record.key),
-        trace_id=trace_id,
+        trace_id=traced.trace_id,
+        headers=traced.headers,
     )
 
 
 def _trace_outputs(traced: BatchTrace, output: StageOutput) -> None:
-    """Put each verdict and dead letter on its message's span. The stage adds one verdict
-    record per verdict and one dead-letter record per dead letter, in order, so the
-    records' sources say which message each belongs to."""
-    verdicts = iter(output.verdicts)
-    letters = iter(output.dead_letters)
-    for record, source in zip(output.records, output.sources, strict=True):
-        message = traced.messages[source].message
-        if record.kind == "verdict":
-            traced.verdict(message, next(verdicts))
-        elif record.kind == "dead_letter":
-            traced.dead_letter(message, next(letters).reason.value)
+    """Put each verdict and dead letter on its message's span."""
+    for origin, verdict in zip(output.verdict_origins, output.verdicts, strict=True):
+        traced.verdict(origin, verdict)
+    for letter in output.dead_letters:
+        traced.dead_letter(letter, letter.reason.value)
 
 
 def _log_outputs(traced: BatchTrace, output: StageOutput) -> None:

@@ -44,6 +44,7 @@ from streamproc.stream.judging.stage import (
     StageOutput,
     judge_messages,
 )
+from streamproc.stream.output.catalog import OutputTopics
 
 __all__ = [
     "JudgeFactory",
@@ -77,7 +78,9 @@ class JudgeRunner(ABC):
         """Have the judge ready (models loaded); its identity, as audit records carry it."""
 
     @abstractmethod
-    async def judge(self, messages: Sequence[IncomingMessage], limits: StageLimits) -> StageOutput:
+    async def judge(
+        self, messages: Sequence[IncomingMessage], limits: StageLimits, topics: OutputTopics
+    ) -> StageOutput:
         """The stage's output for one micro-batch (never raises for one message)."""
 
     async def watch(self) -> NoReturn:
@@ -101,8 +104,10 @@ class JudgeThread(JudgeRunner):
     async def start(self) -> JudgeInfo:
         return self._judge.info
 
-    async def judge(self, messages: Sequence[IncomingMessage], limits: StageLimits) -> StageOutput:
-        work = partial(judge_messages, messages, self._judge, limits=limits)
+    async def judge(
+        self, messages: Sequence[IncomingMessage], limits: StageLimits, topics: OutputTopics
+    ) -> StageOutput:
+        work = partial(judge_messages, messages, self._judge, limits=limits, topics=topics)
         return await asyncio.get_running_loop().run_in_executor(self._pool, work)
 
     def close(self) -> None:
@@ -137,8 +142,10 @@ class JudgeProcess(JudgeRunner):
         self.pid = started.pid
         return started.info
 
-    async def judge(self, messages: Sequence[IncomingMessage], limits: StageLimits) -> StageOutput:
-        output: StageOutput = await self._call(_child_judge, list(messages), limits)
+    async def judge(
+        self, messages: Sequence[IncomingMessage], limits: StageLimits, topics: OutputTopics
+    ) -> StageOutput:
+        output: StageOutput = await self._call(_child_judge, list(messages), limits, topics)
         return output
 
     async def watch(self) -> NoReturn:
@@ -195,8 +202,10 @@ def _child_started() -> _Started:
     return _Started(pid=os.getpid(), info=judge.info)
 
 
-def _child_judge(messages: list[IncomingMessage], limits: StageLimits) -> StageOutput:
-    return judge_messages(messages, _child_judge_or_raise(), limits=limits)
+def _child_judge(
+    messages: list[IncomingMessage], limits: StageLimits, topics: OutputTopics
+) -> StageOutput:
+    return judge_messages(messages, _child_judge_or_raise(), limits=limits, topics=topics)
 
 
 def _child_judge_or_raise() -> Judge:

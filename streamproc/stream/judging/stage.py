@@ -1,29 +1,27 @@
 """The judging stage as plain code: raw messages in, every record to publish out.
 
 The consumer loop only moves bytes: it runs :func:`judge_messages` in an executor (off the
-event loop) and sends the returned records, already serialised, keyed and sized for their
-topics, in one transaction with the input offsets. So nothing after this stage may fail
-for one message: every message is isolated here. Whatever goes wrong while parsing,
-judging, serialising or keying one message - a judge bug, a lone surrogate in a claim, an
-answer that overruns its deadline, a verdict too large for its topic - turns that message
-into one dead letter (reason and original bytes) and the rest of the batch goes on.
-No broker is needed to test it.
+event loop) and sends the returned records - already serialised, keyed, sized and
+addressed by their output topics (:mod:`~streamproc.stream.output.catalog`), with each
+message's trace headers - in one transaction with the input offsets. So nothing after
+this stage may fail for one message: every message is isolated here. Whatever goes wrong
+while parsing, judging, serialising or keying one message - a judge bug, a lone surrogate
+in a claim, an answer that overruns its deadline, a verdict too large for its topic -
+turns that message into one dead letter (reason and original bytes) and the rest of the
+batch goes on. No broker is needed to test it.
 """
 
 from __future__ import annotations
 
-import base64
-import dataclasses
-import json
 import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal
+from functools import cache
 
-from streamproc.audit.record import applied_settings, build_audit_record
-from streamproc.config import Settings, TopicSettings, WorkerSettings
+from streamproc.audit.record import AuditRecord, applied_settings, build_audit_record
+from streamproc.config import Settings, WorkerSettings
 from streamproc.events import (
     Action,
     AnswerEvent,
@@ -39,20 +37,16 @@ from streamproc.events import (
 from streamproc.judge import Judge
 from streamproc.judge.deadline import AnswerTimedOut
 from streamproc.judge.stage_times import StageTime, collecting
-from streamproc.stream.judging.intake import MessageOrigin, Rejection, dead_letter_for, parse_answer
+from streamproc.stream.judging.intake import parse_answer
 from streamproc.stream.judging.task_type import task_type_of
-from streamproc.stream.output.fit import (
-    TooLarge,
-    fit_dead_letter,
-    fit_record,
-    fit_verdict,
-)
-from streamproc.stream.topics import AUDIT_MAX_MESSAGE_BYTES, DEAD_LETTER_MAX_BYTES
+from streamproc.stream.loop.publisher import OutboundRecord
+from streamproc.stream.output.catalog import OutputTopics
+from streamproc.stream.output.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
+from streamproc.stream.output.fit import TooLarge
+from streamproc.stream.output.topic import OutHeaders
 
 __all__ = [
     "IncomingMessage",
-    "OutputRecord",
-    "RecordKind",
     "StageLimits",
     "StageOutput",
     "judge_messages",
@@ -62,21 +56,21 @@ __all__ = [
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
 _MAX_ERROR_CHARS = 2000
 
-RecordKind = Literal["verdict", "flag", "outcome", "dead_letter", "audit"]
-LogValue = str | int | float | bool | None
-
 
 @dataclass(frozen=True, slots=True)
 class IncomingMessage:
     value: bytes | None
     origin: MessageOrigin
     trace_id: str | None = None
+    headers: OutHeaders = ()
+    """What every record written for this message carries (its ``traceparent``)."""
 
 
 @dataclass(frozen=True, slots=True)
 class StageLimits:
-    """Every bound the stage enforces. The defaults bound only sizes; a worker takes all
-    of them from its settings with :meth:`from_settings`."""
+    """Every bound the stage enforces on its inputs and the judge (output sizes are the
+    output topics' own). The defaults bound only the event's size; a worker takes all of
+    them from its settings with :meth:`from_settings`."""
 
     max_event_bytes: int = WorkerSettings.model_fields["max_event_bytes"].default
     judge_deadline_s: float | None = None
@@ -85,10 +79,6 @@ class StageLimits:
     """How far ``occurred_at`` may lie ahead of the clock; None: unchecked."""
     event_time_max_past_s: float | None = None
     """How far ``occurred_at`` may lie behind the clock; None: unchecked."""
-    output_max_bytes: int = TopicSettings.model_fields["output_max_message_bytes"].default
-    """max.message.bytes of the verdict, flag and outcome topics."""
-    dead_letter_max_bytes: int = DEAD_LETTER_MAX_BYTES
-    audit_max_bytes: int = AUDIT_MAX_MESSAGE_BYTES
     audit_settings: Mapping[str, object] | None = None
     """The settings that shape a verdict (``audit.record.applied_settings``), written into
     every answer's audit record; None: no audit records."""
@@ -101,35 +91,22 @@ class StageLimits:
             judge_deadline_s=worker.judge_deadline_s,
             event_time_max_future_s=worker.event_time_max_future_s,
             event_time_max_past_s=worker.event_time_max_past_s,
-            output_max_bytes=settings.topics.output_max_message_bytes,
-            dead_letter_max_bytes=DEAD_LETTER_MAX_BYTES,
             audit_settings=applied_settings(settings) if settings.audit.enabled else None,
         )
-
-
-@dataclass(frozen=True, slots=True)
-class OutputRecord:
-    """One record ready to send: the topic is chosen by ``kind``. ``log`` holds the facts
-    worth a log line (verdicts: answer_id, action, hallucinated, trace_id, trimmed; dead
-    letters: reason, error, partition, offset), so the sender logs without parsing."""
-
-    kind: RecordKind
-    key: bytes | None
-    value: bytes
-    log: Mapping[str, LogValue] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
 class StageOutput:
     """``records`` is what to send, the records of one input message next to each other
-    in input order. The typed lists hold the same outputs as models (a verdict as
-    published, i.e. possibly trimmed), for tests and tools."""
+    in input order, each with its message's headers. The typed lists hold the same
+    outputs as models, as published (a verdict possibly trimmed), for metrics, traces
+    and logs."""
 
-    records: list[OutputRecord] = field(default_factory=list)
-    sources: list[int] = field(default_factory=list)
-    """Parallel to ``records``: the index, in the batch, of the message each came from
-    (so the sender can give each record its answer's ``traceparent``)."""
+    records: list[OutboundRecord] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
+    verdict_origins: list[MessageOrigin] = field(default_factory=list)
+    """Parallel to ``verdicts``: the message each judged (whose span it goes on; a dead
+    letter names its message itself)."""
     flags: list[Flag] = field(default_factory=list)
     outcomes: list[AnswerOutcome] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
@@ -157,18 +134,17 @@ def judge_messages(
     judge: Judge,
     *,
     limits: StageLimits | None = None,
-    max_event_bytes: int | None = None,
+    topics: OutputTopics | None = None,
     now: datetime | None = None,
 ) -> StageOutput:
     """Validate, judge and serialise one micro-batch. Never raises: what fails for one
     message becomes that message's dead letter.
 
-    ``max_event_bytes`` (older callers) overrides ``limits.max_event_bytes``. ``now`` is
+    ``topics``: where the records go (default: the default settings' topics). ``now`` is
     the clock for event-time bounds and for the ``judged_at`` / ``received_at`` stamps
     (default: the wall clock, read before and after judging)."""
     limits = limits or StageLimits()
-    if max_event_bytes is not None:
-        limits = dataclasses.replace(limits, max_event_bytes=max_event_bytes)
+    topics = topics or _default_topics()
     received_at = now or datetime.now(UTC)
 
     # Per message: the index of its answer in ``accepted``, a rejection, or None for a
@@ -200,11 +176,14 @@ def judge_messages(
     )
 
     output = StageOutput(repeats=repeats, stage_times=stage_times)
-    for index, (message, slot) in enumerate(zip(messages, slots, strict=True)):
-        before = len(output.records)
-        _add_outputs(output, message, slot, judged, accepted, context, limits, received_at)
-        output.sources.extend([index] * (len(output.records) - before))
+    for message, slot in zip(messages, slots, strict=True):
+        _add_outputs(output, message, slot, judged, accepted, context, limits, topics, received_at)
     return output
+
+
+@cache
+def _default_topics() -> OutputTopics:
+    return OutputTopics.from_settings(Settings.model_construct())
 
 
 def _add_outputs(
@@ -215,28 +194,35 @@ def _add_outputs(
     accepted: list[AnswerEvent],
     context: _JudgedContext,
     limits: StageLimits,
+    topics: OutputTopics,
     received_at: datetime,
 ) -> None:
     """The records of one message: its outputs, its dead letter, or none (a repeat)."""
     if slot is None:
         return
     if isinstance(slot, Rejection):
-        _add_dead_letter(output, slot, message, received_at, limits)
-        return
-    result = judged[slot]
-    if isinstance(result, Rejection):
-        _add_dead_letter(output, result, message, received_at, limits)
-        return
-    try:
-        built = _build(accepted[slot], result, message, context, limits)
-    except Exception as exc:  # noqa: BLE001 - one message's failure is its dead letter
-        built = Rejection(
-            DeadLetterReason.PROCESSING_ERROR, f"cannot build outputs: {_describe(exc)}"
-        )
-    if isinstance(built, Rejection):
-        _add_dead_letter(output, built, message, received_at, limits)
+        rejection = slot
     else:
-        built.add_to(output)
+        result = judged[slot]
+        built = (
+            result
+            if isinstance(result, Rejection)
+            else _build_isolated(accepted[slot], result, message, context, limits, topics)
+        )
+        if isinstance(built, _Built):
+            built.add_to(output, message.origin)
+            return
+        rejection = built
+    letter = prepare_dead_letter(
+        topics.dead_letters,
+        rejection,
+        message.origin,
+        message.value,
+        headers=message.headers,
+        now=received_at,
+    )
+    output.records.append(letter.record)
+    output.dead_letters.append(letter.model)
 
 
 def _parse(message: IncomingMessage, limits: StageLimits, now: datetime) -> AnswerEvent | Rejection:
@@ -337,17 +323,36 @@ class _JudgedContext:
 class _Built:
     """All records of one judged message; added to the output only once all are built."""
 
-    records: list[OutputRecord]
+    records: list[OutboundRecord]
     verdict: Verdict
     flag: Flag | None
     outcome: AnswerOutcome
 
-    def add_to(self, output: StageOutput) -> None:
+    def add_to(self, output: StageOutput, origin: MessageOrigin) -> None:
         output.records.extend(self.records)
         output.verdicts.append(self.verdict)
+        output.verdict_origins.append(origin)
         if self.flag is not None:
             output.flags.append(self.flag)
         output.outcomes.append(self.outcome)
+
+
+def _build_isolated(
+    answer: AnswerEvent,
+    judgement: AnswerJudgement,
+    message: IncomingMessage,
+    context: _JudgedContext,
+    limits: StageLimits,
+    topics: OutputTopics,
+) -> _Built | Rejection:
+    """:func:`_build`, with whatever it raises (an unencodable claim, a key the record
+    cannot carry) as the message's rejection."""
+    try:
+        return _build(answer, judgement, message, context, limits, topics)
+    except Exception as exc:  # noqa: BLE001 - one message's failure is its dead letter
+        return Rejection(
+            DeadLetterReason.PROCESSING_ERROR, f"cannot build outputs: {_describe(exc)}"
+        )
 
 
 def _build(
@@ -356,6 +361,7 @@ def _build(
     message: IncomingMessage,
     context: _JudgedContext,
     limits: StageLimits,
+    topics: OutputTopics,
 ) -> _Built | Rejection:
     if isinstance(context.judge, Exception):
         raise context.judge
@@ -378,53 +384,37 @@ def _build(
         ),
         trace_id=message.trace_id,
     )
-    answer_key = answer.answer_id.encode()
-    fitted = fit_verdict(verdict, answer_key, limits.output_max_bytes)
-    if isinstance(fitted, TooLarge):
-        return Rejection(DeadLetterReason.OUTPUT_TOO_LARGE, fitted.detail)
-    published = fitted.verdict
-    records = [
-        OutputRecord(
-            "verdict",
-            answer_key,
-            fitted.value,
-            {
-                "answer_id": answer.answer_id,
-                "action": judgement.action.value,
-                "hallucinated": judgement.hallucinated,
-                "trace_id": message.trace_id,
-                "trimmed": fitted.trimmed,
-            },
-        )
-    ]
+    headers = message.headers
+    published = topics.verdicts.prepare(verdict, headers=headers)
+    if isinstance(published, TooLarge):
+        return Rejection(DeadLetterReason.OUTPUT_TOO_LARGE, published.detail)
+    records = [published.record]
     flag = None
     if judgement.action is not Action.PASS:
         flag = _flag(verdict)  # from the whole verdict: its reasons cover every claim
-        flag_bytes = fit_record(flag, answer_key, limits.output_max_bytes)
-        if isinstance(flag_bytes, TooLarge):
-            return Rejection(DeadLetterReason.OUTPUT_TOO_LARGE, flag_bytes.detail)
-        records.append(OutputRecord("flag", answer_key, flag_bytes))
+        flag_record = topics.flags.prepare(flag, headers=headers)
+        if isinstance(flag_record, TooLarge):
+            return Rejection(DeadLetterReason.OUTPUT_TOO_LARGE, flag_record.detail)
+        records.append(flag_record.record)
     outcome = _outcome(answer, judgement, context.judge_ms)
-    assistant_key = answer.assistant_id.encode()
-    outcome_bytes = fit_record(outcome, assistant_key, limits.output_max_bytes)
-    if isinstance(outcome_bytes, TooLarge):
-        return Rejection(DeadLetterReason.OUTPUT_TOO_LARGE, outcome_bytes.detail)
-    records.append(OutputRecord("outcome", assistant_key, outcome_bytes))
+    outcome_record = topics.outcomes.prepare(outcome, headers=headers)
+    if isinstance(outcome_record, TooLarge):
+        return Rejection(DeadLetterReason.OUTPUT_TOO_LARGE, outcome_record.detail)
+    records.append(outcome_record.record)
     if limits.audit_settings is not None:
-        audit = _audit_record(message, verdict, limits)
-        if isinstance(audit, Rejection):
-            return audit
-        records.append(OutputRecord("audit", answer_key, audit))
-    return _Built(records, published, flag, outcome)
+        # The whole verdict, not the one trimmed for its topic.
+        audit_record = topics.audit.prepare(_audit(message, verdict, limits), headers=headers)
+        if isinstance(audit_record, TooLarge):
+            return Rejection(DeadLetterReason.OUTPUT_TOO_LARGE, audit_record.detail)
+        records.append(audit_record.record)
+    return _Built(records, published.model, flag, outcome)
 
 
-def _audit_record(
-    message: IncomingMessage, verdict: Verdict, limits: StageLimits
-) -> bytes | Rejection:
-    """The answer's audit record: the event exactly as received and the whole verdict
-    (not the one trimmed for its topic), with the settings that applied."""
+def _audit(message: IncomingMessage, verdict: Verdict, limits: StageLimits) -> AuditRecord:
+    """The answer's audit record: the event exactly as received and the verdict, with the
+    settings that applied."""
     origin = message.origin
-    record = build_audit_record(
+    return build_audit_record(
         message.value or b"",
         verdict,
         origin_topic=origin.topic,
@@ -433,14 +423,6 @@ def _audit_record(
         settings_applied=limits.audit_settings or {},
         trace_id=message.trace_id,
     )
-    value = record.model_dump_json().encode()
-    if len(value) + len(verdict.answer_id) + 512 > limits.audit_max_bytes:
-        return Rejection(
-            DeadLetterReason.OUTPUT_TOO_LARGE,
-            f"audit record of {len(value)} bytes is over the audit topic's "
-            f"{limits.audit_max_bytes} bytes",
-        )
-    return value
 
 
 def _outcome(answer: AnswerEvent, judgement: AnswerJudgement, judge_ms: float) -> AnswerOutcome:
@@ -484,73 +466,7 @@ def _flag(verdict: Verdict) -> Flag:
     )
 
 
-# --- dead letters that cannot fail --------------------------------------------------------
-
-
-def _add_dead_letter(
-    output: StageOutput,
-    rejection: Rejection,
-    message: IncomingMessage,
-    now: datetime,
-    limits: StageLimits,
-) -> None:
-    """The dead letter of ``message``; if even that cannot be serialised (say, the error
-    text holds a lone surrogate), a minimal ASCII one built without pydantic."""
-    origin = message.origin
-    try:
-        letter = dead_letter_for(rejection, origin, message.value, now)
-        value = fit_dead_letter(letter, origin.key, limits.dead_letter_max_bytes)
-    except Exception as exc:  # noqa: BLE001 - the fallback below cannot fail
-        letter, value = _minimal_dead_letter(rejection, message, now, limits, exc)
-    log: dict[str, LogValue] = {
-        "reason": letter.reason.value,
-        "error": _ascii(letter.error),
-        "partition": letter.partition,
-        "offset": letter.offset,
-    }
-    output.records.append(OutputRecord("dead_letter", origin.key, value, log))
-    output.dead_letters.append(letter)
-
-
-def _minimal_dead_letter(
-    rejection: Rejection,
-    message: IncomingMessage,
-    now: datetime,
-    limits: StageLimits,
-    failure: Exception,
-) -> tuple[DeadLetter, bytes]:
-    origin = message.origin
-    raw = message.value or b""
-    error = _ascii(rejection.error)[:_MAX_ERROR_CHARS] + (
-        f" [dead letter rebuilt in ASCII after {type(failure).__name__}]"
-    )
-    value_b64 = base64.b64encode(raw).decode("ascii")
-    key_b64 = None if origin.key is None else base64.b64encode(origin.key).decode("ascii")
-    if 4 * (len(raw) + len(origin.key or b"")) // 3 + 8192 > limits.dead_letter_max_bytes:
-        value_b64 = ""
-        error += f" [original value of {len(raw)} bytes left out: too large]"
-    letter = DeadLetter.model_construct(  # no validation, so it cannot fail
-        reason=rejection.reason,
-        error=error,
-        topic=_ascii(origin.topic),
-        partition=int(origin.partition),
-        offset=int(origin.offset),
-        key_b64=key_b64,
-        value_b64=value_b64,
-        received_at=now,
-    )
-    document = {
-        "schema_version": 1,
-        "reason": rejection.reason.value,
-        "error": letter.error,
-        "topic": letter.topic,
-        "partition": letter.partition,
-        "offset": letter.offset,
-        "key_b64": key_b64,
-        "value_b64": value_b64,
-        "received_at": now.isoformat(),
-    }
-    return letter, json.dumps(document, ensure_ascii=True).encode("ascii")
+# --- wording ------------------------------------------------------------------------------
 
 
 def _describe(exc: BaseException) -> str:
@@ -560,7 +476,3 @@ def _describe(exc: BaseException) -> str:
     except Exception:  # noqa: BLE001 - a broken __str__ must not lose the dead letter
         text = "<unprintable>"
     return f"{type(exc).__name__}: {text}"[:_MAX_ERROR_CHARS]
-
-
-def _ascii(text: str) -> str:
-    return text.encode("ascii", "backslashreplace").decode("ascii")

@@ -21,7 +21,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -37,14 +37,14 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-OutputKind = Literal["verdict", "flag", "outcome", "dead_letter"]
-
 
 @dataclass(frozen=True, slots=True)
 class OutboundRecord:
     """One record to send: the topic it goes to, its key, its serialised value (None: a
     tombstone, which deletes the key from a compacted topic) and, where it matters, the
-    partition."""
+    partition. The loops make theirs with
+    :class:`~streamproc.stream.output.topic.OutputTopic`, which keys, encodes and sizes
+    them for their topic."""
 
     topic: str
     key: bytes | None

@@ -7,12 +7,16 @@ severe claims left out, with an ``OUTPUT_TRIMMED`` note in ``judgement.limits``)
 still does not fit is reported as :class:`TooLarge` for the caller to dead-letter. A
 dead letter is shrunk until it fits, since it is the last resort.
 
-Pure functions: models in, bytes out.
+Pure functions: models in, :class:`Fitted` (the model as published and its bytes) out.
+Each is a :data:`Fitter`, the form an output topic
+(:class:`~streamproc.stream.output.topic.OutputTopic`) takes its fitting in.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
@@ -20,7 +24,8 @@ from streamproc.events import ClaimVerdict, DeadLetter, Verdict, VerdictLabel
 
 __all__ = [
     "OVERHEAD_BYTES",
-    "FittedVerdict",
+    "Fitted",
+    "Fitter",
     "TooLarge",
     "encode",
     "fit_dead_letter",
@@ -28,6 +33,8 @@ __all__ = [
     "fit_verdict",
     "fits",
 ]
+
+M = TypeVar("M", bound=BaseModel)
 
 OVERHEAD_BYTES = 1024
 """Kept free under the topic limit for record headers (trace context) and batch framing."""
@@ -43,12 +50,16 @@ class TooLarge:
 
 
 @dataclass(frozen=True, slots=True)
-class FittedVerdict:
-    """The verdict as it will be published (possibly trimmed) and its bytes."""
+class Fitted(Generic[M]):
+    """A model as it will be published (a verdict possibly trimmed, a dead letter possibly
+    shrunk) and its bytes."""
 
-    verdict: Verdict
+    model: M
     value: bytes
-    trimmed: bool
+
+
+Fitter: TypeAlias = Callable[[M, bytes | None, int], Fitted[M] | TooLarge]
+"""``(model, key, max_bytes) -> Fitted | TooLarge``: how one topic's records are made to fit."""
 
 
 def encode(model: BaseModel) -> bytes:
@@ -61,22 +72,22 @@ def fits(key: bytes | None, value: bytes, max_bytes: int) -> bool:
     return len(key or b"") + len(value) + OVERHEAD_BYTES <= max_bytes
 
 
-def fit_record(model: BaseModel, key: bytes | None, max_bytes: int) -> bytes | TooLarge:
-    """The bytes of a record that cannot be degraded (flag, outcome), or why not."""
+def fit_record(model: M, key: bytes | None, max_bytes: int) -> Fitted[M] | TooLarge:
+    """A record that cannot be degraded (flag, outcome, aggregate...) as it is, or why not."""
     value = encode(model)
     if fits(key, value, max_bytes):
-        return value
+        return Fitted(model, value)
     return TooLarge(_too_large(type(model).__name__.lower(), key, value, max_bytes))
 
 
-def fit_verdict(verdict: Verdict, key: bytes | None, max_bytes: int) -> FittedVerdict | TooLarge:
+def fit_verdict(verdict: Verdict, key: bytes | None, max_bytes: int) -> Fitted[Verdict] | TooLarge:
     """The verdict whole if it fits; else without per-claim signals; else with as many
     claims as fit, most severe first (contradicted, unsupported, then the rest in answer
     order), listed in answer order. The judgement's counts still describe the whole
     answer; ``limits`` says what was left out."""
     value = encode(verdict)
     if fits(key, value, max_bytes):
-        return FittedVerdict(verdict, value, trimmed=False)
+        return Fitted(verdict, value)
 
     claims = verdict.judgement.claims
     had_signals = any(claim.signals for claim in claims)
@@ -86,7 +97,7 @@ def fit_verdict(verdict: Verdict, key: bytes | None, max_bytes: int) -> FittedVe
         candidate = _trimmed(verdict, slim, notes)
         value = encode(candidate)
         if fits(key, value, max_bytes):
-            return FittedVerdict(candidate, value, trimmed=True)
+            return Fitted(candidate, value)
 
     by_severity = sorted(range(len(slim)), key=lambda i: (_rank(slim[i]), i))
 
@@ -110,16 +121,16 @@ def fit_verdict(verdict: Verdict, key: bytes | None, max_bytes: int) -> FittedVe
             low, best = middle, tried
         else:
             high = middle - 1
-    return FittedVerdict(best[0], best[1], trimmed=True)
+    return Fitted(best[0], best[1])
 
 
-def fit_dead_letter(letter: DeadLetter, key: bytes | None, max_bytes: int) -> bytes:
-    """The dead letter's bytes: whole if it fits, else without the original value, else
-    without the original key too. It is the last resort, so it always comes back; the
-    original value was already capped by ``max_event_bytes``, so shrinking is rare."""
+def fit_dead_letter(letter: DeadLetter, key: bytes | None, max_bytes: int) -> Fitted[DeadLetter]:
+    """The dead letter whole if it fits, else without the original value, else without
+    the original key too. It is the last resort, so it always comes back; the original
+    value was already capped by ``max_event_bytes``, so shrinking is rare."""
     value = encode(letter)
     if fits(key, value, max_bytes):
-        return value
+        return Fitted(letter, value)
     size = len(letter.value_b64)
     letter = letter.model_copy(
         update={
@@ -130,11 +141,11 @@ def fit_dead_letter(letter: DeadLetter, key: bytes | None, max_bytes: int) -> by
     )
     value = encode(letter)
     if fits(key, value, max_bytes) or letter.key_b64 is None:
-        return value
+        return Fitted(letter, value)
     letter = letter.model_copy(
         update={"key_b64": None, "error": f"{letter.error} [original key left out too]"}
     )
-    return encode(letter)
+    return Fitted(letter, encode(letter))
 
 
 def _rank(claim: ClaimVerdict) -> int:

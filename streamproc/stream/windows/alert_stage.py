@@ -23,6 +23,7 @@ from streamproc.alerting.monitor import AlertMonitor
 from streamproc.config import AlertSettings, Settings
 from streamproc.sensors import WindowSensor
 from streamproc.stream.loop.publisher import OutboundRecord
+from streamproc.stream.output.catalog import OutputTopics
 from streamproc.stream.windows.report import WindowReport
 
 __all__ = ["ALERT_KEY_PREFIX", "AlertHooks", "PartitionAlerts"]
@@ -108,6 +109,7 @@ class AlertHooks:
 
     def __init__(self, settings: Settings, metrics: WindowSensor | None = None) -> None:
         self._alerts = settings.alerts
+        self._topic = OutputTopics.from_settings(settings).alerts
         self._metrics = metrics
         self._partitions: dict[int, PartitionAlerts] = {}
         self._firing: dict[int, set[tuple[str, str, str]]] = {}
@@ -121,15 +123,7 @@ class AlertHooks:
         return cached
 
     def in_transaction(self, report: WindowReport) -> list[OutboundRecord]:
-        events = self._for(report).apply(report)
-        return [
-            OutboundRecord(
-                self._alerts.topic,
-                f"{event.tenant}/{event.assistant_id}".encode(),
-                event.model_dump_json().encode(),
-            )
-            for event in events
-        ]
+        return [self._topic.record(event) for event in self._for(report).apply(report)]
 
     def after_commit(self, report: WindowReport) -> None:
         metrics = self._metrics

@@ -23,7 +23,6 @@ partitions after a rebalance, silently, with 11 % of the answers never counted. 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -42,9 +41,11 @@ from streamproc.adapters.trace_headers import passthrough, traceparent_headers
 from streamproc.alerting.judge_accuracy import JudgeAccuracy
 from streamproc.config import Settings
 from streamproc.events import AnswerOutcome, DeadLetterReason
-from streamproc.stream.judging.intake import MessageOrigin, Rejection, dead_letter_for
 from streamproc.stream.loop.consumer import ConsumerLoop
 from streamproc.stream.loop.publisher import OutboundRecord
+from streamproc.stream.output.catalog import OutputTopics
+from streamproc.stream.output.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
+from streamproc.stream.output.topic import OutHeaders
 from streamproc.stream.topics import window_changelog_topic
 from streamproc.stream.windows.index import PartitionIndex
 from streamproc.stream.windows.report import (
@@ -118,6 +119,7 @@ class WindowLoop(ConsumerLoop):
         )
         self._longest_ms = max(spec.size_ms for spec in self._timing.specs)
         self._telemetry = telemetry or Telemetry.disabled()
+        self._topics = OutputTopics.from_settings(settings)
         self._in_transaction = in_transaction
         self._after_commit = after_commit
         self._partitions: dict[int, _Partition] = {}
@@ -147,7 +149,7 @@ class WindowLoop(ConsumerLoop):
             if tick:
                 self._last_tick = now
                 closed = self._close_due(now)
-                outbound += self._traced(self._aggregate_records(closed))
+                outbound += self._aggregate_records(closed)
             reports = self._reports(now, tick, closed, late)
             if self._in_transaction is not None:
                 for report in reports:
@@ -198,26 +200,22 @@ class WindowLoop(ConsumerLoop):
                         produced.append(self._late_record(record))
             if rejection is not None:
                 origin = MessageOrigin(record.topic, record.partition, record.offset, record.key)
-                letter = dead_letter_for(rejection, origin, record.value)
-                log.warning("dead_letter", reason=letter.reason.value, error=letter.error)
-                produced.append(
-                    OutboundRecord(
-                        self._settings.topics.dead_letter,
-                        record.key,
-                        letter.model_dump_json().encode(),
-                        headers=passthrough(record.headers or ())[1],
-                    )
+                letter = prepare_dead_letter(
+                    self._topics.dead_letters,
+                    rejection,
+                    origin,
+                    record.value,
+                    headers=_handed_on(record),
                 )
+                log.warning(
+                    "dead_letter", reason=letter.model.reason.value, error=letter.model.error
+                )
+                produced.append(letter.record)
         return produced
 
     def _late_record(self, record: ConsumerRecord[bytes, bytes]) -> OutboundRecord:
         """The outcome as the judging stage wrote it, to the late topic."""
-        return OutboundRecord(
-            self._settings.window.late_topic,
-            record.key,
-            record.value,
-            headers=passthrough(record.headers or ())[1],
-        )
+        return self._topics.late.forward(record.key, record.value, headers=_handed_on(record))
 
     def _close_due(self, now: float) -> dict[int, Closed]:
         """Close what is due, at most :data:`SERIES_PER_TICK` series in all: when many
@@ -235,23 +233,16 @@ class WindowLoop(ConsumerLoop):
 
     def _aggregate_records(self, closed: Mapping[int, Closed]) -> list[OutboundRecord]:
         """Tumbling aggregates to the aggregates topic, hopping ones to the hopping topic,
-        keyed by assistant id like the outcomes."""
-        records = []
-        for done in closed.values():
-            for spec, aggregate in done.aggregates:
-                topic = (
-                    self._settings.topics.aggregates
-                    if spec.tumbling
-                    else self._settings.window.hopping_topic
-                )
-                records.append(
-                    OutboundRecord(
-                        topic,
-                        aggregate.assistant_id.encode(),
-                        aggregate.model_dump_json().encode(),
-                    )
-                )
-        return records
+        keyed by assistant id like the outcomes, with the trace headers of their closing."""
+        aggregates = [item for done in closed.values() for item in done.aggregates]
+        headers = self._closing_headers(len(aggregates))
+        topics = self._topics
+        return [
+            (topics.aggregates if spec.tumbling else topics.hopping).record(
+                aggregate, headers=headers
+            )
+            for spec, aggregate in aggregates
+        ]
 
     def _reports(
         self,
@@ -313,35 +304,35 @@ class WindowLoop(ConsumerLoop):
                 except Exception:  # committed already: report it and go on
                     log.exception("window_after_commit_failed", partition=report.partition)
 
-    def _traced(self, aggregates: list[OutboundRecord]) -> list[OutboundRecord]:
-        """The aggregates with the ``traceparent`` of one span for their closing (a new
-        root: a window sums many answers' traces, so it continues none of them)."""
+    def _closing_headers(self, aggregates: int) -> OutHeaders:
+        """The ``traceparent`` of one span for closing ``aggregates`` windows (a new root:
+        a window sums many answers' traces, so it continues none of them); none when
+        nothing closed or telemetry is off."""
         if not aggregates or not self._telemetry.enabled:
-            return aggregates
+            return ()
         span = self._telemetry.tracer.start_span(
             semconv.WINDOW_CLOSE_SPAN,
             context=Context(),
             attributes={
                 semconv.MESSAGING_SYSTEM: semconv.MESSAGING_SYSTEM_KAFKA,
                 semconv.MESSAGING_DESTINATION_NAME: self._settings.topics.aggregates,
-                semconv.MESSAGING_BATCH_MESSAGE_COUNT: len(aggregates),
+                semconv.MESSAGING_BATCH_MESSAGE_COUNT: aggregates,
                 semconv.MESSAGING_CONSUMER_GROUP_NAME: self.group_id,
             },
         )
         try:
-            headers = traceparent_headers(span)
-            return [dataclasses.replace(record, headers=headers) for record in aggregates]
+            return traceparent_headers(span)
         finally:
             span.end()
 
     def _changelog_records(self) -> list[OutboundRecord]:
-        topic = window_changelog_topic(self._settings)
+        state = self._topics.window_state
         records = []
         for partition, part in self._partitions.items():
             for key, value in part.store.drain():
                 encoded_key, encoded_value = encode_entry(key, value)
                 # The state of outcome partition p lives in changelog partition p.
-                records.append(OutboundRecord(topic, encoded_key, encoded_value, partition))
+                records.append(state.forward(encoded_key, encoded_value, partition=partition))
         return records
 
     # ------------------------------------------------------------------ rebalances
@@ -385,3 +376,8 @@ class WindowLoop(ConsumerLoop):
 
 def _representable(timestamp: float) -> None:
     datetime.fromtimestamp(timestamp, UTC)
+
+
+def _handed_on(record: ConsumerRecord[bytes, bytes]) -> OutHeaders:
+    """The trace headers of an outcome, for the records written for it."""
+    return passthrough(record.headers or ())[1]

@@ -33,7 +33,6 @@ __all__ = [
     "add_outcome",
     "close_pane",
     "latency_bin",
-    "latency_quantile",
 ]
 
 LATENCY_BINS: Final = 96
@@ -206,14 +205,9 @@ def latency_bin(ms: float) -> int:
     return min(LATENCY_BINS - 1, 1 + math.floor(_PER_DOUBLING * math.log2(ms / _BASE_MS)))
 
 
-def latency_quantile(histogram: Sequence[int], q: float) -> float | None:
-    """The ``q`` quantile (nearest rank) of a flat histogram (bin, count, ... by bin), as
-    its bin's geometric middle; None for an empty histogram."""
-    return latency_quantiles(histogram, (q,))[0]
-
-
 def latency_quantiles(histogram: Sequence[int], qs: Sequence[float]) -> list[float | None]:
-    """Several quantiles (ascending ``qs``) in one pass over the histogram."""
+    """The ``qs`` quantiles (ascending; nearest rank) of a flat histogram (bin, count, ...
+    by bin) in one pass, each as its bin's geometric middle; None for an empty histogram."""
     total = sum(histogram[1::2])
     if total == 0:
         return [None] * len(qs)

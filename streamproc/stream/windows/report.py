@@ -2,7 +2,9 @@
 transaction, and the two hooks that receive it.
 
 - ``in_transaction(report) -> records``: called while the transaction is being built;
-  the records it returns are published in the same Kafka transaction as the
+  the records it returns (made by an
+  :class:`~streamproc.stream.output.topic.OutputTopic`, as the alert hooks' are) are
+  published in the same Kafka transaction as the
   aggregates, the window state and the input offsets (e.g. alert events). It may keep
   its own state in ``report.state``: entries there are changelogged with the window
   state in the same transaction and restored with it when a worker takes the partition

@@ -11,7 +11,7 @@ from opentelemetry.trace import SpanContext, TraceFlags
 from streamproc.adapters import semconv
 from streamproc.adapters.evaluation_log import evaluation_records, reason_codes
 from streamproc.adapters.tracing import MessageRef, Tracing
-from streamproc.stream.judging.intake import MessageOrigin
+from streamproc.stream.output.dead_letter import MessageOrigin
 from tests.unit.adapters.conftest import (
     BAD,
     EVIDENCE,

@@ -20,9 +20,9 @@ from streamproc.adapters.metrics import OTHER, WorkerMetrics, window_label
 from streamproc.adapters.metrics_server import MetricsServer
 from streamproc.config import JudgeSettings, MetricsSettings, Settings
 from streamproc.events import Action, DeadLetterReason, VerdictLabel
-from streamproc.stream.judging.intake import MessageOrigin
 from streamproc.stream.judging.stage import IncomingMessage, StageOutput, judge_messages
 from streamproc.stream.loop.progress import ProgressWatch, partition_lags
+from streamproc.stream.output.dead_letter import MessageOrigin
 from streamproc.wiring import build_judge
 
 OCCURRED = datetime(2026, 1, 1, tzinfo=UTC)
@@ -406,8 +406,8 @@ def test_the_server_follows_the_settings() -> None:
 
 def test_the_hallucinated_series_exists_at_zero_before_the_first_hallucination() -> None:
     from streamproc.config import JudgeSettings
-    from streamproc.stream.judging.intake import MessageOrigin
     from streamproc.stream.judging.stage import IncomingMessage, judge_messages
+    from streamproc.stream.output.dead_letter import MessageOrigin
     from streamproc.wiring import build_judge
 
     event = {

@@ -17,7 +17,7 @@ from streamproc.adapters.telemetry import Telemetry
 from streamproc.adapters.trace_headers import extract
 from streamproc.adapters.tracing import MessageRef, Tracing
 from streamproc.config import TelemetrySettings
-from streamproc.stream.judging.intake import MessageOrigin
+from streamproc.stream.output.dead_letter import MessageOrigin
 from tests.unit.adapters.conftest import GOOD, GROUP, PARENT_TRACE, TOPIC, TRACEPARENT, judged
 
 

@@ -12,8 +12,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 from streamproc.adapters import semconv
 from streamproc.adapters.trace_headers import KafkaHeadersSetter, extract, inject
 from streamproc.adapters.tracing import MessageRef, Tracing
-from streamproc.stream.judging.intake import MessageOrigin
 from streamproc.stream.judging.stage import trace_id_from_traceparent
+from streamproc.stream.output.dead_letter import MessageOrigin
 from tests.unit.adapters.conftest import (
     BAD,
     GOOD,

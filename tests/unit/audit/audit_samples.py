@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 from streamproc.audit import AuditRecord, applied_settings, build_audit_record
 from streamproc.config import JudgeSettings, Settings
 from streamproc.events import Verdict
-from streamproc.stream.judging.intake import MessageOrigin
-from streamproc.stream.judging.stage import IncomingMessage, judge_messages
+from streamproc.stream.judging.stage import IncomingMessage, StageLimits, judge_messages
+from streamproc.stream.output.dead_letter import MessageOrigin
 from streamproc.wiring import build_judge
 
 __all__ = [
@@ -69,7 +69,7 @@ def verdicts_for(raws: Sequence[bytes]) -> list[Verdict]:
         IncomingMessage(raw, MessageOrigin(INPUT_TOPIC, 0, offset, None), TRACE_ID)
         for offset, raw in enumerate(raws)
     ]
-    output = judge_messages(messages, RULES, now=NOW, max_event_bytes=10**6)
+    output = judge_messages(messages, RULES, now=NOW, limits=StageLimits(max_event_bytes=10**6))
     assert not output.dead_letters, output.dead_letters
     return output.verdicts
 

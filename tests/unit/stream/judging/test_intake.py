@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 from streamproc.events import MAX_INPUT_ITEMS, AnswerEvent, DeadLetterReason
-from streamproc.stream.judging.intake import (
-    MAX_DEPTH,
-    MessageOrigin,
-    Rejection,
-    dead_letter_for,
-    parse_answer,
-)
+from streamproc.stream.judging.intake import MAX_DEPTH, parse_answer
+from streamproc.stream.output.dead_letter import Rejection
 
 VALID = {
     "event_id": "e1",
@@ -80,15 +74,6 @@ def test_oversized_is_rejected_before_parsing() -> None:
 def test_tombstone_is_rejected() -> None:
     parsed = parse_answer(None, max_bytes=1000)
     assert isinstance(parsed, Rejection)
-
-
-def test_dead_letter_keeps_original_bytes_and_position() -> None:
-    origin = MessageOrigin(topic="answers", partition=2, offset=41, key=b"conv-9")
-    letter = dead_letter_for(Rejection(DeadLetterReason.BAD_JSON, "nope"), origin, b"\x00raw bytes")
-    assert base64.b64decode(letter.value_b64) == b"\x00raw bytes"
-    assert letter.key_b64 is not None and base64.b64decode(letter.key_b64) == b"conv-9"
-    assert (letter.topic, letter.partition, letter.offset) == ("answers", 2, 41)
-    assert letter.reason is DeadLetterReason.BAD_JSON
 
 
 # ------------------------------------------------------------------- hostile input
@@ -297,12 +282,6 @@ def test_an_unexpected_failure_is_a_processing_error_not_an_exception() -> None:
     rejection = _rejected(_event(), now=datetime(2026, 1, 1), max_future_s=1.0)
     assert rejection.reason is DeadLetterReason.PROCESSING_ERROR
     assert "TypeError" in rejection.error
-
-
-def test_dead_letter_of_a_hostile_error_serialises() -> None:
-    origin = MessageOrigin(topic="answers", partition=0, offset=1, key=None)
-    letter = dead_letter_for(Rejection(DeadLetterReason.BAD_JSON, "bad \ud800"), origin, b"x")
-    assert b"bad" in letter.model_dump_json().encode()
 
 
 def test_depth_limit_is_exact_and_ignores_brackets_inside_strings() -> None:

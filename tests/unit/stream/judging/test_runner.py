@@ -26,7 +26,7 @@ from streamproc.stream.judging.runner import (
 )
 from streamproc.stream.judging.stage import StageLimits
 from streamproc.wiring import build_judge, judge_runner
-from tests.unit.stream.judging.test_stage import BAD, GOOD, message
+from tests.unit.stream.judging.test_stage import BAD, GOOD, TOPICS, message
 
 RULES = JudgeSettings(name="rules")
 LIMITS = StageLimits(audit_settings={"judge": {"name": "rules"}})
@@ -53,11 +53,13 @@ async def test_a_process_gives_the_records_a_thread_gives(child: JudgeProcess) -
     assert child.pid is not None and child.pid != os.getpid()
     thread = JudgeThread(build_judge(RULES))
     assert info == await thread.start()
-    there = await child.judge(MESSAGES, LIMITS)
-    here = await thread.judge(MESSAGES, LIMITS)
+    there = await child.judge(MESSAGES, LIMITS, TOPICS)
+    here = await thread.judge(MESSAGES, LIMITS, TOPICS)
     thread.close()
-    assert [(r.kind, r.key) for r in there.records] == [(r.kind, r.key) for r in here.records]
-    assert there.sources == here.sources
+    assert [(r.topic, r.key, r.headers) for r in there.records] == [
+        (r.topic, r.key, r.headers) for r in here.records
+    ]
+    assert there.verdict_origins == here.verdict_origins
     assert [v.judgement for v in there.verdicts] == [v.judgement for v in here.verdicts]
     assert [v.judge for v in there.verdicts] == [info, info]  # the audit's identity
     [letter] = there.dead_letters
@@ -90,10 +92,10 @@ async def test_a_killed_child_fails_the_batch_under_way_and_every_later_call(
     killer = asyncio.create_task(kill_soon())
     with pytest.raises(JudgeProcessDied, match=str(child.pid)):
         while True:  # batches until one is under way when the kill lands
-            await child.judge(MESSAGES, LIMITS)
+            await child.judge(MESSAGES, LIMITS, TOPICS)
     await killer
     with pytest.raises(JudgeProcessDied):
-        await child.judge(MESSAGES, LIMITS)
+        await child.judge(MESSAGES, LIMITS, TOPICS)
 
 
 async def test_watch_reports_a_child_that_died_while_idle(child: JudgeProcess) -> None:

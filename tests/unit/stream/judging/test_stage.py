@@ -1,6 +1,6 @@
 """The judging stage without a broker: validation, batching, flags, outcomes, records ready
-to send, and isolation of every message (a failing answer, an unencodable output, an
-output too large for its topic)."""
+to send (topic, key, value, headers), and isolation of every message (a failing answer, an
+unencodable output, an output too large for its topic)."""
 
 from __future__ import annotations
 
@@ -22,15 +22,36 @@ from streamproc.events import (
     DeadLetterReason,
     JudgeInfo,
 )
-from streamproc.stream.judging.intake import MessageOrigin, parse_answer
+from streamproc.stream.judging.intake import parse_answer
 from streamproc.stream.judging.stage import (
     IncomingMessage,
     StageLimits,
+    StageOutput,
     judge_messages,
     trace_id_from_traceparent,
 )
-from streamproc.stream.topics import DEAD_LETTER_MAX_BYTES
+from streamproc.stream.loop.publisher import OutboundRecord
+from streamproc.stream.output.catalog import OutputTopics
+from streamproc.stream.output.dead_letter import MessageOrigin
 from streamproc.wiring import build_judge
+
+TOPICS = OutputTopics.from_settings(Settings.model_construct())
+"""What the stage writes to when given no topics."""
+KINDS = {
+    TOPICS.verdicts.name: "verdict",
+    TOPICS.flags.name: "flag",
+    TOPICS.outcomes.name: "outcome",
+    TOPICS.dead_letters.name: "dead_letter",
+    TOPICS.audit.name: "audit",
+}
+
+
+def kind(record: OutboundRecord) -> str:
+    return KINDS[record.topic]
+
+
+def kinds(output: StageOutput) -> list[str]:
+    return [kind(record) for record in output.records]
 
 
 def answer(event_id: str, text: str, evidence: str) -> dict[str, object]:
@@ -48,10 +69,18 @@ def answer(event_id: str, text: str, evidence: str) -> dict[str, object]:
     }
 
 
-def message(document: object, offset: int, trace: str | None = None) -> IncomingMessage:
+def message(
+    document: object,
+    offset: int,
+    trace: str | None = None,
+    headers: tuple[tuple[str, bytes], ...] = (),
+) -> IncomingMessage:
     raw = document if isinstance(document, bytes) else json.dumps(document).encode()
     return IncomingMessage(
-        value=raw, origin=MessageOrigin("answers", 0, offset, b"conv"), trace_id=trace
+        value=raw,
+        origin=MessageOrigin("answers", 0, offset, b"conv"),
+        trace_id=trace,
+        headers=headers,
     )
 
 
@@ -64,7 +93,7 @@ def test_one_batch_gives_verdicts_flags_outcomes_and_dead_letters() -> None:
     output = judge_messages(
         [message(GOOD, 0, "abc"), message(b"{oops", 1), message(BAD, 2)],
         judge,
-        max_event_bytes=100_000,
+        limits=StageLimits(max_event_bytes=100_000),
     )
     assert [v.event_id for v in output.verdicts] == ["e1", "e2"]
     good, bad = output.verdicts
@@ -83,7 +112,7 @@ def test_duplicate_event_in_one_batch_is_judged_once() -> None:
     output = judge_messages(
         [message(GOOD, 0), message(GOOD, 1)],
         build_judge(JudgeSettings(name="rules")),
-        max_event_bytes=10**6,
+        limits=StageLimits(max_event_bytes=10**6),
     )
     assert len(output.verdicts) == 1
     assert [origin.offset for origin in output.repeats] == [1], "the repeat is accounted for"
@@ -108,7 +137,9 @@ class _BreaksOn:
 
 def test_a_failing_answer_becomes_a_dead_letter_and_the_rest_is_judged() -> None:
     output = judge_messages(
-        [message(GOOD, 0), message(BAD, 1)], _BreaksOn("e2"), max_event_bytes=10**6
+        [message(GOOD, 0), message(BAD, 1)],
+        _BreaksOn("e2"),
+        limits=StageLimits(max_event_bytes=10**6),
     )
     assert [v.event_id for v in output.verdicts] == ["e1"]
     [letter] = output.dead_letters
@@ -136,7 +167,7 @@ def test_records_are_serialised_keyed_and_grouped_per_message() -> None:
     output = judge_messages(
         [message(GOOD, 0, "abc"), message(b"{oops", 1), message(BAD, 2)], RULES, now=NOW
     )
-    assert [(r.kind, r.key) for r in output.records] == [
+    assert [(kind(r), r.key) for r in output.records] == [
         ("verdict", b"ans-e1"),
         ("outcome", b"bot"),
         ("dead_letter", b"conv"),
@@ -144,7 +175,7 @@ def test_records_are_serialised_keyed_and_grouped_per_message() -> None:
         ("flag", b"ans-e2"),
         ("outcome", b"bot"),
     ]
-    values = [json.loads(r.value) for r in output.records]
+    values = [json.loads(r.value or b"") for r in output.records]
     typed = [
         output.verdicts[0],
         output.outcomes[0],
@@ -155,16 +186,7 @@ def test_records_are_serialised_keyed_and_grouped_per_message() -> None:
     ]
     assert values == [model.model_dump(mode="json") for model in typed]
     assert output.verdicts[0].judged_at == NOW
-    verdict_log = output.records[0].log
-    assert verdict_log == {
-        "answer_id": "ans-e1",
-        "action": "pass",
-        "hallucinated": False,
-        "trace_id": "abc",
-        "trimmed": False,
-    }
-    letter_log = output.records[2].log
-    assert letter_log["reason"] == "bad_json" and letter_log["offset"] == 1
+    assert (values[2]["reason"], values[2]["offset"]) == ("bad_json", 1)
     assert base64.b64decode(values[2]["value_b64"]) == b"{oops"
 
 
@@ -192,13 +214,13 @@ def test_an_unencodable_judgement_costs_only_its_own_message() -> None:
 
     raw_bad = json.dumps(BAD).encode()
     output = judge_messages([message(GOOD, 0), message(BAD, 1)], _Rewrites(surrogate), now=NOW)
-    assert [r.kind for r in output.records] == ["verdict", "outcome", "dead_letter"]
+    assert kinds(output) == ["verdict", "outcome", "dead_letter"]
     assert [v.event_id for v in output.verdicts] == ["e1"]
     assert [o.event_id for o in output.outcomes] == ["e1"] and output.flags == []
     [letter] = output.dead_letters
     assert letter.reason is DeadLetterReason.PROCESSING_ERROR and letter.offset == 1
     assert "cannot build outputs" in letter.error and "surrogates not allowed" in letter.error
-    document = json.loads(output.records[-1].value)
+    document = json.loads(output.records[-1].value or b"")
     assert base64.b64decode(document["value_b64"]) == raw_bad
 
 
@@ -209,7 +231,7 @@ def test_an_answer_id_the_key_cannot_carry_is_a_dead_letter(
     event = AnswerEvent.model_validate(GOOD).model_copy(update={"answer_id": "a\udcff"})
     monkeypatch.setattr(PARSE, lambda *args, **kwargs: event)
     output = judge_messages([message(GOOD, 5)], RULES, now=NOW)
-    assert [r.kind for r in output.records] == ["dead_letter"]
+    assert kinds(output) == ["dead_letter"]
     [letter] = output.dead_letters
     assert letter.reason is DeadLetterReason.PROCESSING_ERROR and letter.offset == 5
     assert "cannot build outputs: UnicodeEncodeError" in letter.error
@@ -279,9 +301,10 @@ def test_when_even_the_dead_letter_fails_a_minimal_ascii_one_is_sent() -> None:
     raw = b"\xff not json"
     odd = IncomingMessage(value=raw, origin=MessageOrigin("answers-\ud800", 3, 9, b"k\xff"))
     output = judge_messages([odd, message(GOOD, 10)], RULES, now=NOW)
-    assert [r.kind for r in output.records] == ["dead_letter", "verdict", "outcome"]
+    assert kinds(output) == ["dead_letter", "verdict", "outcome"]
     record = output.records[0]
     assert record.key == b"k\xff"
+    assert record.value is not None
     record.value.decode("ascii")  # ASCII-only JSON
     document = json.loads(record.value)
     assert document["reason"] == "bad_json" and document["topic"] == "answers-\\ud800"
@@ -312,8 +335,6 @@ def test_limits_from_settings() -> None:
         judge_deadline_s=2.5,
         event_time_max_future_s=60,
         event_time_max_past_s=3600,
-        output_max_bytes=200_000,
-        dead_letter_max_bytes=DEAD_LETTER_MAX_BYTES,
         audit_settings=applied_settings(settings),
     )
     no_audit = settings.model_copy(update={"audit": AuditSettings(enabled=False)})
@@ -324,17 +345,17 @@ def test_each_judged_answer_has_an_audit_record_with_its_exact_bytes() -> None:
     limits = StageLimits(audit_settings=applied_settings(Settings()))
     raw = json.dumps(GOOD, indent=3).encode()  # spacing a re-serialisation would lose
     output = judge_messages([message(raw, 4), message(b"[1]", 5)], RULES, limits=limits)
-    audits = [r for r in output.records if r.kind == "audit"]
+    audits = [r for r in output.records if kind(r) == "audit"]
     assert len(audits) == 1 and audits[0].key == b"ans-e1"
+    assert audits[0].value is not None
     record = AuditRecord.model_validate_json(audits[0].value)
     assert record.event_bytes() == raw
     assert (record.origin.partition, record.origin.offset) == (0, 4)
     assert record.judgement.action is output.verdicts[0].judgement.action
 
 
-def test_max_event_bytes_keyword_overrides_the_limits() -> None:
-    limits = StageLimits(max_event_bytes=10**6)
-    output = judge_messages([message(GOOD, 0)], RULES, limits=limits, max_event_bytes=10)
+def test_an_event_over_max_event_bytes_is_a_dead_letter() -> None:
+    output = judge_messages([message(GOOD, 0)], RULES, limits=StageLimits(max_event_bytes=10))
     assert output.dead_letters[0].reason is DeadLetterReason.OVERSIZED
 
 
@@ -361,42 +382,63 @@ def many_claims(event_id: str, judgement: AnswerJudgement) -> AnswerJudgement:
     return judgement.model_copy(update={"claims": claims})
 
 
+SMALL = OutputTopics.from_settings(
+    Settings(topics=TopicSettings(output_max_message_bytes=64 * 1024))
+)
+"""Verdict, flag and outcome topics of 64 KiB."""
+
+
 def test_a_verdict_too_large_for_its_topic_is_trimmed_and_still_flagged() -> None:
-    limits = StageLimits(output_max_bytes=64 * 1024)
-    output = judge_messages([message(BAD, 0)], _Rewrites(many_claims), limits=limits, now=NOW)
-    assert [r.kind for r in output.records] == ["verdict", "flag", "outcome"]
-    assert all(len(r.value) + len(r.key or b"") <= 63 * 1024 for r in output.records)
+    output = judge_messages([message(BAD, 0)], _Rewrites(many_claims), topics=SMALL, now=NOW)
+    assert kinds(output) == ["verdict", "flag", "outcome"]
+    assert all(len(r.value or b"") + len(r.key or b"") <= 63 * 1024 for r in output.records)
     [verdict] = output.verdicts
     note = verdict.judgement.limits[-1]
     assert note.startswith("OUTPUT_TRIMMED: signals dropped; ") and "of 400 claims omitted" in note
     assert 0 < len(verdict.judgement.claims) < 400
-    assert json.loads(output.records[0].value) == verdict.model_dump(mode="json")
-    assert output.records[0].log["trimmed"] is True
+    assert json.loads(output.records[0].value or b"") == verdict.model_dump(mode="json")
 
 
 def test_a_verdict_that_cannot_be_trimmed_enough_is_a_dead_letter() -> None:
     def huge_trim(event_id: str, judgement: AnswerJudgement) -> AnswerJudgement:
         return judgement.model_copy(update={"trim_sentences": ["word " * 30_000]})
 
-    limits = StageLimits(output_max_bytes=64 * 1024)
     output = judge_messages(
-        [message(BAD, 0), message(GOOD, 1)], _Rewrites(huge_trim), limits=limits, now=NOW
+        [message(BAD, 0), message(GOOD, 1)], _Rewrites(huge_trim), topics=SMALL, now=NOW
     )
-    assert [r.kind for r in output.records] == ["dead_letter", "dead_letter"]
+    assert kinds(output) == ["dead_letter", "dead_letter"]
     assert {d.reason for d in output.dead_letters} == {DeadLetterReason.OUTPUT_TOO_LARGE}
     assert not output.verdicts and not output.flags and not output.outcomes
 
 
-def test_every_record_names_the_message_it_came_from() -> None:
+def test_every_record_carries_the_headers_of_the_message_it_came_from() -> None:
     judge = build_judge(JudgeSettings(name="rules"))
-    batch = [message(GOOD, 0), message(b"{not json", 1), message(BAD, 2)]
+    batch = [
+        message(GOOD, 0, headers=(("traceparent", b"first"),)),
+        message(b"{not json", 1, headers=(("traceparent", b"second"),)),
+        message(BAD, 2, headers=(("traceparent", b"third"),)),
+    ]
     output = judge_messages(batch, judge)
-    assert len(output.sources) == len(output.records)
-    by_source: dict[int, list[str]] = {}
-    for record, source in zip(output.records, output.sources, strict=True):
-        by_source.setdefault(source, []).append(record.kind)
-    assert by_source == {
-        0: ["verdict", "outcome"],
-        1: ["dead_letter"],
-        2: ["verdict", "flag", "outcome"],
+    by_headers: dict[tuple[tuple[str, bytes], ...], list[str]] = {}
+    for record in output.records:
+        by_headers.setdefault(record.headers, []).append(kind(record))
+    assert by_headers == {
+        (("traceparent", b"first"),): ["verdict", "outcome"],
+        (("traceparent", b"second"),): ["dead_letter"],
+        (("traceparent", b"third"),): ["verdict", "flag", "outcome"],
     }
+    assert output.verdict_origins == [batch[0].origin, batch[2].origin]
+
+
+def test_records_go_to_the_topics_given() -> None:
+    settings = Settings(
+        topics=TopicSettings(verdicts="v", flags="f", outcomes="o", dead_letter="d"),
+        audit=AuditSettings(topic="a"),
+    )
+    output = judge_messages(
+        [message(BAD, 0), message(b"[1]", 1)],
+        RULES,
+        limits=StageLimits(audit_settings=applied_settings(settings)),
+        topics=OutputTopics.from_settings(settings),
+    )
+    assert [r.topic for r in output.records] == ["v", "f", "o", "a", "d"]

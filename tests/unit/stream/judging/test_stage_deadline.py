@@ -19,8 +19,9 @@ from streamproc.events import (
     Outcome,
 )
 from streamproc.judge.deadline import AnswerTimedOut, Deadline
-from streamproc.stream.judging.intake import MessageOrigin
 from streamproc.stream.judging.stage import IncomingMessage, StageLimits, judge_messages
+from streamproc.stream.output.dead_letter import MessageOrigin
+from tests.unit.stream.judging.test_stage import TOPICS
 
 NOW = datetime(2026, 1, 1, 0, 1, tzinfo=UTC)
 STEP_S = 0.001
@@ -104,8 +105,8 @@ def test_a_slow_answer_is_dead_lettered_and_the_batch_is_judged_in_bounded_time(
     assert letter.reason is DeadLetterReason.JUDGE_TIMEOUT and letter.offset == 50
     assert "0.2 s budget per answer" in letter.error
     # Its record sits where the message was: after the 50 answers before it (2 records each).
-    assert output.records[100].kind == "dead_letter"
-    assert json.loads(output.records[100].value)["reason"] == "judge_timeout"
+    assert output.records[100].topic == TOPICS.dead_letters.name
+    assert json.loads(output.records[100].value or b"")["reason"] == "judge_timeout"
 
     # Time: the slow answer costs its deadline; the answers judged before it are judged
     # again in the retry, so about deadline + 1.5 clean batches. Median of three runs.

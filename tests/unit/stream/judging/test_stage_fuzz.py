@@ -42,19 +42,16 @@ from streamproc.events import (
     DeadLetterReason,
     Verdict,
 )
-from streamproc.stream.judging.intake import (
-    MAX_DEPTH,
-    MessageOrigin,
-    Rejection,
-    parse_answer,
-)
-from streamproc.stream.judging.stage import IncomingMessage, judge_messages
+from streamproc.stream.judging.intake import MAX_DEPTH, parse_answer
+from streamproc.stream.judging.stage import IncomingMessage, StageLimits, judge_messages
+from streamproc.stream.output.dead_letter import MessageOrigin, Rejection
 from streamproc.wiring import build_judge
 
 pytestmark = pytest.mark.slow  # seconds per test: real models or hypothesis floods
 
 BATCH = 20
 MAX_EVENT_BYTES = 512 * 1024
+LIMITS = StageLimits(max_event_bytes=MAX_EVENT_BYTES)
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 MAX_FUTURE_S = 300.0
 MAX_PAST_S = 7 * 24 * 3600.0
@@ -110,7 +107,7 @@ def check_batch(raws: list[bytes | None], tally: Tally) -> None:
         IncomingMessage(value=raw, origin=MessageOrigin("answers", 3, offset, b"k"))
         for offset, raw in enumerate(raws)
     ]
-    output = judge_messages(messages, JUDGE, max_event_bytes=MAX_EVENT_BYTES)
+    output = judge_messages(messages, JUDGE, limits=LIMITS)
 
     letters: dict[int, list[DeadLetter]] = defaultdict(list)
     for letter in output.dead_letters:
@@ -745,7 +742,7 @@ def test_repeated_evidence_ids_cost_linear_time() -> None:
         runs = []
         for _ in range(3):
             started = time.perf_counter()
-            output = judge_messages([message], JUDGE, max_event_bytes=MAX_EVENT_BYTES)
+            output = judge_messages([message], JUDGE, limits=LIMITS)
             runs.append(time.perf_counter() - started)
             assert len(output.verdicts) == 1
         return statistics.median(runs)

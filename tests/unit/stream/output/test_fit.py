@@ -25,7 +25,7 @@ from streamproc.events import (
 )
 from streamproc.stream.output.fit import (
     OVERHEAD_BYTES,
-    FittedVerdict,
+    Fitted,
     TooLarge,
     encode,
     fit_dead_letter,
@@ -94,23 +94,23 @@ def size(model: Verdict) -> int:
 def test_a_verdict_that_fits_is_left_whole() -> None:
     whole = verdict(mixed(10))
     fitted = fit_verdict(whole, KEY, size(whole))
-    assert isinstance(fitted, FittedVerdict)
-    assert not fitted.trimmed and fitted.verdict == whole and fitted.value == encode(whole)
+    assert isinstance(fitted, Fitted)
+    assert fitted.model is whole and fitted.value == encode(whole)
 
 
 def test_signals_go_first() -> None:
     whole = verdict(mixed(40))
     slim_size = size(verdict([c.model_copy(update={"signals": {}}) for c in mixed(40)]))
     fitted = fit_verdict(whole, KEY, slim_size + 100)  # room for the note, not for signals
-    assert isinstance(fitted, FittedVerdict) and fitted.trimmed
-    claims = fitted.verdict.judgement.claims
+    assert isinstance(fitted, Fitted) and fitted.model != whole
+    claims = fitted.model.judgement.claims
     assert len(claims) == 40 and all(not c.signals for c in claims)
-    assert fitted.verdict.judgement.limits == [
+    assert fitted.model.judgement.limits == [
         "LIMIT_UNITS: 400 of 900 evidence units read",
         "OUTPUT_TRIMMED: signals dropped",
     ]
     assert fits(KEY, fitted.value, slim_size + 100)
-    assert json.loads(fitted.value) == json.loads(encode(fitted.verdict))
+    assert json.loads(fitted.value) == json.loads(encode(fitted.model))
 
 
 def test_then_the_least_severe_claims_go_and_the_counts_stay() -> None:
@@ -118,9 +118,9 @@ def test_then_the_least_severe_claims_go_and_the_counts_stay() -> None:
     whole = verdict(claims)
     limit = size(whole) // 8
     fitted = fit_verdict(whole, KEY, limit)
-    assert isinstance(fitted, FittedVerdict) and fitted.trimmed
+    assert isinstance(fitted, Fitted) and fitted.model != whole
     assert fits(KEY, fitted.value, limit)
-    kept = fitted.verdict.judgement.claims
+    kept = fitted.model.judgement.claims
     kept_indexes = [c.index for c in kept]
     assert kept_indexes == sorted(kept_indexes)  # listed in answer order
     # Every contradicted claim is kept before any unsupported one, and those before the rest.
@@ -132,14 +132,14 @@ def test_then_the_least_severe_claims_go_and_the_counts_stay() -> None:
     assert all(c.verdict in (VerdictLabel.CONTRADICTED, VerdictLabel.UNSUPPORTED) for c in kept)
     omitted = 400 - len(kept)
     note = f"OUTPUT_TRIMMED: signals dropped; {omitted} of 400 claims omitted"
-    assert fitted.verdict.judgement.limits[-1] == note
-    assert fitted.verdict.judgement.checked_claims == 400  # the whole answer's counts
+    assert fitted.model.judgement.limits[-1] == note
+    assert fitted.model.judgement.checked_claims == 400  # the whole answer's counts
     # As many as fit: one more claim (the next unsupported one) would not.
     next_index = next(i for i in unsupported if i not in kept_labels)
     one_more = sorted(
         [*kept, claims[next_index].model_copy(update={"signals": {}})], key=lambda c: c.index
     )
-    judgement = fitted.verdict.judgement.model_copy(
+    judgement = fitted.model.judgement.model_copy(
         update={
             "claims": one_more,
             "limits": [
@@ -148,14 +148,14 @@ def test_then_the_least_severe_claims_go_and_the_counts_stay() -> None:
             ],
         }
     )
-    assert not fits(KEY, encode(fitted.verdict.model_copy(update={"judgement": judgement})), limit)
+    assert not fits(KEY, encode(fitted.model.model_copy(update={"judgement": judgement})), limit)
 
 
 def test_without_signals_the_note_only_counts_claims() -> None:
     whole = verdict(mixed(100, signals=0))
     fitted = fit_verdict(whole, KEY, size(whole) // 2)
-    assert isinstance(fitted, FittedVerdict)
-    note = fitted.verdict.judgement.limits[-1]
+    assert isinstance(fitted, Fitted)
+    note = fitted.model.judgement.limits[-1]
     assert note.startswith("OUTPUT_TRIMMED: ") and "signals" not in note
     assert note.endswith(" of 100 claims omitted")
 
@@ -169,7 +169,7 @@ def test_too_large_even_without_claims() -> None:
 
 def test_a_record_that_cannot_degrade_is_refused() -> None:
     whole = verdict(mixed(3))
-    assert fit_record(whole, KEY, size(whole)) == encode(whole)
+    assert fit_record(whole, KEY, size(whole)) == Fitted(whole, encode(whole))
     refused = fit_record(whole, KEY, size(whole) - 1)
     assert isinstance(refused, TooLarge) and "verdict of" in refused.detail
 
@@ -188,13 +188,15 @@ def letter(value: bytes, key: bytes | None = b"conv") -> DeadLetter:
 
 
 def test_a_dead_letter_that_fits_keeps_the_original_bytes() -> None:
-    value = fit_dead_letter(letter(b"x" * 1000), b"conv", 64 * 1024)
-    assert base64.b64decode(json.loads(value)["value_b64"]) == b"x" * 1000
+    whole = letter(b"x" * 1000)
+    assert fit_dead_letter(whole, b"conv", 64 * 1024) == Fitted(whole, encode(whole))
 
 
 def test_a_dead_letter_too_large_drops_the_value_and_says_so() -> None:
-    value = fit_dead_letter(letter(b"x" * 100_000), b"conv", 64 * 1024)
+    fitted = fit_dead_letter(letter(b"x" * 100_000), b"conv", 64 * 1024)
+    value = fitted.value
     document = json.loads(value)
+    assert document == fitted.model.model_dump(mode="json")
     assert document["value_b64"] == "" and document["key_b64"] is not None
     assert "original value left out: 133336 base64 characters" in document["error"]
     assert fits(b"conv", value, 64 * 1024)
@@ -202,7 +204,7 @@ def test_a_dead_letter_too_large_drops_the_value_and_says_so() -> None:
 
 def test_then_the_original_key_too() -> None:
     big_key = b"k" * 60_000
-    value = fit_dead_letter(letter(b"x" * 10, key=big_key), None, 64 * 1024)
+    value = fit_dead_letter(letter(b"x" * 10, key=big_key), None, 64 * 1024).value
     document = json.loads(value)
     assert document["value_b64"] == "" and document["key_b64"] is None
     assert "original key left out too" in document["error"]
@@ -231,7 +233,7 @@ def test_whatever_comes_back_fits_and_keeps_the_most_severe(
         assert size(bare) > limit
         return
     assert fits(KEY, result.value, limit)
-    kept = result.verdict.judgement.claims
+    kept = result.model.judgement.claims
     dropped = [c for c in claims if c.index not in {k.index for k in kept}]
     for k in kept:  # a kept claim is more severe, or as severe and earlier, than any dropped
         assert all((rank(k), k.index) < (rank(d), d.index) for d in dropped)
