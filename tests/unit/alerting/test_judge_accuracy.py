@@ -1,4 +1,5 @@
-"""The shipped confusion counts are EVALUATION.md's, and load by judge key."""
+"""The shipped confusion counts are the documented report-split tables (EVALUATION.md,
+models/README.md), and load by judge key."""
 
 from __future__ import annotations
 
@@ -19,12 +20,13 @@ from streamproc.judge.decision.calibrator import REGIMES
 from streamproc.wiring import judge_key_of
 
 EVALUATION = Path(__file__).resolve().parents[3] / "EVALUATION.md"
+MODELS = Path(__file__).resolve().parents[3] / "models" / "README.md"
 TASKS = ("QA", "Summary", "Data2txt")
 
 
-def _table_after(marker: str) -> dict[str, ConfusionCounts]:
+def _table_after(document: Path, marker: str) -> dict[str, ConfusionCounts]:
     """The answer-level table (task | n | pos | TP | FP | FN | TN | ...) after ``marker``."""
-    text = EVALUATION.read_text(encoding="utf-8")
+    text = document.read_text(encoding="utf-8")
     start = text.index(marker)
     rows: dict[str, ConfusionCounts] = {}
     for line in text[start:].splitlines():
@@ -41,25 +43,22 @@ def _table_after(marker: str) -> dict[str, ConfusionCounts]:
 
 
 @pytest.mark.parametrize(
-    ("key", "marker"),
+    ("key", "document", "marker"),
     [
         (
             "nli+verdict-calibrator-verifier-v2+answer-calibrator-v1",
-            "The full answer-level table of the default judge (issue 13)",
+            EVALUATION,
+            "The full answer-level table of the default judge",
         ),
-        (
-            "nli+verdict-calibrator-verifier-v1",
-            "The same judge with calibrator v1 on today's code",
-        ),
-        (
-            "nli+verdict-calibrator-l3-embedder-v1",
-            "The full answer-level table of the 3-layer embedder's judge",
-        ),
-        ("rules", "**Rules judge** (the course's word-overlap baseline), same rows"),
+        ("nli+verdict-calibrator-verifier-v1", MODELS, "The same judge with calibrator v1"),
+        ("nli+verdict-calibrator-l3-embedder-v1", MODELS, "The 3-layer embedder's judge"),
+        ("rules", EVALUATION, "**Rules judge** (the course's word-overlap baseline), same rows"),
     ],
 )
-def test_shipped_counts_are_evaluation_md_report_split_tables(key: str, marker: str) -> None:
-    table = _table_after(marker)
+def test_shipped_counts_are_the_documented_report_split_tables(
+    key: str, document: Path, marker: str
+) -> None:
+    table = _table_after(document, marker)
     accuracy = judge_accuracy(key)
     assert accuracy is not None
     for task in TASKS:
