@@ -3,7 +3,8 @@
 # runs on 3.11, scripts/test.sh). Each version found gets its own .venv-py<version> with
 # streamproc[dev] installed; the suites run side by side (one pytest process each), and each
 # version not found is skipped with the reason printed. Arguments go to pytest (default:
-# tests/unit tests/bench -q). Exit status: non-zero if any version that ran failed.
+# tests/unit tests/bench -q -m 'not slow': the slow tests run on 3.11). Exit status:
+# non-zero if any version that ran failed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -11,7 +12,7 @@ log() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
 
 VERSIONS=(3.12 3.13)
 args=("$@")
-[[ ${#args[@]} -gt 0 ]] || args=(tests/unit tests/bench -q -p no:cacheprovider)
+[[ ${#args[@]} -gt 0 ]] || args=(tests/unit tests/bench -q -p no:cacheprovider -m 'not slow')
 
 # An interpreter that really runs: python3.X on PATH (a pyenv shim for a version that is
 # not selected fails), else pyenv's own install of it.
