@@ -17,7 +17,7 @@ partitions after a rebalance, silently, with 11 % of the answers never counted. 
 - a batch's aggregates, late outcomes, dead letters, hook records, changelog changes
   and input offsets go out in one Kafka transaction, so "counted", "closed" and
   "acknowledged" can never disagree (on Tansu: acknowledged first, then committed, and
-  the seen marks drop redeliveries). The hooks (``window_report.py``) see one
+  the seen marks drop redeliveries). The hooks (``windows/report.py``) see one
   :class:`~streamproc.stream.windows.report.WindowReport` per partition and transaction.
 """
 
@@ -88,7 +88,7 @@ class _Partition:
 class WindowLoop(ConsumerLoop):
     """Consume outcomes, keep windows, publish aggregates; see the module docstring.
 
-    ``in_transaction`` / ``after_commit``: the hooks of ``window_report.py``.
+    ``in_transaction`` / ``after_commit``: the hooks of ``windows/report.py``.
     ``late_events`` counts the outcomes written to the late topic since start.
     """
 

@@ -1,7 +1,7 @@
 """Event-time windows: what is counted, under which key, and which windows a pane is in.
 
-Pure arithmetic, no state and no broker (the counting is ``window_panes.py``, the table
-``window_table.py``, the loop ``window_loop.py``).
+Pure arithmetic, no state and no broker (the counting is ``windows/panes.py``, the table
+``windows/table.py``, the loop ``windows/loop.py``).
 
 - A *series* is one (tenant, assistant_id, model): every window, lateness decision and
   clock belongs to one series, so one tenant's traffic can never close, revise or move
