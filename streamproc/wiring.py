@@ -1,4 +1,5 @@
-"""The composition root: settings in, judges (with their models and calibrators) out.
+"""The composition root: settings in; judges (models, calibrators), the judge runner and
+the worker's loops out.
 
 Every entry point - the worker, the offline evaluation, the benchmarks - builds its
 judge here, so one setting means the same judge everywhere and the judge library never
