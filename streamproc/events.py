@@ -374,6 +374,15 @@ class CorrectedRate(_Model):
     estimate: float | None = Field(description="Rogan-Gladen true rate, clipped to [0, 1].")
     low: float | None
     high: float | None
+    source: Literal["offline-benchmark", "live", "mixed"] = Field(
+        default="offline-benchmark",
+        description="Whose sensitivity and specificity corrected the rate: the shipped "
+        "offline benchmark counts, the deployment's own reviewer labels (live, once a cell "
+        "has labels.min_labels), or live for some task types and offline for others.",
+    )
+    labels_used: NonNegativeInt = Field(
+        default=0, description="Reviewer-labelled answers behind the live part (0: offline)."
+    )
     clipped: bool = Field(
         default=False,
         description="The interval reached past 0 or 1 and was cut there. Both bounds at 0 "
@@ -413,6 +422,10 @@ class DeadLetterReason(StrEnum):
     EVENT_TIME_OUT_OF_RANGE = "event_time_out_of_range"
     OUTPUT_TOO_LARGE = "output_too_large"
     UNREADABLE_RECORD = "unreadable_record"
+    UNKNOWN_ANSWER = "unknown_answer"
+    """A label for an answer that never entered the review queue (labels loop)."""
+    LABEL_REFUSED = "label_refused"
+    """A label from a reviewer not allowed to see the answer's tenant (labels loop)."""
 
 
 class DeadLetter(_Model):

@@ -11,7 +11,11 @@ can scale, so they are chosen here, from settings, on purpose. Keys (see README)
 - aggregates: ``assistant_id`` - one assistant's windows arrive in order.
 - dead letter: the original key, so a replay lands where the original would have.
 - audit: ``answer_id`` (compacted), one record per judged answer, written in the same
-  transaction as its verdict.
+  transaction as its verdict; accepted reviewer labels as ``label:<answer_id>:<label_id>``.
+- review queue, labels: ``answer_id``, with the same partition count, so an answer's review
+  item and its labels meet in one partition of the labels loop (co-partitioned join).
+- label deltas (internal), judge accuracy (compacted): the accuracy cell
+  ``tenant/assistant/task_type/judge_key``.
 
 The loops write through :class:`~streamproc.stream.output.catalog.OutputTopics`, which
 keys and sizes every record under the limits set here.
@@ -33,9 +37,12 @@ __all__ = [
     "AUDIT_MAX_MESSAGE_BYTES",
     "DEAD_LETTER_MAX_BYTES",
     "TopicSpec",
+    "accuracy_changelog_topic",
     "audit_topic_spec",
+    "labels_changelog_topic",
     "ensure_topics",
     "prepare_topics",
+    "review_topic_specs",
     "topic_specs",
     "window_changelog_topic",
 ]
@@ -66,6 +73,38 @@ def window_changelog_topic(settings: Settings) -> str:
     return f"{settings.app_id}.window-state-changelog"
 
 
+def labels_changelog_topic(settings: Settings) -> str:
+    """The labels loop's state (review items waiting for labels), partitioned like the
+    review queue."""
+    return f"{settings.app_id}.labels-state-changelog"
+
+
+def accuracy_changelog_topic(settings: Settings) -> str:
+    """The accuracy loop's state (tallies per cell), partitioned like the label deltas."""
+    return f"{settings.app_id}.accuracy-state-changelog"
+
+
+def review_topic_specs(settings: Settings) -> list[TopicSpec]:
+    """The reviewers' loop: the queue and the labels (co-partitioned, by answer id), the
+    internal deltas, the compacted accuracy table and the two loops' changelogs."""
+    topics = settings.topics
+
+    def spec(name: str, config: dict[str, str]) -> TopicSpec:
+        return TopicSpec(name, topics.partitions, topics.replication_factor, config)
+
+    output = {"max.message.bytes": str(topics.output_max_message_bytes)}
+    compacted = {"cleanup.policy": "compact", **output}
+    return [
+        # A review item carries the answer and its evidence, like an audit record.
+        spec(settings.review.queue_topic, {"max.message.bytes": str(AUDIT_MAX_MESSAGE_BYTES)}),
+        spec(settings.review.labels_topic, output),
+        spec(settings.labels.deltas_topic, output),
+        spec(settings.labels.accuracy_topic, compacted),
+        spec(labels_changelog_topic(settings), compacted),
+        spec(accuracy_changelog_topic(settings), compacted),
+    ]
+
+
 def topic_specs(settings: Settings) -> list[TopicSpec]:
     """Every topic the worker needs, with explicit partition counts and an explicit
     ``max.message.bytes`` on every topic the worker writes: the judging stage fits its
@@ -92,6 +131,11 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
             {"cleanup.policy": "compact", **output},
         ),
         *([audit_topic_spec(settings)] if settings.audit.enabled else []),
+        *(
+            review_topic_specs(settings)
+            if settings.review.enabled or settings.labels.enabled
+            else []
+        ),
         spec(
             topics.dead_letter,
             {

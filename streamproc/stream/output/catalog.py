@@ -18,16 +18,25 @@ from streamproc.alerting.alert_state import AlertEvent
 from streamproc.audit.record import AuditRecord
 from streamproc.config import Settings
 from streamproc.events import AnswerOutcome, DeadLetter, Flag, Verdict, WindowAggregate
+from streamproc.label_events import (
+    JudgeAccuracyEvent,
+    LabelAuditEntry,
+    LabelDelta,
+    LabelEvent,
+    ReviewItem,
+)
 from streamproc.stream.output.dead_letter import original_key
 from streamproc.stream.output.fit import fit_dead_letter, fit_verdict
 from streamproc.stream.output.topic import OutputTopic
 from streamproc.stream.topics import (
     AUDIT_MAX_MESSAGE_BYTES,
     DEAD_LETTER_MAX_BYTES,
+    accuracy_changelog_topic,
+    labels_changelog_topic,
     window_changelog_topic,
 )
 
-__all__ = ["OutputTopics"]
+__all__ = ["LABEL_KEY_PREFIX", "OutputTopics"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +56,17 @@ class OutputTopics:
     alerts: OutputTopic[AlertEvent]
     window_state: OutputTopic[Any]
     """The window loop's changelog: entries come encoded by the window store."""
+    review_items: OutputTopic[ReviewItem]
+    labels: OutputTopic[LabelEvent]
+    """Where the review page and ``review import`` publish reviewers' labels."""
+    label_audit: OutputTopic[LabelAuditEntry]
+    """Accepted labels, on the audit topic (key ``label:<answer_id>:<label_id>``)."""
+    label_deltas: OutputTopic[LabelDelta]
+    judge_accuracy: OutputTopic[JudgeAccuracyEvent]
+    labels_state: OutputTopic[Any]
+    """The labels loop's changelog."""
+    accuracy_state: OutputTopic[Any]
+    """The accuracy loop's changelog."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OutputTopics:
@@ -64,14 +84,35 @@ class OutputTopics:
             late=OutputTopic(settings.window.late_topic, limit, _assistant_key),
             alerts=OutputTopic(settings.alerts.topic, limit, _alert_key),
             window_state=OutputTopic(window_changelog_topic(settings), limit),
+            review_items=OutputTopic(
+                settings.review.queue_topic, AUDIT_MAX_MESSAGE_BYTES, _answer_key
+            ),
+            labels=OutputTopic(settings.review.labels_topic, limit, _answer_key),
+            label_audit=OutputTopic(settings.audit.topic, AUDIT_MAX_MESSAGE_BYTES, _label_key),
+            label_deltas=OutputTopic(settings.labels.deltas_topic, limit, _cell_key),
+            judge_accuracy=OutputTopic(settings.labels.accuracy_topic, limit, _cell_key),
+            labels_state=OutputTopic(labels_changelog_topic(settings), limit),
+            accuracy_state=OutputTopic(accuracy_changelog_topic(settings), limit),
         )
 
 
 # Module-level functions, not lambdas: the topics pickle into the judge's own process.
 
 
-def _answer_key(model: Verdict | Flag | AuditRecord) -> bytes:
+def _answer_key(model: Verdict | Flag | AuditRecord | ReviewItem | LabelEvent) -> bytes:
     return model.answer_id.encode()
+
+
+LABEL_KEY_PREFIX = "label:"
+"""Audit-topic keys of label entries start so: the sink tells them from answer records."""
+
+
+def _label_key(entry: LabelAuditEntry) -> bytes:
+    return f"{LABEL_KEY_PREFIX}{entry.answer_id}:{entry.label.label_id}".encode()
+
+
+def _cell_key(model: LabelDelta | JudgeAccuracyEvent) -> bytes:
+    return model.cell.key.encode()
 
 
 def _assistant_key(model: AnswerOutcome | WindowAggregate) -> bytes:
