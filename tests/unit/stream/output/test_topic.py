@@ -85,12 +85,19 @@ def test_the_catalog_names_keys_and_sizes_every_output() -> None:
         topics.late.name: topics.late,
         topics.alerts.name: topics.alerts,
         topics.window_state.name: topics.window_state,
+        topics.review_items.name: topics.review_items,
+        topics.labels.name: topics.labels,
+        topics.label_deltas.name: topics.label_deltas,
+        topics.judge_accuracy.name: topics.judge_accuracy,
+        topics.labels_state.name: topics.labels_state,
+        topics.accuracy_state.name: topics.accuracy_state,
     }
     created = {
         spec.name: int(spec.config["max.message.bytes"])
         for spec in topic_specs(settings)
         if spec.name != settings.topics.answers  # the one topic read, not written
     }
+    assert topics.label_audit.name == topics.audit.name  # labels join the audit chain
     assert {name: topic.max_bytes for name, topic in names.items()} == created
     assert topics.window_state.name == window_changelog_topic(settings)
     assert topics.dead_letters.max_bytes == DEAD_LETTER_MAX_BYTES
