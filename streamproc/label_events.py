@@ -42,6 +42,7 @@ __all__ = [
     "ClaimLabel",
     "ClaimLabelValue",
     "JudgeAccuracyEvent",
+    "JudgeDriftAlert",
     "LabelAuditEntry",
     "LabelDelta",
     "LabelEvent",
@@ -263,3 +264,24 @@ class JudgeAccuracyEvent(_Model):
         "sensitivity_below_baseline, precision_below_baseline.",
     )
     measured_at: AwareDatetime
+
+
+class JudgeDriftAlert(_Model):
+    """The judge's live accuracy fell significantly below its offline figures or its own
+    trailing baseline in one cell (topic: alerts, key ``tenant/assistant``; severity
+    ticket: someone should look at the judge this week, nobody is paged)."""
+
+    alert: Literal["judge_drift"] = "judge_drift"
+    alert_id: str = Field(description="Stable per cell: firing and resolved share it.")
+    state: Literal["firing", "resolved"]
+    severity: Literal["ticket"] = "ticket"
+    tenant: str
+    assistant_id: str
+    cell: AccuracyCell
+    findings: list[str] = Field(description="As JudgeAccuracyEvent.drift.")
+    sensitivity: float | None
+    precision: float | None
+    offline_sensitivity: float | None
+    offline_precision: float | None
+    labelled_answers: NonNegativeInt
+    at: AwareDatetime

@@ -13,8 +13,9 @@ from datetime import datetime
 from typing import Protocol
 
 from streamproc.events import DeadLetter, DeadLetterReason, Flag, Verdict
+from streamproc.label_events import JudgeAccuracyEvent, JudgeDriftAlert
 
-__all__ = ["JudgingSensor", "PublishedBatch", "WindowSensor"]
+__all__ = ["AccuracySensor", "JudgingSensor", "PublishedBatch", "WindowSensor"]
 
 
 class PublishedBatch(Protocol):
@@ -58,3 +59,17 @@ class WindowSensor(Protocol):
     def late_event(self, tenant: str, assistant: str, model: str) -> None: ...
 
     def alert_state(self, tenant: str, assistant: str, severity: str, firing: bool) -> None: ...
+
+
+class AccuracySensor(Protocol):
+    """What the labels and accuracy loops report: the judge's live accuracy per cell,
+    drift alerts, labels accepted or refused."""
+
+    def accuracy(self, event: JudgeAccuracyEvent) -> None: ...
+
+    def drift(self, alert: JudgeDriftAlert) -> None: ...
+
+    def label(self, outcome: str) -> None:
+        """One label handled: ``accepted``, ``duplicate``, ``unknown_answer``,
+        ``refused`` or ``invalid``."""
+        ...
