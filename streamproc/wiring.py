@@ -218,7 +218,12 @@ def build_loops(
     alerting = AlertHooks(settings, metrics)
     return WorkerLoops(
         judging=JudgeLoop(
-            settings, runner, client_options=options, telemetry=telemetry, metrics=metrics
+            settings,
+            runner,
+            client_options=options,
+            telemetry=telemetry,
+            metrics=metrics,
+            judge_key=judge_key_of(settings.judge),
         ),
         windows=WindowLoop(
             settings,

@@ -94,7 +94,10 @@ class JudgeLoop(ConsumerLoop):
         executor: Executor | None = None,
         telemetry: Telemetry | None = None,
         metrics: JudgingSensor | None = None,
+        judge_key: str | None = None,
     ) -> None:
+        """``judge_key``: the judge's key in the measured-accuracy table, stamped on the
+        review items (live accuracy is kept per judge)."""
         worker = settings.worker
         super().__init__(
             settings,
@@ -111,7 +114,7 @@ class JudgeLoop(ConsumerLoop):
         # judge spreads its own model calls over threads (``nli_parallel_calls``). A bare
         # judge runs in a thread (``executor``, default one of its own).
         self._runner = judge if isinstance(judge, JudgeRunner) else JudgeThread(judge, executor)
-        self._limits = StageLimits.from_settings(settings)
+        self._limits = StageLimits.from_settings(settings, judge_key=judge_key)
         self._tracing = Tracing(telemetry or Telemetry.disabled(), group=self.group_id)
         self._metrics: JudgingSensor = metrics or WorkerMetrics()
         self._topics = OutputTopics.from_settings(settings)

@@ -37,7 +37,9 @@ from streamproc.events import (
 from streamproc.judge import Judge
 from streamproc.judge.deadline import AnswerTimedOut
 from streamproc.judge.stage_times import StageTime, collecting
+from streamproc.label_events import ReviewItem
 from streamproc.stream.judging.intake import parse_answer
+from streamproc.stream.judging.review_sampling import ReviewSampling
 from streamproc.stream.judging.task_type import task_type_of
 from streamproc.stream.loop.publisher import OutboundRecord
 from streamproc.stream.output.catalog import OutputTopics
@@ -82,9 +84,13 @@ class StageLimits:
     audit_settings: Mapping[str, object] | None = None
     """The settings that shape a verdict (``audit.record.applied_settings``), written into
     every answer's audit record; None: no audit records."""
+    review: ReviewSampling | None = None
+    """Which answers go to the review queue; None: none."""
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> StageLimits:
+    def from_settings(cls, settings: Settings, *, judge_key: str | None = None) -> StageLimits:
+        """``judge_key``: the judge's key in the measured-accuracy table, stamped on
+        review items (:func:`streamproc.wiring.judge_key_of`)."""
         worker = settings.worker
         return cls(
             max_event_bytes=worker.max_event_bytes,
@@ -92,6 +98,11 @@ class StageLimits:
             event_time_max_future_s=worker.event_time_max_future_s,
             event_time_max_past_s=worker.event_time_max_past_s,
             audit_settings=applied_settings(settings) if settings.audit.enabled else None,
+            review=(
+                ReviewSampling.from_settings(settings, judge_key=judge_key)
+                if settings.review.enabled
+                else None
+            ),
         )
 
 
@@ -109,6 +120,7 @@ class StageOutput:
     letter names its message itself)."""
     flags: list[Flag] = field(default_factory=list)
     outcomes: list[AnswerOutcome] = field(default_factory=list)
+    review_items: list[ReviewItem] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
     stage_times: list[StageTime] = field(default_factory=list)
     """The judge's own stages for this batch (claims, retrieval, nli, decide...), for
@@ -327,6 +339,7 @@ class _Built:
     verdict: Verdict
     flag: Flag | None
     outcome: AnswerOutcome
+    review_item: ReviewItem | None = None
 
     def add_to(self, output: StageOutput, origin: MessageOrigin) -> None:
         output.records.extend(self.records)
@@ -335,6 +348,8 @@ class _Built:
         if self.flag is not None:
             output.flags.append(self.flag)
         output.outcomes.append(self.outcome)
+        if self.review_item is not None:
+            output.review_items.append(self.review_item)
 
 
 def _build_isolated(
@@ -407,7 +422,16 @@ def _build(
         if isinstance(audit_record, TooLarge):
             return Rejection(DeadLetterReason.OUTPUT_TOO_LARGE, audit_record.detail)
         records.append(audit_record.record)
-    return _Built(records, published.model, flag, outcome)
+    review_item = None
+    if limits.review is not None:
+        # The whole verdict, so the reviewer sees every claim. An item too large for its
+        # topic is left out: the answer is still monitored, just not offered for review.
+        item = limits.review.item(answer, verdict, outcome.task_type)
+        prepared = None if item is None else topics.review_items.prepare(item, headers=headers)
+        if prepared is not None and not isinstance(prepared, TooLarge):
+            records.append(prepared.record)
+            review_item = prepared.model
+    return _Built(records, published.model, flag, outcome, review_item)
 
 
 def _audit(message: IncomingMessage, verdict: Verdict, limits: StageLimits) -> AuditRecord:

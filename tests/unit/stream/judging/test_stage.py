@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 
 from streamproc.audit.record import AuditRecord, applied_settings
-from streamproc.config import AuditSettings, JudgeSettings, Settings, TopicSettings, WorkerSettings
+from streamproc.config import (
+    AuditSettings,
+    JudgeSettings,
+    ReviewSettings,
+    Settings,
+    TopicSettings,
+    WorkerSettings,
+)
 from streamproc.events import (
     Action,
     AnswerEvent,
@@ -23,6 +30,7 @@ from streamproc.events import (
     JudgeInfo,
 )
 from streamproc.stream.judging.intake import parse_answer
+from streamproc.stream.judging.review_sampling import ReviewSampling
 from streamproc.stream.judging.stage import (
     IncomingMessage,
     StageLimits,
@@ -330,15 +338,18 @@ def test_limits_from_settings() -> None:
         ),
         topics=TopicSettings(output_max_message_bytes=200_000),
     )
-    assert StageLimits.from_settings(settings) == StageLimits(
+    assert StageLimits.from_settings(settings, judge_key="nli+x") == StageLimits(
         max_event_bytes=1000,
         judge_deadline_s=2.5,
         event_time_max_future_s=60,
         event_time_max_past_s=3600,
         audit_settings=applied_settings(settings),
+        review=ReviewSampling(rate=0.02, judge_key="nli+x"),
     )
     no_audit = settings.model_copy(update={"audit": AuditSettings(enabled=False)})
     assert StageLimits.from_settings(no_audit).audit_settings is None
+    no_review = settings.model_copy(update={"review": ReviewSettings(enabled=False)})
+    assert StageLimits.from_settings(no_review).review is None
 
 
 def test_each_judged_answer_has_an_audit_record_with_its_exact_bytes() -> None:
