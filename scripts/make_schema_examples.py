@@ -6,6 +6,7 @@ Deterministic (fixed clock), so rerunning gives the same files:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +17,20 @@ from streamproc.alerting.judge_accuracy import judge_accuracy
 from streamproc.audit.record import AuditRecord, applied_settings
 from streamproc.config import JudgeSettings, Settings, WindowSettings
 from streamproc.events import AnswerEvent, Timings
+from streamproc.label_events import (
+    AccuracyCell,
+    ClaimLabel,
+    ClaimLabelValue,
+    JudgeAccuracyEvent,
+    JudgeDriftAlert,
+    LabelAuditEntry,
+    LabelDelta,
+    LabelEvent,
+    RateEstimate,
+    ReviewItem,
+    Tally,
+)
+from streamproc.stream.judging.review_sampling import ReviewSampling
 from streamproc.stream.judging.stage import IncomingMessage, StageLimits, judge_messages
 from streamproc.stream.output.dead_letter import MessageOrigin
 from streamproc.stream.windows.index import PartitionIndex
@@ -88,6 +103,7 @@ def main() -> None:
             audit_settings=applied_settings(
                 Settings.model_construct(judge=JudgeSettings(name="rules"))
             ),
+            review=ReviewSampling(rate=0.02, judge_key="rules"),
         ),
         now=NOW,
     )
@@ -109,6 +125,7 @@ def main() -> None:
     [audit] = [r for r in output.records if r.topic == audit_topic]
     record = AuditRecord.model_validate_json(audit.value or b"")
     record = record.model_copy(update=fixed)  # the measured judge time, fixed as above
+    item = output.review_items[0].model_copy(update={"judge": verdict.judge})
     examples: dict[str, BaseModel] = {
         "answer-event": ANSWER,
         "verdict": verdict,
@@ -117,11 +134,102 @@ def main() -> None:
         "dead-letter": letter,
         "audit-record": record,
         "answer-outcome": outcome,
+        **_review_examples(item),
     }
     for name, model in examples.items():
         document = model.model_dump(mode="json", exclude_none=name == "answer-event")
         (OUT / f"{name}.json").write_text(json.dumps(document, indent=2) + "\n")
         print(f"wrote {OUT / f'{name}.json'}")
+
+
+def _review_examples(item: ReviewItem) -> dict[str, BaseModel]:
+    """The reviewers' loop: one reviewer disagreeing with the judge on one claim."""
+    label = LabelEvent(
+        label_id="lbl-0001",
+        answer_id=item.answer_id,
+        tenant=item.tenant,
+        reviewer="alice",
+        labelled_at=datetime(2026, 1, 6, 14, 2, tzinfo=UTC),
+        answer_label="hallucinated",
+        claims=[
+            ClaimLabel(index=0, label=ClaimLabelValue.CONTRADICTED),
+            ClaimLabel(index=1, label=ClaimLabelValue.SUPPORTED),
+        ],
+        note="90 of 100 were delivered, not 80.",
+    )
+    cell = AccuracyCell(
+        tenant=item.tenant,
+        assistant_id=item.assistant_id,
+        task_type=item.task_type or "unknown",
+        judge_key="rules",
+    )
+    entry = LabelAuditEntry(
+        answer_id=item.answer_id,
+        tenant=item.tenant,
+        assistant_id=item.assistant_id,
+        label=label,
+        label_sha256=hashlib.sha256(label.model_dump_json().encode()).hexdigest(),
+        judge_key="rules",
+        judge_hallucinated=item.judgement.hallucinated,
+        agrees_with_judge=item.judgement.hallucinated,
+        claims_disagreeing=[],
+        recorded_at=datetime(2026, 1, 6, 14, 2, 1, tzinfo=UTC),
+    )
+    delta = LabelDelta(
+        cell=cell,
+        answer_id=item.answer_id,
+        label_id=label.label_id,
+        answer_day=item.occurred_at.date(),
+        labelled_at=label.labelled_at,
+        new_answer=True,
+        tp=Tally(n=1.0, w=1.0, w2=1.0),
+        claims_compared=2,
+        claims_agreeing=2,
+    )
+    # 40 flagged answers labelled (34 hallucinated), 12 of the 2 % sample (1 hallucinated).
+    tp, fp = Tally(n=34, w=34, w2=34), Tally(n=6, w=6, w2=6)
+    fn, tn = Tally(n=1, w=50, w2=2500), Tally(n=11, w=550, w2=27500)
+    accuracy = JudgeAccuracyEvent(
+        cell=cell,
+        labelled_answers=52,
+        labels=55,
+        tp=tp,
+        fp=fp,
+        fn=fn,
+        tn=tn,
+        sensitivity=RateEstimate(estimate=34 / 84, low=0.19, high=0.66, n_effective=3.2),
+        specificity=RateEstimate(estimate=550 / 556, low=0.72, high=1.0, n_effective=11.1),
+        precision=RateEstimate(estimate=0.85, low=0.71, high=0.93, n_effective=40.0),
+        claim_agreement=RateEstimate(estimate=0.83, low=0.77, high=0.88, n_effective=180.0),
+        kappa=0.71,
+        kappa_pairs=3,
+        offline_sensitivity=0.74,
+        offline_precision=0.54,
+        drift=["sensitivity_below_offline"],
+        measured_at=datetime(2026, 1, 6, 14, 2, 5, tzinfo=UTC),
+    )
+    drift = JudgeDriftAlert(
+        alert_id=f"judge_drift:{cell.key}",
+        state="firing",
+        tenant=cell.tenant,
+        assistant_id=cell.assistant_id,
+        cell=cell,
+        findings=accuracy.drift,
+        sensitivity=accuracy.sensitivity.estimate,
+        precision=accuracy.precision.estimate,
+        offline_sensitivity=accuracy.offline_sensitivity,
+        offline_precision=accuracy.offline_precision,
+        labelled_answers=accuracy.labelled_answers,
+        at=accuracy.measured_at,
+    )
+    return {
+        "review-item": item,
+        "label-event": label,
+        "label-audit-entry": entry,
+        "label-delta": delta,
+        "judge-accuracy-event": accuracy,
+        "judge-drift-alert": drift,
+    }
 
 
 if __name__ == "__main__":

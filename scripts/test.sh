@@ -35,6 +35,20 @@ if ! command -v promtool >/dev/null || ! command -v amtool >/dev/null; then
     fi
 fi
 
+# Debian's chromium and chromium-driver are the browser of tests/integration/test_review_page.py
+# (Selenium drives them; nothing downloads a browser). Installed only where we may;
+# otherwise that test skips, or fails when CI is set.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    if [[ ${EUID} -eq 0 ]] && command -v apt-get >/dev/null; then
+        log "installing chromium and chromium-driver with apt-get"
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            chromium chromium-driver; } \
+            >/dev/null || log "could not install chromium: the review page's browser test will not pass"
+    else
+        log "chromium not found (apt-get install chromium chromium-driver): the review page's browser test will skip"
+    fi
+fi
+
 rc=0
 .venv/bin/python -m pytest "$@" || rc=$?
 if [[ ${rc} -eq 5 ]]; then

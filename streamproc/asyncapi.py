@@ -34,6 +34,10 @@ class _Topic:
     key: str
     action: Literal["receive", "send"]
     description: str
+    group: str = "judge"
+    """The reading loop's consumer group, ``<app_id>.<group>`` (receive only)."""
+    also: tuple[tuple[str, str, str], ...] = ()
+    """More messages on the same topic: (message, schema file, key)."""
 
 
 def _topics(settings: Settings) -> list[_Topic]:
@@ -101,7 +105,9 @@ def _topics(settings: Settings) -> list[_Topic]:
             "alert-event",
             "assistant_id",
             "send",
-            "Hallucination-rate alerts, firing and resolved.",
+            "Hallucination-rate alerts, firing and resolved; judge_drift alerts (ticket) "
+            "when the judge's live accuracy falls.",
+            also=(("JudgeDriftAlert", "judge-drift-alert", "tenant/assistant_id"),),
         ),
         _Topic(
             "audit",
@@ -112,7 +118,9 @@ def _topics(settings: Settings) -> list[_Topic]:
             "send",
             "One record per judged answer, as an auditor replays it: the event's exact bytes "
             "and sha256, every claim and the sentence that decided it, the judge, its models "
-            "and the settings applied (the audit sink stores these).",
+            "and the settings applied (the audit sink stores these). Accepted reviewer "
+            "labels join the same hash chain.",
+            also=(("LabelAuditEntry", "label-audit-entry", "label:<answer_id>:<label_id>"),),
         ),
         _Topic(
             "lateEvents",
@@ -133,6 +141,48 @@ def _topics(settings: Settings) -> list[_Topic]:
             "Internal: one outcome per judged answer, written by the judging loop and read "
             "by the window loop (group <app_id>.windows).",
         ),
+        *_review_topics(settings),
+    ]
+
+
+def _review_topics(settings: Settings) -> list[_Topic]:
+    """The reviewers' loop: items out to people, their labels in, the judge's live
+    accuracy out."""
+    review, labels = settings.review, settings.labels
+    return [
+        _Topic(
+            "reviewQueue",
+            review.queue_topic,
+            "ReviewItem",
+            "review-item",
+            "answer_id",
+            "send",
+            "Answers for people to review: every flagged answer and a seeded sample of "
+            "passed ones, each with why it was sampled and its inclusion probability. Read "
+            "by the review page (group <app_id>.review-page) and the labels loop.",
+        ),
+        _Topic(
+            "labels",
+            review.labels_topic,
+            "LabelEvent",
+            "label-event",
+            "answer_id",
+            "receive",
+            "Reviewers' labels of answers and their claims (the review page, "
+            "'streamproc review import', or any producer); several reviewers per answer.",
+            group="labels",
+        ),
+        _Topic(
+            "judgeAccuracy",
+            labels.accuracy_topic,
+            "JudgeAccuracyEvent",
+            "judge-accuracy-event",
+            "tenant/assistant_id/task_type/judge_key",
+            "send",
+            "Compacted: the judge measured against reviewers per cell - weighted "
+            "TP/FP/FN/TN, sensitivity, specificity and precision with intervals, claim "
+            "agreement, Cohen's kappa, drift findings. The latest per key is the truth.",
+        ),
     ]
 
 
@@ -140,7 +190,6 @@ def render_asyncapi(settings: Settings | None = None) -> str:
     """The document's text, exactly as checked in: the settings' defaults (never the
     environment's ``STREAMPROC_*``) unless ``settings``."""
     settings = settings or Settings.model_construct()
-    group = f"{settings.app_id}.judge"
     topics = _topics(settings)
     document: dict[str, Any] = {
         "asyncapi": "3.0.0",
@@ -157,12 +206,18 @@ def render_asyncapi(settings: Settings | None = None) -> str:
             t.channel: {
                 "address": t.address,
                 "description": t.description,
-                "messages": {t.message: {"$ref": f"#/components/messages/{t.message}"}},
+                "messages": {
+                    name: {"$ref": f"#/components/messages/{name}"}
+                    for name in (t.message, *(extra[0] for extra in t.also))
+                },
             }
             for t in topics
         },
         "operations": {
-            f"{t.action}{t.channel[0].upper()}{t.channel[1:]}": _operation(t, group) for t in topics
+            f"{t.action}{t.channel[0].upper()}{t.channel[1:]}": _operation(
+                t, f"{settings.app_id}.{t.group}"
+            )
+            for t in topics
         },
         "components": {"messages": _messages(topics)},
     }
@@ -192,29 +247,34 @@ def _operation(topic: _Topic, group: str) -> dict[str, Any]:
 def _messages(topics: list[_Topic]) -> dict[str, Any]:
     messages: dict[str, Any] = {}
     for topic in topics:
-        messages[topic.message] = {
-            "name": topic.message,
-            "contentType": "application/json",
-            "payload": {"$ref": f"{topic.schema_file}.schema.json"},
-            "headers": {
-                "type": "object",
-                "properties": {
-                    "traceparent": {
-                        "type": "string",
-                        "pattern": _TRACEPARENT,
-                        "description": "W3C trace context; optional on answers (the verdict "
-                        "then continues the producer's trace), always set on outputs.",
-                    }
-                },
-            },
-            "bindings": {
-                "kafka": {
-                    "key": {"type": "string", "description": f"The record key: {topic.key}."},
-                    "bindingVersion": _KAFKA_BINDING,
+        for name, schema_file, key in ((topic.message, topic.schema_file, topic.key), *topic.also):
+            messages[name] = _message(name, schema_file, key)
+    return messages
+
+
+def _message(name: str, schema_file: str, key: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "contentType": "application/json",
+        "payload": {"$ref": f"{schema_file}.schema.json"},
+        "headers": {
+            "type": "object",
+            "properties": {
+                "traceparent": {
+                    "type": "string",
+                    "pattern": _TRACEPARENT,
+                    "description": "W3C trace context; optional on answers (the verdict "
+                    "then continues the producer's trace), always set on outputs.",
                 }
             },
-        }
-    return messages
+        },
+        "bindings": {
+            "kafka": {
+                "key": {"type": "string", "description": f"The record key: {key}."},
+                "bindingVersion": _KAFKA_BINDING,
+            }
+        },
+    }
 
 
 def _package_version() -> str:

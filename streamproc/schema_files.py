@@ -18,6 +18,14 @@ from streamproc.alerting.alert_state import AlertEvent
 from streamproc.asyncapi import ASYNCAPI_FILE, render_asyncapi
 from streamproc.audit.record import AuditRecord
 from streamproc.events import AnswerEvent, AnswerOutcome, DeadLetter, Flag, Verdict, WindowAggregate
+from streamproc.label_events import (
+    JudgeAccuracyEvent,
+    JudgeDriftAlert,
+    LabelAuditEntry,
+    LabelDelta,
+    LabelEvent,
+    ReviewItem,
+)
 
 __all__ = ["SCHEMA_MODELS", "drifted_schemas", "render_schemas", "write_schemas"]
 
@@ -30,6 +38,12 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "alert-event": AlertEvent,  # the alerts topic: firing / resolved
     "audit-record": AuditRecord,  # the audit topic: one answer, as an auditor replays it
     "answer-outcome": AnswerOutcome,  # the outcomes (internal) and late-events topics
+    "review-item": ReviewItem,  # the review queue
+    "label-event": LabelEvent,  # input: reviewers' labels, as producers must write them
+    "label-audit-entry": LabelAuditEntry,  # accepted labels, on the audit topic
+    "label-delta": LabelDelta,  # internal: the labels loop to the accuracy loop
+    "judge-accuracy-event": JudgeAccuracyEvent,  # the judge's live accuracy per cell
+    "judge-drift-alert": JudgeDriftAlert,  # on the alerts topic
 }
 
 _BASE_ID = "https://streamproc.invalid/schemas/"
@@ -39,7 +53,9 @@ def render_schemas() -> dict[str, str]:
     """File name -> schema text, exactly as checked in."""
     rendered: dict[str, str] = {}
     for name, model in SCHEMA_MODELS.items():
-        mode: JsonSchemaMode = "validation" if model is AnswerEvent else "serialization"
+        mode: JsonSchemaMode = (
+            "validation" if model in (AnswerEvent, LabelEvent) else "serialization"
+        )
         schema = model.model_json_schema(mode=mode)
         document = {
             "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -11,14 +11,30 @@ published, its leaf hash, the previous head and the new head. Every
 publishes it to the audit topic, so a store whose tail was cut (checkpoints included)
 is still caught by ``verify`` given the topic's checkpoints.
 
+**Reviewers' labels** (issue 25) share the chain: a
+:class:`~streamproc.label_events.LabelAuditEntry` on the audit topic is a leaf like a
+record (``leaf = sha256(0x00 || canonical_json(entry))``), kept in ``audit_labels``. One
+seq space spans both tables per partition - the head is the highest seq of either - so
+``verify`` walks records and labels together, by seq, and a changed, deleted or cut-off
+label row breaks the chain exactly as a record row does. :meth:`AuditStore.append` tells
+the two apart by content (:func:`~streamproc.audit.label_rows.is_label_entry`: a JSON
+object whose ``entry`` is ``"label"``), not by Kafka key, so the store needs nothing of
+the stream; labels are deduplicated by ``label_id``. Both tables (and the
+``audit_chain_locks`` row each append takes first, which keeps two writers from giving
+a record and a label the same seq) are made by the schema creation, so a store from
+0.1.0 gains them on first use, with no migration.
+
 A purge (by conversation, or by age) sets ``record_json`` to NULL and stamps
 ``purged_at``: the texts and evidence are gone, the leaf and chain hashes stay, so the
 chain still verifies; for a purged row ``verify`` trusts the stored leaf hash and counts
-it (``trusted_leaves``).
+it (``trusted_leaves``). The labels of a purged answer lose their ``entry_json`` (a
+reviewer's note is free text) in the same way, and a label arriving for an answer
+already purged is stored purged.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -62,8 +78,10 @@ from streamproc.audit.chain import (
     canonical_json,
     link,
 )
+from streamproc.audit.label_rows import is_label_entry, parse_label_entry
 from streamproc.audit.record import AuditRecord
 from streamproc.events import Action
+from streamproc.label_events import LabelAuditEntry
 
 __all__ = [
     "AppendResult",
@@ -71,6 +89,7 @@ __all__ = [
     "PartitionCheck",
     "RecordSummary",
     "StoredCheckpoint",
+    "StoredLabel",
     "StoredRecord",
     "VerifyReport",
 ]
@@ -116,6 +135,37 @@ _checkpoints = Table(
     Column("at", DateTime, nullable=False, comment="UTC"),
 )
 
+_labels = Table(
+    "audit_labels",
+    _metadata,
+    Column("audit_partition", Integer, primary_key=True, comment="audit-topic partition"),
+    Column("seq", BigInteger, primary_key=True, comment="place in the chain, shared with records"),
+    Column("audit_offset", BigInteger, nullable=False, comment="audit-topic offset"),
+    Column("label_id", String(200), nullable=False),
+    Column("answer_id", String(200), nullable=False),
+    Column("tenant", String(200), nullable=False),
+    Column("reviewer", String(200), nullable=False),
+    Column("answer_label", String(16), nullable=True, comment="NULL: could not tell"),
+    Column("agrees_with_judge", Boolean, nullable=True),
+    Column("labelled_at", DateTime, nullable=False, comment="UTC"),
+    Column("stored_at", DateTime, nullable=False, comment="UTC"),
+    Column("entry_json", Text, nullable=True, comment="canonical JSON; NULL once purged"),
+    Column("leaf_hash", String(64), nullable=False),
+    Column("prev_hash", String(64), nullable=False),
+    Column("chain_hash", String(64), nullable=False),
+    Column("purged_at", DateTime, nullable=True, comment="UTC"),
+    UniqueConstraint("label_id", name="uq_audit_labels_label_id"),
+    Index("ix_audit_labels_answer", "answer_id"),
+)
+
+_chain_locks = Table(
+    "audit_chain_locks",
+    _metadata,
+    Column("audit_partition", Integer, primary_key=True),
+    Column("last_append_at", DateTime, nullable=False, comment="UTC"),
+    comment="one row per chain, written first by every append: appends take turns",
+)
+
 _SUMMARY_COLUMNS = (
     _records.c.answer_id,
     _records.c.audit_partition,
@@ -130,6 +180,26 @@ _SUMMARY_COLUMNS = (
     _records.c.occurred_at,
     _records.c.stored_at,
     _records.c.purged_at,
+)
+
+
+_LABEL_COLUMNS = (
+    _labels.c.audit_partition,
+    _labels.c.seq,
+    _labels.c.audit_offset,
+    _labels.c.label_id,
+    _labels.c.answer_id,
+    _labels.c.tenant,
+    _labels.c.reviewer,
+    _labels.c.answer_label,
+    _labels.c.agrees_with_judge,
+    _labels.c.labelled_at,
+    _labels.c.stored_at,
+    _labels.c.purged_at,
+    _labels.c.entry_json,
+    _labels.c.leaf_hash,
+    _labels.c.prev_hash,
+    _labels.c.chain_hash,
 )
 
 
@@ -203,6 +273,60 @@ class StoredRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredLabel:
+    """One reviewer's label as stored, with its place in the chain. ``entry_json`` is
+    the canonical text that was hashed; None once purged (the columns stay)."""
+
+    partition: int
+    seq: int
+    offset: int
+    label_id: str
+    answer_id: str
+    tenant: str
+    reviewer: str
+    answer_label: str | None
+    agrees_with_judge: bool | None
+    labelled_at: datetime
+    stored_at: datetime
+    purged_at: datetime | None
+    entry_json: str | None
+    leaf_hash: str
+    prev_hash: str
+    chain_hash: str
+
+    @property
+    def entry(self) -> LabelAuditEntry | None:
+        """The entry parsed (None once purged)."""
+        if self.entry_json is None:
+            return None
+        return parse_label_entry(json.loads(self.entry_json))
+
+    def as_json(self) -> dict[str, object]:
+        """Everything stored, the entry as a JSON object: one export line (``kind``
+        tells it from a record's). A verifier recomputes ``leaf_hash`` from
+        ``canonical_json(entry)``."""
+        return {
+            "kind": "audit_label",
+            "partition": self.partition,
+            "seq": self.seq,
+            "offset": self.offset,
+            "label_id": self.label_id,
+            "answer_id": self.answer_id,
+            "tenant": self.tenant,
+            "reviewer": self.reviewer,
+            "answer_label": self.answer_label,
+            "agrees_with_judge": self.agrees_with_judge,
+            "labelled_at": self.labelled_at.isoformat(),
+            "stored_at": self.stored_at.isoformat(),
+            "purged_at": None if self.purged_at is None else self.purged_at.isoformat(),
+            "leaf_hash": self.leaf_hash,
+            "prev_hash": self.prev_hash,
+            "chain_hash": self.chain_hash,
+            "entry": None if self.entry_json is None else json.loads(self.entry_json),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class StoredCheckpoint:
     partition: int
     seq: int
@@ -227,8 +351,12 @@ class AppendResult:
     """Answer ids appended, in chain order."""
     duplicates: list[str] = field(default_factory=list)
     """Answer ids already stored (a redelivery): skipped."""
+    labels_stored: list[str] = field(default_factory=list)
+    """Label ids of reviewers' labels appended, in chain order."""
+    label_duplicates: list[str] = field(default_factory=list)
+    """Label ids already stored: skipped."""
     rejected: list[tuple[int, str]] = field(default_factory=list)
-    """``(offset, why)`` of values that are not audit records: skipped."""
+    """``(offset, why)`` of values that are neither audit records nor labels: skipped."""
     checkpoints: list[StoredCheckpoint] = field(default_factory=list)
     """Chain heads checkpointed by this append."""
 
@@ -239,10 +367,17 @@ class PartitionCheck:
 
     partition: int
     checked: int
+    """Links that verified: records and labels."""
     trusted_leaves: int
     last_seq: int
     checkpoints: int
     problem: ChainBreak | None
+    labels: int = 0
+    """How many of ``checked`` are reviewers' labels."""
+
+    @property
+    def records(self) -> int:
+        return self.checked - self.labels
 
     @property
     def ok(self) -> bool:
@@ -250,9 +385,9 @@ class PartitionCheck:
 
     def describe(self) -> str:
         head = (
-            f"partition {self.partition}: {self.checked} records checked through seq "
-            f"{self.last_seq}, {self.checkpoints} checkpoints, {self.trusted_leaves} purged "
-            "(leaf hash trusted)"
+            f"partition {self.partition}: {self.records} records and {self.labels} labels "
+            f"checked through seq {self.last_seq}, {self.checkpoints} checkpoints, "
+            f"{self.trusted_leaves} purged (leaf hash trusted)"
         )
         return head if self.problem is None else f"{head}; BROKEN at {self.problem.describe()}"
 
@@ -332,17 +467,18 @@ class AuditStore:
     def append(
         self,
         partition: int,
-        entries: Sequence[tuple[int, AuditRecord | bytes]],
+        entries: Sequence[tuple[int, AuditRecord | LabelAuditEntry | bytes]],
         *,
         checkpoint_every: int | None = None,
         now: datetime | None = None,
     ) -> AppendResult:
-        """Append ``(audit-topic offset, record)`` pairs of one partition, in offset order,
-        in one transaction. An answer id already stored is skipped (idempotent: a
-        redelivered batch changes nothing); a value that is no audit record is skipped
-        and reported. Every ``checkpoint_every``-th seq also stores a checkpoint."""
+        """Append ``(audit-topic offset, record or label entry)`` pairs of one partition,
+        in offset order, in one transaction. An answer id (a label id) already stored is
+        skipped (idempotent: a redelivered batch changes nothing); a value that is
+        neither is skipped and reported. Every ``checkpoint_every``-th seq - records and
+        labels counted alike - also stores a checkpoint."""
         stamp = _utc(now or datetime.now(UTC))
-        prepared: list[tuple[int, bytes, AuditRecord]] = []
+        prepared: list[_Parsed] = []
         result = AppendResult()
         for offset, value in entries:
             parsed = _parse(value)
@@ -368,35 +504,54 @@ class AuditStore:
         self,
         conn: Connection,
         partition: int,
-        prepared: list[tuple[int, bytes, AuditRecord]],
+        prepared: list[_Parsed],
         checkpoint_every: int | None,
         stamp: datetime,
     ) -> AppendResult:
         result = AppendResult()
-        ids = [record.answer_id for _, _, record in prepared]
-        present: set[str] = set()
-        for start in range(0, len(ids), _PAGE):
-            chunk = ids[start : start + _PAGE]
-            present.update(
-                conn.execute(
-                    select(_records.c.answer_id).where(_records.c.answer_id.in_(chunk))
-                ).scalars()
-            )
+        if not prepared:
+            return result
+        self._take_turn(conn, partition, stamp)
+        records = [item for _, _, item in prepared if isinstance(item, AuditRecord)]
+        labels = [item for _, _, item in prepared if isinstance(item, LabelAuditEntry)]
+        present = _present(conn, _records.c.answer_id, [r.answer_id for r in records])
+        present_labels = _present(conn, _labels.c.label_id, [e.label.label_id for e in labels])
+        # A label that arrives after its answer was purged is stored purged too.
+        purged_answers = _present(
+            conn,
+            _records.c.answer_id,
+            [e.answer_id for e in labels],
+            _records.c.purged_at.is_not(None),
+        )
         seq, head = self._head(conn, partition)
         rows: list[dict[str, Any]] = []
+        label_rows: list[dict[str, Any]] = []
         marks: list[dict[str, Any]] = []
-        for offset, canonical, record in prepared:
-            answer_id = record.answer_id
-            if answer_id in present:
-                result.duplicates.append(answer_id)
-                continue
-            present.add(answer_id)
-            seq += 1
-            row = link(seq, head, canonical, answer_id)
+        for offset, canonical, item in prepared:
+            if isinstance(item, AuditRecord):
+                if item.answer_id in present:
+                    result.duplicates.append(item.answer_id)
+                    continue
+                present.add(item.answer_id)
+                seq += 1
+                row = link(seq, head, canonical, item.answer_id)
+                text = canonical.decode("utf-8")
+                rows.append(_row_values(partition, offset, item, text, row, stamp))
+                result.stored.append(item.answer_id)
+            else:
+                label_id = item.label.label_id
+                if label_id in present_labels:
+                    result.label_duplicates.append(label_id)
+                    continue
+                present_labels.add(label_id)
+                seq += 1
+                row = link(seq, head, canonical, item.answer_id, label_id)
+                purged = item.answer_id in purged_answers
+                label_rows.append(
+                    _label_values(partition, offset, item, canonical, row, stamp, purged=purged)
+                )
+                result.labels_stored.append(label_id)
             head = row.chain_hash
-            text = canonical.decode("utf-8")
-            rows.append(_row_values(partition, offset, record, text, row, stamp))
-            result.stored.append(answer_id)
             if checkpoint_every and seq % checkpoint_every == 0:
                 marks.append(
                     {
@@ -409,33 +564,61 @@ class AuditStore:
                 result.checkpoints.append(StoredCheckpoint(partition, seq, head.hex(), stamp))
         if rows:
             conn.execute(insert(_records), rows)
+        if label_rows:
+            conn.execute(insert(_labels), label_rows)
         if marks:
             conn.execute(insert(_checkpoints), marks)
         return result
 
     @staticmethod
+    def _take_turn(conn: Connection, partition: int, stamp: datetime) -> None:
+        """Write the chain's lock row before reading its head. A record and a label go
+        to different tables, so no primary key stops two writers from giving both the
+        same seq; this write does: PostgreSQL holds the second writer on the row lock
+        until the first commits (its reads then see the new head), SQLite on the
+        database write lock. Two writers creating the row at once: one gets an
+        IntegrityError, and :meth:`append` tries again."""
+        took = conn.execute(
+            update(_chain_locks)
+            .where(_chain_locks.c.audit_partition == partition)
+            .values(last_append_at=stamp)
+        )
+        if took.rowcount == 0:
+            conn.execute(
+                insert(_chain_locks).values(audit_partition=partition, last_append_at=stamp)
+            )
+
+    @staticmethod
     def _head(conn: Connection, partition: int) -> tuple[int, bytes]:
-        last = conn.execute(
-            select(_records.c.seq, _records.c.chain_hash)
-            .where(_records.c.audit_partition == partition)
-            .order_by(_records.c.seq.desc())
-            .limit(1)
-        ).first()
-        return (0, GENESIS) if last is None else (int(last.seq), _unhex(last.chain_hash))
+        """The highest seq of records and labels alike, and its chain hash."""
+        best: tuple[int, bytes] = (0, GENESIS)
+        for table in (_records, _labels):
+            last = conn.execute(
+                select(table.c.seq, table.c.chain_hash)
+                .where(table.c.audit_partition == partition)
+                .order_by(table.c.seq.desc())
+                .limit(1)
+            ).first()
+            if last is not None and int(last.seq) > best[0]:
+                best = (int(last.seq), _unhex(last.chain_hash))
+        return best
 
     def head(self, partition: int) -> tuple[int, str]:
-        """``(seq, chain hash hex)`` of a partition's last record; ``(0, genesis)`` if none."""
+        """``(seq, chain hash hex)`` of a partition's last record or label; ``(0,
+        genesis)`` if none."""
         with self._begin() as conn:
             seq, head = self._head(conn, partition)
         return seq, head.hex()
 
     def purge_conversation(self, conversation_id: str, *, now: datetime | None = None) -> int:
-        """Drop the texts and evidence of one conversation's records; keep their hashes.
-        Returns how many records were purged (already purged ones do not count)."""
+        """Drop the texts and evidence of one conversation's records, and the entries
+        (notes) of their reviewers' labels; keep their hashes. Returns how many records
+        were purged (already purged ones do not count)."""
         return self._purge(_records.c.conversation_id == conversation_id, now)
 
     def purge_expired(self, retention_days: int, *, now: datetime | None = None) -> int:
-        """Purge every record whose answer is older than ``retention_days`` (event time)."""
+        """Purge every record whose answer is older than ``retention_days`` (event time),
+        with its labels."""
         cutoff = _utc(now or datetime.now(UTC)) - timedelta(days=retention_days)
         return self._purge(_records.c.occurred_at < cutoff, now)
 
@@ -446,6 +629,16 @@ class AuditStore:
                 update(_records)
                 .where(where, _records.c.purged_at.is_(None))
                 .values(record_json=None, purged_at=stamp)
+            )
+            # The answers' labels too, those of answers purged before included (a label
+            # may arrive days after its answer).
+            conn.execute(
+                update(_labels)
+                .where(
+                    _labels.c.answer_id.in_(select(_records.c.answer_id).where(where)),
+                    _labels.c.purged_at.is_(None),
+                )
+                .values(entry_json=None, purged_at=stamp)
             )
         return int(done.rowcount)
 
@@ -534,10 +727,93 @@ class AuditStore:
                 return
             after = (page[-1].summary.partition, page[-1].summary.seq)
 
+    def labels_for(self, answer_id: str) -> list[StoredLabel]:
+        """Every reviewer's label of one answer, in the order they were made."""
+        with self._begin() as conn:
+            rows = conn.execute(
+                select(*_LABEL_COLUMNS)
+                .where(_labels.c.answer_id == answer_id)
+                .order_by(_labels.c.labelled_at, _labels.c.audit_partition, _labels.c.seq)
+            ).all()
+        return [_stored_label(row) for row in rows]
+
+    def export_labels(
+        self,
+        *,
+        conversation: str | None = None,
+        tenant: str | None = None,
+        assistant: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        hallucinated: bool | None = None,
+        action: Action | str | None = None,
+        partition: int | None = None,
+    ) -> Iterator[StoredLabel]:
+        """The labels of every matching record's answer (all labels when no record
+        filter is given), in chain order (partition, seq), read page by page.
+        ``partition`` is the label's own chain."""
+        where = _filters(conversation, tenant, assistant, since, until, hallucinated, action)
+        label_where: list[ColumnElement[bool]] = []
+        if where:
+            label_where.append(_labels.c.answer_id.in_(select(_records.c.answer_id).where(*where)))
+        if partition is not None:
+            label_where.append(_labels.c.audit_partition == partition)
+        after: tuple[int, int] | None = None
+        while True:
+            page_where = list(label_where)
+            if after is not None:
+                page_where.append(
+                    or_(
+                        _labels.c.audit_partition > after[0],
+                        and_(_labels.c.audit_partition == after[0], _labels.c.seq > after[1]),
+                    )
+                )
+            query = (
+                select(*_LABEL_COLUMNS)
+                .where(*page_where)
+                .order_by(_labels.c.audit_partition, _labels.c.seq)
+                .limit(_PAGE)
+            )
+            with self._begin() as conn:
+                page = [_stored_label(row) for row in conn.execute(query)]
+            yield from page
+            if len(page) < _PAGE:
+                return
+            after = (page[-1].partition, page[-1].seq)
+
+    def export_entries(
+        self,
+        *,
+        conversation: str | None = None,
+        tenant: str | None = None,
+        assistant: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        hallucinated: bool | None = None,
+        action: Action | str | None = None,
+        partition: int | None = None,
+    ) -> Iterator[StoredRecord | StoredLabel]:
+        """:meth:`export` and :meth:`export_labels` merged in chain order: unfiltered
+        (or by partition only), every link of the chains, for an outside verifier."""
+        filters: dict[str, Any] = {
+            "conversation": conversation,
+            "tenant": tenant,
+            "assistant": assistant,
+            "since": since,
+            "until": until,
+            "hallucinated": hallucinated,
+            "action": action,
+            "partition": partition,
+        }
+        records: Iterator[StoredRecord | StoredLabel] = self.export(**filters)
+        labels: Iterator[StoredRecord | StoredLabel] = self.export_labels(**filters)
+        return heapq.merge(records, labels, key=_chain_place)
+
     def partitions(self) -> list[int]:
-        """Every partition with records or checkpoints."""
+        """Every partition with records, labels or checkpoints."""
         with self._begin() as conn:
             found = set(conn.execute(select(_records.c.audit_partition).distinct()).scalars())
+            found.update(conn.execute(select(_labels.c.audit_partition).distinct()).scalars())
             found.update(conn.execute(select(_checkpoints.c.audit_partition).distinct()).scalars())
         return sorted(found)
 
@@ -592,11 +868,16 @@ class AuditStore:
         prev = GENESIS
         if first > 1:
             with self._begin() as conn:
-                anchor = conn.execute(
-                    select(_records.c.chain_hash).where(
-                        _records.c.audit_partition == partition, _records.c.seq == first - 1
+                anchor = None
+                for table in (_records, _labels):
+                    anchor = (
+                        anchor
+                        or conn.execute(
+                            select(table.c.chain_hash).where(
+                                table.c.audit_partition == partition, table.c.seq == first - 1
+                            )
+                        ).scalar()
                     )
-                ).scalar()
             if anchor is None:
                 missing = ChainBreak(
                     first - 1, "seq_gap", "the record before the range is missing", None
@@ -604,9 +885,11 @@ class AuditStore:
                 return PartitionCheck(partition, 0, 0, first - 1, len(marks), missing)
             prev = _unhex(anchor)
         verifier = ChainVerifier(prev, first, marks)
+        labels = 0
         for row in self._chain_rows(partition, first, until_seq):
             if verifier.feed(row) is not None:
                 break
+            labels += row.label_id is not None
         problem = verifier.finish(to_end=until_seq is None)
         return PartitionCheck(
             partition,
@@ -615,26 +898,40 @@ class AuditStore:
             verifier.next_seq - 1,
             len(marks),
             problem,
+            labels,
         )
 
     def _chain_rows(self, partition: int, first: int, until: int | None) -> Iterator[ChainRow]:
+        """The partition's links, records and labels merged by seq."""
+        return heapq.merge(
+            self._table_rows(_records, partition, first, until),
+            self._table_rows(_labels, partition, first, until),
+            key=lambda row: row.seq,
+        )
+
+    def _table_rows(
+        self, table: Table, partition: int, first: int, until: int | None
+    ) -> Iterator[ChainRow]:
+        is_label = table is _labels
+        content = table.c.entry_json if is_label else table.c.record_json
         after = first - 1
         while True:
             query = (
                 select(
-                    _records.c.seq,
-                    _records.c.answer_id,
-                    _records.c.record_json,
-                    _records.c.leaf_hash,
-                    _records.c.prev_hash,
-                    _records.c.chain_hash,
+                    table.c.seq,
+                    table.c.answer_id,
+                    _labels.c.label_id if is_label else _records.c.answer_id.label("label_id"),
+                    content.label("content"),
+                    table.c.leaf_hash,
+                    table.c.prev_hash,
+                    table.c.chain_hash,
                 )
-                .where(_records.c.audit_partition == partition, _records.c.seq > after)
-                .order_by(_records.c.seq)
+                .where(table.c.audit_partition == partition, table.c.seq > after)
+                .order_by(table.c.seq)
                 .limit(_PAGE)
             )
             if until is not None:
-                query = query.where(_records.c.seq <= until)
+                query = query.where(table.c.seq <= until)
             with self._begin() as conn:
                 page = conn.execute(query).all()
             for row in page:
@@ -643,8 +940,9 @@ class AuditStore:
                     leaf_hash=_unhex(row.leaf_hash),
                     prev_hash=_unhex(row.prev_hash),
                     chain_hash=_unhex(row.chain_hash),
-                    content=None if row.record_json is None else row.record_json.encode("utf-8"),
+                    content=None if row.content is None else row.content.encode("utf-8"),
                     name=row.answer_id,
+                    label_id=row.label_id if is_label else None,
                 )
             if len(page) < _PAGE:
                 return
@@ -661,24 +959,37 @@ def _engine_options(url: str) -> dict[str, Any]:
     return {"pool_pre_ping": True}
 
 
-def _parse(value: AuditRecord | bytes) -> tuple[bytes, AuditRecord] | str:
-    """The record's canonical JSON (as published, unknown fields kept) and the record,
-    or why it is not one - in words that never quote the record (it holds evidence)."""
+_Parsed = tuple[int, bytes, AuditRecord | LabelAuditEntry]
+"""``(offset, canonical JSON, parsed)`` of one value to append."""
+
+
+def _parse(
+    value: AuditRecord | LabelAuditEntry | bytes,
+) -> tuple[bytes, AuditRecord | LabelAuditEntry] | str:
+    """The value's canonical JSON (as published, unknown fields kept) and the record or
+    label entry it is, or why it is neither - in words that never quote it (a record
+    holds evidence, a label a reviewer's note)."""
+    kind = "an audit record"
     try:
-        if isinstance(value, AuditRecord):
+        if isinstance(value, AuditRecord | LabelAuditEntry):
             document = json.loads(value.model_dump_json())
         else:
             document = json.loads(value)
         if not isinstance(document, dict):
             return "not a JSON object"
-        record = AuditRecord.model_validate(document)
-        return canonical_json(document), record
+        parsed: AuditRecord | LabelAuditEntry
+        if is_label_entry(document):
+            kind = "a label entry"
+            parsed = parse_label_entry(document)
+        else:
+            parsed = AuditRecord.model_validate(document)
+        return canonical_json(document), parsed
     except ValidationError as exc:
         where = "; ".join(
             f"{'.'.join(str(part) for part in error['loc'])}: {error['type']}"
             for error in exc.errors()[:10]
         )
-        return f"not an audit record ({exc.error_count()} errors): {where}"
+        return f"not {kind} ({exc.error_count()} errors): {where}"
     except ValueError as exc:  # bad JSON, NaN, a lone surrogate
         return f"unreadable: {type(exc).__name__}"
 
@@ -705,6 +1016,52 @@ def _row_values(
         "chain_hash": row.chain_hash.hex(),
         "purged_at": None,
     }
+
+
+def _label_values(
+    partition: int,
+    offset: int,
+    entry: LabelAuditEntry,
+    canonical: bytes,
+    row: ChainRow,
+    stamp: datetime,
+    *,
+    purged: bool,
+) -> dict[str, Any]:
+    label = entry.label
+    return {
+        "audit_partition": partition,
+        "seq": row.seq,
+        "audit_offset": offset,
+        "label_id": label.label_id,
+        "answer_id": entry.answer_id,
+        "tenant": entry.tenant,
+        "reviewer": label.reviewer,
+        "answer_label": label.answer_label,
+        "agrees_with_judge": entry.agrees_with_judge,
+        "labelled_at": _utc(label.labelled_at),
+        "stored_at": stamp,
+        "entry_json": None if purged else canonical.decode("utf-8"),
+        "leaf_hash": row.leaf_hash.hex(),
+        "prev_hash": row.prev_hash.hex(),
+        "chain_hash": row.chain_hash.hex(),
+        "purged_at": stamp if purged else None,
+    }
+
+
+def _present(
+    conn: Connection,
+    column: Column[str],
+    values: Sequence[str],
+    *where: ColumnElement[bool],
+) -> set[str]:
+    """Which of ``values`` the column already holds (read in pages)."""
+    found: set[str] = set()
+    unique = sorted(set(values))
+    for start in range(0, len(unique), _PAGE):
+        chunk = unique[start : start + _PAGE]
+        found.update(conn.execute(select(column).where(column.in_(chunk), *where)).scalars())
+    return found
 
 
 def _filters(
@@ -760,6 +1117,33 @@ def _stored(row: Row[Any]) -> StoredRecord:
         prev_hash=row.prev_hash,
         chain_hash=row.chain_hash,
     )
+
+
+def _stored_label(row: Row[Any]) -> StoredLabel:
+    return StoredLabel(
+        partition=int(row.audit_partition),
+        seq=int(row.seq),
+        offset=int(row.audit_offset),
+        label_id=row.label_id,
+        answer_id=row.answer_id,
+        tenant=row.tenant,
+        reviewer=row.reviewer,
+        answer_label=row.answer_label,
+        agrees_with_judge=None if row.agrees_with_judge is None else bool(row.agrees_with_judge),
+        labelled_at=_aware(row.labelled_at),
+        stored_at=_aware(row.stored_at),
+        purged_at=None if row.purged_at is None else _aware(row.purged_at),
+        entry_json=row.entry_json,
+        leaf_hash=row.leaf_hash,
+        prev_hash=row.prev_hash,
+        chain_hash=row.chain_hash,
+    )
+
+
+def _chain_place(stored: StoredRecord | StoredLabel) -> tuple[int, int]:
+    if isinstance(stored, StoredLabel):
+        return stored.partition, stored.seq
+    return stored.summary.partition, stored.summary.seq
 
 
 def _utc(moment: datetime) -> datetime:

@@ -13,10 +13,16 @@ distinct (tenant, assistant, model) keys get series of their own, first come fir
 answers of later keys are counted under ``tenant=assistant=model="__other__"``, so
 ``sum()`` over a metric stays exact and no admitted key's numbers move, and their window
 gauges are left out (a rate mixed over unrelated keys means nothing). The first overflow
-is logged as ``metric_keys_capped``. (tenant, assistant) pairs of ``alert_firing`` have
-a budget of the same size. Other labels are bounded by construction: actions, verdicts,
-dead-letter reasons and severities are enums, windows and partitions come from settings.
-Never an answer id.
+is logged as ``metric_keys_capped``. (tenant, assistant) pairs of ``alert_firing``, and
+(tenant, assistant, task_type, judge) cells of the judge-accuracy gauges, have budgets of
+the same size (a cell past it has no gauges). Other labels are bounded by construction:
+actions, verdicts, dead-letter reasons and severities are enums, windows and partitions
+come from settings, drift findings and label outcomes are fixed lists. Never an answer id.
+
+Intervals are separate ``_low`` / ``_high`` gauges, as the window rates' Wilson bounds
+are, rather than a ``bound`` label: Prometheus' naming guide asks that a sum or average
+over a label's values mean something, and an average of an estimate with its bounds does
+not; separate names also let a query divide or compare them without label matching.
 """
 
 from __future__ import annotations
@@ -30,7 +36,9 @@ from typing import Final, Literal
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from streamproc.alerting.live_accuracy import DRIFT_FINDINGS
 from streamproc.events import DeadLetterReason, Verdict
+from streamproc.label_events import JudgeAccuracyEvent, JudgeDriftAlert, RateEstimate
 from streamproc.sensors import PublishedBatch
 
 __all__ = [
@@ -39,6 +47,7 @@ __all__ = [
     "DEFAULT_WINDOW_STALE_AFTER_S",
     "END_TO_END_BUCKETS_S",
     "JUDGE_LATENCY_BUCKETS_S",
+    "LABEL_OUTCOMES",
     "OTHER",
     "LagSource",
     "LoopName",
@@ -72,11 +81,16 @@ DEFAULT_WINDOW_STALE_AFTER_S: Final = 900.0
 """A window gauge not updated for this long is dropped: a key that went quiet stops
 showing its last rate forever. 15 min covers three hops of a 1 h window every 5 min."""
 
+LABEL_OUTCOMES: Final = ("accepted", "duplicate", "unknown_answer", "refused", "invalid")
+"""What the labels loop did with one label (:meth:`WorkerMetrics.label`)."""
+
 LoopName = Literal["judge", "windows"]
 LagSource = Callable[[], Mapping[int, int | None]]
 """Per owned partition, its lag in records (None: not known yet)."""
 
 _KEY: Final = ("tenant", "assistant", "model")
+_CELL: Final = ("tenant", "assistant", "task_type", "judge")
+_FIGURES: Final = ("sensitivity", "specificity", "precision")
 
 
 class _KeyBudget:
@@ -119,6 +133,7 @@ class WorkerMetrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self._keys = _KeyBudget(max_keys, "tenant,assistant,model")
         self._alert_keys = _KeyBudget(max_keys, "tenant,assistant (alerts)")
+        self._cell_keys = _KeyBudget(max_keys, "tenant,assistant,task_type,judge (accuracy)")
         self._window_stale_after_s = window_stale_after_s
         self._clock = clock
         self._window_updated: dict[tuple[str, str, str, str], float] = {}
@@ -220,6 +235,64 @@ class WorkerMetrics:
             ["tenant", "assistant", "severity"],
             registry=r,
         )
+        self._live: dict[str, tuple[Gauge, Gauge, Gauge]] = {
+            figure: (
+                Gauge(
+                    f"streamproc_judge_live_{figure}",
+                    f"The judge's {figure} against reviewers' labels (weighted by inverse "
+                    "inclusion probability); absent while a class has no labels.",
+                    _CELL,
+                    registry=r,
+                ),
+                Gauge(
+                    f"streamproc_judge_live_{figure}_low",
+                    f"Wilson 95 % lower bound of the live {figure} (Kish effective size).",
+                    _CELL,
+                    registry=r,
+                ),
+                Gauge(
+                    f"streamproc_judge_live_{figure}_high",
+                    f"Wilson 95 % upper bound of the live {figure} (Kish effective size).",
+                    _CELL,
+                    registry=r,
+                ),
+            )
+            for figure in _FIGURES
+        }
+        self._labelled_answers = Gauge(
+            "streamproc_judge_labelled_answers",
+            "Answers reviewers labelled (hallucinated or faithful) in the cell.",
+            _CELL,
+            registry=r,
+        )
+        self._kappa = Gauge(
+            "streamproc_judge_reviewer_kappa",
+            "Cohen's kappa between first and second reviewers on doubly labelled answers.",
+            _CELL,
+            registry=r,
+        )
+        self._claim_agreement = Gauge(
+            "streamproc_judge_claim_agreement",
+            "Share of reviewed claims whose reviewer label equals the judge's verdict.",
+            _CELL,
+            registry=r,
+        )
+        self._drift = Gauge(
+            "streamproc_judge_drift",
+            "1 while the live figure named by finding is significantly below the offline "
+            "benchmark or the cell's trailing baseline, else 0.",
+            [*_CELL, "finding"],
+            registry=r,
+        )
+        self._labels = Counter(
+            "streamproc_labels",
+            "Reviewer labels handled, by outcome (accepted, duplicate, unknown_answer, "
+            "refused, invalid).",
+            ["outcome"],
+            registry=r,
+        )
+        for outcome in LABEL_OUTCOMES:  # at 0, so the first of each is an increase
+            self._labels.labels(outcome)
 
     # ------------------------------------------------------------------ judging loop
 
@@ -302,6 +375,57 @@ class WorkerMetrics:
         if self._alert_keys.admit((tenant, assistant)):
             self._alert_firing.labels(tenant, assistant, severity).set(1 if firing else 0)
 
+    # ------------------------------------------------------------------ accuracy loops
+
+    def accuracy(self, event: JudgeAccuracyEvent) -> None:
+        """Mirror one cell's live accuracy. An estimate or bound that is None (no labels
+        of that class yet, no doubly labelled answers) has no series: no data, not 0."""
+        cell = self._cell_labels(event.cell.tenant, event.cell.assistant_id, event)
+        if cell is None:
+            return
+        for figure, estimate in (
+            ("sensitivity", event.sensitivity),
+            ("specificity", event.specificity),
+            ("precision", event.precision),
+        ):
+            self._set_estimate(self._live[figure], cell, estimate)
+        self._labelled_answers.labels(*cell).set(event.labelled_answers)
+        _set_or_remove(self._kappa, cell, event.kappa)
+        agreement = None if event.claim_agreement is None else event.claim_agreement.estimate
+        _set_or_remove(self._claim_agreement, cell, agreement)
+        self._set_drift(cell, event.drift)
+
+    def drift(self, alert: JudgeDriftAlert) -> None:
+        """Mirror a drift alert: its findings 1 while firing, every finding 0 resolved."""
+        cell = self._cell_labels(alert.tenant, alert.assistant_id, alert)
+        if cell is not None:
+            self._set_drift(cell, alert.findings if alert.state == "firing" else [])
+
+    def label(self, outcome: str) -> None:
+        """One label handled (``outcome``: one of :data:`LABEL_OUTCOMES`)."""
+        if outcome not in LABEL_OUTCOMES:
+            raise ValueError(f"label outcome {outcome!r} is not one of {LABEL_OUTCOMES}")
+        self._labels.labels(outcome).inc()
+
+    def _cell_labels(
+        self, tenant: str, assistant: str, of: JudgeAccuracyEvent | JudgeDriftAlert
+    ) -> tuple[str, str, str, str] | None:
+        cell = (tenant, assistant, of.cell.task_type, of.cell.judge_key)
+        return cell if self._cell_keys.admit(cell) else None
+
+    @staticmethod
+    def _set_estimate(
+        gauges: tuple[Gauge, Gauge, Gauge], cell: tuple[str, ...], estimate: RateEstimate
+    ) -> None:
+        for gauge, value in zip(
+            gauges, (estimate.estimate, estimate.low, estimate.high), strict=True
+        ):
+            _set_or_remove(gauge, cell, value)
+
+    def _set_drift(self, cell: tuple[str, ...], findings: list[str]) -> None:
+        for finding in DRIFT_FINDINGS:
+            self._drift.labels(*cell, finding).set(1 if finding in findings else 0)
+
     # ------------------------------------------------------------------ both loops
 
     def set_lag(self, loop: LoopName | str, lags: Mapping[int, int | None]) -> None:
@@ -348,6 +472,13 @@ class WorkerMetrics:
         for gauge in gauges:
             gauge.remove(*series)  # a series never set is no error
         self._window_updated.pop(series, None)
+
+
+def _set_or_remove(gauge: Gauge, labels: tuple[str, ...], value: float | None) -> None:
+    if value is None:
+        gauge.remove(*labels)  # a series never set is no error
+    else:
+        gauge.labels(*labels).set(value)
 
 
 def window_label(size_s: float) -> str:

@@ -7,8 +7,9 @@ The judge misses some hallucinations (sensitivity < 1) and flags some faithful a
     p = (q + Sp - 1) / (Se + Sp - 1)
 
 clipped to [0, 1]. Se and Sp are themselves measured on finitely many labelled answers
-(EVALUATION.md's report split), so the interval carries three sampling errors: of q, of Se
-and of Sp.
+(EVALUATION.md's report split, or the deployment's reviewer labels, whose weighted counts
+come as Kish effective counts, fractional), so the interval carries three sampling errors:
+of q, of Se and of Sp.
 
 Interval: Lang & Reiczigel (2014, Prev. Vet. Med. 113:13-22), an adjusted Wald interval on
 the delta-method variance of the Rogan-Gladen estimator. It was chosen over the plain delta
@@ -56,16 +57,19 @@ MIN_YOUDEN: Final = 0.1
 @dataclass(frozen=True, slots=True)
 class ConfusionCounts:
     """The judge against labels: hallucinated answers flagged (tp) or missed (fn), faithful
-    ones passed (tn) or flagged (fp)."""
+    ones passed (tn) or flagged (fp). Whole counts from a benchmark, or fractional effective
+    counts from weighted reviewer labels (``live_accuracy.live_confusion``): every formula
+    here reads them as numbers of observations."""
 
-    tp: int
-    fn: int
-    tn: int
-    fp: int
+    tp: float
+    fn: float
+    tn: float
+    fp: float
 
     def __post_init__(self) -> None:
-        if min(self.tp, self.fn, self.tn, self.fp) < 0:
-            raise ValueError(f"confusion counts must be >= 0: {self}")
+        counts = (self.tp, self.fn, self.tn, self.fp)
+        if not all(math.isfinite(c) for c in counts) or min(counts) < 0:
+            raise ValueError(f"confusion counts must be finite and >= 0: {self}")
 
     @property
     def sensitivity(self) -> float | None:

@@ -1,8 +1,10 @@
 """The tamper-evident hash chain of the audit trail, as plain functions (no I/O).
 
-Each stored audit record is a *leaf*; the records of one audit-topic partition, in offset
-order, form one chain. The hashes follow RFC 6962 (Certificate Transparency) in using a
-one-byte domain prefix, so a leaf can never be confused with a chain link:
+Each stored audit record is a *leaf*, and so is each reviewer's label entry (issue 25:
+who agreed or disagreed with the judge); the records and labels of one audit-topic
+partition, in offset order, form one chain. The hashes follow RFC 6962 (Certificate
+Transparency) in using a one-byte domain prefix, so a leaf can never be confused with a
+chain link:
 
 - ``leaf_hash  = sha256(0x00 || canonical_json(record))``
 - ``chain_hash = sha256(0x01 || prev_chain_hash || leaf_hash)``, the first ``prev`` being
@@ -25,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
 __all__ = [
@@ -89,12 +91,16 @@ class ChainRow:
     content: bytes | None
     name: str = ""
     """What a person calls this record (the answer id), for reports."""
+    label_id: str | None = None
+    """Set when the link is a reviewer's label of answer ``name``, not its record."""
 
 
-def link(seq: int, prev: bytes, content: bytes, name: str = "") -> ChainRow:
+def link(
+    seq: int, prev: bytes, content: bytes, name: str = "", label_id: str | None = None
+) -> ChainRow:
     """The row that appends ``content`` after a chain whose head is ``prev``."""
     leaf = leaf_hash(content)
-    return ChainRow(seq, leaf, prev, chain_hash(prev, leaf), content, name)
+    return ChainRow(seq, leaf, prev, chain_hash(prev, leaf), content, name, label_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +120,13 @@ class ChainBreak:
     detail: str
     name: str | None = None
     """The answer id of the offending row; None when the row is missing."""
+    label_id: str | None = None
+    """Set when the offending row is a reviewer's label (of answer ``name``)."""
 
     def describe(self) -> str:
         who = f" (answer {self.name})" if self.name else ""
+        if self.label_id is not None:
+            who = f" (label {self.label_id} of answer {self.name})"
         return f"seq {self.seq}{who}: {self.problem}: {self.detail}"
 
 
@@ -160,6 +170,12 @@ class ChainVerifier:
         return self.broken
 
     def _check(self, row: ChainRow) -> ChainBreak | None:
+        found = self._find_break(row)
+        if found is not None and row.label_id is not None:
+            return replace(found, label_id=row.label_id)
+        return found
+
+    def _find_break(self, row: ChainRow) -> ChainBreak | None:
         name = row.name or None
         if row.seq != self.next_seq:
             missing = (

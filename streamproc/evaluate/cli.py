@@ -1,5 +1,6 @@
 """``streamproc eval check|agree|score|benchmark``: the offline reports, in the main
-command.
+command; and ``streamproc calibrate --from-labels``: the answer calibrator refit on
+labelled answers.
 
 ``streamproc/cli.py`` calls :func:`register` and then ``args.func(args)``.
 """
@@ -21,7 +22,7 @@ from streamproc.evaluate.reports import Rendered, render_agree, render_check, re
 from streamproc.evaluate.runner import judge_cases
 from streamproc.wiring import available_judges
 
-__all__ = ["register", "run_eval"]
+__all__ = ["register", "run_calibrate_command", "run_eval"]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -59,6 +60,29 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_benchmark_arguments(parser)
     parser.set_defaults(func=run_eval)
+    _register_calibrate(subparsers)
+
+
+def _register_calibrate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``calibrate`` subcommand (the answer thresholds from people's labels)."""
+    from streamproc.evaluate.calibration.label_refit import add_calibrate_arguments
+
+    parser = subparsers.add_parser(
+        "calibrate",
+        help="refit the answer calibrator's thresholds per task type on labelled answers",
+        description="Judge labelled answers with the configured judge and refit the answer "
+        "thresholds per regime for a target precision (hard findings only where none "
+        "reaches it); writes a new versioned answer calibrator and reports before / after "
+        "on the labelled rows it did not fit.",
+    )
+    add_calibrate_arguments(parser)
+    parser.set_defaults(func=run_calibrate_command)
+
+
+def run_calibrate_command(args: argparse.Namespace) -> int:
+    from streamproc.evaluate.calibration.label_refit import run_calibrate
+
+    return run_calibrate(args)
 
 
 def _settings(args: argparse.Namespace) -> JudgeSettings:

@@ -20,7 +20,9 @@ __all__ = [
     "ANSWER_KIND",
     "AUTO",
     "CALIBRATORS_FOLDER",
+    "answer_calibrator_source",
     "calibrator_manifest",
+    "calibrators_folder",
     "load_answer_calibrator",
     "load_calibrator",
     "resolve_answer_calibrator",
@@ -31,8 +33,12 @@ ANSWER_KIND = "answer_logistic_regression_per_regime"
 """The manifest ``kind`` of an answer calibrator (``scripts/train_answer_calibrator.py``)."""
 
 
-def _folder(models_dir: Path | None) -> Path:
+def calibrators_folder(models_dir: Path | None = None) -> Path:
+    """Where calibrators (claim and answer) and their manifests are kept."""
     return (models_dir if models_dir is not None else default_models_dir()) / CALIBRATORS_FOLDER
+
+
+_folder = calibrators_folder
 
 
 def calibrator_manifest(name: str, models_dir: Path | None = None) -> dict[str, Any]:
@@ -71,7 +77,9 @@ def resolve_answer_calibrator(
     """The answer calibrator a judge runs with: none without a claim calibrator or when
     ``setting`` is empty; for ``auto`` the newest answer calibrator whose manifest names
     ``claim_calibrator`` (none if there is none, so choosing another claim calibrator
-    never needs a second setting); otherwise ``setting`` itself (checked at load)."""
+    never needs a second setting) and that does not say ``auto = false`` (a refit on one
+    deployment's labels, ``streamproc calibrate --from-labels``, is chosen by name);
+    otherwise ``setting`` itself (checked at load)."""
     if not claim_calibrator or not setting:
         return None
     if setting != AUTO:
@@ -80,15 +88,34 @@ def resolve_answer_calibrator(
     for manifest in sorted(_folder(models_dir).glob("*.toml")):
         with manifest.open("rb") as handle:
             data = tomllib.load(handle)
-        if data.get("kind") == ANSWER_KIND and data.get("claim_calibrator") == claim_calibrator:
+        if (
+            data.get("kind") == ANSWER_KIND
+            and data.get("claim_calibrator") == claim_calibrator
+            and data.get("auto", True)
+        ):
             fitted.append(manifest.stem)
     return fitted[-1] if fitted else None
 
 
+def answer_calibrator_source(
+    name: str, models_dir: Path | None = None
+) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """Manifest, weights payload and sha256 of answer calibrator ``name``: what a refit
+    (``streamproc calibrate --from-labels``) starts from."""
+    return _checked_weights(name, models_dir)
+
+
 def load_answer_calibrator(name: str, models_dir: Path | None = None) -> AnswerCalibrator:
-    """Answer calibrator ``name`` (same folder and manifest shape as the claim ones)."""
-    _, payload, sha256 = _checked_weights(name, models_dir)
-    return AnswerCalibrator.from_payload(payload, sha256=sha256)
+    """Answer calibrator ``name`` (same folder and manifest shape as the claim ones);
+    the hard-only regimes its weights name must be those its manifest lists."""
+    manifest, payload, sha256 = _checked_weights(name, models_dir)
+    calibrator = AnswerCalibrator.from_payload(payload, sha256=sha256)
+    listed = manifest.get("hard_only_regimes", [])
+    if set(map(str, listed)) != calibrator.hard_only:
+        raise CalibratorError(
+            f"answer calibrator {name!r}: manifest and weights list other hard-only regimes"
+        )
+    return calibrator
 
 
 def load_calibrator(name: str, models_dir: Path | None = None) -> VerdictCalibrator:

@@ -21,7 +21,12 @@ SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 SPEC = Path(__file__).resolve().parent / "vendor" / "asyncapi-3.0.0-without-$id.json"
 
 # Created by the worker, not in the contract: the window loop's own compacted state.
-NOT_IN_CONTRACT = {"streamproc.window-state-changelog"}
+NOT_IN_CONTRACT = {
+    "streamproc.window-state-changelog",
+    "streamproc.labels-state-changelog",
+    "streamproc.accuracy-state-changelog",
+    "streamproc.label-deltas",  # internal, between the labels and the accuracy loop
+}
 
 
 @pytest.fixture(scope="module")

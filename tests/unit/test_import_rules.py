@@ -105,6 +105,12 @@ def broken(imports: list[Import]) -> dict[str, list[str]]:
         "events imports nothing of streamproc": [
             str(i) for i in ours if i.importer == "streamproc.events"
         ],
+        "label_events imports only events": [
+            str(i)
+            for i in ours
+            if i.importer == "streamproc.label_events"
+            and not within(i.imported, "streamproc.events")
+        ],
         "adapters never import stream": [
             str(i)
             for i in ours
@@ -179,6 +185,7 @@ def test_a_wrong_way_import_is_reported() -> None:
         Import("streamproc.judge.engine", "streamproc.config", 3),
         Import("streamproc.alerting.monitor", "streamproc.inference.loader", 9),
         Import("streamproc.events", "streamproc.alerting.corrected_rate", 15),
+        Import("streamproc.label_events", "streamproc.config", 12),
         Import("streamproc.adapters.metrics", "streamproc.stream.judging.stage", 34),
         Import("streamproc.evaluate.calibration.collect", "streamproc.judge._protocols", 20),
     ]

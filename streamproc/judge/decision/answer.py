@@ -10,6 +10,11 @@ the highest of, with its own threshold, fitted on the calibrate split
 claim, a guessed sentence cut, a negation flip where those are reliable - still flags
 the answer outright. The claims keep their own verdicts: they are what a trim removes.
 
+A regime listed in ``hard_only_regimes`` (set by ``streamproc calibrate --from-labels``
+where people's labels showed that no threshold reaches the target precision) flags an
+answer only for a hard finding by reason code
+(:data:`~streamproc.judge.decision.hard_findings.HARD_REASON_CODES`), whatever its risk.
+
 Pure: built from an already-read payload (the loader checks the file's sha256).
 """
 
@@ -56,6 +61,8 @@ class AnswerCalibrator:
     sha256: str
     parts: Mapping[str, LinearPart]
     claim_calibrator: str | None = None
+    hard_only: frozenset[str] = frozenset()
+    """Regimes where only a hard finding flags the answer (its risk is still reported)."""
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any], *, sha256: str) -> AnswerCalibrator:
@@ -74,7 +81,18 @@ class AnswerCalibrator:
             raise CalibratorError(f"answer calibrator needs exactly the regimes {list(REGIMES)}")
         parts = {r: LinearPart.from_payload(raw_parts[r], len(features)) for r in REGIMES}
         claim = payload.get("claim_calibrator")
-        return cls(name, sha256, parts, None if claim is None else str(claim))
+        hard_only = payload.get("hard_only_regimes") or []
+        if not isinstance(hard_only, list) or not set(map(str, hard_only)) <= set(REGIMES):
+            raise CalibratorError(
+                f"answer calibrator {name!r}: hard_only_regimes must list regimes of {REGIMES}"
+            )
+        return cls(
+            name,
+            sha256,
+            parts,
+            None if claim is None else str(claim),
+            frozenset(map(str, hard_only)),
+        )
 
     def check_claim_calibrator(self, name: str | None) -> None:
         """Its weights read one claim calibrator's risks; refuse any other's."""
@@ -85,18 +103,29 @@ class AnswerCalibrator:
                 "(scripts/train_answer_calibrator.py)"
             )
 
-    def decide(self, regime: str, risks: Sequence[float], hard: bool) -> AnswerCall:
+    def decide(
+        self, regime: str, risks: Sequence[float], hard: bool, *, hard_finding: bool = False
+    ) -> AnswerCall:
         """Hallucinated when ``hard`` (a hard finding settled a claim), else when the
-        answer's risk reaches the regime's threshold; no calibrated claim, no risk."""
+        answer's risk reaches the regime's threshold; no calibrated claim, no risk. In a
+        hard-only regime, only ``hard_finding`` (some claim's reason is a hard reason
+        code) flags it."""
         part = self.parts[regime]
+        hard_only = regime in self.hard_only
         if not risks:
-            return AnswerCall(hard, None, part.threshold)
+            return AnswerCall(hard_finding if hard_only else hard, None, part.threshold)
         values = answer_features(risks)
         x = np.array([values[f] for f in ANSWER_FEATURES], dtype=np.float64)
         logit = float(np.clip(part.logits(x[None, :])[0], -30.0, 30.0))
         risk = round(1.0 / (1.0 + math.exp(-logit)), 4)
+        if hard_only:
+            return AnswerCall(hard_finding, risk, part.threshold)
         return AnswerCall(hard or risk >= part.threshold, risk, part.threshold)
 
     def describe(self) -> dict[str, float]:
-        """Thresholds an auditor needs to replay the decision."""
-        return {f"answer_threshold_{r}": p.threshold for r, p in sorted(self.parts.items())}
+        """Thresholds an auditor needs to replay the decision (and, when any regime is
+        hard-only, which: ``answer_hard_only_<regime>`` = 1.0)."""
+        out = {f"answer_threshold_{r}": p.threshold for r, p in sorted(self.parts.items())}
+        if self.hard_only:
+            out.update({f"answer_hard_only_{r}": float(r in self.hard_only) for r in REGIMES})
+        return out

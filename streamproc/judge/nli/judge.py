@@ -53,6 +53,7 @@ from streamproc.judge.decision.actions import decide
 from streamproc.judge.decision.answer import AnswerCalibrator
 from streamproc.judge.decision.calibrated import calibrated_decision
 from streamproc.judge.decision.calibrator import REGIMES, VerdictCalibrator
+from streamproc.judge.decision.hard_findings import has_hard_finding
 from streamproc.judge.decision.signals import SIGNAL_NAMES, ClaimEvidence, claim_signals
 from streamproc.judge.engine import citation_reasons
 from streamproc.judge.limits import (
@@ -360,7 +361,12 @@ class NliJudge:
                 clock.check()
             call = None
             if self._answer_calibrator is not None:
-                call = self._answer_calibrator.decide(work.regime, risks, hard)
+                call = self._answer_calibrator.decide(
+                    work.regime,
+                    risks,
+                    hard,
+                    hard_finding=any(has_hard_finding(v) for v in verdicts),
+                )
             judgement = decide(
                 work.capped.verdicts(verdicts),
                 [s.text for s in work.shape.sentences],

@@ -1,5 +1,6 @@
 """What the consumer loops (the worker's judging and windows loops, the audit sink) share:
-one consumer group on one topic, a :class:`~streamproc.stream.loop.publisher.Publisher`
+one consumer group on one topic (or several: the labels loop joins two co-partitioned
+ones), a :class:`~streamproc.stream.loop.publisher.Publisher`
 that commits outputs and offsets together, a progress watch, and the rebalance discipline.
 
 The discipline: a batch is handled under ``_lock`` from the moment it is read until it is
@@ -52,14 +53,15 @@ def transactional_id(settings: Settings, group_id: str) -> str:
 
 
 class ConsumerLoop(ABC):
-    """One consumer group reading ``topic``; subclasses implement :meth:`_step`."""
+    """One consumer group reading ``topic`` (one name, or several subscribed together);
+    subclasses implement :meth:`_step`."""
 
     def __init__(
         self,
         settings: Settings,
         *,
         name: str,
-        topic: str,
+        topic: str | Sequence[str],
         client_options: Mapping[str, Any] | None,
         consumer_options: Mapping[str, Any],
         producer_options: Mapping[str, Any],
@@ -72,7 +74,11 @@ class ConsumerLoop(ABC):
         per batch where ``worker.exactly_once`` and the broker allow it."""
         self._settings = settings
         self.name = name
-        self._topic = topic
+        self._subscribed: tuple[str, ...] = (topic,) if isinstance(topic, str) else tuple(topic)
+        if not self._subscribed:
+            raise ValueError(f"{name}: no topic to read")
+        self._topic = self._subscribed[0]
+        """The (first) topic read."""
         self.group_id = f"{settings.app_id}.{name}"
         # Kept as passed: kafka_security's options mask the SASL password in their repr.
         self._client_options: Mapping[str, Any] = client_options or {}
@@ -111,7 +117,7 @@ class ConsumerLoop(ABC):
         async with explain_access_errors(settings.bootstrap_servers, settings.security):
             await self._publisher.start()
         try:
-            self._consumer.subscribe([self._topic], listener=_Rebalance(self))
+            self._consumer.subscribe(list(self._subscribed), listener=_Rebalance(self))
             async with explain_access_errors(settings.bootstrap_servers, settings.security):
                 await self._consumer.start()
             self.started = True

@@ -29,6 +29,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from streamproc.alerting.judge_accuracy import JudgeAccuracy
+from streamproc.stream.windows.panes import LiveCells
 from streamproc.stream.windows.spec import SeriesKey, WindowSpec, first_end_after
 
 __all__ = ["PartitionIndex", "SeriesRuntime", "WindowTiming"]
@@ -50,6 +51,8 @@ class WindowTiming:
     examples: int
     accuracy: JudgeAccuracy | None = None
     """The judge's measured accuracy per task type, for the aggregates' corrected rate."""
+    live: LiveCells | None = None
+    """The deployment's live accuracy per cell, preferred where a cell has enough labels."""
 
 
 @dataclass(slots=True)

@@ -12,6 +12,9 @@ partitions after a rebalance, silently, with 11 % of the answers never counted. 
 - every ``tick_s`` the due series of each owned partition close their windows (the
   in-memory index names them; nothing scans the state): tumbling aggregates go to
   ``topics.aggregates``, hopping ones to ``window.hopping_topic``;
+- the corrected rate uses the deployment's live accuracy where a cell has enough reviewer
+  labels (:mod:`~streamproc.stream.windows.live_accuracy`, a global table of the
+  judge-accuracy topic followed while the loop runs), the offline counts elsewhere;
 - an outcome too late for any window (its pane sealed) goes to ``window.late_topic``
   and is counted in :attr:`WindowLoop.late_events`, never dropped;
 - a batch's aggregates, late outcomes, dead letters, hook records, changelog changes
@@ -48,6 +51,7 @@ from streamproc.stream.output.dead_letter import MessageOrigin, Rejection, prepa
 from streamproc.stream.output.topic import OutHeaders
 from streamproc.stream.topics import window_changelog_topic
 from streamproc.stream.windows.index import PartitionIndex
+from streamproc.stream.windows.live_accuracy import LiveAccuracy
 from streamproc.stream.windows.report import (
     AfterCommit,
     ExtensionState,
@@ -99,11 +103,18 @@ class WindowLoop(ConsumerLoop):
         client_options: Mapping[str, Any] | None = None,
         telemetry: Telemetry | None = None,
         accuracy: JudgeAccuracy | None = None,
+        live_accuracy: LiveAccuracy | None = None,
+        judge_key: str | None = None,
         in_transaction: InTransaction | None = None,
         after_commit: AfterCommit | None = None,
     ) -> None:
         """``accuracy``: the judge's measured confusion counts the corrected rate uses
-        (:func:`streamproc.wiring.measured_accuracy`); None publishes no corrected rate."""
+        (:func:`streamproc.wiring.measured_accuracy`); None publishes no corrected rate.
+        ``live_accuracy``: the judge-accuracy table, read while the loop runs; a cell of
+        judge ``judge_key`` (:func:`streamproc.wiring.judge_key_of`, required with it)
+        with ``labels.min_labels`` labelled answers corrects with its live counts."""
+        if live_accuracy is not None and judge_key is None:
+            raise ValueError("live_accuracy needs the judge_key of the judge whose cells to read")
         super().__init__(
             settings,
             name="windows",
@@ -116,7 +127,11 @@ class WindowLoop(ConsumerLoop):
             settings.window,
             max_event_age_s=settings.worker.event_time_max_past_s,
             accuracy=accuracy,
+            live=None
+            if live_accuracy is None or judge_key is None
+            else live_accuracy.for_judge(judge_key, min_labels=settings.labels.min_labels),
         )
+        self._live_accuracy = live_accuracy
         self._longest_ms = max(spec.size_ms for spec in self._timing.specs)
         self._telemetry = telemetry or Telemetry.disabled()
         self._topics = OutputTopics.from_settings(settings)
@@ -127,6 +142,19 @@ class WindowLoop(ConsumerLoop):
         self.closed = 0
         self.late_events = 0
         self._last_tick = 0.0
+
+    async def run(self) -> None:
+        """As :meth:`ConsumerLoop.run`, with the live accuracy table followed meanwhile
+        (caught up before the first window closes, within its timeout)."""
+        live = self._live_accuracy
+        if live is None:
+            await super().run()
+            return
+        await live.start()
+        try:
+            await super().run()
+        finally:
+            await live.stop()
 
     # ------------------------------------------------------------------ one step
 

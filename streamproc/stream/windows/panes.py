@@ -14,13 +14,14 @@ length, so each costs little, about 0.6 KB of heap and 130 to 490 bytes of chang
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, NamedTuple, Protocol
 
-from streamproc.alerting.corrected_rate import corrected_rate_mixed
+from streamproc.alerting.corrected_rate import ConfusionCounts, corrected_rate_mixed
 from streamproc.alerting.judge_accuracy import JudgeAccuracy
 from streamproc.events import AnswerOutcome, CorrectedRate, WindowAggregate
 from streamproc.stats import wilson_interval
@@ -28,6 +29,9 @@ from streamproc.stream.windows.spec import SeriesKey, WindowSpec
 
 __all__ = [
     "LATENCY_BINS",
+    "LiveCells",
+    "LiveCounts",
+    "LiveLookup",
     "Pane",
     "WindowTotals",
     "add_outcome",
@@ -71,6 +75,26 @@ _LAYOUT: Final = (
 )
 """A pane's fields, in the order of its JSON list after the layout number. Layout 1 had
 no ``by_task``: such a pane reads with an empty one (its answers' task types unknown)."""
+
+
+class LiveCounts(NamedTuple):
+    """The judge's live confusion counts in one cell (effective, from weighted reviewer
+    labels) and how many labelled answers they stand on."""
+
+    counts: ConfusionCounts
+    labelled_answers: int
+
+
+LiveLookup = Callable[[str], LiveCounts | None]
+"""Task type -> the live counts of one series' cell, None while it has too few labels."""
+
+
+class LiveCells(Protocol):
+    """Where the windows find the deployment's live accuracy
+    (``windows/live_accuracy.py``): per (tenant, assistant, task type) of one judge."""
+
+    def live_counts(self, tenant: str, assistant_id: str, task_type: str) -> LiveCounts | None:
+        """The cell's live counts once it has enough labels, else None."""
 
 
 class Pane:
@@ -281,22 +305,38 @@ class WindowTotals:
         if room > 0 and pane.examples:
             self.examples.extend(pane.examples[:room])
 
-    def corrected(self, accuracy: JudgeAccuracy | None) -> CorrectedRate | None:
+    def corrected(
+        self, accuracy: JudgeAccuracy | None, live: LiveLookup | None = None
+    ) -> CorrectedRate | None:
         """The estimated true rate (``alerting.corrected_rate``), each task type with the
-        judge's accuracy on it. None when the judge's accuracy is unmeasured, or when some
-        answers have no task type (outcomes of an older worker) or one the judge was not
-        measured on: a correction of part of the window would pass for the whole."""
-        if accuracy is None or not self.answered:
+        judge's accuracy on it: its live counts where ``live`` has them (the cell has
+        enough reviewer labels), the offline ones otherwise. None when neither is known
+        for some task type, or when some answers have no task type (outcomes of an older
+        worker): a correction of part of the window would pass for the whole. The
+        interval carries the live counts' uncertainty: they are few, and Lang-Reiczigel's
+        variance has a term for the sampling error of Se and Sp."""
+        if (accuracy is None and live is None) or not self.answered:
             return None
         parts = []
+        labels_used = live_parts = 0
         for task, (answered, hallucinated) in sorted(self.by_task.items()):
-            counts = accuracy.for_task(task)
+            found = live(task) if live is not None else None
+            if found is not None:
+                counts: ConfusionCounts | None = found.counts
+                labels_used += found.labelled_answers
+                live_parts += 1
+            else:
+                counts = accuracy.for_task(task) if accuracy is not None else None
             if counts is None:
                 return None
             parts.append((hallucinated, answered, counts))
         if sum(n for _, n, _ in parts) != self.answered:
             return None
-        return corrected_rate_mixed(parts)
+        rate = corrected_rate_mixed(parts)
+        if not live_parts:
+            return rate
+        source = "live" if live_parts == len(parts) else "mixed"
+        return rate.model_copy(update={"source": source, "labels_used": labels_used})
 
     def aggregate(
         self,
@@ -306,7 +346,15 @@ class WindowTotals:
         *,
         now: float,
         accuracy: JudgeAccuracy | None = None,
+        live: LiveCells | None = None,
     ) -> WindowAggregate:
+        """The window's aggregate; ``live``: the deployment's live accuracy, looked up in
+        the series' own (tenant, assistant) cells."""
+        lookup = (
+            None
+            if live is None
+            else functools.partial(live.live_counts, key.tenant, key.assistant_id)
+        )
         interval = wilson_interval(self.hallucinated, self.answered)
         p50, p95 = latency_quantiles(self.latency, (0.50, 0.95))
         return WindowAggregate(
@@ -325,7 +373,7 @@ class WindowTotals:
             rate=self.hallucinated / self.answered if self.answered else None,
             rate_low=interval[0] if interval else None,
             rate_high=interval[1] if interval else None,
-            corrected_rate=self.corrected(accuracy),
+            corrected_rate=self.corrected(accuracy, lookup),
             contradicted_claims=self.contradicted,
             unsupported_claims=self.unsupported,
             mean_faithfulness=self.faith_sum / self.faith_n if self.faith_n else None,

@@ -61,7 +61,13 @@ from streamproc.alerting.judge_accuracy import JudgeAccuracy
 from streamproc.config import WindowSettings
 from streamproc.events import AnswerOutcome, WindowAggregate
 from streamproc.stream.windows.index import PartitionIndex, SeriesRuntime, WindowTiming
-from streamproc.stream.windows.panes import Pane, WindowTotals, add_outcome, close_pane
+from streamproc.stream.windows.panes import (
+    LiveCells,
+    Pane,
+    WindowTotals,
+    add_outcome,
+    close_pane,
+)
 from streamproc.stream.windows.report import PaneDelta
 from streamproc.stream.windows.spec import (
     SeriesKey,
@@ -152,7 +158,11 @@ def seen_key(event_id: str) -> str:
 
 
 def window_timing(
-    window: WindowSettings, *, max_event_age_s: float, accuracy: JudgeAccuracy | None = None
+    window: WindowSettings,
+    *,
+    max_event_age_s: float,
+    accuracy: JudgeAccuracy | None = None,
+    live: LiveCells | None = None,
 ) -> WindowTiming:
     """Timings from the settings. A seen mark outlives the ordinary life of the pane that
     counted it: open for a pane (+ grace, + idle when the traffic is replayed), then
@@ -174,6 +184,7 @@ def window_timing(
         forget_s=max_event_age_s + window.retain_closed_s,
         examples=window.examples,
         accuracy=accuracy,
+        live=live,
     )
 
 
@@ -255,7 +266,9 @@ def close_series(store: Store, index: PartitionIndex, sid: str, now: float) -> C
         totals = WindowTotals()
         for start in panes_between(runtime.panes, end - spec.size_ms, end):
             totals.add(store[pane_key(sid, start)], examples=timing.examples)
-        aggregate = totals.aggregate(runtime.key, spec, end, now=now, accuracy=timing.accuracy)
+        aggregate = totals.aggregate(
+            runtime.key, spec, end, now=now, accuracy=timing.accuracy, live=timing.live
+        )
         result.aggregates.append((spec, aggregate))
     runtime.closed_through, runtime.emitted_through = new_closed, new_emitted
     runtime.sealed_through = _sealed_through(runtime, timing, now)

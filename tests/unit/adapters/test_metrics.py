@@ -16,10 +16,14 @@ from prometheus_client.openmetrics.parser import (
 from prometheus_client.parser import text_string_to_metric_families
 
 from streamproc.adapters.health import HealthState
-from streamproc.adapters.metrics import OTHER, WorkerMetrics, window_label
+from streamproc.adapters.metrics import LABEL_OUTCOMES, OTHER, WorkerMetrics, window_label
 from streamproc.adapters.metrics_server import MetricsServer
+from streamproc.alerting.corrected_rate import ConfusionCounts
+from streamproc.alerting.live_accuracy import DRIFT_FINDINGS, CellState, accuracy_event
 from streamproc.config import JudgeSettings, MetricsSettings, Settings
 from streamproc.events import Action, DeadLetterReason, VerdictLabel
+from streamproc.label_events import AccuracyCell, JudgeAccuracyEvent, JudgeDriftAlert, Tally
+from streamproc.sensors import AccuracySensor
 from streamproc.stream.judging.stage import IncomingMessage, StageOutput, judge_messages
 from streamproc.stream.loop.progress import ProgressWatch, partition_lags
 from streamproc.stream.output.dead_letter import MessageOrigin
@@ -29,6 +33,7 @@ OCCURRED = datetime(2026, 1, 1, tzinfo=UTC)
 JUDGED = OCCURRED + timedelta(seconds=3)
 EVIDENCE = "The order was shipped on Monday."
 
+CELL_LABELS = frozenset({"tenant", "assistant", "task_type", "judge"})
 # The metrics contract (rules, dashboard): sample name -> (type, label names).
 CONTRACT: dict[str, tuple[str, frozenset[str]]] = {
     "streamproc_answers_total": (
@@ -61,6 +66,16 @@ CONTRACT: dict[str, tuple[str, frozenset[str]]] = {
         frozenset({"tenant", "assistant", "model", "window"}),
     ),
     "streamproc_alert_firing": ("gauge", frozenset({"tenant", "assistant", "severity"})),
+    **{
+        f"streamproc_judge_live_{figure}{bound}": ("gauge", CELL_LABELS)
+        for figure in ("sensitivity", "specificity", "precision")
+        for bound in ("", "_low", "_high")
+    },
+    "streamproc_judge_labelled_answers": ("gauge", CELL_LABELS),
+    "streamproc_judge_reviewer_kappa": ("gauge", CELL_LABELS),
+    "streamproc_judge_claim_agreement": ("gauge", CELL_LABELS),
+    "streamproc_judge_drift": ("gauge", CELL_LABELS | {"finding"}),
+    "streamproc_labels_total": ("counter", frozenset({"outcome"})),
 }
 
 
@@ -315,6 +330,127 @@ def test_lag_is_read_from_a_progress_watch_at_every_scrape() -> None:
     assert 'partition="1"' not in text
 
 
+# ------------------------------------------------------------------ judge accuracy
+
+CELL = AccuracyCell(tenant="t", assistant_id="bot", task_type="QA", judge_key="nli-v3")
+CELL_KEY = {"tenant": "t", "assistant": "bot", "task_type": "QA", "judge": "nli-v3"}
+
+
+def accuracy(
+    cell: AccuracyCell = CELL, *, negatives: bool = True, drift: tuple[str, ...] = ()
+) -> JudgeAccuracyEvent:
+    """9 of 10 hallucinations caught, 1 false alarm among 20 faithful answers (weights 1),
+    2 of 3 doubly labelled answers agreed on, 8 of 10 claims."""
+    state = CellState(
+        tp=Tally(n=9, w=9, w2=9),
+        fn=Tally(n=1, w=1, w2=1),
+        fp=Tally(n=1, w=1, w2=1) if negatives else Tally(),
+        tn=Tally(n=19, w=19, w2=19) if negatives else Tally(),
+        labelled_answers=30 if negatives else 10,
+        labels=33,
+        claims_compared=10,
+        claims_agreeing=8,
+        pairs={"hallucinated|hallucinated": 1, "faithful|faithful": 1, "faithful|hallucinated": 1},
+    )
+    return accuracy_event(
+        cell,
+        state,
+        offline=ConfusionCounts(tp=8, fn=2, tn=9, fp=1),
+        findings=list(drift),
+        now=JUDGED,
+    )
+
+
+def test_live_accuracy_gauges_mirror_the_event() -> None:
+    metrics = WorkerMetrics()
+    sensor: AccuracySensor = metrics  # the accuracy loops' protocol
+    event = accuracy(drift=("sensitivity_below_offline",))
+    sensor.accuracy(event)
+    for figure, estimate in (
+        ("sensitivity", event.sensitivity),
+        ("specificity", event.specificity),
+        ("precision", event.precision),
+    ):
+        name = f"streamproc_judge_live_{figure}"
+        assert value(metrics, name, **CELL_KEY) == estimate.estimate
+        assert value(metrics, f"{name}_low", **CELL_KEY) == estimate.low
+        assert value(metrics, f"{name}_high", **CELL_KEY) == estimate.high
+    assert value(metrics, "streamproc_judge_live_sensitivity", **CELL_KEY) == 0.9
+    assert value(metrics, "streamproc_judge_live_specificity", **CELL_KEY) == 0.95
+    assert value(metrics, "streamproc_judge_labelled_answers", **CELL_KEY) == 30
+    # kappa: p_o = 2/3, first says H 1/3, second 2/3: p_e = 2/9 + 2/9 = 4/9 -> 0.4
+    assert value(metrics, "streamproc_judge_reviewer_kappa", **CELL_KEY) == pytest.approx(0.4)
+    assert value(metrics, "streamproc_judge_claim_agreement", **CELL_KEY) == 0.8
+    drift = {
+        f: value(metrics, "streamproc_judge_drift", **CELL_KEY, finding=f) for f in DRIFT_FINDINGS
+    }
+    assert drift == {
+        "sensitivity_below_offline": 1,
+        "precision_below_offline": 0,
+        "sensitivity_below_baseline": 0,
+        "precision_below_baseline": 0,
+    }
+
+
+def test_an_estimate_without_labels_has_no_series() -> None:
+    metrics = WorkerMetrics()
+    metrics.accuracy(accuracy())
+    metrics.accuracy(accuracy(negatives=False))  # no faithful answer labelled (yet)
+    assert value(metrics, "streamproc_judge_live_specificity", **CELL_KEY) is None
+    assert value(metrics, "streamproc_judge_live_specificity_low", **CELL_KEY) is None
+    assert value(metrics, "streamproc_judge_live_sensitivity", **CELL_KEY) == 0.9
+    assert value(metrics, "streamproc_judge_labelled_answers", **CELL_KEY) == 10
+    assert "streamproc_judge_live_specificity{" not in metrics.render().decode()
+
+
+def test_drift_alerts_set_their_findings_and_clear_them_when_resolved() -> None:
+    metrics = WorkerMetrics()
+    alert = JudgeDriftAlert(
+        alert_id="judge_drift:t/bot/QA/nli-v3",
+        state="firing",
+        tenant="t",
+        assistant_id="bot",
+        cell=CELL,
+        findings=["precision_below_baseline"],
+        sensitivity=0.9,
+        precision=0.5,
+        offline_sensitivity=0.8,
+        offline_precision=0.9,
+        labelled_answers=40,
+        at=JUDGED,
+    )
+    drift = "streamproc_judge_drift"
+    metrics.drift(alert)
+    assert value(metrics, drift, **CELL_KEY, finding="precision_below_baseline") == 1
+    assert value(metrics, drift, **CELL_KEY, finding="sensitivity_below_offline") == 0
+    metrics.drift(alert.model_copy(update={"state": "resolved"}))
+    assert value(metrics, drift, **CELL_KEY, finding="precision_below_baseline") == 0
+
+
+def test_labels_are_counted_by_outcome_from_zero() -> None:
+    metrics = WorkerMetrics()
+    for outcome in LABEL_OUTCOMES:
+        assert value(metrics, "streamproc_labels_total", outcome=outcome) == 0
+    metrics.label("accepted")
+    metrics.label("accepted")
+    metrics.label("refused")
+    assert value(metrics, "streamproc_labels_total", outcome="accepted") == 2
+    assert value(metrics, "streamproc_labels_total", outcome="refused") == 1
+    with pytest.raises(ValueError, match="not one of"):
+        metrics.label("answer-123")  # never an unbounded label value
+
+
+def test_accuracy_cells_have_their_own_budget() -> None:
+    metrics = WorkerMetrics(max_keys=1)
+    metrics.window_rate("t", "bot", "llm", "5m", 0.1, 0.05, 0.2)  # another budget
+    metrics.accuracy(accuracy())
+    metrics.accuracy(accuracy(CELL.model_copy(update={"task_type": "Summary"})))
+    assert value(metrics, "streamproc_judge_labelled_answers", **CELL_KEY) == 30
+    summary = {**CELL_KEY, "task_type": "Summary"}
+    assert value(metrics, "streamproc_judge_labelled_answers", **summary) is None
+    assert 'task_type="Summary"' not in metrics.render().decode()
+
+
 # ------------------------------------------------------------------ over HTTP
 
 
@@ -325,6 +461,8 @@ def _everything(metrics: WorkerMetrics) -> None:
     metrics.late_event("t", "bot", "llm")
     metrics.window_rate("t", "bot", "llm", "5m", 0.1, 0.05, 0.2)
     metrics.alert_state("t", "bot", "page", True)
+    metrics.accuracy(accuracy())
+    metrics.label("accepted")
 
 
 def _probe(live: bool) -> HealthState:

@@ -3,6 +3,8 @@ and the interval's coverage on simulated judges."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -148,3 +150,29 @@ def test_the_interval_covers_the_truth_about_95_percent_of_the_time(
             covered += result.low <= truth <= result.high
     assert counted > 0.95 * rounds
     assert 0.93 <= covered / counted <= 0.98
+
+
+def test_fractional_effective_counts_are_read_as_observations() -> None:
+    # Effective counts from weighted reviewer labels, 590 positives and 590 negatives:
+    #   Se~ = 475.5 / 592 = 0.8032095   Sp~ = 581.5 / 592 = 0.9822635   J~ = 0.7854730
+    #   q~  = 0.0616838 (60 of 1,000)    p~ = 0.0559502
+    #   V   = 1.373186e-4;  d = -9.86803e-5;  p~ + d -+ 1.96 sqrt(V) = 0.0558515 -+ 0.0229679
+    # point estimate: (0.06 + 580.5/590 - 1) / (474.5/590 + 580.5/590 - 1) = 0.0556989
+    judge = ConfusionCounts(tp=474.5, fn=115.5, tn=580.5, fp=9.5)
+    result = corrected_rate_mixed([(60, 1000, judge)])
+    assert result.identifiable
+    assert result.youden == pytest.approx(465 / 590, abs=1e-12)
+    assert result.estimate == pytest.approx(0.0556989, abs=1e-7)
+    assert result.low == pytest.approx(0.0328836, abs=1e-6)
+    assert result.high == pytest.approx(0.0788194, abs=1e-6)
+    # whole numbers given as floats change nothing
+    assert corrected_rate(60, 1000, ConfusionCounts(tp=474.0, fn=116.0, tn=581.0, fp=9.0)) == (
+        corrected_rate(60, 1000, QA)
+    )
+    assert not identifiable(ConfusionCounts(tp=6.5, fn=3.5, tn=6.5, fp=3.5))  # 20 effective
+
+
+@pytest.mark.parametrize("bad", [-0.5, math.nan, math.inf])
+def test_counts_are_finite_and_not_negative(bad: float) -> None:
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        ConfusionCounts(tp=1, fn=bad, tn=1, fp=0)

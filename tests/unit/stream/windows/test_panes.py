@@ -18,6 +18,7 @@ from streamproc.events import AnswerOutcome
 from streamproc.stats import wilson_interval
 from streamproc.stream.windows.panes import (
     LATENCY_BINS,
+    LiveCounts,
     Pane,
     WindowTotals,
     add_outcome,
@@ -337,6 +338,44 @@ def test_no_corrected_rate_for_an_unmeasured_judge_or_untyped_answers() -> None:
     # The rules judge flagged every Data2txt answer: its flags say nothing there.
     rules = _window_of({"Data2txt": (50, 20)}).corrected(judge_accuracy("rules"))
     assert rules is not None and not rules.identifiable and rules.estimate is None
+
+
+class _Cells:
+    """Live counts for one (tenant, assistant, task type), recording what was asked."""
+
+    def __init__(self, cell: tuple[str, str, str], counts: ConfusionCounts) -> None:
+        self.cell, self.counts = cell, counts
+        self.asked: list[tuple[str, str, str]] = []
+
+    def live_counts(self, tenant: str, assistant_id: str, task_type: str) -> LiveCounts | None:
+        self.asked.append((tenant, assistant_id, task_type))
+        if (tenant, assistant_id, task_type) != self.cell:
+            return None
+        return LiveCounts(self.counts, 42)
+
+
+def test_an_aggregate_reads_live_counts_of_its_own_series_cells_only() -> None:
+    offline = judge_accuracy("rules")
+    assert offline is not None
+    live = ConfusionCounts(tp=30.5, fn=4.0, tn=20.0, fp=3.5)
+    totals = _window_of({"QA": (100, 30), "Summary": (50, 10)})
+    spec = WindowSpec(MINUTE, MINUTE)
+    mine = _Cells(("t", "b", "Summary"), live)
+    aggregate = totals.aggregate(
+        SeriesKey("t", "b", "m"), spec, START + MINUTE, now=0, accuracy=offline, live=mine
+    )
+    assert sorted(mine.asked) == [("t", "b", "QA"), ("t", "b", "Summary")]
+    qa = offline.for_task("QA")
+    assert qa is not None
+    assert aggregate.corrected_rate == corrected_rate_mixed(
+        [(30, 100, qa), (10, 50, live)]
+    ).model_copy(update={"source": "mixed", "labels_used": 42})
+    # Another tenant's series with the same assistant id: the cell is not its own.
+    other = totals.aggregate(
+        SeriesKey("u", "b", "m"), spec, START + MINUTE, now=0, accuracy=offline, live=mine
+    )
+    assert other.corrected_rate == totals.corrected(offline)
+    assert other.corrected_rate is not None and other.corrected_rate.source == "offline-benchmark"
 
 
 def test_a_pane_of_the_layout_before_task_types_still_reads() -> None:

@@ -1,0 +1,330 @@
+"""The review page's queue: review items read from the queue topic, and who labelled what.
+
+SQLite by default (``settings.review.store_url``), PostgreSQL by URL, through SQLAlchemy
+Core; the schema is created on first use. An item is wanted by
+``settings.review.labels_per_item`` reviewers, and a seeded share
+(``second_label_share``) of items by one more: the doubly labelled items Cohen's kappa
+between reviewers is measured on. Which items get the extra reviewer depends only on the
+seed and the answer id, so every replica of the page, and every restart, agrees.
+
+The labels themselves are events on the labels topic; the store keeps only who labelled
+which answer (so a reviewer is never shown an answer twice) and which items a reviewer
+skipped (shown again only after the rest). Methods block: call them off the event loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Self
+
+from sqlalchemy import (
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    and_,
+    case,
+    create_engine,
+    exists,
+    func,
+    insert,
+    select,
+)
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from streamproc.adapters.review.auth import Reviewer
+from streamproc.label_events import ReviewItem
+
+__all__ = ["ReviewQueueStore", "wanted_labels"]
+
+_ADD_ATTEMPTS = 3
+
+_metadata = MetaData()
+
+_items = Table(
+    "review_items",
+    _metadata,
+    Column("answer_id", String(200), primary_key=True),
+    Column("tenant", String(200), nullable=False),
+    Column("assistant_id", String(200), nullable=False),
+    Column("task_type", String(200), nullable=True),
+    Column("sampled_because", String(16), nullable=False),
+    Column("judged_at", DateTime, nullable=False, comment="UTC; the queue's order"),
+    Column("received_at", DateTime, nullable=False, comment="UTC"),
+    Column("wanted_labels", Integer, nullable=False),
+    Column("item_json", Text, nullable=False),
+    Index("ix_review_items_tenant_judged", "tenant", "judged_at"),
+)
+
+_labels = Table(
+    "review_labels",
+    _metadata,
+    Column("label_id", String(200), primary_key=True),
+    Column("answer_id", String(200), nullable=False),
+    Column("reviewer", String(200), nullable=False),
+    Column("labelled_at", DateTime, nullable=False, comment="UTC"),
+    UniqueConstraint("answer_id", "reviewer", name="uq_review_labels_answer_reviewer"),
+)
+
+_skips = Table(
+    "review_skips",
+    _metadata,
+    Column("answer_id", String(200), nullable=False),
+    Column("reviewer", String(200), nullable=False),
+    Column("skipped_at", DateTime, nullable=False, comment="UTC"),
+    PrimaryKeyConstraint("answer_id", "reviewer"),
+)
+
+
+def wanted_labels(
+    answer_id: str, *, labels_per_item: int, second_label_share: float, seed: int
+) -> int:
+    """How many reviewers an item is asked of: ``labels_per_item``, one more for a seeded
+    share of answers (the same answer id and seed always draw the same way)."""
+    digest = hashlib.sha256(f"review-second-label:{seed}:{answer_id}".encode()).digest()
+    draw = int.from_bytes(digest[:8], "big") / 2**64
+    return labels_per_item + (1 if draw < second_label_share else 0)
+
+
+def _utc(moment: datetime) -> datetime:
+    """Naive UTC, as both databases store a plain DateTime."""
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
+
+
+class ReviewQueueStore:
+    """The queue of one review page (or several replicas sharing a database)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        labels_per_item: int = 1,
+        second_label_share: float = 0.0,
+        seed: int = 0,
+    ) -> None:
+        self.url = url
+        self._labels_per_item = labels_per_item
+        self._second_label_share = second_label_share
+        self._seed = seed
+        # hide_parameters: a database error must not quote answers or evidence into a log.
+        options: dict[str, Any] = (
+            {"connect_args": {"timeout": 30}} if url.startswith("sqlite") else {"pool_pre_ping": True}
+        )
+        self._engine: Engine = create_engine(url, hide_parameters=True, **options)
+        self._ready = False
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _begin(self) -> Any:
+        if not self._ready:
+            self._create_schema()
+            self._ready = True
+        return self._engine.begin()
+
+    def _create_schema(self, attempts: int = 5) -> None:
+        """Two replicas opening a fresh database race on "create": the loser's "already
+        exists" only means the winner made it."""
+        for attempt in range(attempts):
+            try:
+                _metadata.create_all(self._engine)
+                return
+            except DBAPIError:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+
+    def wanted_labels(self, answer_id: str) -> int:
+        return wanted_labels(
+            answer_id,
+            labels_per_item=self._labels_per_item,
+            second_label_share=self._second_label_share,
+            seed=self._seed,
+        )
+
+    # -- writing ---------------------------------------------------------------------
+
+    def add(self, items: Iterable[ReviewItem], *, received_at: datetime | None = None) -> int:
+        """Queue the items not queued yet (a redelivered item is skipped); returns how
+        many were new. One transaction: all of them or none."""
+        batch: dict[str, ReviewItem] = {}
+        for item in items:
+            batch.setdefault(item.answer_id, item)
+        if not batch:
+            return 0
+        now = _utc(received_at or datetime.now(UTC))
+        for attempt in range(_ADD_ATTEMPTS):
+            try:
+                with self._begin() as conn:
+                    known = set(
+                        conn.execute(
+                            select(_items.c.answer_id).where(_items.c.answer_id.in_(list(batch)))
+                        ).scalars()
+                    )
+                    rows = [self._row(item, now) for key, item in batch.items() if key not in known]
+                    if rows:
+                        conn.execute(insert(_items), rows)
+                    return len(rows)
+            except IntegrityError:
+                # Another replica queued one of them in between: look again.
+                if attempt == _ADD_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _row(self, item: ReviewItem, received_at: datetime) -> dict[str, object]:
+        return {
+            "answer_id": item.answer_id,
+            "tenant": item.tenant,
+            "assistant_id": item.assistant_id,
+            "task_type": item.task_type,
+            "sampled_because": item.sampled_because.value,
+            "judged_at": _utc(item.judged_at),
+            "received_at": received_at,
+            "wanted_labels": self.wanted_labels(item.answer_id),
+            "item_json": item.model_dump_json(),
+        }
+
+    def record_label(
+        self, answer_id: str, reviewer: str, label_id: str, labelled_at: datetime
+    ) -> bool:
+        """Remember that ``reviewer`` labelled the answer; False if it already had."""
+        try:
+            with self._begin() as conn:
+                conn.execute(
+                    insert(_labels).values(
+                        label_id=label_id,
+                        answer_id=answer_id,
+                        reviewer=reviewer,
+                        labelled_at=_utc(labelled_at),
+                    )
+                )
+        except IntegrityError:
+            return False
+        return True
+
+    def skip(self, answer_id: str, reviewer: str, *, at: datetime | None = None) -> None:
+        """Put the answer at the back of this reviewer's queue (skipped again: further)."""
+        moment = _utc(at or datetime.now(UTC))
+        with self._begin() as conn:
+            done = conn.execute(
+                _skips.update()
+                .where(_skips.c.answer_id == answer_id, _skips.c.reviewer == reviewer)
+                .values(skipped_at=moment)
+            )
+            if done.rowcount == 0:
+                conn.execute(
+                    insert(_skips).values(answer_id=answer_id, reviewer=reviewer, skipped_at=moment)
+                )
+
+    # -- reading ---------------------------------------------------------------------
+
+    def next_item(self, reviewer: Reviewer) -> ReviewItem | None:
+        """The oldest item of the reviewer's tenants that it has not labelled and that
+        still wants labels; items it skipped come last, the longest skipped first."""
+        skipped = _skips.alias("skipped")
+        query = (
+            select(_items.c.item_json)
+            .select_from(
+                _items.outerjoin(
+                    skipped,
+                    and_(
+                        skipped.c.answer_id == _items.c.answer_id,
+                        skipped.c.reviewer == reviewer.name,
+                    ),
+                )
+            )
+            .where(*self._open_for(reviewer))
+            .order_by(
+                case((skipped.c.skipped_at.is_(None), 0), else_=1),
+                skipped.c.skipped_at,
+                _items.c.judged_at,
+                _items.c.answer_id,
+            )
+            .limit(1)
+        )
+        with self._begin() as conn:
+            found = conn.execute(query).scalar_one_or_none()
+        return None if found is None else ReviewItem.model_validate_json(found)
+
+    def waiting(self, reviewer: Reviewer) -> int:
+        """How many items wait for this reviewer."""
+        query = select(func.count()).select_from(_items).where(*self._open_for(reviewer))
+        with self._begin() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    def _open_for(self, reviewer: Reviewer) -> Sequence[Any]:
+        label_count = (
+            select(func.count())
+            .select_from(_labels)
+            .where(_labels.c.answer_id == _items.c.answer_id)
+            .scalar_subquery()
+        )
+        mine = exists().where(
+            _labels.c.answer_id == _items.c.answer_id, _labels.c.reviewer == reviewer.name
+        )
+        return (
+            _items.c.tenant.in_(sorted(reviewer.tenants)),
+            ~mine,
+            label_count < _items.c.wanted_labels,
+        )
+
+    def item_for(self, reviewer: Reviewer, answer_id: str) -> ReviewItem | None:
+        """The item, if it is queued and of a tenant the reviewer may see; None otherwise
+        (another tenant's item and an unknown id look alike)."""
+        with self._begin() as conn:
+            row = conn.execute(
+                select(_items.c.tenant, _items.c.item_json).where(_items.c.answer_id == answer_id)
+            ).one_or_none()
+        if row is None or not reviewer.may_see(row.tenant):
+            return None
+        return ReviewItem.model_validate_json(row.item_json)
+
+    def has_labelled(self, answer_id: str, reviewer: str) -> bool:
+        with self._begin() as conn:
+            found = conn.execute(
+                select(_labels.c.label_id).where(
+                    _labels.c.answer_id == answer_id, _labels.c.reviewer == reviewer
+                )
+            ).first()
+        return found is not None
+
+    def labels_of(self, answer_id: str) -> list[str]:
+        """Who labelled the answer, in order."""
+        with self._begin() as conn:
+            return list(
+                conn.execute(
+                    select(_labels.c.reviewer)
+                    .where(_labels.c.answer_id == answer_id)
+                    .order_by(_labels.c.labelled_at, _labels.c.reviewer)
+                ).scalars()
+            )
+
+    def wanted(self, answer_id: str) -> int | None:
+        """The item's wanted label count (None when it is not queued)."""
+        with self._begin() as conn:
+            found = conn.execute(
+                select(_items.c.wanted_labels).where(_items.c.answer_id == answer_id)
+            ).scalar_one_or_none()
+        return None if found is None else int(found)

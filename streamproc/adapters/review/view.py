@@ -1,0 +1,192 @@
+"""What one review item looks like on the page, as plain data for the templates.
+
+The answer is cut into segments, each claim's own span coloured by its verdict. Each
+evidence item is cut into its sentences, and the sentence that decided a claim is marked:
+a claim's ``evidence_ids`` name the evidence that decided it, and within that evidence the
+sentence sharing the most words with the claim is the one shown highlighted (the judge
+keeps no sentence offsets in its verdict). Texts stay texts here: the templates escape
+them, so hostile evidence cannot become markup.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+
+from streamproc.events import ClaimVerdict, EvidenceItem
+from streamproc.judge.text.sentences import split_sentences
+from streamproc.label_events import ReviewItem
+
+__all__ = [
+    "ClaimView",
+    "EvidenceView",
+    "ItemView",
+    "Segment",
+    "deciding_sentence",
+    "item_view",
+]
+
+UNCHECKED = "unchecked"
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Words that say nothing about which sentence a claim came from.
+_STOPWORDS = frozenset(
+    "a an and are as at be by for from has have in is it its of on or that the this to "
+    "was were will with".split()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A run of text; ``claims`` are the (1-based) numbers of the claims it belongs to
+    (the answer) or that it decided (evidence), ``verdict`` how to colour it."""
+
+    text: str
+    claims: tuple[int, ...] = ()
+    verdict: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimView:
+    index: int
+    number: int
+    text: str
+    verdict: str
+    claim_class: str
+    score: float | None
+    reasons: list[str]
+    evidence_ids: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceView:
+    id: str
+    kind: str
+    source: str | None
+    segments: list[Segment]
+    fields_json: str | None
+    decided: list[int] = field(default_factory=list)
+    executed: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ItemView:
+    item: ReviewItem
+    answer_segments: list[Segment]
+    claims: list[ClaimView]
+    evidence: list[EvidenceView]
+
+    @property
+    def action(self) -> str:
+        return self.item.judgement.action.value
+
+    @property
+    def flagged(self) -> bool:
+        return self.item.sampled_because.value == "flagged"
+
+
+def _verdict(claim: ClaimVerdict) -> str:
+    return claim.verdict.value if claim.verdict else UNCHECKED
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in _STOPWORDS}
+
+
+def deciding_sentence(claim: str, evidence: str) -> tuple[int, int] | None:
+    """The span of the evidence sentence most similar to the claim (cosine of their word
+    sets), or None when no sentence shares a word with it."""
+    wanted = _words(claim)
+    if not wanted:
+        return None
+    best: tuple[float, tuple[int, int]] | None = None
+    for start, end in split_sentences(evidence):
+        words = _words(evidence[start:end])
+        shared = len(wanted & words)
+        if not shared:
+            continue
+        score = shared / math.sqrt(len(wanted) * len(words))
+        if best is None or score > best[0]:
+            best = (score, (start, end))
+    return None if best is None else best[1]
+
+
+def _answer_segments(answer: str, claims: list[ClaimVerdict]) -> list[Segment]:
+    segments: list[Segment] = []
+    cursor = 0
+    for claim in sorted(claims, key=lambda c: (c.start, c.index)):
+        end = min(claim.end, len(answer))
+        if claim.start < cursor or claim.start >= end:
+            continue  # overlapping or empty span: the claim is still listed below
+        if claim.start > cursor:
+            segments.append(Segment(answer[cursor : claim.start]))
+        segments.append(Segment(answer[claim.start : end], (claim.index + 1,), _verdict(claim)))
+        cursor = end
+    if cursor < len(answer):
+        segments.append(Segment(answer[cursor:]))
+    return segments
+
+
+def _evidence_view(item: EvidenceItem, claims: list[ClaimVerdict]) -> EvidenceView:
+    marks: dict[tuple[int, int], list[ClaimVerdict]] = {}
+    decided = []
+    for claim in claims:
+        if item.id not in claim.evidence_ids:
+            continue
+        decided.append(claim.index + 1)
+        span = deciding_sentence(claim.text, item.text)
+        if span is not None:
+            marks.setdefault(span, []).append(claim)
+    segments: list[Segment] = []
+    cursor = 0
+    for (start, end), deciders in sorted(marks.items()):
+        if start < cursor:
+            continue
+        if start > cursor:
+            segments.append(Segment(item.text[cursor:start]))
+        # The sentence takes the colour of the worst verdict it decided.
+        verdicts = {_verdict(c) for c in deciders}
+        colour = next(
+            v for v in ("contradicted", "unsupported", "supported", UNCHECKED) if v in verdicts
+        )
+        segments.append(Segment(item.text[start:end], tuple(c.index + 1 for c in deciders), colour))
+        cursor = end
+    if cursor < len(item.text):
+        segments.append(Segment(item.text[cursor:]))
+    fields = (
+        json.dumps(item.fields, ensure_ascii=False, indent=2, sort_keys=True)
+        if item.fields
+        else None
+    )
+    return EvidenceView(
+        id=item.id,
+        kind=item.kind.value,
+        source=item.source,
+        segments=segments,
+        fields_json=fields,
+        decided=decided,
+        executed=item.executed,
+    )
+
+
+def item_view(item: ReviewItem) -> ItemView:
+    claims = list(item.judgement.claims)
+    return ItemView(
+        item=item,
+        answer_segments=_answer_segments(item.answer, claims),
+        claims=[
+            ClaimView(
+                index=c.index,
+                number=c.index + 1,
+                text=c.text,
+                verdict=_verdict(c),
+                claim_class=c.claim_class.value,
+                score=c.score,
+                reasons=list(c.reasons),
+                evidence_ids=list(c.evidence_ids),
+            )
+            for c in claims
+        ],
+        evidence=[_evidence_view(e, claims) for e in item.evidence],
+    )

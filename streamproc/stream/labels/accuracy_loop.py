@@ -1,0 +1,297 @@
+"""The accuracy loop: label deltas in, the judge's live accuracy per cell out, with drift
+alerts, exactly once on Kafka.
+
+The deltas topic is keyed by the cell (tenant / assistant / task type / judge key), so
+one cell's deltas meet in one partition. Each owned partition's cells
+(:class:`~streamproc.alerting.live_accuracy.CellState`) live in memory and are
+changelogged to a compacted topic, restored on assignment like the window state. After
+each batch, every cell it changed is published on the (compacted) judge-accuracy topic -
+the latest event per cell is its truth - and, when its drift findings appear, change or
+clear, a ``judge_drift`` alert on the alerts topic; with the changelog changes and the
+input offsets in one Kafka transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from aiokafka import ConsumerRecord
+from aiokafka.structs import TopicPartition
+from pydantic import ValidationError
+
+from streamproc.alerting.corrected_rate import ConfusionCounts
+from streamproc.alerting.judge_accuracy import judge_accuracy
+from streamproc.alerting.live_accuracy import (
+    CellState,
+    accuracy_event,
+    apply_delta,
+    drift_findings,
+    prune_days,
+    step_drift,
+)
+from streamproc.config import Settings
+from streamproc.events import DeadLetterReason
+from streamproc.label_events import AccuracyCell, JudgeAccuracyEvent, JudgeDriftAlert, LabelDelta
+from streamproc.sensors import AccuracySensor
+from streamproc.stream.loop.consumer import ConsumerLoop
+from streamproc.stream.loop.publisher import OutboundRecord
+from streamproc.stream.output.catalog import OutputTopics
+from streamproc.stream.output.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
+from streamproc.stream.output.topic import OutputTopic
+from streamproc.stream.topics import accuracy_changelog_topic
+from streamproc.stream.windows.store import TrackedStore, encode_entry, restore_partition
+
+__all__ = ["AccuracyLoop", "drift_alert_topic"]
+
+log = structlog.get_logger(__name__)
+
+
+def drift_alert_topic(settings: Settings) -> OutputTopic[JudgeDriftAlert]:
+    """Drift alerts go where the rate alerts go (``alerts.topic``, key
+    ``tenant/assistant``)."""
+    return OutputTopic(settings.alerts.topic, settings.topics.output_max_message_bytes, _drift_key)
+
+
+def _drift_key(alert: JudgeDriftAlert) -> bytes:
+    return f"{alert.tenant}/{alert.assistant_id}".encode()
+
+
+@dataclass(slots=True)
+class _Cell:
+    """One cell's changelog entry: the cell and its state."""
+
+    cell: AccuracyCell
+    state: CellState
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cell": self.cell.model_dump(mode="json"), "state": self.state.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> _Cell:
+        return cls(AccuracyCell.model_validate(data["cell"]), CellState.from_json(data["state"]))
+
+
+@dataclass(frozen=True, slots=True)
+class _Published:
+    events: list[JudgeAccuracyEvent]
+    alerts: list[JudgeDriftAlert]
+
+
+class AccuracyLoop(ConsumerLoop):
+    """Keep each cell's live accuracy; see the module docstring.
+
+    ``clock``: seconds since the epoch - the day the drift test's recent period ends on,
+    and the events' ``measured_at``.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        client_options: Mapping[str, Any] | None = None,
+        sensor: AccuracySensor | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__(
+            settings,
+            name="accuracy",
+            topic=settings.labels.deltas_topic,
+            client_options=client_options,
+            consumer_options={"max_poll_records": 1000},
+            producer_options={},
+        )
+        self._outputs = OutputTopics.from_settings(settings)
+        self._alerts = drift_alert_topic(settings)
+        self._sensor = sensor
+        self._clock = clock
+        self._stores: dict[int, TrackedStore] = {}
+        self._offline: dict[tuple[str, str], ConfusionCounts | None] = {}
+        self.applied = 0
+
+    # ------------------------------------------------------------------ one step
+
+    async def _step(self) -> None:
+        batch = await self._consumer.getmany(
+            timeout_ms=int(self._settings.worker.batch_wait_s * 4000)
+        )
+        read_at = self._generation
+        if not batch:
+            return
+        now = self._clock()
+        async with self._lock:
+            if not self._admit(batch, read_at):
+                return
+            outbound: list[OutboundRecord] = []
+            changed: dict[tuple[int, str], _Cell] = {}
+            applied = 0
+            for tp, records in batch.items():
+                letters, done = self._apply(tp, records, now, changed)
+                outbound += letters
+                applied += done
+            published = self._publish_cells(changed.values(), now)
+            outbound += [self._outputs.judge_accuracy.record(e) for e in published.events]
+            outbound += [self._alerts.record(a) for a in published.alerts]
+            outbound += self._changelog_records()
+            offsets = {tp: records[-1].offset + 1 for tp, records in batch.items() if records}
+            await self._publisher.publish(outbound, offsets)
+            self.watch.progress.acknowledged(offsets, time.monotonic())
+            self.applied += applied
+        self._committed(published)
+
+    def _apply(
+        self,
+        tp: TopicPartition,
+        records: Sequence[ConsumerRecord[bytes, bytes]],
+        now: float,
+        changed: dict[tuple[int, str], _Cell],
+    ) -> tuple[list[OutboundRecord], int]:
+        """Apply each delta to its cell; the dead letters of those that were not."""
+        store = self._stores.get(tp.partition)
+        if store is None:  # cannot happen: partitions are restored on assignment
+            raise RuntimeError(f"delta of unowned partition {tp}")
+        letters: list[OutboundRecord] = []
+        applied = 0
+        for record in records:
+            delta = _delta(record.value)
+            if isinstance(delta, LabelDelta):
+                key = delta.cell.key
+                entry: _Cell | None = store.get(key)
+                try:
+                    if entry is None:
+                        entry = _Cell(delta.cell, CellState())
+                    state = CellState.from_json(entry.state.to_json())  # applied on a copy
+                    apply_delta(state, delta)
+                except Exception as exc:  # noqa: BLE001 - one delta must not stop the loop
+                    delta = Rejection(DeadLetterReason.PROCESSING_ERROR, f"not applied: {exc!r}")
+                else:
+                    entry = _Cell(entry.cell, state)
+                    store[key] = entry
+                    changed[(tp.partition, key)] = entry
+                    applied += 1
+                    continue
+            origin = MessageOrigin(record.topic, record.partition, record.offset, record.key)
+            letter = prepare_dead_letter(
+                self._outputs.dead_letters,
+                delta,
+                origin,
+                record.value,
+                now=datetime.fromtimestamp(now, UTC),
+            )
+            log.warning("dead_letter", reason=letter.model.reason.value, error=letter.model.error)
+            letters.append(letter.record)
+        return letters, applied
+
+    def _publish_cells(self, cells: Iterable[_Cell], now: float) -> _Published:
+        """Each changed cell's accuracy event, and its drift alert where that moved."""
+        labels = self._settings.labels
+        at = datetime.fromtimestamp(now, UTC)
+        today = at.date()
+        published = _Published([], [])
+        for entry in cells:
+            cell, state = entry.cell, entry.state
+            prune_days(
+                state, today=today, keep_days=labels.drift_recent_days + labels.drift_baseline_days
+            )
+            offline = self._offline_counts(cell)
+            findings = drift_findings(
+                state,
+                offline=offline,
+                today=today,
+                min_labels=labels.drift_min_labels,
+                recent_days=labels.drift_recent_days,
+                baseline_days=labels.drift_baseline_days,
+                z=labels.drift_z,
+            )
+            event = accuracy_event(cell, state, offline=offline, findings=findings, now=at)
+            published.events.append(event)
+            alert = step_drift(cell, state, event, now=at)  # updates state.drift_firing
+            if alert is not None:
+                published.alerts.append(alert)
+        return published
+
+    def _offline_counts(self, cell: AccuracyCell) -> ConfusionCounts | None:
+        """The shipped benchmark counts of the cell's judge and task type, if measured."""
+        key = (cell.judge_key, cell.task_type)
+        if key not in self._offline:
+            measured = judge_accuracy(cell.judge_key)
+            self._offline[key] = None if measured is None else measured.for_task(cell.task_type)
+        return self._offline[key]
+
+    def _committed(self, published: _Published) -> None:
+        """After the transaction: log lines and the sensor."""
+        for alert in published.alerts:
+            log.warning(
+                "judge_drift",
+                state=alert.state,
+                cell=alert.cell.key,
+                findings=alert.findings,
+                sensitivity=alert.sensitivity,
+                precision=alert.precision,
+            )
+        sensor = self._sensor
+        if sensor is None:
+            return
+        try:
+            for event in published.events:
+                sensor.accuracy(event)
+            for alert in published.alerts:
+                sensor.drift(alert)
+        except Exception:  # committed already: report it and go on
+            log.exception("accuracy_sensor_failed")
+
+    def _changelog_records(self) -> list[OutboundRecord]:
+        state = self._outputs.accuracy_state
+        records = []
+        for partition, store in self._stores.items():
+            for key, value in store.drain():
+                encoded_key, encoded_value = encode_entry(key, value)
+                # The state of delta partition p lives in changelog partition p.
+                records.append(state.forward(encoded_key, encoded_value, partition=partition))
+        return records
+
+    # ------------------------------------------------------------------ rebalances
+
+    async def _on_revoked(self, partitions: list[TopicPartition]) -> None:
+        self._stores.clear()
+
+    async def _on_assigned(self, partitions: list[TopicPartition]) -> None:
+        settings = self._settings
+        topic = accuracy_changelog_topic(settings)
+        for tp in partitions:
+            started = time.monotonic()
+            state = await restore_partition(
+                settings.bootstrap_servers,
+                TopicPartition(topic, tp.partition),
+                dict(self._client_options),
+                settle_timeout_s=settings.worker.transaction_timeout_s + 30.0,
+            )
+            cells: dict[str, Any] = {}
+            for key, value in state.items():
+                try:
+                    cells[key] = _Cell.from_json(value)
+                except (ValueError, KeyError, TypeError) as exc:
+                    log.error("accuracy_state_unreadable", key=key, error=repr(exc))
+            self._stores[tp.partition] = TrackedStore(cells)
+            log.info(
+                "accuracy_state_restored",
+                partition=tp.partition,
+                cells=len(cells),
+                seconds=round(time.monotonic() - started, 2),
+            )
+
+
+def _delta(value: bytes | None) -> LabelDelta | Rejection:
+    try:
+        document = json.loads(value or b"")
+    except (ValueError, RecursionError) as exc:
+        return Rejection(DeadLetterReason.BAD_JSON, f"label delta is not JSON: {exc}")
+    try:
+        return LabelDelta.model_validate(document)
+    except (ValidationError, RecursionError) as exc:
+        return Rejection(DeadLetterReason.SCHEMA_VIOLATION, f"bad label delta: {exc}")
