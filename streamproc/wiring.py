@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from streamproc.judge.nli.options import NliOptions
     from streamproc.stream.judging.loop import JudgeLoop
     from streamproc.stream.judging.runner import JudgeRunner, LogOptions
+    from streamproc.stream.labels.accuracy_loop import AccuracyLoop
+    from streamproc.stream.labels.loop import LabelsLoop
+    from streamproc.stream.loop.consumer import ConsumerLoop
     from streamproc.stream.windows.loop import WindowLoop
 
 __all__ = [
@@ -41,6 +44,7 @@ __all__ = [
     "judge_key_of",
     "judge_limits",
     "judge_runner",
+    "may_label",
     "measured_accuracy",
     "nli_options",
 ]
@@ -198,10 +202,37 @@ def judge_runner(settings: Settings, *, log: LogOptions | None = None) -> JudgeR
 
 @dataclass(frozen=True)
 class WorkerLoops:
-    """The two consumer loops of one worker process."""
+    """The consumer loops of one worker process: judging and windows always; the labels
+    and accuracy loops of the reviewers' loop unless ``labels.enabled`` is off."""
 
     judging: JudgeLoop
     windows: WindowLoop
+    labels: LabelsLoop | None = None
+    accuracy: AccuracyLoop | None = None
+
+    def all(self) -> list[ConsumerLoop]:
+        """Every loop, in start order."""
+        loops: list[ConsumerLoop] = [self.judging, self.windows]
+        loops.extend(each for each in (self.labels, self.accuracy) if each is not None)
+        return loops
+
+
+def may_label(settings: Settings) -> Callable[[str, str], bool]:
+    """Whether a reviewer may label a tenant's answers: the tokens file's reviewers and
+    their tenants (``review.tokens_file``); without one, labels on the topic are trusted
+    (who may write to it is the broker's ACLs' business) and only their tenant must match
+    the answer's."""
+    from streamproc.adapters.review.auth import reviewers_for
+
+    reviewers = reviewers_for(settings)
+    if reviewers is None:
+        return lambda reviewer, tenant: True
+
+    def allowed(reviewer: str, tenant: str) -> bool:
+        found = reviewers.by_name(reviewer)
+        return found is not None and found.may_see(tenant)
+
+    return allowed
 
 
 def build_loops(
@@ -211,11 +242,16 @@ def build_loops(
     reporting to ``telemetry`` and ``metrics``."""
     from streamproc.adapters.kafka_security import aiokafka_options
     from streamproc.stream.judging.loop import JudgeLoop
+    from streamproc.stream.labels.accuracy_loop import AccuracyLoop
+    from streamproc.stream.labels.loop import LabelsLoop
     from streamproc.stream.windows.alert_stage import AlertHooks
+    from streamproc.stream.windows.live_accuracy import LiveAccuracy
     from streamproc.stream.windows.loop import WindowLoop
 
     options = aiokafka_options(settings.security)
     alerting = AlertHooks(settings, metrics)
+    key = judge_key_of(settings.judge)
+    live = settings.labels.enabled
     return WorkerLoops(
         judging=JudgeLoop(
             settings,
@@ -223,14 +259,24 @@ def build_loops(
             client_options=options,
             telemetry=telemetry,
             metrics=metrics,
-            judge_key=judge_key_of(settings.judge),
+            judge_key=key,
         ),
         windows=WindowLoop(
             settings,
             client_options=options,
             telemetry=telemetry,
             accuracy=measured_accuracy(settings.judge),
+            live_accuracy=LiveAccuracy(settings, client_options=options) if live else None,
+            judge_key=key,
             in_transaction=alerting.in_transaction,
             after_commit=alerting.after_commit,
         ),
+        labels=(
+            LabelsLoop(
+                settings, client_options=options, sensor=metrics, may_label=may_label(settings)
+            )
+            if live
+            else None
+        ),
+        accuracy=AccuracyLoop(settings, client_options=options, sensor=metrics) if live else None,
     )

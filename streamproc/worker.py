@@ -1,5 +1,6 @@
-"""Running one worker process: create topics, then run the judging loop and the window
-loop (built by :mod:`streamproc.wiring`) side by side until a signal stops them."""
+"""Running one worker process: create topics, then run the judging loop, the window loop
+and the reviewers' labels and accuracy loops (built by :mod:`streamproc.wiring`) side by
+side until a signal stops them."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from streamproc.config import Settings
 from streamproc.events import JudgeInfo
 from streamproc.stream.judging.loop import JudgeLoop
 from streamproc.stream.judging.runner import JudgeProcessDied, JudgeRunner, LogOptions
+from streamproc.stream.loop.consumer import ConsumerLoop
 from streamproc.stream.loop.progress import partition_lags
 from streamproc.stream.loop.publisher import PublishFailed
 from streamproc.stream.topics import prepare_topics
@@ -38,12 +40,14 @@ log = structlog.get_logger(__name__)
 def run_worker(settings: Settings) -> NoReturn:
     """Block running the worker until SIGTERM/SIGINT, then leave the groups cleanly.
 
-    Two consumer loops share the process, each with its own group and Kafka
-    transactions: judging (answers -> verdicts, flags, outcomes, dead letters) and
-    windows (outcomes -> aggregates, with changelogged state). A batch that cannot be
-    published ends the process with exit code 3 after one log line, so the orchestrator
-    restarts it; nothing unpublished was acknowledged. So does a judge process that died
-    (exit code 7).
+    The consumer loops share the process, each with its own group and Kafka
+    transactions: judging (answers -> verdicts, flags, outcomes, review items, dead
+    letters), windows (outcomes -> aggregates, with changelogged state), and unless
+    ``labels.enabled`` is off labels (review items + labels -> label audit entries and
+    deltas) and accuracy (deltas -> judge-accuracy events, judge_drift alerts). A batch
+    that cannot be published ends the process with exit code 3 after one log line, so the
+    orchestrator restarts it; nothing unpublished was acknowledged. So does a judge
+    process that died (exit code 7).
     """
     code = asyncio.run(_serve(settings))
     logging.shutdown()
@@ -83,9 +87,10 @@ async def _serve_with(settings: Settings, runner: JudgeRunner, judge_info: Judge
     metrics = WorkerMetrics()
     loops = build_loops(settings, runner, telemetry=telemetry, metrics=metrics)
     judging, windows = loops.judging, loops.windows
-    metrics.add_lag_source("judge", lambda: partition_lags(judging.watch.progress))
-    metrics.add_lag_source("windows", lambda: partition_lags(windows.watch.progress))
-    probe = _probe(judging, windows)
+    every = loops.all()
+    for each in every:
+        metrics.add_lag_source(each.name, _lags_of(each))
+    probe = _probe(judging, windows, every)
     health = _health_server(settings, probe)
     if health is not None:
         await health.start()
@@ -96,7 +101,7 @@ async def _serve_with(settings: Settings, runner: JudgeRunner, judge_info: Judge
         log.info("metrics_server_started", url=metrics_server.url)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, _stop_all, judging, windows)
+        loop.add_signal_handler(sig, _stop_all, *every)
     install_task_dump(loop)
     log.info(
         "worker_starting",
@@ -111,12 +116,9 @@ async def _serve_with(settings: Settings, runner: JudgeRunner, judge_info: Judge
     beating = asyncio.create_task(guard.beat(), name="loop-guard-beat")
     helpers = [beating, asyncio.create_task(_exit_when_judge_dies(runner), name="judge-watch")]
     if settings.worker.stall_exit_s is not None:
-        stall_exit = _exit_when_stalled(settings.worker.stall_exit_s, judging, windows)
+        stall_exit = _exit_when_stalled(settings.worker.stall_exit_s, *every)
         helpers.append(asyncio.create_task(stall_exit, name="stall-exit"))
-    tasks = [
-        asyncio.create_task(judging.run(), name="judge-loop"),
-        asyncio.create_task(windows.run(), name="window-loop"),
-    ]
+    tasks = [asyncio.create_task(each.run(), name=f"{each.name}-loop") for each in every]
     try:
         for finished in asyncio.as_completed(tasks):
             try:
@@ -127,7 +129,7 @@ async def _serve_with(settings: Settings, runner: JudgeRunner, judge_info: Judge
                 _judge_died(exc)
             except Exception as exc:  # noqa: BLE001 - a loop must never end silently
                 _exit(EXIT_LOOP_CRASHED, "loop_crashed_exiting", exc)
-            _stop_all(judging, windows)  # one loop ended (a stop): end the other too
+            _stop_all(*every)  # one loop ended (a stop): end the others too
     finally:
         guard.stop()
         for helper in helpers:
@@ -150,7 +152,7 @@ async def _exit_when_judge_dies(runner: JudgeRunner) -> None:
         _judge_died(exc)
 
 
-async def _exit_when_stalled(limit_s: float, *loops: JudgeLoop | WindowLoop) -> None:
+async def _exit_when_stalled(limit_s: float, *loops: ConsumerLoop) -> None:
     """Leave when a loop has not been live for ``limit_s``: a stall the worker cannot
     get out of by itself (a rebalance that never completes) ends with a restart."""
     not_live_since: float | None = None
@@ -165,7 +167,7 @@ async def _exit_when_stalled(limit_s: float, *loops: JudgeLoop | WindowLoop) -> 
             _exit(EXIT_STALLED, "stalled_exiting", TimeoutError(f"not live for {limit_s:g} s"))
 
 
-def _stop_all(*loops: JudgeLoop | WindowLoop) -> None:
+def _stop_all(*loops: ConsumerLoop) -> None:
     for each in loops:
         each.stop()
 
@@ -182,14 +184,20 @@ def _exit(code: int, event: str, exc: BaseException) -> NoReturn:
     os._exit(code)
 
 
-def _probe(judging: JudgeLoop, windows: WindowLoop) -> Callable[[], HealthState]:
-    """Live: neither loop has ended and both make progress where they have work (a
-    worker still joining is live: start-up probes cover that); ready: both joined."""
+def _lags_of(loop: ConsumerLoop) -> Callable[[], dict[int, int | None]]:
+    return lambda: partition_lags(loop.watch.progress)
+
+
+def _probe(
+    judging: JudgeLoop, windows: WindowLoop, every: list[ConsumerLoop]
+) -> Callable[[], HealthState]:
+    """Live: no loop has ended and each makes progress where it has work (a worker still
+    joining is live: start-up probes cover that); ready: every loop joined."""
 
     def probe() -> HealthState:
         return HealthState(
-            live=not (judging.ended or windows.ended) and judging.live and windows.live,
-            ready=judging.started and windows.started,
+            live=not any(each.ended for each in every) and all(each.live for each in every),
+            ready=all(each.started for each in every),
             detail={
                 "judge_lag": judging.watch.progress.total_lag(),
                 "windows_lag": windows.watch.progress.total_lag(),

@@ -91,6 +91,11 @@ class ProgressWatch(Generic[P]):
 
 
 def partition_lags(progress: ProgressWatch[TopicPartition]) -> dict[int, int | None]:
-    """A consumer's lag per owned partition, from its progress watch (each loop reads
-    one topic, so the partition number names it)."""
-    return {tp.partition: state.lag for tp, state in progress.partitions.items()}
+    """A consumer's lag per owned partition number, from its progress watch. A loop that
+    reads co-partitioned topics (the labels loop) owns partition N of each: their lags
+    add up (None when none is known)."""
+    lags: dict[int, int | None] = {}
+    for tp, state in progress.partitions.items():
+        known = lags.get(tp.partition)
+        lags[tp.partition] = state.lag if known is None else known + (state.lag or 0)
+    return lags
