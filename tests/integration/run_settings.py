@@ -14,9 +14,13 @@ TOPIC_FIELDS = ("answers", "verdicts", "flags", "aggregates", "dead_letter", "ou
 def run_settings(bootstrap: str, prefix: str, *, partitions: int, **fields: Any) -> Settings:
     """``prefix-<8 hex>`` as the app id and topic prefix; ``fields`` as further settings."""
     run = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    review = {"queue_topic": f"{run}.review-queue", "labels_topic": f"{run}.labels"}
+    labels = {"deltas_topic": f"{run}.label-deltas", "accuracy_topic": f"{run}.judge-accuracy"}
     return Settings(
         app_id=run,
         broker_url=f"kafka://{bootstrap}",
         topics={**{name: f"{run}.{name}" for name in TOPIC_FIELDS}, "partitions": partitions},
+        review={**review, **fields.pop("review", {})},
+        labels={**labels, **fields.pop("labels", {})},
         **fields,
     )
