@@ -7,6 +7,12 @@ alert engine: per (tenant, assistant) an error ratio per window (recording rules
 answered count and the Wilson 95 % lower bound over each long window, then one alerting
 rule per burn-rate pair. Pure: a document of plain dicts and strings; rendering it as YAML
 is scripts/gen_prometheus_rules.py's job.
+
+One more alert does not come from the settings: ``JudgeDrift`` (severity ticket), raised
+while the worker's ``streamproc_judge_drift`` gauge says a cell's live sensitivity or
+precision is significantly below the offline benchmark or its own trailing baseline
+(``streamproc.alerting.live_accuracy``). The worker decides significance; Prometheus only
+waits ``DRIFT_FOR`` so a flapping finding near the threshold opens no ticket.
 """
 
 from __future__ import annotations
@@ -18,6 +24,11 @@ from streamproc.config import AlertSettings, BurnRateWindow
 __all__ = [
     "ALERT_NAME",
     "ANSWERED_METRIC",
+    "DRIFT_ALERT_NAME",
+    "DRIFT_FOR",
+    "DRIFT_LABELS",
+    "DRIFT_METRIC",
+    "DRIFT_RUNBOOK_URL",
     "GROUP_LABELS",
     "HALLUCINATED_METRIC",
     "MIN_ANSWERED_RECORD",
@@ -48,6 +59,12 @@ RUNBOOK_URL = "README.md#for-on-call-hallucination-alerts"
 OBJECTIVE_RECORD = "streamproc:hallucination_objective:ratio"
 MIN_ANSWERED_RECORD = "streamproc:hallucination_min_answered:count"
 THRESHOLD_RECORD = "streamproc:hallucination_burn_threshold:factor"
+DRIFT_ALERT_NAME = "JudgeDrift"
+DRIFT_METRIC = "streamproc_judge_drift"
+DRIFT_LABELS = ("tenant", "assistant", "task_type", "judge", "finding")
+"""One alert per cell and finding, whichever worker replica reports it (max over them)."""
+DRIFT_FOR = "15m"
+DRIFT_RUNBOOK_URL = "README.md#for-on-call-judge-drift"
 Z = 1.96
 """Two-sided 95 % normal quantile, as ``streamproc.stats.wilson_interval`` uses."""
 
@@ -210,8 +227,32 @@ def _percent(ratio: float) -> str:
     return f"{_number(ratio * 100)}%"
 
 
+def _drift_rule() -> dict[str, Any]:
+    return {
+        "alert": DRIFT_ALERT_NAME,
+        "expr": f"max by ({', '.join(DRIFT_LABELS)}) ({DRIFT_METRIC}) == 1\n",
+        "for": DRIFT_FOR,
+        "labels": {"severity": "ticket"},
+        "annotations": {
+            "summary": (
+                "{{ $labels.tenant }}/{{ $labels.assistant }}: judge {{ $labels.judge }} "
+                "drifted on {{ $labels.task_type }} answers ({{ $labels.finding }})"
+            ),
+            "description": (
+                "Measured against reviewer labels, the live accuracy of the judge fell "
+                "significantly (one-sided 95 %) below the offline benchmark or the trailing "
+                "baseline of this cell: {{ $labels.finding }}. Its flags and corrected rates "
+                "here are less trustworthy than the shipped figures say; read the labels it "
+                "got wrong."
+            ),
+            "runbook_url": DRIFT_RUNBOOK_URL,
+        },
+    }
+
+
 def rule_groups(alerts: AlertSettings) -> dict[str, Any]:
-    """The rule file's document: SLI recordings, the policy's numbers, the alerts."""
+    """The rule file's document: SLI recordings, the policy's numbers, the alerts, the
+    judge's drift."""
     return {
         "groups": [
             {"name": "streamproc-slo-sli-recordings", "rules": _sli_rules(alerts)},
@@ -220,5 +261,6 @@ def rule_groups(alerts: AlertSettings) -> dict[str, Any]:
                 "name": "streamproc-slo-alerts",
                 "rules": [_alert_rule(alerts, sev, pair) for sev, pair in _pairs(alerts)],
             },
+            {"name": "streamproc-judge-alerts", "rules": [_drift_rule()]},
         ]
     }

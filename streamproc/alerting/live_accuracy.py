@@ -24,7 +24,9 @@ is).
 Drift: a figure falls "significantly below" the offline benchmark when its one-sided Wilson
 upper bound is below the offline value, and below the cell's own trailing baseline (by
 answer day) when a one-sided two-proportion z test on the effective sizes says so. Both
-wait for ``min_labels`` labelled answers in what they compare.
+wait for ``min_labels`` labelled answers in what they compare. Precision also moves with
+the share of hallucinated answers in the traffic: its finding says the flags are right less
+often here than offline, whatever the cause.
 
 Agreement between reviewers: Cohen's kappa on the doubly labelled answers (first reviewer
 against second), chance-corrected agreement ``(p_o - p_e) / (1 - p_e)``.
@@ -63,6 +65,7 @@ __all__ = [
     "contribution_delta",
     "drift_alert_id",
     "drift_findings",
+    "inverse_probability_weight",
     "live_confusion",
     "pair_key",
     "prune_days",
@@ -81,7 +84,9 @@ DRIFT_FINDINGS: Final = (
 """Every finding :func:`drift_findings` can report (a bounded metric label)."""
 
 _EPS: Final = 1e-9
-"""Weights below this are float noise left by deltas that cancel (a label moved away)."""
+"""Label shares (``Tally.n``) below this are float noise left by deltas that cancel (a
+label moved away): no labels. Shares, not weights, are tested: they are counts of
+answers, whatever the weights' size."""
 _ZERO: Final = Tally()
 
 
@@ -91,16 +96,6 @@ _ZERO: Final = Tally()
 def add_tally(a: Tally, b: Tally, sign: float = 1.0) -> Tally:
     """``a + sign * b``, field by field."""
     return Tally(n=a.n + sign * b.n, w=a.w + sign * b.w, w2=a.w2 + sign * b.w2)
-
-
-def _clean(value: float) -> float:
-    """Non-negative, float noise of cancelled deltas removed."""
-    return 0.0 if value < _EPS else value
-
-
-def _n_effective(total: Tally) -> float:
-    w, w2 = _clean(total.w), _clean(total.w2)
-    return w * w / w2 if w2 > 0 else 0.0
 
 
 # ------------------------------------------------------------------------ state
@@ -228,6 +223,13 @@ def prune_days(state: CellState, *, today: date, keep_days: int) -> None:
 # ------------------------------------------------------------------ contributions
 
 
+def inverse_probability_weight(inclusion_probability: float) -> float:
+    """The weight of a label of an answer sampled with this probability: 1 / p."""
+    if not 0 < inclusion_probability <= 1:
+        raise ValueError(f"an inclusion probability is in (0, 1], not {inclusion_probability!r}")
+    return 1 / inclusion_probability
+
+
 def answer_contribution(
     judge_hallucinated: bool, labels: Sequence[AnswerLabel | None], weight: float
 ) -> dict[str, Tally]:
@@ -269,13 +271,12 @@ def _wilson(p: float, n: float, z: float) -> tuple[float, float]:
 
 def weighted_proportion(hits: Tally, misses: Tally, *, z: float = 1.96) -> RateEstimate:
     """The Hajek proportion ``hits.w / (hits.w + misses.w)`` with a Wilson interval on the
-    Kish effective sample size of the denominator; no estimate when there is no weight."""
+    Kish effective sample size of the denominator; no estimate when there are no labels."""
     total = add_tally(hits, misses)
-    w = _clean(total.w)
-    n_eff = _n_effective(total)
-    if w <= 0 or n_eff <= 0:
+    if total.n < _EPS or total.w <= 0 or total.w2 <= 0:
         return RateEstimate(estimate=None, low=None, high=None, n_effective=0.0)
-    p = min(1.0, _clean(hits.w) / w)
+    p = min(1.0, max(0.0, hits.w / total.w))
+    n_eff = total.w * total.w / total.w2
     low, high = _wilson(p, n_eff, z)
     return RateEstimate(estimate=p, low=min(low, p), high=max(high, p), n_effective=n_eff)
 

@@ -163,6 +163,18 @@ def test_the_dashboard_is_sound(
         (lambda d: d["templating"]["list"].pop(), "$window is not a variable"),
         (lambda d: d["templating"]["list"][1].update(multi=False), "not a multi-value"),
         (lambda d: d["panels"][1]["gridPos"].update(x=12), "wider than the grid"),
+        (
+            lambda d: _judge_panels(d)[0]["targets"][0].update(
+                expr='streamproc_judge_live_recall{tenant="$tenant"}'
+            ),
+            "reads streamproc_judge_live_recall, which nothing records or exposes",
+        ),
+        (
+            lambda d: next(v for v in d["templating"]["list"] if v["name"] == "judge").update(
+                name="judge_key"
+            ),
+            "$judge is not a variable",
+        ),
     ],
 )
 def test_the_checker_names_a_broken_dashboard(
@@ -204,7 +216,9 @@ def test_the_dashboard_shows_what_on_call_needs(dashboard: Dashboard) -> None:
 
 
 def test_the_band_fills_between_the_wilson_bounds(dashboard: Dashboard) -> None:
-    (band,) = [p for p in panels(dashboard) if p.get("repeat") == "assistant"]
+    (band,) = [
+        p for p in panels(dashboard) if p.get("repeat") == "assistant" and "Wilson" in p["title"]
+    ]
     legends = {t["legendFormat"]: t["expr"] for t in band["targets"]}
     assert "_wilson_low{" in legends["Wilson low"]
     assert "_wilson_high{" in legends["Wilson high"]
@@ -258,3 +272,55 @@ def test_provisioning_loads_the_dashboards_from_one_folder() -> None:
         (GRAFANA / "provisioning/datasources/prometheus.yml").read_text()
     )["datasources"]
     assert datasource["type"] == "prometheus" and datasource["isDefault"] is True
+
+
+def _judge_panels(dashboard: Dashboard) -> list[dict[str, Any]]:
+    """The panels of the "Judge vs reviewers" row (those below it, to the next row)."""
+    top: list[dict[str, Any]] = dashboard["panels"]
+    start = next(i for i, p in enumerate(top) if p["title"] == "Judge vs reviewers")
+    assert top[start]["type"] == "row"
+    after = top[start + 1 :]
+    end = next((i for i, p in enumerate(after) if p["type"] == "row"), len(after))
+    return after[:end]
+
+
+def test_the_judge_row_shows_live_accuracy_agreement_and_drift(dashboard: Dashboard) -> None:
+    """Live sensitivity, specificity and precision with their bounds, labelled answers,
+    reviewer kappa, claim agreement, drift and label outcomes: each read in the row, each
+    a metric the worker exposes."""
+    row = _judge_panels(dashboard)
+    read = set().union(*(metric_names(t["expr"]) for p in row for t in p["targets"]))
+    figures = {
+        f"streamproc_judge_live_{figure}{bound}"
+        for figure in ("sensitivity", "specificity", "precision")
+        for bound in ("", "_low", "_high")
+    }
+    wanted = figures | {
+        "streamproc_judge_labelled_answers",
+        "streamproc_judge_reviewer_kappa",
+        "streamproc_judge_claim_agreement",
+        "streamproc_judge_drift",
+        "streamproc_labels_total",
+    }
+    assert read == wanted, read ^ wanted
+    assert wanted <= contract_metrics()
+
+
+def test_the_judge_band_fills_between_each_figures_bounds(dashboard: Dashboard) -> None:
+    (band,) = [p for p in _judge_panels(dashboard) if p.get("repeat") == "assistant"]
+    legends = {t["legendFormat"]: t["expr"] for t in band["targets"]}
+    fills = {
+        o["matcher"]["options"]: prop["value"]
+        for o in band["fieldConfig"]["overrides"]
+        for prop in o["properties"]
+        if prop["id"] == "custom.fillBelowTo"
+    }
+    figures = ("sensitivity", "specificity", "precision")
+    assert fills == {f"{f} high": f"{f} low" for f in figures}
+    for figure in figures:
+        assert f"streamproc_judge_live_{figure}_low{{" in legends[f"{figure} low"]
+        assert f"streamproc_judge_live_{figure}_high{{" in legends[f"{figure} high"]
+    # one cell per band: every series names the tenant, assistant, task type and judge
+    for expr in legends.values():
+        for label in ("tenant", "assistant", "task_type", "judge"):
+            assert f'{label}="${label}"' in expr

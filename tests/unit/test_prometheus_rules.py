@@ -20,6 +20,10 @@ from streamproc.adapters.metrics import OTHER
 from streamproc.config import AlertSettings, BurnRateWindow
 from streamproc.prometheus_rules import (
     ALERT_NAME,
+    DRIFT_ALERT_NAME,
+    DRIFT_FOR,
+    DRIFT_LABELS,
+    DRIFT_METRIC,
     OVERFLOW,
     Z,
     answered_record,
@@ -31,7 +35,7 @@ from streamproc.prometheus_rules import (
     windows,
 )
 from streamproc.stats import wilson_interval
-from tests.deploy.monitoring import REPO, run_tool, tool_or_skip
+from tests.deploy.monitoring import REPO, contract_metrics, metric_names, run_tool, tool_or_skip
 
 RULES_FILE = REPO / "deploy/prometheus/rules/streamproc-slo.rules.yml"
 PROMTOOL_TESTS = sorted((REPO / "deploy/prometheus/tests").glob("*.yml"))
@@ -43,7 +47,8 @@ def _rules(document: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _alerts(document: dict[str, Any]) -> list[dict[str, Any]]:
-    return [rule for rule in _rules(document) if "alert" in rule]
+    """The burn-rate alerts."""
+    return [rule for rule in _rules(document) if rule.get("alert") == ALERT_NAME]
 
 
 def _generate(
@@ -205,6 +210,7 @@ def test_promtool_accepts_the_rules() -> None:
 def test_promtool_unit_tests_pass() -> None:
     promtool = tool_or_skip("promtool")
     assert {p.name for p in PROMTOOL_TESTS} >= {
+        "judge_drift_test.yml",
         "spike_test.yml",
         "guards_test.yml",
         "slow_burn_test.yml",
@@ -285,3 +291,38 @@ def test_prometheus_config_loads_the_rules(tmp_path: Path) -> None:
     assert checked.returncode == 0, checked.stdout + checked.stderr
     rules = len(_rules(rule_groups(AlertSettings())))
     assert f"SUCCESS: {rules} rules found" in checked.stdout
+
+
+# ---------------------------------------------------------------------------- judge drift
+
+
+def _drift_rule(document: dict[str, Any]) -> dict[str, Any]:
+    (rule,) = [r for r in _rules(document) if r.get("alert") == DRIFT_ALERT_NAME]
+    return rule
+
+
+def test_judge_drift_is_a_ticket_on_the_workers_drift_gauge() -> None:
+    rule = _drift_rule(rule_groups(AlertSettings()))
+    assert rule["labels"] == {"severity": "ticket"}
+    assert rule["for"] == DRIFT_FOR == "15m"
+    assert metric_names(rule["expr"]) == {DRIFT_METRIC}
+    assert DRIFT_METRIC in contract_metrics(), "the worker exposes no such gauge"
+    sums = re.findall(r"max by \(([^)]*)\)", rule["expr"])
+    assert sums == [", ".join(DRIFT_LABELS)]
+    assert rule["expr"].strip().endswith("== 1")
+    # it follows no setting: tuned alerts leave it as it is
+    assert _drift_rule(rule_groups(AlertSettings(objective=0.02))) == rule
+
+
+def test_the_drift_test_fails_without_the_wait(tmp_path: Path) -> None:
+    hasty = rule_groups(AlertSettings())
+    del _drift_rule(hasty)["for"]
+    output = _weakened_run(tmp_path, yaml.safe_dump(hasty), "judge_drift_test.yml")
+    assert "time: 20m" in output
+
+
+def test_the_drift_test_fails_when_replicas_are_kept_apart(tmp_path: Path) -> None:
+    apart = rule_groups(AlertSettings())
+    _drift_rule(apart)["expr"] = f"{DRIFT_METRIC} == 1\n"
+    output = _weakened_run(tmp_path, yaml.safe_dump(apart), "judge_drift_test.yml")
+    assert 'instance="w0"' in output

@@ -15,11 +15,13 @@ from streamproc.alerting.corrected_rate import ConfusionCounts, corrected_rate_m
 from streamproc.alerting.live_accuracy import (
     CellState,
     accuracy_event,
+    add_tally,
     answer_contribution,
     apply_delta,
     cohen_kappa,
     contribution_delta,
     drift_findings,
+    inverse_probability_weight,
     live_confusion,
     pair_key,
     prune_days,
@@ -141,13 +143,25 @@ def test_unit_weights_give_the_plain_wilson_interval() -> None:
     assert estimate.high == pytest.approx(0.3662, abs=5e-5)
 
 
-def test_no_weight_is_no_estimate_even_after_deltas_cancel() -> None:
+def test_no_labels_is_no_estimate_even_after_deltas_cancel() -> None:
     empty = weighted_proportion(Tally(), Tally())
     assert (empty.estimate, empty.low, empty.high, empty.n_effective) == (None, None, None, 0.0)
-    moved = contribution_delta(answer_contribution(True, ["hallucinated"], 1 / 0.3), {})
-    noise = Tally(n=1e-16, w=3e-16, w2=1e-15)
-    assert weighted_proportion(noise, Tally()).estimate is None
-    assert moved["tp"].w < 0  # a delta can be negative; the state stays >= 0
+    # A heavy label (p = 1e-4) counted, then moved away by thirds: float noise is left in
+    # w2, far above 1e-9, but no share of an answer.
+    heavy = inverse_probability_weight(1e-4)
+    one = answer_contribution(False, ["hallucinated"], heavy)["fn"]
+    left = add_tally(add_tally(add_tally(one, one, -1 / 3), one, -1 / 3), one, -1 / 3)
+    assert left.n < 1e-9
+    assert weighted_proportion(Tally(), left).estimate is None
+    assert weighted_proportion(tally(1), left).estimate == pytest.approx(1.0)
+
+
+def test_weights_are_inverse_inclusion_probabilities() -> None:
+    assert inverse_probability_weight(0.02) == 50.0
+    assert inverse_probability_weight(1.0) == 1.0
+    for bad in (0.0, 1.5, -0.1):
+        with pytest.raises(ValueError, match="inclusion probability"):
+            inverse_probability_weight(bad)
 
 
 def test_cohen_kappa_on_a_known_table() -> None:
