@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Protocol
 
 from streamproc.events import DeadLetter, DeadLetterReason, Flag, Verdict
-from streamproc.label_events import JudgeAccuracyEvent, JudgeDriftAlert
+from streamproc.label_events import JudgeAccuracyEvent, JudgeDriftAlert, ReviewItem
 
 __all__ = ["AccuracySensor", "JudgingSensor", "PublishedBatch", "WindowSensor"]
 
@@ -29,6 +29,10 @@ class PublishedBatch(Protocol):
     def dead_letters(self) -> Sequence[DeadLetter]: ...
     @property
     def repeats(self) -> Sequence[object]: ...
+    @property
+    def review_items(self) -> Sequence[ReviewItem]:
+        """Answers sampled into the review queue."""
+        ...
 
 
 class JudgingSensor(Protocol):

@@ -16,8 +16,14 @@ gauges are left out (a rate mixed over unrelated keys means nothing). The first 
 is logged as ``metric_keys_capped``. (tenant, assistant) pairs of ``alert_firing``, and
 (tenant, assistant, task_type, judge) cells of the judge-accuracy gauges, have budgets of
 the same size (a cell past it has no gauges). Other labels are bounded by construction:
-actions, verdicts, dead-letter reasons and severities are enums, windows and partitions
-come from settings, drift findings and label outcomes are fixed lists. Never an answer id.
+actions, verdicts, dead-letter reasons, review-sampling reasons and severities are enums,
+windows and partitions come from settings, drift findings and label outcomes are fixed
+lists. Never an answer id.
+
+Gauges that describe something another worker may take over (a key's last window, a judge
+accuracy cell) expire: a series this worker has not set for a while is removed at the next
+scrape (:class:`_Expiry`), so after a rebalance the replica that lost the partition stops
+speaking for it, and ``max`` over replicas (the ``JudgeDrift`` rule) hears the owner only.
 
 Intervals are separate ``_low`` / ``_high`` gauges, as the window rates' Wilson bounds
 are, rather than a ``bound`` label: Prometheus' naming guide asks that a sum or average
@@ -38,10 +44,16 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 from streamproc.alerting.live_accuracy import DRIFT_FINDINGS
 from streamproc.events import DeadLetterReason, Verdict
-from streamproc.label_events import JudgeAccuracyEvent, JudgeDriftAlert, RateEstimate
+from streamproc.label_events import (
+    JudgeAccuracyEvent,
+    JudgeDriftAlert,
+    RateEstimate,
+    SampledBecause,
+)
 from streamproc.sensors import PublishedBatch
 
 __all__ = [
+    "ACCURACY_STALE_FACTOR",
     "BATCH_SIZE_BUCKETS",
     "DEFAULT_MAX_KEYS",
     "DEFAULT_WINDOW_STALE_AFTER_S",
@@ -81,6 +93,16 @@ DEFAULT_WINDOW_STALE_AFTER_S: Final = 900.0
 """A window gauge not updated for this long is dropped: a key that went quiet stops
 showing its last rate forever. 15 min covers three hops of a 1 h window every 5 min."""
 
+ACCURACY_STALE_FACTOR: Final = 4
+"""A judge-accuracy cell's gauges expire after this many times the window gauges' bound
+(1 h by default). A window closes every hop whether or not anything happened; a cell is
+updated only when reviewers' labels for it arrive, at human pace, so it needs the longer
+bound: four times the ``JudgeDrift`` rule's 15 min ``for``, so a finding the last batch of
+labels set still opens its ticket when no further label comes, while a replica that lost the
+cell in a rebalance stops reporting it within the hour. The price: a cell with no labels
+for an hour goes blank on its owner too, until its next labels. A setting-free multiple, so
+turning window expiry off (``window_stale_after_s=None``) turns this off too."""
+
 LABEL_OUTCOMES: Final = ("accepted", "duplicate", "unknown_answer", "refused", "invalid")
 """What the labels loop did with one label (:meth:`WorkerMetrics.label`)."""
 
@@ -89,6 +111,7 @@ LagSource = Callable[[], Mapping[int, int | None]]
 """Per owned partition, its lag in records (None: not known yet)."""
 
 _KEY: Final = ("tenant", "assistant", "model")
+_Series = tuple[str, ...]
 _CELL: Final = ("tenant", "assistant", "task_type", "judge")
 _FIGURES: Final = ("sensitivity", "specificity", "precision")
 
@@ -114,12 +137,38 @@ class _KeyBudget:
         return False
 
 
+class _Expiry:
+    """When each series of one kind was last set; :meth:`expire` drops (with ``drop``)
+    those not set for ``after_s`` (None: never). ``drop`` must :meth:`forget` the series."""
+
+    def __init__(self, after_s: float | None, drop: Callable[[_Series], None]) -> None:
+        self._after_s = after_s
+        self._drop = drop
+        self._updated: dict[_Series, float] = {}
+
+    def touched(self, series: _Series, now: float) -> None:
+        self._updated[series] = now
+
+    def forget(self, series: _Series) -> None:
+        self._updated.pop(series, None)
+
+    def expire(self, now: float) -> None:
+        if self._after_s is None:
+            return
+        oldest = now - self._after_s
+        for series, updated in list(self._updated.items()):
+            if updated < oldest:
+                self._drop(series)
+
+
 class WorkerMetrics:
     """Every metric of one worker, in its own registry, with the methods the loops call.
 
     Meant to be called from the event loop (the consumer loops and the scrape handler);
     prometheus-client itself is thread-safe, the key budgets and lag bookkeeping are not.
-    ``clock`` (monotonic seconds) is for tests of window-gauge expiry."""
+    ``clock`` (monotonic seconds) is for tests of gauge expiry. ``window_stale_after_s``
+    bounds the window gauges, :data:`ACCURACY_STALE_FACTOR` times it the accuracy cells';
+    None: neither expires."""
 
     def __init__(
         self,
@@ -134,9 +183,12 @@ class WorkerMetrics:
         self._keys = _KeyBudget(max_keys, "tenant,assistant,model")
         self._alert_keys = _KeyBudget(max_keys, "tenant,assistant (alerts)")
         self._cell_keys = _KeyBudget(max_keys, "tenant,assistant,task_type,judge (accuracy)")
-        self._window_stale_after_s = window_stale_after_s
         self._clock = clock
-        self._window_updated: dict[tuple[str, str, str, str], float] = {}
+        self._window_expiry = _Expiry(window_stale_after_s, self._drop_window)
+        self._cell_expiry = _Expiry(
+            None if window_stale_after_s is None else window_stale_after_s * ACCURACY_STALE_FACTOR,
+            self._drop_cell,
+        )
         self._lag_partitions: dict[str, set[int]] = {}
         self._lag_sources: dict[str, LagSource] = {}
         r = self.registry
@@ -293,6 +345,14 @@ class WorkerMetrics:
         )
         for outcome in LABEL_OUTCOMES:  # at 0, so the first of each is an increase
             self._labels.labels(outcome)
+        self._review_items = Counter(
+            "streamproc_review_items",
+            "Answers sent to the review queue, by why they were sampled (flagged, random).",
+            ["because"],
+            registry=r,
+        )
+        for because in SampledBecause:
+            self._review_items.labels(because.value)
 
     # ------------------------------------------------------------------ judging loop
 
@@ -310,6 +370,8 @@ class WorkerMetrics:
         for flag in output.flags:
             self._flags.labels(flag.action.value).inc()
         self.dead_letter(*(letter.reason for letter in output.dead_letters))
+        for item in output.review_items:
+            self._review_items.labels(item.sampled_because.value).inc()
 
     def _observe_verdict(self, verdict: Verdict, published_at: datetime | None) -> None:
         judgement = verdict.judgement
@@ -368,7 +430,7 @@ class WorkerMetrics:
             self._window_corrected.remove(*series)
         else:
             self._window_corrected.labels(*series).set(corrected)
-        self._window_updated[series] = self._clock()
+        self._window_expiry.touched(series, self._clock())
 
     def alert_state(self, tenant: str, assistant: str, severity: str, firing: bool) -> None:
         """Mirror an alert's state (severity: page or ticket)."""
@@ -394,12 +456,14 @@ class WorkerMetrics:
         agreement = None if event.claim_agreement is None else event.claim_agreement.estimate
         _set_or_remove(self._claim_agreement, cell, agreement)
         self._set_drift(cell, event.drift)
+        self._cell_expiry.touched(cell, self._clock())
 
     def drift(self, alert: JudgeDriftAlert) -> None:
         """Mirror a drift alert: its findings 1 while firing, every finding 0 resolved."""
         cell = self._cell_labels(alert.tenant, alert.assistant_id, alert)
         if cell is not None:
             self._set_drift(cell, alert.findings if alert.state == "firing" else [])
+            self._cell_expiry.touched(cell, self._clock())
 
     def label(self, outcome: str) -> None:
         """One label handled (``outcome``: one of :data:`LABEL_OUTCOMES`)."""
@@ -445,15 +509,13 @@ class WorkerMetrics:
     # ------------------------------------------------------------------ exposition
 
     def refresh(self) -> None:
-        """Bring pulled values up to date: lag from the sources, stale window gauges
-        dropped. Call on the event loop, where the sources are changed."""
+        """Bring pulled values up to date: lag from the sources, stale window and accuracy
+        gauges dropped. Call on the event loop, where the sources are changed."""
         for loop, source in self._lag_sources.items():
             self.set_lag(loop, source())
-        if self._window_stale_after_s is not None:
-            oldest = self._clock() - self._window_stale_after_s
-            for series, updated in list(self._window_updated.items()):
-                if updated < oldest:
-                    self._drop_window(series)
+        now = self._clock()
+        self._window_expiry.expire(now)
+        self._cell_expiry.expire(now)
 
     def render(self) -> bytes:
         """:meth:`refresh`, then the Prometheus text format (0.0.4)."""
@@ -467,11 +529,21 @@ class WorkerMetrics:
             return tenant, assistant, model
         return OTHER, OTHER, OTHER
 
-    def _drop_window(self, series: tuple[str, str, str, str]) -> None:
+    def _drop_window(self, series: _Series) -> None:
         gauges = (self._window_rate, self._window_low, self._window_high, self._window_corrected)
         for gauge in gauges:
             gauge.remove(*series)  # a series never set is no error
-        self._window_updated.pop(series, None)
+        self._window_expiry.forget(series)
+
+    def _drop_cell(self, cell: _Series) -> None:
+        """Every gauge of an accuracy cell (it keeps its place in the cell budget)."""
+        gauges = [g for trio in self._live.values() for g in trio]
+        gauges += [self._labelled_answers, self._kappa, self._claim_agreement]
+        for gauge in gauges:
+            gauge.remove(*cell)
+        for finding in DRIFT_FINDINGS:
+            self._drift.remove(*cell, finding)
+        self._cell_expiry.forget(cell)
 
 
 def _set_or_remove(gauge: Gauge, labels: tuple[str, ...], value: float | None) -> None:

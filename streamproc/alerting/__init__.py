@@ -4,7 +4,10 @@
 - ``alert_state``: one firing and one resolved event per incident, JSON-serialisable state;
 - ``monitor``: both for every (tenant, assistant), what the window loop drives;
 - ``corrected_rate`` / ``judge_accuracy``: the true rate behind the flag rate, from the
-  judge's measured sensitivity and specificity.
+  judge's measured sensitivity and specificity;
+- ``live_accuracy``: the judge measured against reviewers' labels on live traffic per cell
+  (inverse-probability weighted sensitivity, specificity, precision, kappa) and its drift
+  below the offline figures or its own baseline, what the accuracy loop drives.
 """
 
 from __future__ import annotations

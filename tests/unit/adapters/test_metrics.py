@@ -16,15 +16,33 @@ from prometheus_client.openmetrics.parser import (
 from prometheus_client.parser import text_string_to_metric_families
 
 from streamproc.adapters.health import HealthState
-from streamproc.adapters.metrics import LABEL_OUTCOMES, OTHER, WorkerMetrics, window_label
+from streamproc.adapters.metrics import (
+    ACCURACY_STALE_FACTOR,
+    LABEL_OUTCOMES,
+    OTHER,
+    WorkerMetrics,
+    window_label,
+)
 from streamproc.adapters.metrics_server import MetricsServer
 from streamproc.alerting.corrected_rate import ConfusionCounts
 from streamproc.alerting.live_accuracy import DRIFT_FINDINGS, CellState, accuracy_event
 from streamproc.config import JudgeSettings, MetricsSettings, Settings
 from streamproc.events import Action, DeadLetterReason, VerdictLabel
-from streamproc.label_events import AccuracyCell, JudgeAccuracyEvent, JudgeDriftAlert, Tally
-from streamproc.sensors import AccuracySensor
-from streamproc.stream.judging.stage import IncomingMessage, StageOutput, judge_messages
+from streamproc.label_events import (
+    AccuracyCell,
+    JudgeAccuracyEvent,
+    JudgeDriftAlert,
+    SampledBecause,
+    Tally,
+)
+from streamproc.sensors import AccuracySensor, PublishedBatch
+from streamproc.stream.judging.review_sampling import ReviewSampling
+from streamproc.stream.judging.stage import (
+    IncomingMessage,
+    StageLimits,
+    StageOutput,
+    judge_messages,
+)
 from streamproc.stream.loop.progress import ProgressWatch, partition_lags
 from streamproc.stream.output.dead_letter import MessageOrigin
 from streamproc.wiring import build_judge
@@ -76,6 +94,7 @@ CONTRACT: dict[str, tuple[str, frozenset[str]]] = {
     "streamproc_judge_claim_agreement": ("gauge", CELL_LABELS),
     "streamproc_judge_drift": ("gauge", CELL_LABELS | {"finding"}),
     "streamproc_labels_total": ("counter", frozenset({"outcome"})),
+    "streamproc_review_items_total": ("counter", frozenset({"because"})),
 }
 
 
@@ -100,7 +119,7 @@ ABSTAINED = answer("abstained", "I don't know.")
 OTHER_TENANT = answer("other", "The order was shipped on 3 May [D1].", tenant="u", model="llm2")
 
 
-def judged(*documents: object) -> StageOutput:
+def judged(*documents: object, review: ReviewSampling | None = None) -> StageOutput:
     messages = [
         IncomingMessage(
             value=d if isinstance(d, bytes) else json.dumps(d).encode(),
@@ -108,7 +127,8 @@ def judged(*documents: object) -> StageOutput:
         )
         for offset, d in enumerate(documents)
     ]
-    return judge_messages(messages, build_judge(JudgeSettings(name="rules")), now=JUDGED)
+    judge = build_judge(JudgeSettings(name="rules"))
+    return judge_messages(messages, judge, limits=StageLimits(review=review), now=JUDGED)
 
 
 def value(metrics: WorkerMetrics, name: str, **labels: str) -> float | None:
@@ -179,6 +199,28 @@ def test_latencies_are_per_answer_and_the_batch_size_per_batch() -> None:
     skewed = WorkerMetrics()
     skewed.observe_batch(output, published_at=OCCURRED - timedelta(seconds=5))
     assert value(skewed, "streamproc_end_to_end_latency_seconds_bucket", le="0.01") == 2
+
+
+def test_review_items_are_counted_by_why_they_were_sampled_from_zero() -> None:
+    metrics = WorkerMetrics()
+    because = "streamproc_review_items_total"
+    assert {b: value(metrics, because, because=b) for b in ("flagged", "random")} == {
+        "flagged": 0,
+        "random": 0,
+    }
+    metrics.observe_batch(judged(GOOD, BAD))  # no sampling configured: no items
+    assert value(metrics, because, because="flagged") == 0
+
+    # Every passed answer drawn (rate 1): the two good ones; BAD flagged; the abstention
+    # is not sampled.
+    twin = answer("good2", "Hello! The order was shipped on Monday [D1].")
+    output = judged(GOOD, twin, BAD, ABSTAINED, review=ReviewSampling(1.0))
+    batch: PublishedBatch = output  # the stage's output is what the sensors protocol reads
+    reasons = sorted(item.sampled_because for item in batch.review_items)
+    assert reasons == [SampledBecause.FLAGGED, SampledBecause.RANDOM, SampledBecause.RANDOM]
+    metrics.observe_batch(batch)
+    assert value(metrics, because, because="flagged") == 1
+    assert value(metrics, because, because="random") == 2
 
 
 def test_an_empty_batch_and_outside_dead_letters() -> None:
@@ -438,6 +480,88 @@ def test_labels_are_counted_by_outcome_from_zero() -> None:
     assert value(metrics, "streamproc_labels_total", outcome="refused") == 1
     with pytest.raises(ValueError, match="not one of"):
         metrics.label("answer-123")  # never an unbounded label value
+
+
+def _cell_samples(metrics: WorkerMetrics, cell: dict[str, str]) -> dict[str, float]:
+    """Every sample of the cell, by name (and finding)."""
+    found: dict[str, float] = {}
+    for family in metrics.registry.collect():
+        for sample in family.samples:
+            labels = dict(sample.labels)
+            finding = labels.pop("finding", None)
+            if labels == cell:
+                found[sample.name if finding is None else f"{sample.name}:{finding}"] = sample.value
+    return found
+
+
+def test_accuracy_cells_expire_when_this_worker_stops_updating_them() -> None:
+    """After a rebalance the worker that lost a cell's partition stops exporting it (a
+    stale drift 1 would keep the max-over-replicas rule firing); the owner keeps it."""
+    now = [1000.0]
+    metrics = WorkerMetrics(window_stale_after_s=60.0, clock=lambda: now[0])
+    bound = 60.0 * ACCURACY_STALE_FACTOR
+    summary = CELL.model_copy(update={"task_type": "Summary"})
+    summary_key = {**CELL_KEY, "task_type": "Summary"}
+    metrics.accuracy(accuracy(drift=("sensitivity_below_offline",)))
+    metrics.accuracy(accuracy(summary))
+    metrics.window_rate("t", "bot", "llm", "1m", 0.25, 0.1, 0.45)
+    before = _cell_samples(metrics, CELL_KEY)
+    assert len(before) == 9 + 3 + len(DRIFT_FINDINGS)  # live figures, n/kappa/agreement
+    assert before["streamproc_judge_drift:sensitivity_below_offline"] == 1
+
+    now[0] += 61.0  # the window gauges' own bound: the cells outlive it
+    metrics.refresh()
+    assert value(metrics, "streamproc_window_hallucination_rate", **key(), window="1m") is None
+    assert _cell_samples(metrics, CELL_KEY) == before
+
+    now[0] += bound - 62.0  # QA's last update 1 s short of the bound; Summary refreshed
+    metrics.refresh()
+    assert _cell_samples(metrics, CELL_KEY) == before
+    metrics.accuracy(accuracy(summary))
+    now[0] += 2.0  # QA: 1 s past the bound
+    text = metrics.render().decode()
+    assert _cell_samples(metrics, CELL_KEY) == {}
+    assert 'task_type="QA"' not in text
+    assert value(metrics, "streamproc_judge_labelled_answers", **summary_key) == 30
+
+    # A drift alert is an update too; a cell reported again comes back in full.
+    metrics.drift(
+        JudgeDriftAlert(
+            alert_id="judge_drift:t/bot/Summary/nli-v3",
+            state="firing",
+            tenant="t",
+            assistant_id="bot",
+            cell=summary,
+            findings=["precision_below_baseline"],
+            sensitivity=0.9,
+            precision=0.5,
+            offline_sensitivity=0.8,
+            offline_precision=0.9,
+            labelled_answers=40,
+            at=JUDGED,
+        )
+    )
+    now[0] += bound - 1.0
+    metrics.refresh()
+    drift = "streamproc_judge_drift"
+    assert value(metrics, drift, **summary_key, finding="precision_below_baseline") == 1
+    metrics.accuracy(accuracy())
+    assert _cell_samples(metrics, CELL_KEY) == before | {
+        "streamproc_judge_drift:sensitivity_below_offline": 0
+    }
+    now[0] += 2.0
+    metrics.refresh()
+    assert _cell_samples(metrics, summary_key) == {}
+    assert _cell_samples(metrics, CELL_KEY) != {}
+
+
+def test_without_expiry_accuracy_cells_stay() -> None:
+    now = [0.0]
+    metrics = WorkerMetrics(window_stale_after_s=None, clock=lambda: now[0])
+    metrics.accuracy(accuracy())
+    now[0] += 10 * 86400.0
+    metrics.refresh()
+    assert value(metrics, "streamproc_judge_labelled_answers", **CELL_KEY) == 30
 
 
 def test_accuracy_cells_have_their_own_budget() -> None:
