@@ -4,7 +4,8 @@ alerts, exactly once on Kafka.
 The deltas topic is keyed by the cell (tenant / assistant / task type / judge key), so
 one cell's deltas meet in one partition. Each owned partition's cells
 (:class:`~streamproc.alerting.live_accuracy.CellState`) live in memory and are
-changelogged to a compacted topic, restored on assignment like the window state. After
+changelogged to a compacted topic (without transactions, with the next offset to
+apply), restored on assignment like the window state. After
 each batch, every cell it changed is published on the (compacted) judge-accuracy topic -
 the latest event per cell is its truth - and, when its drift findings appear, change or
 clear, a ``judge_drift`` alert on the alerts topic; with the changelog changes and the
@@ -47,9 +48,15 @@ from streamproc.stream.output.topic import OutputTopic
 from streamproc.stream.topics import accuracy_changelog_topic
 from streamproc.stream.windows.store import TrackedStore, encode_entry, restore_partition
 
-__all__ = ["AccuracyLoop", "drift_alert_topic"]
+__all__ = ["NEXT_OFFSET_KEY", "AccuracyLoop", "drift_alert_topic"]
 
 log = structlog.get_logger(__name__)
+
+NEXT_OFFSET_KEY = "next-offset"
+"""The changelog key of the next delta offset to apply (a cell key always holds '/'),
+kept on a broker without transactions only: there the state can reach the changelog
+before the offsets are committed, and deltas redelivered after a crash must not count
+twice. (With transactions the two commit together.)"""
 
 
 def drift_alert_topic(settings: Settings) -> OutputTopic[JudgeDriftAlert]:
@@ -157,7 +164,11 @@ class AccuracyLoop(ConsumerLoop):
             raise RuntimeError(f"delta of unowned partition {tp}")
         letters: list[OutboundRecord] = []
         applied = 0
+        marked = not self.transactional
+        applied_up_to: int = store.get(NEXT_OFFSET_KEY, 0) if marked else 0
         for record in records:
+            if record.offset < applied_up_to:
+                continue  # redelivered after a crash before its offsets were committed
             delta = _delta(record.value)
             if isinstance(delta, LabelDelta):
                 key = delta.cell.key
@@ -185,6 +196,8 @@ class AccuracyLoop(ConsumerLoop):
             )
             log.warning("dead_letter", reason=letter.model.reason.value, error=letter.model.error)
             letters.append(letter.record)
+        if records and marked:
+            store[NEXT_OFFSET_KEY] = records[-1].offset + 1
         return letters, applied
 
     def _publish_cells(self, cells: Iterable[_Cell], now: float) -> _Published:
@@ -273,6 +286,9 @@ class AccuracyLoop(ConsumerLoop):
             )
             cells: dict[str, Any] = {}
             for key, value in state.items():
+                if key == NEXT_OFFSET_KEY:
+                    cells[key] = int(value)
+                    continue
                 try:
                     cells[key] = _Cell.from_json(value)
                 except (ValueError, KeyError, TypeError) as exc:
@@ -281,7 +297,7 @@ class AccuracyLoop(ConsumerLoop):
             log.info(
                 "accuracy_state_restored",
                 partition=tp.partition,
-                cells=len(cells),
+                cells=len(cells) - (NEXT_OFFSET_KEY in cells),
                 seconds=round(time.monotonic() - started, 2),
             )
 

@@ -8,9 +8,10 @@ broker. Keys:
   assistant, task type, judge key, the judge's answer and claim verdicts, inclusion
   probability, when the answer was given and when the item arrived), the labels accepted
   so far (one per reviewer) and every label id seen for it (duplicates are dropped);
-- ``wait:<label_id>``: a label whose review item has not arrived (labels may come days
-  before their item when the queue topic lags), with its original bytes and position, so
-  that after ``wait_s`` it goes to the dead-letter topic whole.
+- ``wait:["<answer_id>","<label_id>"]`` (:func:`wait_key`): a label whose review item
+  has not arrived (a label may come before its item when the queue topic lags), with its
+  original bytes and position, so that after ``wait_s`` it goes to the dead-letter topic
+  whole.
 
 Rules: a label is accepted when its item is known, its ``tenant`` is the item's and
 ``may_label(reviewer, tenant)`` says yes (no ``may_label``: no reviewer is allowed - the
@@ -19,7 +20,9 @@ of the same reviewer replaces the earlier one (a correction), and its delta move
 answer's contribution from the old label to the new one. An answer counts once however
 many reviewers label it (``answer_contribution`` splits it over its labels), and each
 label's :class:`~streamproc.label_events.LabelDelta` is the contribution after minus
-before it.
+before it; an answer's second reviewer makes its pair for Cohen's kappa (a later
+correction of either does not revise the pair). A repeated review item changes nothing
+(the first one is kept); items are forgotten ``retain_s`` after they arrived.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ __all__ = [
     "Rejected",
     "Waiting",
     "claim_agreement",
+    "wait_key",
 ]
 
 ITEM_PREFIX = "item:"
@@ -144,7 +148,7 @@ class LabelJoin:
         """answer_id -> ids of the labels waiting for it (rebuilt from the store)."""
         for key, entry in store.items():
             if key.startswith(WAIT_PREFIX):
-                self._waiting.setdefault(entry["answer_id"], set()).add(key[len(WAIT_PREFIX) :])
+                self._waiting.setdefault(entry["answer_id"], set()).add(entry["label_id"])
 
     # ----------------------------------------------------------------- inputs
 
@@ -159,7 +163,7 @@ class LabelJoin:
             raise EntryTooLarge(f"review item of answer {item.answer_id!r}: summary too large")
         released: list[Handled] = []
         for label_id in sorted(self._waiting.pop(item.answer_id, set())):
-            entry = self._store.pop(WAIT_PREFIX + label_id)
+            entry = self._store.pop(wait_key(item.answer_id, label_id))
             released.append(self.label(base64.b64decode(entry["value_b64"]), _origin(entry), now))
         return released
 
@@ -192,7 +196,7 @@ class LabelJoin:
         expired: list[Rejected] = []
         for answer_id, label_ids in list(self._waiting.items()):
             for label_id in sorted(label_ids):
-                key = WAIT_PREFIX + label_id
+                key = wait_key(answer_id, label_id)
                 entry = self._store[key]
                 if now - entry["received_at"] < self._wait_s:
                     continue
@@ -233,11 +237,12 @@ class LabelJoin:
     # ----------------------------------------------------------------- inside
 
     def _wait(self, label: LabelEvent, raw: bytes, origin: MessageOrigin, now: float) -> Handled:
-        key = WAIT_PREFIX + label.label_id
+        key = wait_key(label.answer_id, label.label_id)
         if key in self._store:
             return Duplicate(label.label_id)
         entry = {
             "answer_id": label.answer_id,
+            "label_id": label.label_id,
             "received_at": now,
             "value_b64": base64.b64encode(raw).decode("ascii"),
             "topic": origin.topic,
@@ -351,6 +356,11 @@ class LabelJoin:
     def _fits(self, key: str, entry: Mapping[str, Any]) -> bool:
         encoded_key, encoded_value = encode_entry(key, dict(entry))
         return encoded_value is not None and fits(encoded_key, encoded_value, self._max_entry_bytes)
+
+
+def wait_key(answer_id: str, label_id: str) -> str:
+    """The key of a waiting label: unambiguous whatever the ids hold."""
+    return WAIT_PREFIX + json.dumps([answer_id, label_id], separators=(",", ":"))
 
 
 def claim_agreement(judge: Mapping[str, str | None], labels: Mapping[str, str]) -> tuple[int, int]:

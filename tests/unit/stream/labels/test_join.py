@@ -34,7 +34,6 @@ from streamproc.label_events import (
 )
 from streamproc.stream.labels.join import (
     ITEM_PREFIX,
-    WAIT_PREFIX,
     Accepted,
     Duplicate,
     EntryTooLarge,
@@ -43,6 +42,7 @@ from streamproc.stream.labels.join import (
     Rejected,
     Waiting,
     claim_agreement,
+    wait_key,
 )
 from streamproc.stream.output.dead_letter import MessageOrigin
 from streamproc.stream.windows.store import TrackedStore
@@ -287,7 +287,8 @@ def test_a_reviewers_later_label_replaces_their_earlier_one() -> None:
 def test_a_label_a_reviewer_may_not_make_is_refused_with_its_bytes(
     reviewer: str, tenant: str, may: MayLabel | None, why: str
 ) -> None:
-    join = new_join(may=may)
+    store = TrackedStore()
+    join = new_join(store, may=may)
     join.item(review_item(), T0)
     raw = label_bytes(reviewer=reviewer, tenant=tenant)
     refused = rejected(join.label(raw, origin(9), T0))
@@ -295,9 +296,8 @@ def test_a_label_a_reviewer_may_not_make_is_refused_with_its_bytes(
     assert why in refused.rejection.error
     assert (refused.value, refused.origin, refused.outcome) == (raw, origin(9), "refused")
     # Refused, not remembered: the same label id later (once allowed) is not a duplicate.
-    allowed = new_join(join._store, may=lambda r, t: True)  # type: ignore[arg-type]
     if tenant == "acme":
-        accepted(allowed.label(raw, origin(10), T0))
+        accepted(new_join(store, may=lambda r, t: True).label(raw, origin(10), T0))
 
 
 def test_a_label_released_to_a_refusal_keeps_its_original_position() -> None:
@@ -321,7 +321,7 @@ def test_a_label_whose_item_never_comes_expires_whole_to_unknown_answer() -> Non
     assert gone.rejection.reason is DeadLetterReason.UNKNOWN_ANSWER
     assert "ghost" in gone.rejection.error
     assert (gone.value, gone.origin, gone.outcome) == (raw, origin(5, "ghost"), "unknown_answer")
-    assert store.drain() == [(WAIT_PREFIX + "l1", None)]  # its tombstone
+    assert store.drain() == [(wait_key("ghost", "l1"), None)]  # its tombstone
     assert join.waiting() == 0 and join.expire(T0 + WAIT_S * 2) == []
 
 
@@ -360,7 +360,9 @@ def test_state_rebuilt_from_the_store_keeps_items_labels_and_waiting_ones() -> N
 
 def test_the_sweep_forgets_old_items_only() -> None:
     store = TrackedStore()
-    join = LabelJoin(store, wait_s=WAIT_S, retain_s=100.0, may_label=may_label, max_entry_bytes=1 << 20)
+    join = LabelJoin(
+        store, wait_s=WAIT_S, retain_s=100.0, may_label=may_label, max_entry_bytes=1 << 20
+    )
     join.item(review_item("old"), T0)
     join.item(review_item("new"), T0 + 50)
     store.drain()
@@ -393,6 +395,15 @@ def test_a_waiting_entry_keeps_the_original_bytes_exactly() -> None:
     join = new_join(store)
     raw = label_bytes(answer_id="a5") + b"  \n"  # trailing bytes: still valid JSON
     join.label(raw, origin(answer_id="a5"), T0)
-    entry = store[WAIT_PREFIX + "l1"]
+    entry = store[wait_key("a5", "l1")]
     assert base64.b64decode(entry["value_b64"]) == raw
     assert LabelEvent.model_validate_json(raw).answer_id == "a5"
+
+
+def test_one_label_id_waiting_for_two_answers_keeps_both() -> None:
+    join = new_join()
+    assert isinstance(join.label(label_bytes("l1", answer_id="a1"), origin(1), T0), Waiting)
+    assert isinstance(join.label(label_bytes("l1", answer_id="a2"), origin(2), T0), Waiting)
+    assert join.waiting() == 2
+    (released,) = join.item(review_item("a2"), T0)
+    assert accepted(released).delta.answer_id == "a2" and join.waiting() == 1
