@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 import structlog
 from aiokafka import ConsumerRecord
@@ -57,6 +57,10 @@ NEXT_OFFSET_KEY = "next-offset"
 kept on a broker without transactions only: there the state can reach the changelog
 before the offsets are committed, and deltas redelivered after a crash must not count
 twice. (With transactions the two commit together.)"""
+
+REPORT_EVERY_S: Final = 300.0
+"""How often the owned cells are reported to the sensor while no label arrives: well
+inside the metrics' expiry of a cell (an hour), so only a cell that moved away goes."""
 
 
 def drift_alert_topic(settings: Settings) -> OutputTopic[JudgeDriftAlert]:
@@ -120,6 +124,7 @@ class AccuracyLoop(ConsumerLoop):
         self._stores: dict[int, TrackedStore] = {}
         self._offline: dict[tuple[str, str], ConfusionCounts | None] = {}
         self.applied = 0
+        self._reported_at = 0.0
 
     # ------------------------------------------------------------------ one step
 
@@ -128,6 +133,8 @@ class AccuracyLoop(ConsumerLoop):
             timeout_ms=int(self._settings.worker.batch_wait_s * 4000)
         )
         read_at = self._generation
+        if self._clock() - self._reported_at >= REPORT_EVERY_S:
+            self._report_owned()
         if not batch:
             return
         now = self._clock()
@@ -258,6 +265,32 @@ class AccuracyLoop(ConsumerLoop):
         except Exception:  # committed already: report it and go on
             log.exception("accuracy_sensor_failed")
 
+    def _report_owned(self) -> None:
+        """Every owned cell to the sensor again, published or not: its gauges expire when
+        a worker stops updating them (the cell moved to another worker), so the owner
+        refreshes them - after a restore, and every ``REPORT_EVERY_S`` while labels are
+        quiet. Nothing is published: the compacted topic already holds each cell's latest
+        event."""
+        self._reported_at = now = self._clock()
+        sensor = self._sensor
+        if sensor is None:
+            return
+        at = datetime.fromtimestamp(now, UTC)
+        try:
+            for store in self._stores.values():
+                for key, entry in store.items():
+                    if key == NEXT_OFFSET_KEY:
+                        continue
+                    findings = list(entry.state.drift_firing)
+                    offline = self._offline_counts(entry.cell)
+                    sensor.accuracy(
+                        accuracy_event(
+                            entry.cell, entry.state, offline=offline, findings=findings, now=at
+                        )
+                    )
+        except Exception:  # a sensor must not stop the loop
+            log.exception("accuracy_sensor_failed")
+
     def _changelog_records(self) -> list[OutboundRecord]:
         state = self._outputs.accuracy_state
         records = []
@@ -300,6 +333,7 @@ class AccuracyLoop(ConsumerLoop):
                 cells=len(cells) - (NEXT_OFFSET_KEY in cells),
                 seconds=round(time.monotonic() - started, 2),
             )
+        self._report_owned()  # the gauges of the cells this worker now owns
 
 
 def _delta(value: bytes | None) -> LabelDelta | Rejection:

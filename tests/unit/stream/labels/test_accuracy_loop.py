@@ -129,3 +129,29 @@ def test_without_transactions_redelivered_deltas_are_not_counted_twice() -> None
     # A crash before the offsets were committed: the same two come again, then a new one.
     again = harness.batch(_delta(1, "tp"), _delta(2, "tp"), _delta(3, "fp"), offset=0)
     assert (_event(again).labels, _event(again).tp.w, _event(again).fp.w) == (3, 2.0, 1.0)
+
+
+class _Sensor:
+    def __init__(self) -> None:
+        self.events: list[JudgeAccuracyEvent] = []
+
+    def accuracy(self, event: JudgeAccuracyEvent) -> None:
+        self.events.append(event)
+
+    def drift(self, alert: JudgeDriftAlert) -> None:
+        raise AssertionError("a report is not an alert")
+
+    def label(self, outcome: str) -> None:
+        raise AssertionError("no labels here")
+
+
+def test_owned_cells_are_reported_again_without_being_published() -> None:
+    harness = _Harness()
+    harness.batch(_delta(1, "tp"), _delta(2, "fn"))
+    sensor = _Sensor()
+    harness.loop._sensor = sensor
+    harness.loop._report_owned()  # as after a restore, and every REPORT_EVERY_S
+    (event,) = sensor.events
+    assert event.cell == CELL and event.labels == 2
+    assert (event.tp.w, event.fn.w) == (1.0, 1.0)
+    assert harness.loop._changelog_records() == []  # nothing changed, nothing written
