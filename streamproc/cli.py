@@ -87,6 +87,10 @@ def _parser() -> argparse.ArgumentParser:
     from streamproc.audit_cli import register as register_audit
 
     register_audit(commands)  # audit show | find | export | verify | purge, and audit-sink
+
+    from streamproc.review_cli import register as register_review
+
+    register_review(commands)  # review serve | token
     return parser
 
 

@@ -118,9 +118,9 @@ class ReviewQueueStore:
         self._second_label_share = second_label_share
         self._seed = seed
         # hide_parameters: a database error must not quote answers or evidence into a log.
-        options: dict[str, Any] = (
-            {"connect_args": {"timeout": 30}} if url.startswith("sqlite") else {"pool_pre_ping": True}
-        )
+        options: dict[str, Any] = {"pool_pre_ping": True}
+        if url.startswith("sqlite"):
+            options = {"connect_args": {"timeout": 30}}  # wait for the lock rather than fail
         self._engine: Engine = create_engine(url, hide_parameters=True, **options)
         self._ready = False
 

@@ -8,6 +8,10 @@ an HttpOnly, SameSite=Strict cookie, never the token. Programs may send
 ``Authorization: Bearer <token>`` instead. A reviewer sees only its tenants' items; an
 item of another tenant answers 404, exactly like an unknown one.
 
+The session signing key is drawn when the page starts (``build_app(secret=...)`` may give
+one): a restart signs reviewers out, and replicas behind one address need sticky
+sessions, or bearer tokens.
+
 Forms carry a per-session CSRF token, POSTs from another origin are refused, and every
 page is sent with a Content-Security-Policy that allows only the page's own stylesheet
 and its one inline script (by nonce), so evidence text can never run as code even if an
@@ -28,7 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import jinja2
 import structlog
@@ -69,6 +73,7 @@ _SECRET = web.AppKey("secret", bytes)
 _TEMPLATES = web.AppKey("templates", jinja2.Environment)
 _INTAKE: web.AppKey[ReviewIntake | None] = web.AppKey("intake")
 _NOW: web.AppKey[Callable[[], datetime]] = web.AppKey("now")
+_NONCE = web.RequestKey("nonce", str)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +165,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 @web.middleware
 async def _security_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
     nonce = secrets.token_urlsafe(16)
-    request["nonce"] = nonce
+    request[_NONCE] = nonce
     try:
         response = await handler(request)
     except web.HTTPException as exc:
@@ -188,9 +193,13 @@ def _harden(headers: Any, nonce: str, path: str) -> None:
 async def _same_origin_posts(request: web.Request, handler: Handler) -> web.StreamResponse:
     """A POST whose ``Origin`` is another site is refused before anything else."""
     origin = request.headers.get("Origin")
-    if request.method == "POST" and origin and origin != "null":
-        if urlsplit(origin).netloc != request.host:
-            return web.Response(status=403, text="cross-origin request refused")
+    if (
+        request.method == "POST"
+        and origin
+        and origin != "null"
+        and urlsplit(origin).netloc != request.host
+    ):
+        return web.Response(status=403, text="cross-origin request refused")
     return await handler(request)
 
 
@@ -278,7 +287,7 @@ def _check_csrf(session: Session, form: Any) -> None:
 
 def _render(request: web.Request, name: str, *, status: int = 200, **context: Any) -> web.Response:
     template = request.app[_TEMPLATES].get_template(name)
-    text = template.render(nonce=request["nonce"], **context)
+    text = template.render(nonce=request[_NONCE], **context)
     return web.Response(text=text, status=status, content_type="text/html", charset="utf-8")
 
 
@@ -300,6 +309,8 @@ def _page(
         status=status,
         session=session,
         view=item_view(item),
+        action_url=f"/items/{quote(item.answer_id, safe='')}/labels",
+        skip_url=f"/items/{quote(item.answer_id, safe='')}/skip",
         waiting=waiting,
         error=error,
         already=already,
@@ -337,7 +348,8 @@ async def _healthz(request: web.Request) -> web.Response:
 async def _login_page(request: web.Request) -> web.Response:
     if _session(request) is not None:
         raise web.HTTPSeeOther("/")
-    return _render(request, "login.html", error=None, configured=request.app[_REVIEWERS] is not None)
+    configured = request.app[_REVIEWERS] is not None
+    return _render(request, "login.html", error=None, configured=configured)
 
 
 async def _login(request: web.Request) -> web.Response:

@@ -14,6 +14,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from datetime import UTC
 
 from streamproc.events import ClaimVerdict, EvidenceItem
 from streamproc.judge.text.sentences import split_sentences
@@ -32,8 +33,8 @@ UNCHECKED = "unchecked"
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that say nothing about which sentence a claim came from.
 _STOPWORDS = frozenset(
-    "a an and are as at be by for from has have in is it its of on or that the this to "
-    "was were will with".split()
+    {"a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "in", "is"}
+    | {"it", "its", "of", "on", "or", "that", "the", "this", "to", "was", "were", "will", "with"}
 )
 
 
@@ -80,6 +81,10 @@ class ItemView:
     @property
     def action(self) -> str:
         return self.item.judgement.action.value
+
+    @property
+    def occurred_utc(self) -> str:
+        return self.item.occurred_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
     @property
     def flagged(self) -> bool:

@@ -1,0 +1,188 @@
+"""The reviewers' commands: ``streamproc review serve`` (the review page) and
+``streamproc review token`` (a new reviewer token and the line to add for it).
+
+``review serve`` reads the review queue topic into its store, serves the page on
+``settings.review.host``/``port`` and publishes every label to the labels topic, until
+SIGTERM or SIGINT. Without ``settings.review.tokens_file`` it still starts, but refuses
+every reviewer (and says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from streamproc.adapters.review.auth import Reviewers
+    from streamproc.config import Settings
+
+__all__ = ["register", "serve"]
+
+EXIT_BAD_TOKENS_FILE = 2
+
+
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """Add the ``review`` command; returns its actions, so other ``review`` actions
+    (import, export) can be added to the same command."""
+    review = subparsers.add_parser("review", help="the review page and reviewers' tokens")
+    actions = review.add_subparsers(metavar="ACTION")
+
+    serve_parser = actions.add_parser(
+        "serve", help="serve the review page until SIGTERM/SIGINT (settings: STREAMPROC_REVIEW__*)"
+    )
+    serve_parser.add_argument("--host", help="bind here (default: settings.review.host)")
+    serve_parser.add_argument("--port", type=int, help="port (default: settings.review.port)")
+    serve_parser.add_argument(
+        "--store", metavar="URL", help="queue store URL (default: settings.review.store_url)"
+    )
+    serve_parser.add_argument(
+        "--tokens-file",
+        type=Path,
+        metavar="FILE",
+        help="reviewer tokens (default: settings.review.tokens_file)",
+    )
+    serve_parser.set_defaults(func=_serve)
+
+    token = actions.add_parser(
+        "token", help="a new reviewer token, and the [[reviewer]] entry for the tokens file"
+    )
+    token.add_argument("--name", required=True, help="the reviewer's name (on every label)")
+    token.add_argument(
+        "--tenant",
+        action="append",
+        required=True,
+        help="a tenant the reviewer may see (repeat for several)",
+    )
+    token.set_defaults(func=_token)
+
+    def _review_help(args: argparse.Namespace) -> int:
+        review.print_help()
+        return 2
+
+    review.set_defaults(func=_review_help)
+    return actions
+
+
+def _token(args: argparse.Namespace) -> int:
+    from streamproc.adapters.review.auth import new_token, token_stanza
+
+    token = new_token()
+    print(token)
+    print(
+        "\n# Give the token above to the reviewer (it is shown only now), and add this to\n"
+        "# the tokens file (settings.review.tokens_file); it keeps only the token's hash:",
+        file=sys.stderr,
+    )
+    print(token_stanza(args.name, args.tenant, token), end="")
+    return 0
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    from streamproc.config import Settings
+
+    settings = Settings()
+    changes = {
+        key: value
+        for key, value in {
+            "host": args.host,
+            "port": args.port,
+            "store_url": args.store,
+            "tokens_file": args.tokens_file,
+        }.items()
+        if value is not None
+    }
+    if changes:
+        review = settings.review.model_copy(update=changes)
+        settings = settings.model_copy(update={"review": review})
+    return settings
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from streamproc.adapters.logging import configure_logging
+    from streamproc.adapters.review.auth import TokensFileError, reviewers_for
+
+    settings = _settings(args)
+    configure_logging(settings.log_level, json_logs=settings.log_json)
+    try:
+        reviewers = reviewers_for(settings)
+    except TokensFileError as exc:
+        print(f"streamproc review serve: {exc}", file=sys.stderr)
+        return EXIT_BAD_TOKENS_FILE
+    if reviewers is None:
+        print(
+            "streamproc review serve: no tokens file (STREAMPROC_REVIEW__TOKENS_FILE): "
+            "the page will refuse every reviewer",
+            file=sys.stderr,
+        )
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await serve(
+            settings,
+            reviewers=reviewers,
+            stop=stop,
+            started=lambda port: print(
+                f"review page on http://{settings.review.host}:{port}/", file=sys.stderr
+            ),
+        )
+
+    asyncio.run(main())
+    return 0
+
+
+async def serve(
+    settings: Settings,
+    *,
+    reviewers: Reviewers | None,
+    stop: asyncio.Event,
+    started: Callable[[int], None] | None = None,
+) -> None:
+    """Run the page until ``stop`` is set: the queue intake, the label publisher and the
+    HTTP server; ``started`` is told the port once it listens."""
+    from streamproc.adapters.review.intake import ReviewIntake
+    from streamproc.adapters.review.publisher import KafkaLabelPublisher
+    from streamproc.adapters.review.queue_store import ReviewQueueStore
+    from streamproc.adapters.review.server import ReviewServer, build_app
+    from streamproc.stream.output.catalog import OutputTopics
+    from streamproc.stream.topics import AUDIT_MAX_MESSAGE_BYTES, ensure_topics, review_topic_specs
+
+    review = settings.review
+    ours = {review.queue_topic, review.labels_topic}
+    await ensure_topics(
+        settings.bootstrap_servers,
+        [spec for spec in review_topic_specs(settings) if spec.name in ours],
+        settings.security,
+    )
+    store = ReviewQueueStore(
+        review.store_url,
+        labels_per_item=review.labels_per_item,
+        second_label_share=review.second_label_share,
+        seed=review.seed,
+    )
+    publisher = KafkaLabelPublisher(settings, OutputTopics.from_settings(settings).labels.record)
+    await publisher.start()
+    server: ReviewServer | None = None
+    try:
+        intake = ReviewIntake(store, settings, max_fetch_bytes=AUDIT_MAX_MESSAGE_BYTES)
+        app = build_app(store=store, reviewers=reviewers, publish=publisher, intake=intake)
+        server = ReviewServer(app, host=review.host, port=review.port)
+        await server.start()
+        assert server.port is not None
+        if started is not None:
+            started(server.port)
+        await stop.wait()
+    finally:
+        if server is not None:
+            await server.stop()
+        await publisher.stop()
+        store.close()
