@@ -3,9 +3,12 @@
 
 ``audit show`` answers a complaint: the answer with each claim highlighted by its
 verdict, the reasons, the evidence that decided each claim exactly as the assistant was
-given it, the models with their sha256, the thresholds and the trace id. It renders with
-rich for people; ``--plain`` prints unwrapped text lines and ``--json`` the stored record
-with its chain hashes, for scripts. Every command reads ``settings.audit.store_url``
+given it, the models with their sha256, the thresholds and the trace id, then the
+reviewers' labels of the answer (who agreed or disagreed with the judge, on which
+claims; each label is a link of the audit chain too). It renders with rich for people;
+``--plain`` prints unwrapped text lines and ``--json`` the stored record with its chain
+hashes and its labels, for scripts. ``export`` writes records and labels, in chain
+order. Every command reads ``settings.audit.store_url``
 unless ``--store URL`` says otherwise; none of them needs a broker except ``purge
 --conversation`` (tombstones on the audit topic, unless ``--no-topic``) and ``verify
 --topic-checkpoints``.
@@ -18,14 +21,14 @@ import asyncio
 import json
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from streamproc.adapters.audit_store import AuditStore, StoredRecord
+    from streamproc.adapters.audit_store import AuditStore, StoredLabel, StoredRecord
     from streamproc.audit.record import AuditRecord
     from streamproc.config import Settings
 
@@ -80,7 +83,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     find.set_defaults(func=_find)
 
     export = commands.add_parser(
-        "export", parents=[store], help="records as JSON lines, in chain order"
+        "export",
+        parents=[store],
+        help="records and reviewers' labels as JSON lines, in chain order",
     )
     _add_filters(export)
     export.add_argument("--partition", type=int)
@@ -196,17 +201,19 @@ def _run_sink(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     with _open(args) as store:
         stored = store.get(args.answer_id)
+        labels = store.labels_for(args.answer_id) if stored is not None else []
     if stored is None:
         print(f"no audit record for answer {args.answer_id!r}", file=sys.stderr)
         return EXIT_NOT_FOUND
     if args.json:
-        print(json.dumps(stored.as_json(), ensure_ascii=False, indent=2))
+        document = {**stored.as_json(), "labels": [label.as_json() for label in labels]}
+        print(json.dumps(document, ensure_ascii=False, indent=2))
     elif args.plain:
-        sys.stdout.write("\n".join(plain_lines(stored)) + "\n")
+        sys.stdout.write("\n".join(plain_lines(stored, labels)) + "\n")
     else:
         from rich.console import Console
 
-        render(stored, Console(highlight=False))
+        render(stored, Console(highlight=False), labels)
     return 0
 
 
@@ -242,22 +249,31 @@ def _find(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     with _open(args) as store:
-        records = store.export(**_filters(args), partition=args.partition)
+        entries = store.export_entries(**_filters(args), partition=args.partition)
         if args.output:
             with open(args.output, "w", encoding="utf-8") as out:
-                count = _write_lines(records, out)
-            print(f"exported {count} record(s) to {args.output}", file=sys.stderr)
+                records, labels = _write_lines(entries, out)
+            print(
+                f"exported {records} record(s) and {labels} label(s) to {args.output}",
+                file=sys.stderr,
+            )
         else:
-            _write_lines(records, sys.stdout)
+            _write_lines(entries, sys.stdout)
     return 0
 
 
-def _write_lines(records: Iterable[StoredRecord], out: IO[str]) -> int:
-    count = 0
-    for stored in records:
-        out.write(json.dumps(stored.as_json(), ensure_ascii=False, sort_keys=True) + "\n")
-        count += 1
-    return count
+def _write_lines(entries: Iterable[StoredRecord | StoredLabel], out: IO[str]) -> tuple[int, int]:
+    """One JSON line per record or label (``"kind": "audit_label"``), in chain order;
+    returns how many of each."""
+    records = labels = 0
+    for stored in entries:
+        line = stored.as_json()
+        out.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
+        if line.get("kind") == "audit_label":
+            labels += 1
+        else:
+            records += 1
+    return records, labels
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -282,6 +298,8 @@ def _verify(args: argparse.Namespace) -> int:
                         {
                             "partition": c.partition,
                             "checked": c.checked,
+                            "records": c.records,
+                            "labels": c.labels,
                             "trusted_leaves": c.trusted_leaves,
                             "last_seq": c.last_seq,
                             "checkpoints": c.checkpoints,
@@ -290,6 +308,7 @@ def _verify(args: argparse.Namespace) -> int:
                             else {
                                 "seq": c.problem.seq,
                                 "answer_id": c.problem.name,
+                                "label_id": c.problem.label_id,
                                 "problem": c.problem.problem,
                                 "detail": c.problem.detail,
                             },
@@ -308,6 +327,8 @@ def _verify(args: argparse.Namespace) -> int:
         return 0
     assert first.problem is not None
     who = first.problem.name or "(missing record)"
+    if first.problem.label_id is not None:
+        who = f"{who}, label {first.problem.label_id}"
     print(
         f"FAILED: first bad record: partition {first.partition}, seq {first.problem.seq}, "
         f"answer {who}: {first.problem.problem}",
@@ -328,21 +349,30 @@ def _purge(args: argparse.Namespace) -> int:
             return 0
         ids = [s.answer_id for s in store.find(conversation=args.conversation, limit=None)]
         if ids and not args.no_topic:
-            from streamproc.stream.audit_sink import publish_tombstones
+            from streamproc.stream.audit_sink import label_key, publish_tombstones
 
+            keys = [
+                label_key(label.answer_id, label.label_id)
+                for answer_id in ids
+                for label in store.labels_for(answer_id)
+            ]
             # First the topic: a purge that fails half-way is simply run again.
-            sent = asyncio.run(publish_tombstones(settings, ids))
+            sent = asyncio.run(publish_tombstones(settings, ids, keys))
             print(f"published {sent} tombstone(s) to {settings.audit.topic}")
         count = store.purge_conversation(args.conversation)
-    print(f"purged {count} record(s) of conversation {args.conversation}; hashes kept")
+    print(
+        f"purged {count} record(s) of conversation {args.conversation}, with their reviewers' "
+        "label notes; hashes kept"
+    )
     return 0
 
 
 # --- rendering ------------------------------------------------------------------------
 
 
-def plain_lines(stored: StoredRecord) -> list[str]:
-    """``audit show --plain``: one fact per line, texts unwrapped and exact."""
+def plain_lines(stored: StoredRecord, labels: Sequence[StoredLabel] = ()) -> list[str]:
+    """``audit show --plain``: one fact per line, texts unwrapped and exact; the
+    reviewers' ``labels`` last."""
     s = stored.summary
     lines = [
         f"answer_id: {s.answer_id}",
@@ -360,7 +390,11 @@ def plain_lines(stored: StoredRecord) -> list[str]:
     record = stored.record
     if record is None:
         purged = s.purged_at.isoformat() if s.purged_at else "?"
-        return [*lines, f"purged_at: {purged} (texts and evidence removed; hashes kept)"]
+        return [
+            *lines,
+            f"purged_at: {purged} (texts and evidence removed; hashes kept)",
+            *label_lines(labels, None),
+        ]
     lines += [
         f"trace_id: {record.trace_id or '-'}",
         f"judged_at: {record.judged_at.isoformat()}",
@@ -389,11 +423,48 @@ def plain_lines(stored: StoredRecord) -> list[str]:
             fields = _fields(record, evidence_id)
             if fields:
                 lines.append(f"  evidence {evidence_id} fields: {fields}")
+    return lines + label_lines(labels, record)
+
+
+def label_lines(labels: Sequence[StoredLabel], record: AuditRecord | None) -> list[str]:
+    """The "reviewer labels" section of ``audit show --plain``: each label, whether it
+    agrees with the judge, the claims labelled otherwise (the judge's verdict from
+    ``record``, None once purged), the note, and its place in the chain."""
+    from streamproc.audit.label_rows import disagreements
+
+    if not labels:
+        return ["reviewer labels: none"]
+    lines = [f"reviewer labels: {len(labels)}"]
+    for label in labels:
+        lines.append(
+            f"label {label.label_id} by {label.reviewer} at {label.labelled_at.isoformat()}: "
+            f"{label.answer_label or 'cant_tell'}, {_agreement(label.agrees_with_judge)}"
+        )
+        entry = label.entry
+        if entry is None:
+            purged = label.purged_at.isoformat() if label.purged_at else "?"
+            lines.append(f"  purged_at: {purged} (claims and note removed; hashes kept)")
+        else:
+            claims = None if record is None else record.claims
+            lines += [f"  {found.describe()}" for found in disagreements(entry, claims)]
+            lines.append(f"  note: {entry.label.note or '-'}")
+            lines.append(f"  source: {entry.label.source}")
+        lines.append(
+            f"  chain: partition {label.partition} seq {label.seq} offset {label.offset} "
+            f"leaf_hash {label.leaf_hash}"
+        )
     return lines
 
 
-def render(stored: StoredRecord, console: Console) -> None:
-    """``audit show``: the complaint view, with rich."""
+def _agreement(agrees: bool | None) -> str:
+    if agrees is None:
+        return "no answer label to compare with the judge"
+    return "agrees with the judge" if agrees else "disagrees with the judge"
+
+
+def render(stored: StoredRecord, console: Console, labels: Sequence[StoredLabel] = ()) -> None:
+    """``audit show``: the complaint view, with rich; the reviewers' ``labels`` after
+    the claims."""
     from rich.panel import Panel
     from rich.table import Table
     from rich.text import Text
@@ -414,6 +485,7 @@ def render(stored: StoredRecord, console: Console) -> None:
     if record is None:
         _row(facts, "purged at", s.purged_at.isoformat() if s.purged_at else "?")
         console.print(Panel(facts, title="audit record (purged: texts removed, hashes kept)"))
+        _render_labels(labels, None, console)
         return
     _row(facts, "trace id", record.trace_id or "-")
     _row(facts, "judged at", record.judged_at.isoformat())
@@ -443,6 +515,7 @@ def render(stored: StoredRecord, console: Console) -> None:
             ", ".join(claim.evidence_ids) or "-",
         )
     console.print(claims)
+    _render_labels(labels, record, console)
 
     decided: dict[str, list[int]] = {}  # evidence id -> the claims it decided, in order
     for claim in record.claims:
@@ -467,6 +540,52 @@ def render(stored: StoredRecord, console: Console) -> None:
     for key, value in sorted(record.judge.thresholds.items()):
         _row(judge, key, f"{value:g}")
     console.print(judge)
+
+
+def _render_labels(
+    labels: Sequence[StoredLabel], record: AuditRecord | None, console: Console
+) -> None:
+    """The reviewer labels, one panel each: who agreed with the judge, on which claims
+    not, and the note (a grid, not a wide table: notes and claims wrap whole)."""
+    from rich.panel import Panel
+    from rich.rule import Rule
+    from rich.table import Table
+    from rich.text import Text
+
+    from streamproc.audit.label_rows import disagreements
+
+    console.print(Rule(Text(f"reviewer labels ({len(labels)})")))
+    if not labels:
+        console.print(Text("no reviewer labels", style="dim"))
+        return
+    for label in labels:
+        agrees = label.agrees_with_judge
+        facts = Table.grid(padding=(0, 2))
+        facts.add_column(style="bold")
+        facts.add_column()
+        _row(facts, "labelled at", label.labelled_at.isoformat())
+        _row(facts, "answer label", label.answer_label or "cant_tell")
+        _row(
+            facts,
+            "judge",
+            Text(
+                _agreement(agrees),
+                style="" if agrees is None else ("green" if agrees else "bold red"),
+            ),
+        )
+        entry = label.entry
+        if entry is None:
+            _row(facts, "purged at", label.purged_at.isoformat() if label.purged_at else "?")
+        else:
+            found = disagreements(entry, None if record is None else record.claims)
+            otherwise = "\n".join(d.describe() for d in found) or "-"
+            _row(facts, "claims labelled otherwise", otherwise)
+            _row(facts, "note", entry.label.note or "-")
+            _row(facts, "source", entry.label.source)
+        _row(facts, "chain", f"partition {label.partition}, seq {label.seq}")
+        _row(facts, "leaf hash", Text(label.leaf_hash, overflow="fold"))
+        title = Text(f"label {label.label_id} by {label.reviewer}")
+        console.print(Panel(facts, title=title))
 
 
 def _row(table: Any, *cells: object) -> None:

@@ -9,7 +9,15 @@ stored) and, per partition, in offset order:
 2. only then publishes the batch's checkpoints and commits its Kafka offsets.
 
 A crash between 1 and 2 redelivers the batch, and the store skips answer ids it already
-holds, so nothing is stored twice and nothing is lost. Every
+holds, so nothing is stored twice and nothing is lost.
+
+Reviewers' labels (issue 25) come the same way: the labels loop publishes each accepted
+label to the audit topic (key ``label:<answer_id>:<label_id>``,
+:data:`~streamproc.stream.output.catalog.LABEL_KEY_PREFIX`), and the sink hands them to
+the store with the records, in offset order, where they join the partition's chain (the
+store tells a label from a record by its content and skips label ids it holds). A
+tombstone - for an answer's record or a label key, from a purge - has no value and is
+never stored. Every
 ``settings.audit.checkpoint_every`` records of a partition the store also writes a
 checkpoint row, and the sink publishes the chain head to the audit topic (key
 ``checkpoint:<partition>``, a small JSON document): a store whose tail was cut - its
@@ -48,6 +56,7 @@ from streamproc.audit.chain import Checkpoint
 from streamproc.config import Settings
 from streamproc.stream.loop.consumer import ConsumerLoop
 from streamproc.stream.loop.publisher import OutboundRecord, PublishFailed
+from streamproc.stream.output.catalog import LABEL_KEY_PREFIX
 
 # The topic's spec lives with the others (created at worker start-up); re-exported here
 # for the sink's callers. AUDIT_MAX_MESSAGE_BYTES also sizes the sink's fetches.
@@ -61,6 +70,7 @@ __all__ = [
     "audit_sink_group",
     "audit_topic_spec",
     "fetch_topic_checkpoints",
+    "label_key",
     "publish_tombstones",
     "run_audit_sink",
 ]
@@ -83,6 +93,9 @@ class SinkStats:
 
     stored: int = 0
     duplicates: int = 0
+    labels: int = 0
+    """Reviewers' labels stored."""
+    label_duplicates: int = 0
     rejected: int = 0
     checkpoints: int = 0
     batches: int = 0
@@ -154,10 +167,12 @@ class AuditSink(ConsumerLoop):
         self, partition: TopicPartition, messages: Sequence[ConsumerRecord[bytes, bytes]]
     ) -> None:
         """Store one partition's batch, then publish its checkpoints with its offset."""
+        # Records and label entries alike, in offset order; not the sink's own
+        # checkpoints, nor a purge's tombstones (an answer's or a label's: no value).
         entries = [
             (int(message.offset), bytes(message.value))
             for message in messages
-            if message.value is not None  # a purge's tombstone
+            if message.value is not None
             and not (message.key or b"").startswith(CHECKPOINT_KEY_PREFIX)
         ]
         checkpoints: list[StoredCheckpoint] = []
@@ -172,6 +187,8 @@ class AuditSink(ConsumerLoop):
             checkpoints = done.checkpoints
             self.stats.stored += len(done.stored)
             self.stats.duplicates += len(done.duplicates)
+            self.stats.labels += len(done.labels_stored)
+            self.stats.label_duplicates += len(done.label_duplicates)
             self.stats.rejected += len(done.rejected)
             for offset, why in done.rejected:
                 log.error(
@@ -182,6 +199,8 @@ class AuditSink(ConsumerLoop):
                 partition=partition.partition,
                 stored=len(done.stored),
                 duplicates=len(done.duplicates),
+                labels=len(done.labels_stored),
+                label_duplicates=len(done.label_duplicates),
                 store_ms=round((time.perf_counter() - started) * 1000, 1),
             )
         offsets = {partition: int(messages[-1].offset) + 1}
@@ -283,9 +302,17 @@ def _checkpoint_from(key: bytes | None, value: bytes | None) -> tuple[int, Check
         return None
 
 
-async def publish_tombstones(settings: Settings, answer_ids: Sequence[str]) -> int:
-    """Tombstones for these answers' audit records, so compaction removes their texts
-    from the audit topic too (a purge). Returns how many were sent."""
+def label_key(answer_id: str, label_id: str) -> str:
+    """The audit-topic key of a reviewer's label entry."""
+    return f"{LABEL_KEY_PREFIX}{answer_id}:{label_id}"
+
+
+async def publish_tombstones(
+    settings: Settings, answer_ids: Sequence[str], label_keys: Sequence[str] = ()
+) -> int:
+    """Tombstones for these answers' audit records (and for ``label_keys``, their
+    labels' entries: :func:`label_key`), so compaction removes their texts - evidence,
+    reviewers' notes - from the audit topic too (a purge). Returns how many were sent."""
     producer = AIOKafkaProducer(
         bootstrap_servers=settings.bootstrap_servers,
         acks="all",
@@ -294,11 +321,11 @@ async def publish_tombstones(settings: Settings, answer_ids: Sequence[str]) -> i
     async with explain_access_errors(settings.bootstrap_servers, settings.security):
         await producer.start()
     try:
-        for answer_id in answer_ids:
-            await producer.send_and_wait(settings.audit.topic, key=answer_id.encode(), value=None)
+        for key in [*answer_ids, *label_keys]:
+            await producer.send_and_wait(settings.audit.topic, key=key.encode(), value=None)
     finally:
         await producer.stop()
-    return len(answer_ids)
+    return len(answer_ids) + len(label_keys)
 
 
 def run_audit_sink(settings: Settings) -> int:
@@ -339,6 +366,8 @@ def _stats_fields(stats: SinkStats) -> dict[str, int]:
     return {
         "stored": stats.stored,
         "duplicates": stats.duplicates,
+        "labels": stats.labels,
+        "label_duplicates": stats.label_duplicates,
         "rejected": stats.rejected,
         "checkpoints": stats.checkpoints,
         "batches": stats.batches,

@@ -1,6 +1,7 @@
 """The audit sink on a real Kafka broker: records published to the audit topic end up
 in the store once each, in offset order, across a crash between store and offsets, a
-kill -9 and a restart; its checkpoints on the topic catch a store whose tail was cut."""
+kill -9 and a restart; its checkpoints on the topic catch a store whose tail was cut;
+reviewers' label entries on the topic join the chains with the records."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from streamproc.adapters.audit_store import AuditStore
+from streamproc.adapters.audit_store import AuditStore, StoredLabel
 from streamproc.audit import AuditRecord
 from streamproc.cli import main
 from streamproc.config import Settings
@@ -25,10 +26,12 @@ from streamproc.stream.audit_sink import (
     AuditSink,
     audit_topic_spec,
     fetch_topic_checkpoints,
+    label_key,
     publish_tombstones,
 )
 from streamproc.stream.topics import ensure_topics
 from tests.unit.audit.audit_samples import make_records
+from tests.unit.audit.label_samples import label_bytes, make_label
 from tests.unit.audit.store_contract import sql
 
 Placed = dict[str, tuple[int, int]]
@@ -215,3 +218,64 @@ async def test_a_killed_sink_restarts_without_duplicates(
     assert killed_after > 0
     assert_chains_follow_offsets(store, placed)
     assert "audit_sink_stopped" in log.read_text()
+
+
+async def test_label_entries_on_the_audit_topic_join_the_chain(
+    settings: Settings, store: AuditStore
+) -> None:
+    await ensure_topics(settings.bootstrap_servers, [audit_topic_spec(settings)], settings.security)
+    records = make_records(8)
+    placed = await publish(settings, records)
+    labels = [
+        make_label(records[0], "L0"),
+        make_label(records[2], "L2"),
+        make_label(
+            records[2], "L2-bob", reviewer="bob", answer_label="hallucinated", hours_later=2
+        ),
+        make_label(records[5], "L5"),
+    ]
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap_servers, acks="all")
+    await producer.start()
+    label_places: Placed = {}
+    try:
+        for entry in labels:  # as the labels loop publishes them
+            sent = await producer.send_and_wait(
+                settings.audit.topic,
+                key=label_key(entry.answer_id, entry.label.label_id).encode(),
+                value=label_bytes(entry),
+            )
+            label_places[entry.label.label_id] = (sent.partition, sent.offset)
+    finally:
+        await producer.stop()
+    await publish_tombstones(settings, [], [label_key("ans-0", "L-gone")])  # a purged label
+
+    sink = AuditSink(settings, store, poll_timeout_s=0.2)
+    task = asyncio.create_task(sink.run())
+    try:
+        await wait_until(
+            lambda: sink.stats.stored + sink.stats.labels >= len(records) + len(labels),
+            60,
+            "every record and label",
+        )
+    finally:
+        sink.stop()
+        await asyncio.wait_for(task, 30)
+    assert (sink.stats.rejected, sink.stats.duplicates, sink.stats.label_duplicates) == (0, 0, 0)
+
+    stored = {label.label_id: label for r in records for label in store.labels_for(r.answer_id)}
+    assert sorted(stored) == sorted(label_places)
+    for label_id, (partition, offset) in label_places.items():
+        assert (stored[label_id].partition, stored[label_id].offset) == (partition, offset)
+    assert [s.reviewer for s in store.labels_for("ans-2")] == ["alice", "bob"]
+    for partition in (0, 1):
+        chain = list(store.export_entries(partition=partition))
+        places = [
+            (e.seq, e.offset) if isinstance(e, StoredLabel) else (e.summary.seq, e.summary.offset)
+            for e in chain
+        ]
+        assert [seq for seq, _ in places] == list(range(1, len(chain) + 1))
+        assert [offset for _, offset in places] == sorted(offset for _, offset in places)
+    report = store.verify()
+    assert report.ok, report.describe()
+    assert sum(c.labels for c in report.partitions) == len(labels)
+    assert sum(c.records for c in report.partitions) == len(placed)

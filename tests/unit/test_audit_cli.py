@@ -10,7 +10,9 @@ import pytest
 from streamproc.adapters.audit_store import AuditStore
 from streamproc.audit import canonical_json, leaf_hash
 from streamproc.cli import main
+from streamproc.label_events import ClaimLabelValue
 from tests.unit.audit.audit_samples import EVIDENCE_TEXT, NOW, TRACE_ID, make_records
+from tests.unit.audit.label_samples import NOTE, label_bytes, make_label
 from tests.unit.audit.store_contract import sql
 
 
@@ -136,3 +138,124 @@ def test_show_prints_a_deciding_records_fields(
     assert '  evidence D1 fields: {"day": 5, "status": "shipped"}' in out.splitlines()
     code, out, _ = run(capsys, "audit", "show", "ans-2", "--store", url)
     assert code == 0 and '"status": "shipped"' in out
+
+
+@pytest.fixture()
+def labelled_url(tmp_path: Path) -> str:
+    """ans-0..2 on partition 0; two reviewers' labels of ans-2 on partition 1 (their keys
+    differ from the answer's, so they land on any partition), after ans-3."""
+    url = f"sqlite:///{tmp_path / 'labelled.db'}"
+    records = make_records(4)
+    alice = make_label(records[2], "L-alice", claims={0: ClaimLabelValue.SUPPORTED})
+    bob = make_label(
+        records[2], "L-bob", reviewer="bob", answer_label="hallucinated", note=None, hours_later=3
+    )
+    with AuditStore(url) as store:
+        store.append(0, list(enumerate(records[:3])), now=NOW)
+        store.append(1, [(0, records[3]), (1, bob), (2, label_bytes(alice))], now=NOW)
+    return url
+
+
+def test_show_plain_ends_with_the_reviewer_labels(
+    labelled_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "audit", "show", "ans-2", "--plain", "--store", labelled_url)
+    assert code == 0
+    lines = out.splitlines()
+    section = lines[lines.index("reviewer labels: 2") :]
+    with AuditStore(labelled_url) as store:
+        leaves = {label.label_id: label.leaf_hash for label in store.labels_for("ans-2")}
+    assert section == [
+        "reviewer labels: 2",
+        "label L-alice by alice at 2026-03-02T13:00:00+00:00: faithful, disagrees with the judge",
+        "  claim 1: judge contradicted -> reviewer supported",
+        f"  note: {NOTE}",
+        "  source: review-page",
+        f"  chain: partition 1 seq 3 offset 2 leaf_hash {leaves['L-alice']}",
+        "label L-bob by bob at 2026-03-02T15:00:00+00:00: hallucinated, agrees with the judge",
+        "  note: -",
+        "  source: review-page",
+        f"  chain: partition 1 seq 2 offset 1 leaf_hash {leaves['L-bob']}",
+    ]
+    assert lines.index("reviewer labels: 2") > next(
+        i for i, line in enumerate(lines) if line.startswith("claim 1 ")
+    ), "after the claims"
+    code, out, _ = run(capsys, "audit", "show", "ans-1", "--plain", "--store", labelled_url)
+    assert code == 0 and out.splitlines()[-1] == "reviewer labels: none"
+
+
+def test_show_rich_and_json_carry_the_labels(
+    labelled_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "audit", "show", "ans-2", "--store", labelled_url)
+    assert code == 0
+    assert "reviewer labels (2)" in out
+    assert "label L-alice by alice" in out and "label L-bob by bob" in out
+    assert "disagrees with the judge" in out and "agrees with the judge" in out
+    assert "claim 1: judge contradicted -> reviewer supported" in out
+    assert "The depot note says 5 May" in out
+    assert out.index("reviewer labels") > out.index("claims")
+    code, out, _ = run(capsys, "audit", "show", "ans-2", "--json", "--store", labelled_url)
+    document = json.loads(out)
+    labels = document["labels"]
+    assert [(x["label_id"], x["reviewer"], x["agrees_with_judge"]) for x in labels] == [
+        ("L-alice", "alice", False),
+        ("L-bob", "bob", True),
+    ]
+    assert labels[0]["entry"]["label"]["note"] == NOTE
+    assert labels[0]["entry"]["claims_disagreeing"] == [0]
+    for label in labels:
+        assert leaf_hash(canonical_json(label["entry"])).hex() == label["leaf_hash"]
+
+
+def test_verify_and_export_count_labels_and_name_an_altered_one(
+    labelled_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = run(capsys, "audit", "verify", "--json", "--store", labelled_url)
+    report = json.loads(out)
+    assert code == 0 and report["ok"]
+    assert [(p["partition"], p["records"], p["labels"]) for p in report["partitions"]] == [
+        (0, 3, 0),
+        (1, 1, 2),
+    ]
+    target = tmp_path / "export.jsonl"
+    code, _, err = run(capsys, "audit", "export", "-o", str(target), "--store", labelled_url)
+    assert code == 0 and "exported 4 record(s) and 2 label(s)" in err
+    lines = [json.loads(line) for line in target.read_text().splitlines()]
+    assert [(x["partition"], x["seq"], x.get("label_id")) for x in lines] == [
+        (0, 1, None),
+        (0, 2, None),
+        (0, 3, None),
+        (1, 1, None),
+        (1, 2, "L-bob"),
+        (1, 3, "L-alice"),
+    ]
+    with AuditStore(labelled_url) as store:
+        sql(
+            store,
+            "UPDATE audit_labels SET entry_json = replace(entry_json, 'bob', 'eve') "
+            "WHERE label_id = 'L-bob'",
+        )
+    code, out, err = run(capsys, "audit", "verify", "--store", labelled_url)
+    assert code == 1
+    assert "partition 1, seq 2, answer ans-2, label L-bob: leaf_mismatch" in err
+    assert "label L-bob of answer ans-2" in out
+
+
+def test_purge_removes_the_label_notes_and_keeps_who_said_what(
+    labelled_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(
+        capsys, "audit", "purge", "--conversation", "conv-1", "--no-topic", "--store", labelled_url
+    )
+    assert code == 0 and "purged 4 record(s)" in out
+    code, out, _ = run(capsys, "audit", "show", "ans-2", "--plain", "--store", labelled_url)
+    assert code == 0 and NOTE not in out
+    lines = out.splitlines()
+    assert (
+        "label L-alice by alice at 2026-03-02T13:00:00+00:00: faithful, "
+        "disagrees with the judge" in lines
+    )
+    assert sum(line.startswith("  purged_at: ") for line in lines) == 2
+    code, out, _ = run(capsys, "audit", "verify", "--store", labelled_url)
+    assert code == 0 and "1 records and 2 labels" in out and "3 purged" in out

@@ -21,10 +21,12 @@ from streamproc.stream.audit_sink import (
     CHECKPOINT_KEY_PREFIX,
     AuditSink,
     audit_sink_group,
+    label_key,
 )
 from streamproc.stream.loop.consumer import _Rebalance
 from streamproc.stream.loop.publisher import AtLeastOncePublisher, OutboundRecord, PublishFailed
 from tests.unit.audit.audit_samples import make_records
+from tests.unit.audit.label_samples import label_bytes, make_label
 
 TOPIC = "app.audit"
 P0 = TopicPartition(TOPIC, 0)
@@ -231,3 +233,37 @@ async def test_the_latest_stored_heads_are_published_again_at_start(
     assert [(r.key, json.loads(r.value or b"")["seq"]) for r in records] == [
         (CHECKPOINT_KEY_PREFIX + b"1", 6)
     ]
+
+
+async def test_label_entries_join_their_partitions_chain_in_offset_order(
+    settings: Settings, store: AuditStore
+) -> None:
+    records = make_records(3)
+    labels = [make_label(records[2], "L1"), make_label(records[0], "L2", reviewer="bob")]
+    p0 = [
+        _record(P0, 0, b"ans-0", records[0].model_dump_json().encode()),
+        _record(P0, 1, label_key("ans-2", "L1").encode(), label_bytes(labels[0])),
+        _record(P0, 2, b"ans-1", records[1].model_dump_json().encode()),
+        _record(P0, 3, label_key("ans-9", "L9").encode(), None),  # a purged label's tombstone
+        _record(P0, 4, label_key("ans-0", "L2").encode(), label_bytes(labels[1])),
+        _record(P0, 5, b"ans-2", records[2].model_dump_json().encode()),
+    ]
+    batch = {P0: p0}
+    sink = await _sink(settings, store, batch, batch)
+    sink._publisher = publisher = _Publisher(store)  # type: ignore[assignment]
+    await sink._step()
+    await sink._step()  # redelivered: nothing changes
+
+    assert [offsets for _, offsets, _ in publisher.published] == [{P0: 6}, {P0: 6}]
+    stats = sink.stats
+    assert (stats.stored, stats.labels, stats.rejected) == (3, 2, 0)
+    assert (stats.duplicates, stats.label_duplicates) == (3, 2)
+    [l1] = store.labels_for("ans-2")
+    [l2] = store.labels_for("ans-0")
+    assert (l1.seq, l1.offset, l2.seq, l2.offset) == (2, 1, 4, 4)
+    ans_2 = store.get("ans-2")
+    assert ans_2 is not None and (ans_2.summary.seq, ans_2.prev_hash) == (5, l2.chain_hash)
+    (mark,) = publisher.published[0][0]
+    assert json.loads(mark.value or b"")["seq"] == 5, "label seqs count towards checkpoints"
+    report = store.verify()
+    assert report.ok and report.partitions[0].labels == 2, report.describe()
