@@ -25,7 +25,6 @@ from streamproc.evaluate.calibration.from_labels import (
     DEFAULT_MIN_FLAGGED,
     LabelledAnswer,
     OperatingPoint,
-    Rates,
     RegimeReport,
     fit_operating_points,
     in_fit_half,
@@ -219,7 +218,7 @@ def manifest_text(result: Refit, sha: str, inputs: Mapping[str, str]) -> str:
         "description = \"The base answer calibrator's weights with operating points refit on "
         "reviewers' labels for a target precision; hard-only regimes flag only hard "
         'findings (streamproc/judge/decision/hard_findings.py)."',
-        f"licence = {_toml_string('the labels own terms; weights from ' + result.base.name)}",
+        "licence = " + _toml_string(f"the labels' own terms; weights from {result.base.name}"),
         f"features = {json.dumps(list(ANSWER_FEATURES))}",
         f"claim_calibrator = {_toml_string(str(result.base.claim_calibrator))}",
         f"base_calibrator = {_toml_string(result.base.name)}",
