@@ -90,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
 
     from streamproc.review_cli import register as register_review
 
-    register_review(commands)  # review serve | token
+    register_review(commands)  # review serve | token | import | export
     return parser
 
 

@@ -1,5 +1,7 @@
-"""The reviewers' commands: ``streamproc review serve`` (the review page) and
-``streamproc review token`` (a new reviewer token and the line to add for it).
+"""The reviewers' commands: ``streamproc review serve`` (the review page),
+``streamproc review token`` (a new reviewer token and the line to add for it),
+``streamproc review import`` (labels made elsewhere, onto the labels topic) and
+``streamproc review export`` (labelled answers in the benchmark JSONL shape).
 
 ``review serve`` reads the review queue topic into its store, serves the page on
 ``settings.review.host``/``port`` and publishes every label to the labels topic, until
@@ -62,6 +64,28 @@ def register(
     )
     token.set_defaults(func=_token)
 
+    imports = actions.add_parser(
+        "import", help="publish labels from a file (docs/labels.md) to the labels topic"
+    )
+    imports.add_argument("file", type=Path, help="labels: JSON lines, or Label Studio's export")
+    imports.add_argument(
+        "--format",
+        choices=["jsonl", "label-studio"],
+        default="jsonl",
+        help="the file's format (default: jsonl)",
+    )
+    imports.add_argument("--reviewer", help="the reviewer of labels that name none")
+    imports.add_argument("--tenant", help="the tenant of labels that name none (others refused)")
+    imports.set_defaults(func=_import)
+
+    export = actions.add_parser(
+        "export",
+        help="labelled answers (review queue + labels topics) as benchmark JSON lines, for "
+        "'eval benchmark --data' and 'calibrate --from-labels'",
+    )
+    export.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
+    export.set_defaults(func=_export)
+
     def _review_help(args: argparse.Namespace) -> int:
         review.print_help()
         return 2
@@ -82,6 +106,22 @@ def _token(args: argparse.Namespace) -> int:
     )
     print(token_stanza(args.name, args.tenant, token), end="")
     return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from streamproc.config import Settings
+    from streamproc.review_io.importer import run_import
+
+    return run_import(
+        Settings(), args.file, args.format, reviewer=args.reviewer, tenant=args.tenant
+    )
+
+
+def _export(args: argparse.Namespace) -> int:
+    from streamproc.config import Settings
+    from streamproc.review_io.exporter import run_export
+
+    return run_export(Settings(), args.out)
 
 
 def _settings(args: argparse.Namespace) -> Settings:

@@ -33,3 +33,16 @@ def test_the_bare_command_lists_its_actions(capsys: pytest.CaptureFixture[str]) 
     assert main(["review"]) == 2
     out = capsys.readouterr().out
     assert "serve" in out and "token" in out
+    assert "import" in out and "export" in out
+
+
+def test_import_of_a_bad_file_names_the_line_and_publishes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An unreachable broker: a bad file must be refused before any connection is tried.
+    monkeypatch.setenv("STREAMPROC_BROKER_URL", "kafka://127.0.0.1:1")
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"answer_id": "a1", "tenant": "acme"}\n')
+    assert main(["review", "import", str(labels), "--reviewer", "alice"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("streamproc review import:") and "line 1" in error
