@@ -3,9 +3,10 @@
 What would break ``docker compose up`` or a process at start-up is checked here: unpinned images,
 missing build files, mounted configs or secret files, settings that ``Settings`` rejects or that
 point at a broker listener Kafka does not advertise, a store URL that does not reach the
-PostgreSQL service, a collector pipeline wired to an undefined component, an unescaped ``$``
-that compose would interpolate, and dependencies that do not wait for health. Each checker that
-returns problems is also shown a broken copy and must name the break.
+PostgreSQL service, a reviewers' tokens file that is not a mounted secret, a healthcheck of a
+port or path the command does not serve, a collector pipeline wired to an undefined component,
+an unescaped ``$`` that compose would interpolate, and dependencies that do not wait for
+health. Each checker that returns problems is also shown a broken copy and must name the break.
 """
 
 from __future__ import annotations
@@ -27,13 +28,17 @@ import pytest
 import yaml
 from sqlalchemy.engine import make_url
 
+from streamproc.adapters.review.auth import Reviewers, TokensFileError
 from streamproc.config import AlertSettings, Settings
-from tests.deploy.test_settings import SERVES_HEALTH, is_command, settings_from_env
+from tests.deploy.health import health_endpoint
+from tests.deploy.test_settings import is_command, settings_from_env
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO / "docker-compose.yml"
 STREAMPROC_IMAGE = "streamproc-worker"
 SECRETS_DIR = "/run/secrets/"
+TOKENS_SECRET = "review_tokens"
+DEV_TOKEN = "streamproc-dev-review-token-not-a-secret"  # deploy/review/README.md
 PIPELINE_TYPES = {"traces", "metrics", "logs"}
 
 Service = dict[str, Any]
@@ -74,7 +79,8 @@ def _advertised(kafka: Service) -> set[tuple[str, int]]:
 
 
 def _streamproc_services(services: dict[str, Service]) -> dict[str, Service]:
-    """The services that run the streamproc image (workers, the audit sink)."""
+    """The services that run the streamproc image (workers, the audit sink, the review
+    page)."""
     return {
         name: service
         for name, service in services.items()
@@ -129,6 +135,53 @@ def missing_files(compose: Mapping[str, Any]) -> list[str]:
         if "file" in secret and not (REPO / secret["file"]).is_file():
             missing.append(f"secret {name}: missing {secret['file']}")
     return missing
+
+
+def healthcheck_problems(services: Mapping[str, Service]) -> list[str]:
+    """Healthchecks that would mark a healthy service unhealthy: one on a command that
+    serves no health endpoint, or one fetching another port or path than the command
+    serves; a command that serves one and is not checked is named too."""
+    problems: list[str] = []
+    for name, service in _streamproc_services(dict(services)).items():
+        endpoint = health_endpoint(service["command"])
+        if endpoint is None:
+            if "healthcheck" in service:
+                problems.append(f"{name}: {' '.join(service['command'])} serves no health URL")
+            continue
+        if "healthcheck" not in service:
+            problems.append(f"{name}: no healthcheck")
+            continue
+        probe = " ".join(service["healthcheck"]["test"])
+        found = re.search(r"http://127\.0\.0\.1:(\d+)(/\w+)", probe)
+        if not found:
+            problems.append(f"{name}: healthcheck fetches no local URL")
+            continue
+        settings = _settings(service)
+        if int(found.group(1)) != endpoint.port(settings):
+            problems.append(f"{name}: healthcheck port {found.group(1)} is not where it serves")
+        if found.group(2) != endpoint.liveness:
+            problems.append(f"{name}: healthcheck asks {found.group(2)}, not {endpoint.liveness}")
+    return problems
+
+
+def tokens_file_problems(compose: Mapping[str, Any]) -> list[str]:
+    """Services whose ``STREAMPROC_REVIEW__TOKENS_FILE`` is not a secret they mount, or
+    whose secret file the page could not load: the page would refuse to start, and the
+    worker's labels loop would not start either."""
+    problems: list[str] = []
+    for name, service in _streamproc_services(compose["services"]).items():
+        path = _settings(service).review.tokens_file
+        if path is None:
+            continue
+        secret = str(path).removeprefix(SECRETS_DIR)
+        if not str(path).startswith(SECRETS_DIR) or secret not in _service_secrets(service):
+            problems.append(f"{name}: tokens file {path} is not a secret it mounts")
+            continue
+        try:
+            Reviewers.load(_secret_path(compose, secret))
+        except (KeyError, TokensFileError) as error:
+            problems.append(f"{name}: tokens file {path}: {error}")
+    return problems
 
 
 def interpolation_problems(compose: Mapping[str, Any]) -> list[str]:
@@ -206,7 +259,7 @@ def test_build_contexts_exist(services: dict[str, Service]) -> None:
 def test_services_that_share_the_image_build_it(services: dict[str, Service]) -> None:
     """A service naming the image without building it would make compose pull a local tag."""
     ours = _streamproc_services(services)
-    assert {"worker", "audit-sink"} <= set(ours)
+    assert {"worker", "audit-sink", "review"} <= set(ours)
     assert all("build" in s for s in ours.values())
     assert len({json.dumps(s["build"], sort_keys=True) for s in ours.values()}) == 1
 
@@ -216,17 +269,21 @@ def test_mounted_repo_files_exist(compose: dict[str, Any]) -> None:
     broken = copy.deepcopy(compose)
     broken["services"]["otel-collector"]["volumes"] = ["./deploy/otel.yaml:/etc/c.yaml:ro"]
     broken["secrets"]["postgres_password"]["file"] = "./deploy/postgres/nope.txt"
+    broken["secrets"][TOKENS_SECRET]["file"] = "./deploy/review/tokens.toml"
     assert missing_files(broken) == [
         "otel-collector: mounts missing ./deploy/otel.yaml",
         "secret postgres_password: missing ./deploy/postgres/nope.txt",
+        f"secret {TOKENS_SECRET}: missing ./deploy/review/tokens.toml",
     ]
 
 
 def test_nothing_is_interpolated(compose: dict[str, Any]) -> None:
     assert not interpolation_problems(compose)
     broken = copy.deepcopy(compose)
-    entrypoint = broken["services"]["audit-sink"]["entrypoint"]
+    # A copy: the sink shares its entrypoint (a YAML alias) with the review page.
+    entrypoint = list(broken["services"]["audit-sink"]["entrypoint"])
     entrypoint[2] = entrypoint[2].replace("$$(cat", "$(cat")
+    broken["services"]["audit-sink"]["entrypoint"] = entrypoint
     assert interpolation_problems(broken) == [f"'$(' in {entrypoint[2]!r}"]
 
 
@@ -261,21 +318,37 @@ def test_one_partition_count_everywhere(services: dict[str, Service]) -> None:
 
 
 def test_healthchecks_hit_the_health_port(services: dict[str, Service]) -> None:
-    """Commands that serve /livez are checked there; the others have no healthcheck, which
-    would only mark them unhealthy for good."""
-    checked = 0
-    for name, service in _streamproc_services(services).items():
-        if service["command"][0] not in SERVES_HEALTH:
-            assert "healthcheck" not in service, f"{name} serves no /livez"
-            continue
-        settings = _settings(service)
-        probe = " ".join(service["healthcheck"]["test"])
-        found = re.search(r"http://127\.0\.0\.1:(\d+)(/\w+)", probe)
-        assert found, f"{name}: healthcheck fetches no local URL"
-        assert int(found.group(1)) == settings.worker.health_port, f"{name}: wrong port"
-        assert found.group(2) == "/livez"
-        checked += 1
-    assert checked >= 1, "no worker is health-checked"
+    """Commands that serve a health URL are checked there; the others have no healthcheck,
+    which would only mark them unhealthy for good."""
+    assert not healthcheck_problems(services)
+    checked = {n for n, s in _streamproc_services(services).items() if "healthcheck" in s}
+    assert {"worker", "review"} <= checked
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (
+            lambda s: s["review"]["healthcheck"].update(test=s["worker"]["healthcheck"]["test"]),
+            [
+                "review: healthcheck port 8081 is not where it serves",
+                "review: healthcheck asks /livez, not /healthz",
+            ],
+        ),
+        (
+            lambda s: s["audit-sink"].update(healthcheck=s["review"]["healthcheck"]),
+            ["audit-sink: audit-sink serves no health URL"],
+        ),
+        (lambda s: s["review"].pop("healthcheck"), ["review: no healthcheck"]),
+    ],
+    ids=["worker's check on the page", "check on the sink", "page unchecked"],
+)
+def test_healthcheck_checker_names_a_bad_check(
+    services: dict[str, Service], mutate: Any, expected: list[str]
+) -> None:
+    broken = copy.deepcopy(services)
+    mutate(broken)
+    assert healthcheck_problems(broken) == expected
 
 
 def test_workers_wait_for_a_healthy_kafka(services: dict[str, Service]) -> None:
@@ -326,7 +399,8 @@ def test_audit_sink_stores_into_the_postgres_service(services: dict[str, Service
 def test_the_worker_is_not_given_the_store(services: dict[str, Service]) -> None:
     worker = services["worker"]
     assert "STREAMPROC_AUDIT__STORE_URL" not in _env(worker)
-    assert not worker.get("secrets")
+    assert "STREAMPROC_REVIEW__STORE_URL" not in _env(worker)
+    assert _service_secrets(worker) == [TOKENS_SECRET], "only the reviewers' tokens"
 
 
 def test_postgres_is_persistent_checked_and_reads_its_password_from_a_secret(
@@ -363,17 +437,22 @@ def test_secrets_are_declared_and_dev_only(
     assert "dev" in password, "the committed password must say it is for development only"
     for name, service in _streamproc_services(services).items():
         assert all(password not in value for value in _env(service).values()), name
+    tokens = _secret_path(compose, TOKENS_SECRET).read_text()
+    assert "dev only" in tokens, "the committed tokens file must say it is for development only"
 
 
-def test_sink_entrypoint_exports_the_secret_as_pgpassword(
-    compose: dict[str, Any], services: dict[str, Service], tmp_path: Path
+@pytest.mark.parametrize("name", ["audit-sink", "review"])
+def test_store_entrypoints_export_the_secret_as_pgpassword(
+    compose: dict[str, Any], services: dict[str, Service], tmp_path: Path, name: str
 ) -> None:
-    """Runs the sink's entrypoint as the container would (after compose turns ``$$`` into
-    ``$``), with the secret's file where compose would mount it and a stand-in streamproc."""
-    sink = services["audit-sink"]
+    """Runs the entrypoint of a service with a store as the container would (after compose
+    turns ``$$`` into ``$``), with the secret's file where compose would mount it and a
+    stand-in streamproc."""
+    sink = services[name]
     argv = [arg.replace("$$", "$") for arg in [*sink["entrypoint"], *sink["command"]]]
     assert argv[:2] == ["/bin/sh", "-c"]
-    (secret,) = _service_secrets(sink)
+    secret = "postgres_password"
+    assert secret in _service_secrets(sink)
     script = argv[2].replace(SECRETS_DIR + secret, str(_secret_path(compose, secret)))
     assert script != argv[2], "the entrypoint does not read the secret it mounts"
 
@@ -391,7 +470,67 @@ def test_sink_entrypoint_exports_the_secret_as_pgpassword(
         check=True,
     )
     password = _secret_path(compose, secret).read_text().strip()
-    assert result.stdout.splitlines() == [password, "audit-sink"], shlex.join(argv)
+    assert result.stdout.splitlines() == [password, *sink["command"]], shlex.join(argv)
+
+
+def test_review_page_keeps_its_queue_in_the_postgres_service(
+    services: dict[str, Service],
+) -> None:
+    """The audit store's server and database (tables review_* beside audit_*), reached
+    with the same user and the password from the same secret, never in the URL."""
+    page = services["review"]
+    url = make_url(_settings(page).review.store_url)
+    assert url.drivername == "postgresql+psycopg"
+    assert url.host in services and services[url.host]["image"].startswith("postgres:")
+    postgres = _env(services[url.host])
+    assert (url.username, url.database) == (postgres["POSTGRES_USER"], postgres["POSTGRES_DB"])
+    assert url.port in (None, 5432)
+    assert url.password is None, "the password comes from the secret, not the URL"
+    assert page["depends_on"][url.host]["condition"] == "service_healthy"
+    assert page["depends_on"]["kafka"]["condition"] == "service_healthy"
+
+
+def test_review_page_is_published_on_localhost_and_runs_once(
+    services: dict[str, Service],
+) -> None:
+    page = services["review"]
+    assert page["command"] == ["review", "serve"]
+    settings = _settings(page).review
+    assert settings.host == "0.0.0.0", "bound to 127.0.0.1, the published port reaches nobody"
+    assert page["ports"] == [f"127.0.0.1:{settings.port}:{settings.port}"]
+    # Sessions are signed with a key each replica draws at start-up.
+    assert page["deploy"]["replicas"] == 1
+
+
+def test_the_page_and_the_workers_read_the_reviewers_tokens(
+    compose: dict[str, Any], services: dict[str, Service]
+) -> None:
+    assert not tokens_file_problems(compose)
+    for name in ("worker", "review"):
+        assert _settings(services[name]).review.tokens_file is not None, name
+    reviewers = Reviewers.load(_secret_path(compose, TOKENS_SECRET))
+    signed_in = reviewers.authenticate(DEV_TOKEN)
+    assert signed_in is not None, "the dev token in deploy/review/README.md signs nobody in"
+    assert signed_in.may_see("demo"), "the sample traffic's tenant"
+    assert DEV_TOKEN in (REPO / "deploy" / "review" / "README.md").read_text()
+
+
+def test_tokens_file_checker_names_a_bad_mount(compose: dict[str, Any], tmp_path: Path) -> None:
+    broken = copy.deepcopy(compose)
+    broken["services"]["worker"]["secrets"] = []
+    broken["services"]["review"]["environment"]["STREAMPROC_REVIEW__TOKENS_FILE"] = "/t.toml"
+    not_toml = tmp_path / "tokens.toml"
+    not_toml.write_text("[[reviewer]\n")
+    broken["secrets"][TOKENS_SECRET]["file"] = str(not_toml)
+    broken["services"]["audit-sink"]["environment"]["STREAMPROC_REVIEW__TOKENS_FILE"] = (
+        SECRETS_DIR + TOKENS_SECRET
+    )
+    broken["services"]["audit-sink"]["secrets"] = ["postgres_password", TOKENS_SECRET]
+    worker, sink, page = tokens_file_problems(broken)
+    assert worker == f"worker: tokens file {SECRETS_DIR}{TOKENS_SECRET} is not a secret it mounts"
+    assert sink.startswith(f"audit-sink: tokens file {SECRETS_DIR}{TOKENS_SECRET}: ")
+    assert f"the tokens file {not_toml} is not TOML" in sink
+    assert page == "review: tokens file /t.toml is not a secret it mounts"
 
 
 def test_telemetry_reaches_the_collector(
@@ -489,7 +628,8 @@ def test_matches_compose_spec_schema(compose: dict[str, Any]) -> None:
     broken = copy.deepcopy(compose)
     broken["services"]["postgres"]["healthcheck"]["command"] = "pg_isready"
     broken["services"]["worker"]["deploy"]["replica"] = 2
-    assert len(list(validator.iter_errors(broken))) == 2
+    broken["services"]["review"]["secret"] = [TOKENS_SECRET]  # for "secrets"
+    assert len(list(validator.iter_errors(broken))) == 3
 
 
 # ------------------------------------------------------------------ metrics and alerting

@@ -4,11 +4,13 @@ mistakes a schema cannot see.
 The schemas come from the ``kubernetes-validate`` package, which ships them for every release
 it supports (no download at test time). kubeconform would need its schemas fetched at run
 time, which this offline machine cannot do. The structural checker ``manifest_problems``
-follows the references between objects: probes aimed at a declared container port, envFrom
-naming a ConfigMap or Secret the kustomization applies, a selector that matches its pods,
-settings ``Settings`` accepts, the health port the settings open, replicas within the
-partition count, the instance id from the pod name, requests within limits. Each rule is
-also shown a broken copy and must name the break.
+follows the references between objects: probes aimed at a declared container port and the
+path the command serves, envFrom naming a ConfigMap or Secret the kustomization applies, volume
+mounts naming a volume and a Secret that exists, the reviewers' tokens file under a read-only
+mount of a Secret holding that key, a selector that matches its pods, settings ``Settings``
+accepts, the health port the settings open (and bound beyond 127.0.0.1), replicas within the
+partition count (one for the review page), the instance id from the pod name, requests within
+limits. Each rule is also shown a broken copy and must name the break.
 """
 
 from __future__ import annotations
@@ -18,16 +20,17 @@ import importlib
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import Any, cast
 
 import pytest
 import yaml
 from pydantic import ValidationError
+from sqlalchemy.engine import make_url
 
+from tests.deploy.health import health_endpoint
 from tests.deploy.test_settings import (
-    SERVES_HEALTH,
     TRANSACTIONAL,
     UnknownSettingError,
     is_command,
@@ -37,7 +40,10 @@ from tests.deploy.test_settings import (
 REPO = Path(__file__).resolve().parents[2]
 K8S_DIR = REPO / "deploy" / "k8s"
 WORKLOADS = {"Deployment", "StatefulSet"}
-PROBE_PATHS = {"startupProbe": "/livez", "livenessProbe": "/livez", "readinessProbe": "/readyz"}
+PROBES = ("startupProbe", "livenessProbe", "readinessProbe")
+REVIEW_PAGE = ("review", "serve")
+REVIEW = "streamproc-review"  # the page's Deployment and Service
+ALL_INTERFACES = {"0.0.0.0", "::"}
 PLACEHOLDER = "REPLACE-ME"
 POD_NAME = "streamproc-worker-0"  # what the downward API would put in a fieldRef
 
@@ -103,6 +109,43 @@ def _env_source_problems(container: Obj, by_name: Mapping[tuple[str, str], Obj])
                 yield f"envFrom names no {kind} {source[key]['name']}"
 
 
+def _mount_problems(
+    pod: Obj, container: Obj, by_name: Mapping[tuple[str, str], Obj]
+) -> Iterator[str]:
+    """Mounts of no volume, and Secret volumes of a Secret the kustomization lacks."""
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    for mount in container.get("volumeMounts", []):
+        volume = volumes.get(mount["name"])
+        if volume is None:
+            yield f"volumeMount {mount['name']} names no volume"
+        elif "secret" in volume and ("Secret", volume["secret"]["secretName"]) not in by_name:
+            yield f"volume {mount['name']} names no Secret {volume['secret']['secretName']}"
+
+
+def _mounted_secret_file(
+    path: PurePosixPath, pod: Obj, container: Obj, by_name: Mapping[tuple[str, str], Obj]
+) -> str | None:
+    """Why ``path`` is not a key of a Secret mounted read-only in ``container`` (None: it
+    is one)."""
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    for mount in container.get("volumeMounts", []):
+        directory = PurePosixPath(mount["mountPath"])
+        if path.parent != directory:
+            continue
+        secret = volumes.get(mount["name"], {}).get("secret")
+        if secret is None:
+            return f"{path} is not in a Secret volume"
+        if not mount.get("readOnly"):
+            return f"{path}: its mount {directory} is not read-only"
+        keys = {item.get("path", item["key"]): item["key"] for item in secret.get("items", [])} or {
+            key: key for key in _data(by_name.get(("Secret", secret["secretName"]), {}))
+        }
+        if path.name not in keys:
+            return f"{path}: Secret {secret['secretName']} has no key {path.name}"
+        return None
+    return f"{path} is under no volumeMount"
+
+
 def _environment(container: Obj, by_name: Mapping[tuple[str, str], Obj]) -> dict[str, str]:
     """The variables the container starts with, as far as the manifests decide them."""
     env: dict[str, str] = {}
@@ -132,16 +175,19 @@ def _workload_problems(workload: Obj, by_name: Mapping[tuple[str, str], Obj]) ->
         where = f"{name}/{container['name']}"
         ports = {p["containerPort"] for p in container.get("ports", [])}
         names = {p["name"]: p["containerPort"] for p in container.get("ports", []) if "name" in p}
-        command = (container.get("args") or [""])[0]
-        for probe_name, path in PROBE_PATHS.items():
+        args = container.get("args") or [""]
+        command = " ".join(args)
+        endpoint = health_endpoint(args)
+        for probe_name in PROBES:
             probe = container.get(probe_name)
             if probe is None:
-                if probe_name != "startupProbe" and command in SERVES_HEALTH:
+                if probe_name != "startupProbe" and endpoint is not None:
                     yield f"{where}: no {probe_name}"
                 continue
-            if command not in SERVES_HEALTH:
+            if endpoint is None:
                 yield f"{where}: {command} serves no health endpoint, {probe_name} would fail"
                 continue
+            path = endpoint.paths[probe_name]
             get = probe.get("httpGet", {})
             if get.get("port") not in ports | set(names):
                 yield f"{where}: {probe_name} port {get.get('port')} is not a container port"
@@ -158,16 +204,33 @@ def _workload_problems(workload: Obj, by_name: Mapping[tuple[str, str], Obj]) ->
                 yield f"{where}: {resource} request {request} above its limit {limit}"
 
         yield from (f"{where}: {p}" for p in _env_source_problems(container, by_name))
+        pod = spec["template"]["spec"]
+        yield from (f"{where}: {p}" for p in _mount_problems(pod, container, by_name))
         env = _environment(container, by_name)
         try:
             settings = settings_from_env(env)
         except (UnknownSettingError, ValidationError) as error:
             yield f"{where}: settings refused: {error}"
             continue
-        if command in SERVES_HEALTH and settings.worker.health_port != names.get("health"):
+        if endpoint is not None:
+            port, named = endpoint.port(settings), names.get(endpoint.port_name)
+            if port != named:
+                yield (
+                    f"{where}: health port {port} is not the containerPort named "
+                    f"{endpoint.port_name} ({named})"
+                )
+            host = endpoint.host(settings) if endpoint.host is not None else None
+            if host is not None and host not in ALL_INTERFACES:
+                yield f"{where}: binds {host}: neither probes nor Services reach it"
+        tokens = settings.review.tokens_file
+        if tokens is not None:
+            why = _mounted_secret_file(PurePosixPath(tokens), pod, container, by_name)
+            if why is not None:
+                yield f"{where}: tokens file {why}"
+        if tuple(args) == REVIEW_PAGE and spec.get("replicas", 1) != 1:
             yield (
-                f"{where}: health port {settings.worker.health_port} is not the "
-                f"containerPort named health ({names.get('health')})"
+                f"{name}: replicas {spec['replicas']}: each signs sessions with its own key, "
+                "so reviewers would be signed out (sticky sessions needed)"
             )
         if command in TRANSACTIONAL and env.get("STREAMPROC_WORKER__INSTANCE_ID") != POD_NAME:
             yield f"{where}: STREAMPROC_WORKER__INSTANCE_ID is not the pod name"
@@ -227,9 +290,13 @@ def test_the_kustomization_applies_what_is_here(objects: list[Obj]) -> None:
     assert kinds == [
         ("ConfigMap", "streamproc-config"),
         ("Deployment", "streamproc-audit-sink"),
+        ("Deployment", "streamproc-review"),
         ("PodDisruptionBudget", "streamproc-worker"),
         ("Secret", "streamproc-audit-store"),
         ("Secret", "streamproc-broker"),
+        ("Secret", "streamproc-review-store"),
+        ("Secret", "streamproc-review-tokens"),
+        ("Service", "streamproc-review"),
         ("Service", "streamproc-worker"),
         ("StatefulSet", "streamproc-worker"),
     ]
@@ -246,12 +313,18 @@ def test_images_are_the_kustomized_one(objects: list[Obj]) -> None:
             assert images.get(name) == tag, f"{container['image']} is not set in kustomization"
 
 
-def test_commands_are_the_worker_and_the_sink(objects: list[Obj]) -> None:
+def test_commands_are_the_worker_the_sink_and_the_page(objects: list[Obj]) -> None:
     worker = _containers(_find(objects, "StatefulSet", "streamproc-worker"))[0]
     sink = _containers(_find(objects, "Deployment", "streamproc-audit-sink"))[0]
-    assert (worker["args"], sink["args"]) == (["worker"], ["audit-sink"])
-    assert "command" not in worker and "command" not in sink, "the image's entrypoint runs"
-    assert is_command(worker["args"]) and is_command(sink["args"])
+    page = _containers(_find(objects, "Deployment", "streamproc-review"))[0]
+    assert (worker["args"], sink["args"], page["args"]) == (
+        ["worker"],
+        ["audit-sink"],
+        list(REVIEW_PAGE),
+    )
+    for container in (worker, sink, page):
+        assert "command" not in container, "the image's entrypoint runs"
+        assert is_command(container["args"])
 
 
 def test_broker_credentials_come_from_the_secret(objects: list[Obj]) -> None:
@@ -280,6 +353,43 @@ def test_only_the_sink_reads_the_store_password(objects: list[Obj]) -> None:
     assert ":" not in settings_from_env(sink).audit.store_url.split("@")[0].split("//")[1]
 
 
+def _secret_refs(container: Obj) -> set[str]:
+    return {s["secretRef"]["name"] for s in container.get("envFrom", []) if "secretRef" in s}
+
+
+def test_the_page_reads_its_own_store_password_only(objects: list[Obj]) -> None:
+    """The page, which reviewers reach, holds no credential of the audit store: its own
+    Secret, its own database user, no password in the URL."""
+    page = _containers(_find(objects, "Deployment", REVIEW))[0]
+    assert "streamproc-review-store" in _secret_refs(page)
+    assert "streamproc-audit-store" not in _secret_refs(page)
+    others = [o for o in objects if o["kind"] in WORKLOADS and o["metadata"]["name"] != REVIEW]
+    assert others and not any(
+        "streamproc-review-store" in _secret_refs(_containers(o)[0]) for o in others
+    )
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    settings = settings_from_env(_environment(page, by_name))
+    review_url = make_url(settings.review.store_url)
+    audit_url = make_url(settings.audit.store_url)
+    assert review_url.drivername == "postgresql+psycopg"
+    assert review_url.password is None, "the password is PGPASSWORD, from the Secret"
+    assert review_url.username != audit_url.username
+    assert review_url.database != audit_url.database
+
+
+def test_the_page_and_the_workers_mount_the_tokens_file(objects: list[Obj]) -> None:
+    """Both read it (the page to sign reviewers in, the labels loop to refuse labels of
+    reviewers not allowed the tenant); the audit sink does not."""
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    readers = {
+        workload["metadata"]["name"]
+        for workload in (o for o in objects if o["kind"] in WORKLOADS)
+        if settings_from_env(_environment(_containers(workload)[0], by_name)).review.tokens_file
+        is not None
+    }
+    assert readers == {"streamproc-worker", "streamproc-review"}
+
+
 def test_secrets_hold_placeholders_only(objects: list[Obj]) -> None:
     for secret in (o for o in objects if o["kind"] == "Secret"):
         assert "data" not in secret, "base64 data could hide a real value: use stringData"
@@ -293,6 +403,22 @@ def test_the_manifests_have_no_structural_problem(objects: list[Obj]) -> None:
 def _container(objects: list[Obj], kind: str = "StatefulSet") -> Obj:
     name = "streamproc-worker" if kind == "StatefulSet" else "streamproc-audit-sink"
     return _containers(_find(objects, kind, name))[0]
+
+
+def _page(objects: list[Obj]) -> Obj:
+    return _containers(_find(objects, "Deployment", "streamproc-review"))[0]
+
+
+def _page_volume(objects: list[Obj]) -> Obj:
+    (volume,) = _find(objects, "Deployment", "streamproc-review")["spec"]["template"]["spec"][
+        "volumes"
+    ]
+    return cast(Obj, volume)
+
+
+def _tokens_env(container: Obj) -> Obj:
+    (item,) = (e for e in container["env"] if e["name"] == "STREAMPROC_REVIEW__TOKENS_FILE")
+    return cast(Obj, item)
 
 
 def _config(objects: list[Obj]) -> dict[str, str]:
@@ -385,6 +511,52 @@ MUTATIONS: dict[str, tuple[Callable[[list[Obj]], None], str]] = {
     "no limits": (
         lambda o: _container(o, "Deployment")["resources"].pop("limits"),
         "cpu needs a request and a limit",
+    ),
+    "page probe path": (
+        lambda o: _page(o)["livenessProbe"]["httpGet"].update(path="/livez"),
+        "review/review: livenessProbe asks /livez, not /healthz",
+    ),
+    "page probe port": (
+        lambda o: _page(o)["readinessProbe"]["httpGet"].update(port="health"),
+        "readinessProbe port health is not a container port",
+    ),
+    "page port setting": (
+        lambda o: _config(o).update(STREAMPROC_REVIEW__PORT="8080"),
+        "health port 8080 is not the containerPort named http (8780)",
+    ),
+    "page on localhost": (
+        lambda o: _config(o).update(STREAMPROC_REVIEW__HOST="127.0.0.1"),
+        "binds 127.0.0.1: neither probes nor Services reach it",
+    ),
+    "page replicas": (
+        lambda o: _find(o, "Deployment", "streamproc-review")["spec"].update(replicas=2),
+        "Deployment streamproc-review: replicas 2: each signs sessions with its own key",
+    ),
+    "page service port": (
+        lambda o: _find(o, "Service", "streamproc-review")["spec"]["ports"][0].update(
+            targetPort="health"
+        ),
+        "targetPort health is not a port of streamproc-review",
+    ),
+    "tokens secret name": (
+        lambda o: _page_volume(o)["secret"].update(secretName="reviewers"),
+        "volume review-tokens names no Secret reviewers",
+    ),
+    "tokens mount name": (
+        lambda o: _container(o)["volumeMounts"][0].update(name="tokens"),
+        "StatefulSet streamproc-worker/worker: volumeMount tokens names no volume",
+    ),
+    "tokens file path": (
+        lambda o: _tokens_env(_container(o)).update(value="/etc/streamproc/tokens.toml"),
+        "worker: tokens file /etc/streamproc/tokens.toml is under no volumeMount",
+    ),
+    "tokens file key": (
+        lambda o: _tokens_env(_page(o)).update(value="/etc/streamproc/review/reviewers.toml"),
+        "Secret streamproc-review-tokens has no key reviewers.toml",
+    ),
+    "tokens mount writable": (
+        lambda o: _page(o)["volumeMounts"][0].pop("readOnly"),
+        "its mount /etc/streamproc/review is not read-only",
     ),
 }
 
