@@ -38,7 +38,8 @@ CATCH_UP_TIMEOUT_S: Final = 30.0
 """How long :meth:`LiveAccuracy.start` waits for the table to reach the topic's end
 before the windows go on without it (they use the offline counts until it has)."""
 _RETRY_S: Final = 5.0
-_TOPIC_WAIT_S: Final = 1.0
+_METADATA_MAX_AGE_MS: Final = 5000
+"""How soon the reader sees the topic created, or partitions added to it."""
 
 
 class LiveAccuracy:
@@ -139,42 +140,39 @@ class LiveAccuracy:
                 await asyncio.sleep(_RETRY_S)
 
     async def _follow(self) -> None:
+        # Subscribed without a group: aiokafka assigns every partition itself, and
+        # notices the topic (and new partitions) at its next metadata refresh.
         reader = AIOKafkaConsumer(
+            self._topic,
             bootstrap_servers=self._bootstrap,
             group_id=None,
             enable_auto_commit=False,
             isolation_level="read_committed",
             auto_offset_reset="earliest",
+            metadata_max_age_ms=_METADATA_MAX_AGE_MS,
             **self._client_options,
         )
         await reader.start()
         try:
-            partitions = await self._partitions(reader)
-            reader.assign(partitions)
-            await reader.seek_to_beginning(*partitions)
-            ends: dict[TopicPartition, int] | None = await reader.end_offsets(partitions)
+            if self._topic not in await reader.topics():
+                # Nothing published yet: nothing to catch up with (the windows must not
+                # wait for a topic that may never come).
+                log.info("live_accuracy_waiting_for_topic", topic=self._topic)
+                self._caught_up.set()
+            ends: dict[TopicPartition, int] | None = None
             while True:
                 batch = await reader.getmany(timeout_ms=1000)
                 for records in batch.values():
                     self._apply_all(records)
+                if self._caught_up.is_set():
+                    continue
+                assigned = sorted(reader.assignment())
+                if assigned and ends is None:
+                    ends = await reader.end_offsets(assigned)
                 if ends is not None and await _reached(reader, ends):
                     self._caught_up.set()
-                    ends = None
         finally:
             await reader.stop()
-
-    async def _partitions(self, reader: AIOKafkaConsumer) -> list[TopicPartition]:
-        """Every partition of the topic, once it exists (the worker creates it)."""
-        logged = False
-        while True:
-            await reader.topics()  # fresh metadata
-            found = reader.partitions_for_topic(self._topic)
-            if found:
-                return [TopicPartition(self._topic, p) for p in sorted(found)]
-            if not logged:
-                log.info("live_accuracy_waiting_for_topic", topic=self._topic)
-                logged = True
-            await asyncio.sleep(_TOPIC_WAIT_S)
 
     def _apply_all(self, records: list[ConsumerRecord[bytes, bytes]]) -> None:
         for record in records:
