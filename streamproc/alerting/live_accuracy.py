@@ -21,6 +21,18 @@ same variance; the interval is Wilson's score interval for the Hajek proportion 
 stays inside [0, 1] and is honest on small n, as :func:`streamproc.stats.wilson_interval`
 is).
 
+Sensitivity and specificity mix the two phases: sensitivity = W(tp) / (W(tp) + W(fn))
+takes tp from the flagged stratum and fn from the sampled passed one, where a handful of
+labelled passed answers (each standing for 1 / p) decide how many hallucinations the judge
+missed. Kish's size of the pooled labels would count 27 flagged hits and 5 passed answers
+as 27-odd observations of sensitivity, and five passed answers with no miss would read as
+sensitivity 1 measured on 27 - far too sure. So these two proportions take their
+effective size from the design instead (:func:`two_phase_proportion`): each stratum's
+share (precision among flagged, the miss rate among passed) is a binomial on the labels
+actually drawn there, adjusted by one success and one failure so that no miss observed
+still leaves variance; the delta method carries both into the ratio, and the effective
+size is the binomial size with that variance (at most the labels behind it).
+
 Drift: a figure falls "significantly below" the offline benchmark when its one-sided Wilson
 upper bound is below the offline value, and below the cell's own trailing baseline (by
 answer day) when a one-sided two-proportion z test on the effective sizes says so. Both
@@ -70,6 +82,7 @@ __all__ = [
     "pair_key",
     "prune_days",
     "step_drift",
+    "two_phase_proportion",
     "weighted_proportion",
 ]
 
@@ -281,6 +294,51 @@ def weighted_proportion(hits: Tally, misses: Tally, *, z: float = 1.96) -> RateE
     return RateEstimate(estimate=p, low=min(low, p), high=max(high, p), n_effective=n_eff)
 
 
+def two_phase_proportion(
+    hits: Tally,
+    misses: Tally,
+    *,
+    hits_stratum_other: Tally,
+    misses_stratum_other: Tally,
+    z: float = 1.96,
+) -> RateEstimate:
+    """Sensitivity (``hits`` = tp, ``misses`` = fn) or specificity (tn, fp) with an
+    effective size from the two-phase design (module notes). Each of ``hits`` and
+    ``misses`` lies in one judge stratum, next to the labels of the other truth in that
+    stratum: for sensitivity, tp shares the flagged stratum with fp
+    (``hits_stratum_other``) and fn the passed one with tn (``misses_stratum_other``)."""
+    total = add_tally(hits, misses)
+    if total.n < _EPS or total.w <= 0:
+        return RateEstimate(estimate=None, low=None, high=None, n_effective=0.0)
+    p = min(1.0, max(0.0, hits.w / total.w))
+    mass_a, share_a, var_a = _stratum(hits, hits_stratum_other)
+    mass_b, share_b, var_b = _stratum(misses, misses_stratum_other)
+    a, b = mass_a * share_a, mass_b * share_b
+    variance = _ratio_variance(a, mass_a * mass_a * var_a, b, mass_b * mass_b * var_b)
+    adjusted = a / (a + b)
+    labels = total.n
+    n_eff = labels if variance <= 0 else min(labels, adjusted * (1 - adjusted) / variance)
+    n_eff = max(n_eff, _EPS)
+    low, high = _wilson(p, n_eff, z)
+    return RateEstimate(estimate=p, low=min(low, p), high=max(high, p), n_effective=n_eff)
+
+
+def _stratum(share_of: Tally, rest: Tally) -> tuple[float, float, float]:
+    """One judge stratum: its weighted size, the adjusted share ``(x + 1) / (n + 2)`` of
+    ``share_of`` among its labels, and that share's binomial variance."""
+    n = share_of.n + rest.n
+    share = (share_of.n + 1) / (n + 2)
+    return share_of.w + rest.w, share, share * (1 - share) / (n + 2)
+
+
+def _ratio_variance(a: float, var_a: float, b: float, var_b: float) -> float:
+    """Var(a / (a + b)) by the delta method, a and b independent."""
+    total = a + b
+    if total <= 0:
+        return 0.0
+    return (b * b * var_a + a * a * var_b) / total**4
+
+
 def cohen_kappa(pairs: Mapping[str, int]) -> float | None:
     """Cohen's kappa of first against second reviewer over ``pair_key`` counts; None
     without pairs, or when chance agreement is total (both always said the same one
@@ -431,8 +489,12 @@ def accuracy_event(
         fp=state.fp,
         fn=state.fn,
         tn=state.tn,
-        sensitivity=weighted_proportion(state.tp, state.fn),
-        specificity=weighted_proportion(state.tn, state.fp),
+        sensitivity=two_phase_proportion(
+            state.tp, state.fn, hits_stratum_other=state.fp, misses_stratum_other=state.tn
+        ),
+        specificity=two_phase_proportion(
+            state.tn, state.fp, hits_stratum_other=state.fn, misses_stratum_other=state.tp
+        ),
         precision=weighted_proportion(state.tp, state.fp),
         claim_agreement=_claim_agreement(state),
         kappa=cohen_kappa(state.pairs),
@@ -446,7 +508,7 @@ def accuracy_event(
 
 def live_confusion(event: JudgeAccuracyEvent, *, min_labels: int) -> ConfusionCounts | None:
     """Effective confusion counts for the windows' corrected rate: the live sensitivity
-    and specificity on their Kish effective sizes (``tp = Se * n_eff_pos``, ...), so the
+    and specificity on their two-phase effective sizes (``tp = Se * n_eff_pos``, ...), so the
     corrected rate's interval carries their uncertainty. None until the cell has
     ``min_labels`` labelled answers with some hallucinated and some faithful weight."""
     se, sp = event.sensitivity, event.specificity

@@ -339,7 +339,10 @@ def test_the_event_weighs_sensitivity_and_specificity_and_not_precision() -> Non
     assert (event.labelled_answers, event.labels) == (15, 15)
     assert event.sensitivity.estimate == pytest.approx(9 / 59)
     assert event.specificity.estimate == pytest.approx(200 / 201)
-    assert event.specificity.n_effective == pytest.approx(201**2 / (1 + 4 * 2500))
+    # One miss at weight 50 decides sensitivity: never more sure than its 10 labels.
+    assert event.sensitivity.n_effective <= 10
+    assert event.sensitivity.low is not None and event.sensitivity.high is not None
+    assert event.sensitivity.high - event.sensitivity.low > 0.3
     assert event.precision.estimate == pytest.approx(0.9)
     assert event.precision.n_effective == pytest.approx(10)
     assert event.claim_agreement is not None
@@ -365,16 +368,16 @@ def test_live_confusion_waits_for_labels_of_both_kinds() -> None:
 
 
 def test_live_confusion_is_the_effective_counts_and_feeds_the_corrected_rate() -> None:
-    # 30 tp + 10 missed at weight 5: Se = 30/80 = 0.375, n_eff_pos = 80^2 / (30 + 250)
-    # = 22.857; 5 fp + 45 tn at weight 5 (the flagged fp weigh 1): Sp = 225/230,
-    # n_eff_neg = 230^2 / (5 + 1125) = 46.814
+    # 30 tp + 10 missed at weight 5: Se = 30/80 = 0.375; 5 fp + 45 tn at weight 5 (the
+    # flagged fp weigh 1): Sp = 225/230; each on its two-phase effective size.
     state = state_of(
         *many("tp", 30), *many("fn", 10, weight=5.0), *many("fp", 5), *many("tn", 45, weight=5.0)
     )
     event = accuracy_event(CELL, state, offline=None, findings=[], now=NOW)
     counts = live_confusion(event, min_labels=30)
     assert counts is not None
-    n_pos, n_neg = 6400 / 280, 52900 / 1130
+    n_pos, n_neg = event.sensitivity.n_effective, event.specificity.n_effective
+    assert 0 < n_pos <= 40 and 0 < n_neg <= 50  # never more than the labels behind them
     assert counts.tp == pytest.approx(0.375 * n_pos) and counts.fn == pytest.approx(0.625 * n_pos)
     assert counts.tn == pytest.approx(225 / 230 * n_neg)
     assert counts.fp == pytest.approx(5 / 230 * n_neg)
@@ -385,3 +388,15 @@ def test_live_confusion_is_the_effective_counts_and_feeds_the_corrected_rate() -
     assert rate.estimate == pytest.approx((0.1 + 225 / 230 - 1) / (0.375 + 225 / 230 - 1))
     assert rate.low is not None and rate.high is not None
     assert rate.low < rate.estimate < rate.high
+
+
+def test_no_miss_among_few_passed_labels_is_not_a_sure_sensitivity() -> None:
+    # 27 flagged answers, all hallucinated; 5 passed ones sampled at 20 % (weight 5), all
+    # faithful. Sensitivity reads 1.0, but only the five passed answers could have shown a
+    # miss: it must not be as sure as 27 observations would make it.
+    state = state_of(*many("tp", 27), *many("tn", 5, weight=5.0))
+    event = accuracy_event(CELL, state, offline=None, findings=[], now=NOW)
+    assert event.sensitivity.estimate == 1.0
+    assert event.sensitivity.n_effective < 12
+    assert event.sensitivity.low is not None and event.sensitivity.low < 0.8
+    assert wilson(1.0, 27, 1.96)[0] > 0.87  # what counting the 27 hits would claim

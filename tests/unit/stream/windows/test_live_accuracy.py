@@ -163,8 +163,8 @@ def test_few_labels_give_a_wider_interval_than_many_with_the_same_accuracy() -> 
 
 
 def test_weights_shrink_the_effective_counts_and_widen_the_interval() -> None:
-    """Passed answers sampled at 10 % weigh 10: the same proportions on fewer effective
-    answers than labels."""
+    """Passed answers sampled at 10 % weigh 10: the misses among them decide sensitivity,
+    measured on fewer effective answers than labels."""
     cell = AccuracyCell(tenant="t", assistant_id="bot", task_type="Summary", judge_key=JUDGE)
 
     def weighted(weight: float) -> JudgeAccuracyEvent:
@@ -182,7 +182,7 @@ def test_weights_shrink_the_effective_counts_and_widen_the_interval() -> None:
     plain = live_confusion(weighted(1.0), min_labels=30)
     heavy = live_confusion(weighted(10.0), min_labels=30)
     assert isinstance(plain, ConfusionCounts) and isinstance(heavy, ConfusionCounts)
-    assert heavy.tn + heavy.fp < plain.tn + plain.fp
+    assert heavy.tp + heavy.fn < plain.tp + plain.fn
     totals = window({"Summary": (200, 80)})
     widths = []
     for counts in (plain, heavy):
