@@ -36,12 +36,10 @@ from __future__ import annotations
 
 import heapq
 import json
-import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from types import TracebackType
-from typing import Any, Self
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 from sqlalchemy import (
@@ -59,16 +57,15 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     and_,
-    create_engine,
     insert,
     or_,
     select,
     update,
 )
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
+from streamproc.adapters.sql_store import SqlStore
 from streamproc.audit.chain import (
     GENESIS,
     ChainBreak,
@@ -96,6 +93,8 @@ __all__ = [
 
 _PAGE = 1000
 _APPEND_ATTEMPTS = 3
+
+_T = TypeVar("_T")
 
 _metadata = MetaData()
 
@@ -182,6 +181,13 @@ _SUMMARY_COLUMNS = (
     _records.c.purged_at,
 )
 
+_STORED_COLUMNS = (
+    *_SUMMARY_COLUMNS,
+    _records.c.record_json,
+    _records.c.leaf_hash,
+    _records.c.prev_hash,
+    _records.c.chain_hash,
+)
 
 _LABEL_COLUMNS = (
     _labels.c.audit_partition,
@@ -414,53 +420,15 @@ class VerifyReport:
 # --- the store ------------------------------------------------------------------------
 
 
-class AuditStore:
+class AuditStore(SqlStore):
     """The audit records of one deployment, in SQLite or PostgreSQL.
 
     Constructing it opens nothing; the first call connects and creates the schema if it
-    is missing. Methods are blocking (call them off the event loop)."""
+    is missing (:class:`~streamproc.adapters.sql_store.SqlStore`). Methods are blocking
+    (call them off the event loop)."""
 
     def __init__(self, url: str, *, echo: bool = False) -> None:
-        self.url = url
-        # hide_parameters: a database error must not quote record texts into a log.
-        self._engine: Engine = create_engine(
-            url, echo=echo, hide_parameters=True, **_engine_options(url)
-        )
-        self._ready = False
-
-    def close(self) -> None:
-        self._engine.dispose()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def _begin(self) -> Any:
-        if not self._ready:
-            self._create_schema()
-            self._ready = True
-        return self._engine.begin()
-
-    def _create_schema(self, attempts: int = 5) -> None:
-        """Create the tables on first use. Two processes opening a fresh store at once
-        (two sink replicas, a sink and an auditor's CLI) race between "is it there?" and
-        "create it": the loser gets "already exists", which only means the winner made
-        it, so check again instead of failing."""
-        for attempt in range(attempts):
-            try:
-                _metadata.create_all(self._engine)
-                return
-            except DBAPIError:
-                if attempt == attempts - 1:
-                    raise
-                time.sleep(0.05 * (attempt + 1))
+        super().__init__(url, _metadata, echo=echo)
 
     # -- writing -----------------------------------------------------------------------
 
@@ -647,13 +615,7 @@ class AuditStore:
     def get(self, answer_id: str) -> StoredRecord | None:
         with self._begin() as conn:
             row = conn.execute(
-                select(
-                    *_SUMMARY_COLUMNS,
-                    _records.c.record_json,
-                    _records.c.leaf_hash,
-                    _records.c.prev_hash,
-                    _records.c.chain_hash,
-                ).where(_records.c.answer_id == answer_id)
+                select(*_STORED_COLUMNS).where(_records.c.answer_id == answer_id)
             ).first()
         return None if row is None else _stored(row)
 
@@ -698,34 +660,7 @@ class AuditStore:
         where = _filters(conversation, tenant, assistant, since, until, hallucinated, action)
         if partition is not None:
             where.append(_records.c.audit_partition == partition)
-        after: tuple[int, int] | None = None
-        while True:
-            page_where = list(where)
-            if after is not None:
-                page_where.append(
-                    or_(
-                        _records.c.audit_partition > after[0],
-                        and_(_records.c.audit_partition == after[0], _records.c.seq > after[1]),
-                    )
-                )
-            query = (
-                select(
-                    *_SUMMARY_COLUMNS,
-                    _records.c.record_json,
-                    _records.c.leaf_hash,
-                    _records.c.prev_hash,
-                    _records.c.chain_hash,
-                )
-                .where(*page_where)
-                .order_by(_records.c.audit_partition, _records.c.seq)
-                .limit(_PAGE)
-            )
-            with self._begin() as conn:
-                page = [_stored(row) for row in conn.execute(query)]
-            yield from page
-            if len(page) < _PAGE:
-                return
-            after = (page[-1].summary.partition, page[-1].summary.seq)
+        yield from self._in_chain_order(_records, _STORED_COLUMNS, where, _stored)
 
     def labels_for(self, answer_id: str) -> list[StoredLabel]:
         """Every reviewer's label of one answer, in the order they were made."""
@@ -758,28 +693,41 @@ class AuditStore:
             label_where.append(_labels.c.answer_id.in_(select(_records.c.answer_id).where(*where)))
         if partition is not None:
             label_where.append(_labels.c.audit_partition == partition)
+        yield from self._in_chain_order(_labels, _LABEL_COLUMNS, label_where, _stored_label)
+
+    def _in_chain_order(
+        self,
+        table: Table,
+        columns: Sequence[Any],
+        where: Sequence[ColumnElement[bool]],
+        convert: Callable[[Row[Any]], _T],
+    ) -> Iterator[_T]:
+        """The rows of ``table`` (records or labels) matching ``where``, in chain order
+        (partition, seq), converted. Read a page at a time, each page in a transaction
+        of its own and after the last place the one before reached: an export of any
+        length holds no transaction open. ``columns`` include the partition and seq."""
         after: tuple[int, int] | None = None
         while True:
-            page_where = list(label_where)
+            page_where = list(where)
             if after is not None:
                 page_where.append(
                     or_(
-                        _labels.c.audit_partition > after[0],
-                        and_(_labels.c.audit_partition == after[0], _labels.c.seq > after[1]),
+                        table.c.audit_partition > after[0],
+                        and_(table.c.audit_partition == after[0], table.c.seq > after[1]),
                     )
                 )
             query = (
-                select(*_LABEL_COLUMNS)
+                select(*columns)
                 .where(*page_where)
-                .order_by(_labels.c.audit_partition, _labels.c.seq)
+                .order_by(table.c.audit_partition, table.c.seq)
                 .limit(_PAGE)
             )
             with self._begin() as conn:
-                page = [_stored_label(row) for row in conn.execute(query)]
-            yield from page
+                page = conn.execute(query).all()
+            yield from (convert(row) for row in page)
             if len(page) < _PAGE:
                 return
-            after = (page[-1].partition, page[-1].seq)
+            after = (int(page[-1].audit_partition), int(page[-1].seq))
 
     def export_entries(
         self,
@@ -914,49 +862,35 @@ class AuditStore:
     ) -> Iterator[ChainRow]:
         is_label = table is _labels
         content = table.c.entry_json if is_label else table.c.record_json
-        after = first - 1
-        while True:
-            query = (
-                select(
-                    table.c.seq,
-                    table.c.answer_id,
-                    _labels.c.label_id if is_label else _records.c.answer_id.label("label_id"),
-                    content.label("content"),
-                    table.c.leaf_hash,
-                    table.c.prev_hash,
-                    table.c.chain_hash,
-                )
-                .where(table.c.audit_partition == partition, table.c.seq > after)
-                .order_by(table.c.seq)
-                .limit(_PAGE)
+        columns = (
+            table.c.audit_partition,
+            table.c.seq,
+            table.c.answer_id,
+            _labels.c.label_id if is_label else _records.c.answer_id.label("label_id"),
+            content.label("content"),
+            table.c.leaf_hash,
+            table.c.prev_hash,
+            table.c.chain_hash,
+        )
+        where = [table.c.audit_partition == partition, table.c.seq >= first]
+        if until is not None:
+            where.append(table.c.seq <= until)
+
+        def chain_row(row: Row[Any]) -> ChainRow:
+            return ChainRow(
+                seq=int(row.seq),
+                leaf_hash=_unhex(row.leaf_hash),
+                prev_hash=_unhex(row.prev_hash),
+                chain_hash=_unhex(row.chain_hash),
+                content=None if row.content is None else row.content.encode("utf-8"),
+                name=row.answer_id,
+                label_id=row.label_id if is_label else None,
             )
-            if until is not None:
-                query = query.where(table.c.seq <= until)
-            with self._begin() as conn:
-                page = conn.execute(query).all()
-            for row in page:
-                yield ChainRow(
-                    seq=int(row.seq),
-                    leaf_hash=_unhex(row.leaf_hash),
-                    prev_hash=_unhex(row.prev_hash),
-                    chain_hash=_unhex(row.chain_hash),
-                    content=None if row.content is None else row.content.encode("utf-8"),
-                    name=row.answer_id,
-                    label_id=row.label_id if is_label else None,
-                )
-            if len(page) < _PAGE:
-                return
-            after = int(page[-1].seq)
+
+        yield from self._in_chain_order(table, columns, where, chain_row)
 
 
 # --- helpers --------------------------------------------------------------------------
-
-
-def _engine_options(url: str) -> dict[str, Any]:
-    if url.startswith("sqlite"):
-        # The sink writes while an auditor reads: wait for the lock rather than fail.
-        return {"connect_args": {"timeout": 30}}
-    return {"pool_pre_ping": True}
 
 
 _Parsed = tuple[int, bytes, AuditRecord | LabelAuditEntry]

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from streamproc.adapters.http_server import AppServer
+
 __all__ = ["HealthServer", "HealthState", "add_health_routes"]
 
 
@@ -22,31 +24,17 @@ class HealthState:
     detail: dict[str, object]
 
 
-class HealthServer:
+class HealthServer(AppServer):
     """Serves the state ``probe()`` returns on every request."""
 
     def __init__(self, probe: Callable[[], HealthState], *, host: str, port: int) -> None:
+        super().__init__(host=host, port=port)
         self._probe = probe
-        self._host = host
-        self._port = port
-        self._runner: web.AppRunner | None = None
-        self.port: int | None = None
 
-    async def start(self) -> None:
+    def _application(self) -> web.Application:
         app = web.Application()
         add_health_routes(app, self._probe)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port)
-        await site.start()
-        # With port 0 the OS picks one; the runner knows which (host, port) it bound.
-        addresses = self._runner.addresses
-        self.port = int(addresses[0][1]) if addresses else self._port
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        return app
 
 
 def add_health_routes(app: web.Application, probe: Callable[[], HealthState]) -> None:

@@ -17,13 +17,14 @@ from aiohttp import web
 from prometheus_client.exposition import choose_encoder
 
 from streamproc.adapters.health import HealthState, add_health_routes
+from streamproc.adapters.http_server import AppServer
 from streamproc.adapters.metrics import WorkerMetrics
 from streamproc.config import Settings
 
 __all__ = ["MetricsServer"]
 
 
-class MetricsServer:
+class MetricsServer(AppServer):
     """Serves ``metrics`` and, when ``probe`` is given, the health of the worker."""
 
     def __init__(
@@ -34,13 +35,9 @@ class MetricsServer:
         port: int,
         probe: Callable[[], HealthState] | None = None,
     ) -> None:
+        super().__init__(host=host, port=port)
         self._metrics = metrics
         self._probe = probe
-        self._host = host
-        self._port = port
-        self._runner: web.AppRunner | None = None
-        self.port: int | None = None
-        """The bound port once started (the OS's pick when asked for 0)."""
 
     @classmethod
     def from_settings(
@@ -62,21 +59,17 @@ class MetricsServer:
         host = f"[{self._host}]" if ":" in self._host else self._host
         return f"http://{host}:{self.port}/metrics"
 
-    async def start(self) -> None:
+    def _application(self) -> web.Application:
         app = web.Application()
         app.router.add_get("/metrics", self._scrape)
         if self._probe is not None:
             add_health_routes(app, self._probe)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, self._host, self._port).start()
-        addresses = self._runner.addresses
-        self.port = int(addresses[0][1]) if addresses else self._port
+        return app
 
     async def stop(self) -> None:
+        """Stop serving; :attr:`url` fails again until the next :meth:`start`."""
         if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+            await super().stop()
             self.port = None
 
     async def _scrape(self, request: web.Request) -> web.Response:

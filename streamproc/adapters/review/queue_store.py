@@ -15,11 +15,9 @@ skipped (shown again only after the rest). Methods block: call them off the even
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from sqlalchemy import (
     Column,
@@ -34,16 +32,15 @@ from sqlalchemy import (
     UniqueConstraint,
     and_,
     case,
-    create_engine,
     exists,
     func,
     insert,
     select,
 )
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import IntegrityError
 
 from streamproc.adapters.review.auth import Reviewer
+from streamproc.adapters.sql_store import SqlStore
 from streamproc.label_events import ReviewItem
 
 __all__ = ["ReviewQueueStore", "wanted_labels"]
@@ -102,8 +99,9 @@ def _utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
 
 
-class ReviewQueueStore:
-    """The queue of one review page (or several replicas sharing a database)."""
+class ReviewQueueStore(SqlStore):
+    """The queue of one review page (or several replicas sharing a database); the
+    schema is made on first use (:class:`~streamproc.adapters.sql_store.SqlStore`)."""
 
     def __init__(
         self,
@@ -113,48 +111,10 @@ class ReviewQueueStore:
         second_label_share: float = 0.0,
         seed: int = 0,
     ) -> None:
-        self.url = url
+        super().__init__(url, _metadata)
         self._labels_per_item = labels_per_item
         self._second_label_share = second_label_share
         self._seed = seed
-        # hide_parameters: a database error must not quote answers or evidence into a log.
-        options: dict[str, Any] = {"pool_pre_ping": True}
-        if url.startswith("sqlite"):
-            options = {"connect_args": {"timeout": 30}}  # wait for the lock rather than fail
-        self._engine: Engine = create_engine(url, hide_parameters=True, **options)
-        self._ready = False
-
-    def close(self) -> None:
-        self._engine.dispose()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def _begin(self) -> Any:
-        if not self._ready:
-            self._create_schema()
-            self._ready = True
-        return self._engine.begin()
-
-    def _create_schema(self, attempts: int = 5) -> None:
-        """Two replicas opening a fresh database race on "create": the loser's "already
-        exists" only means the winner made it."""
-        for attempt in range(attempts):
-            try:
-                _metadata.create_all(self._engine)
-                return
-            except DBAPIError:
-                if attempt == attempts - 1:
-                    raise
-                time.sleep(0.05 * (attempt + 1))
 
     def wanted_labels(self, answer_id: str) -> int:
         return wanted_labels(

@@ -38,6 +38,7 @@ import jinja2
 import structlog
 from aiohttp import web
 
+from streamproc.adapters.http_server import AppServer
 from streamproc.adapters.review.auth import Reviewer, Reviewers
 from streamproc.adapters.review.intake import ReviewIntake
 from streamproc.adapters.review.publisher import LabelPublisher
@@ -134,27 +135,15 @@ async def _run_intake(app: web.Application) -> AsyncIterator[None]:
     await asyncio.gather(task, return_exceptions=True)
 
 
-class ReviewServer:
+class ReviewServer(AppServer):
     """Serves an application on ``host:port`` (port 0: the OS picks; see :attr:`port`)."""
 
     def __init__(self, app: web.Application, *, host: str, port: int) -> None:
+        super().__init__(host=host, port=port)
         self._app = app
-        self._host = host
-        self._port = port
-        self._runner: web.AppRunner | None = None
-        self.port: int | None = None
 
-    async def start(self) -> None:
-        self._runner = web.AppRunner(self._app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, self._host, self._port).start()
-        addresses = self._runner.addresses
-        self.port = int(addresses[0][1]) if addresses else self._port
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+    def _application(self) -> web.Application:
+        return self._app
 
 
 # --- middlewares ----------------------------------------------------------------------

@@ -14,7 +14,6 @@ input offsets in one Kafka transaction.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,7 +23,6 @@ from typing import Any, Final
 import structlog
 from aiokafka import ConsumerRecord
 from aiokafka.structs import TopicPartition
-from pydantic import ValidationError
 
 from streamproc.alerting.corrected_rate import ConfusionCounts
 from streamproc.alerting.judge_accuracy import judge_accuracy
@@ -40,13 +38,15 @@ from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
 from streamproc.label_events import AccuracyCell, JudgeAccuracyEvent, JudgeDriftAlert, LabelDelta
 from streamproc.sensors import AccuracySensor
+from streamproc.stream.labels.inputs import parse_input
+from streamproc.stream.loop.changelog import changelog_records, restore_state
 from streamproc.stream.loop.consumer import ConsumerLoop
 from streamproc.stream.loop.publisher import OutboundRecord
 from streamproc.stream.output.catalog import OutputTopics
 from streamproc.stream.output.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
 from streamproc.stream.output.topic import OutputTopic
 from streamproc.stream.topics import accuracy_changelog_topic
-from streamproc.stream.windows.store import TrackedStore, encode_entry, restore_partition
+from streamproc.stream.windows.store import TrackedStore
 
 __all__ = ["NEXT_OFFSET_KEY", "AccuracyLoop", "drift_alert_topic"]
 
@@ -176,7 +176,7 @@ class AccuracyLoop(ConsumerLoop):
         for record in records:
             if record.offset < applied_up_to:
                 continue  # redelivered after a crash before its offsets were committed
-            delta = _delta(record.value)
+            delta = parse_input(LabelDelta, record.value, "label delta")
             if isinstance(delta, LabelDelta):
                 key = delta.cell.key
                 entry: _Cell | None = store.get(key)
@@ -292,14 +292,8 @@ class AccuracyLoop(ConsumerLoop):
             log.exception("accuracy_sensor_failed")
 
     def _changelog_records(self) -> list[OutboundRecord]:
-        state = self._outputs.accuracy_state
-        records = []
-        for partition, store in self._stores.items():
-            for key, value in store.drain():
-                encoded_key, encoded_value = encode_entry(key, value)
-                # The state of delta partition p lives in changelog partition p.
-                records.append(state.forward(encoded_key, encoded_value, partition=partition))
-        return records
+        """The state of delta partition p lives in changelog partition p."""
+        return changelog_records(self._outputs.accuracy_state, self._stores.items())
 
     # ------------------------------------------------------------------ rebalances
 
@@ -311,12 +305,7 @@ class AccuracyLoop(ConsumerLoop):
         topic = accuracy_changelog_topic(settings)
         for tp in partitions:
             started = time.monotonic()
-            state = await restore_partition(
-                settings.bootstrap_servers,
-                TopicPartition(topic, tp.partition),
-                dict(self._client_options),
-                settle_timeout_s=settings.worker.transaction_timeout_s + 30.0,
-            )
+            state = await restore_state(settings, topic, tp.partition, self._client_options)
             cells: dict[str, Any] = {}
             for key, value in state.items():
                 if key == NEXT_OFFSET_KEY:
@@ -334,14 +323,3 @@ class AccuracyLoop(ConsumerLoop):
                 seconds=round(time.monotonic() - started, 2),
             )
         self._report_owned()  # the gauges of the cells this worker now owns
-
-
-def _delta(value: bytes | None) -> LabelDelta | Rejection:
-    try:
-        document = json.loads(value or b"")
-    except (ValueError, RecursionError) as exc:
-        return Rejection(DeadLetterReason.BAD_JSON, f"label delta is not JSON: {exc}")
-    try:
-        return LabelDelta.model_validate(document)
-    except (ValidationError, RecursionError) as exc:
-        return Rejection(DeadLetterReason.SCHEMA_VIOLATION, f"bad label delta: {exc}")

@@ -16,7 +16,6 @@ and their cells' deltas out, exactly once on Kafka.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -26,12 +25,12 @@ import structlog
 from aiokafka import ConsumerRecord
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.structs import TopicPartition
-from pydantic import ValidationError
 
 from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
 from streamproc.label_events import ReviewItem
 from streamproc.sensors import AccuracySensor
+from streamproc.stream.labels.inputs import parse_input
 from streamproc.stream.labels.join import (
     Accepted,
     Duplicate,
@@ -41,12 +40,13 @@ from streamproc.stream.labels.join import (
     MayLabel,
     Rejected,
 )
+from streamproc.stream.loop.changelog import changelog_records, restore_state
 from streamproc.stream.loop.consumer import ConsumerLoop
 from streamproc.stream.loop.publisher import OutboundRecord
 from streamproc.stream.output.catalog import OutputTopics
 from streamproc.stream.output.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
 from streamproc.stream.topics import labels_changelog_topic
-from streamproc.stream.windows.store import TrackedStore, encode_entry, restore_partition
+from streamproc.stream.windows.store import TrackedStore
 
 __all__ = ["SWEEP_EVERY_S", "LabelsLoop"]
 
@@ -146,7 +146,7 @@ class LabelsLoop(ConsumerLoop):
                 if tp.topic == self._settings.review.labels_topic:
                     handled.append(join.label(record.value, origin, now))
                     continue
-                item = _review_item(record.value)
+                item = parse_input(ReviewItem, record.value, "review item")
                 if isinstance(item, Rejection):
                     rejection = item
                 else:
@@ -211,14 +211,9 @@ class LabelsLoop(ConsumerLoop):
                     log.exception("labels_sensor_failed")
 
     def _changelog_records(self) -> list[OutboundRecord]:
-        state = self._outputs.labels_state
-        records = []
-        for partition, (store, _) in self._joins.items():
-            for key, value in store.drain():
-                encoded_key, encoded_value = encode_entry(key, value)
-                # The state of input partition p lives in changelog partition p.
-                records.append(state.forward(encoded_key, encoded_value, partition=partition))
-        return records
+        """The state of input partition p lives in changelog partition p."""
+        stores = ((partition, store) for partition, (store, _) in self._joins.items())
+        return changelog_records(self._outputs.labels_state, stores)
 
     # ------------------------------------------------------------------ rebalances
 
@@ -245,13 +240,9 @@ class LabelsLoop(ConsumerLoop):
         topic = labels_changelog_topic(settings)
         for partition in partitions:
             started = time.monotonic()
-            state = await restore_partition(
-                settings.bootstrap_servers,
-                TopicPartition(topic, partition),
-                dict(self._client_options),
-                settle_timeout_s=settings.worker.transaction_timeout_s + 30.0,
+            store = TrackedStore(
+                await restore_state(settings, topic, partition, self._client_options)
             )
-            store = TrackedStore(state)
             join = LabelJoin(
                 store,
                 wait_s=settings.labels.wait_for_outcome_s,
@@ -267,14 +258,3 @@ class LabelsLoop(ConsumerLoop):
                 waiting=join.waiting(),
                 seconds=round(time.monotonic() - started, 2),
             )
-
-
-def _review_item(value: bytes | None) -> ReviewItem | Rejection:
-    try:
-        document = json.loads(value or b"")
-    except (ValueError, RecursionError) as exc:
-        return Rejection(DeadLetterReason.BAD_JSON, f"review item is not JSON: {exc}")
-    try:
-        return ReviewItem.model_validate(document)
-    except (ValidationError, RecursionError) as exc:
-        return Rejection(DeadLetterReason.SCHEMA_VIOLATION, f"bad review item: {exc}")

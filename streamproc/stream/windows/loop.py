@@ -44,6 +44,7 @@ from streamproc.adapters.trace_headers import passthrough, traceparent_headers
 from streamproc.alerting.judge_accuracy import JudgeAccuracy
 from streamproc.config import Settings
 from streamproc.events import AnswerOutcome, DeadLetterReason
+from streamproc.stream.loop.changelog import changelog_records, restore_state
 from streamproc.stream.loop.consumer import ConsumerLoop
 from streamproc.stream.loop.publisher import OutboundRecord
 from streamproc.stream.output.catalog import OutputTopics
@@ -58,7 +59,7 @@ from streamproc.stream.windows.report import (
     InTransaction,
     WindowReport,
 )
-from streamproc.stream.windows.store import TrackedStore, encode_entry, restore_partition
+from streamproc.stream.windows.store import TrackedStore
 from streamproc.stream.windows.table import (
     Closed,
     Counted,
@@ -354,14 +355,9 @@ class WindowLoop(ConsumerLoop):
             span.end()
 
     def _changelog_records(self) -> list[OutboundRecord]:
-        state = self._topics.window_state
-        records = []
-        for partition, part in self._partitions.items():
-            for key, value in part.store.drain():
-                encoded_key, encoded_value = encode_entry(key, value)
-                # The state of outcome partition p lives in changelog partition p.
-                records.append(state.forward(encoded_key, encoded_value, partition=partition))
-        return records
+        """The state of outcome partition p lives in changelog partition p."""
+        stores = ((partition, part.store) for partition, part in self._partitions.items())
+        return changelog_records(self._topics.window_state, stores)
 
     # ------------------------------------------------------------------ rebalances
 
@@ -375,12 +371,7 @@ class WindowLoop(ConsumerLoop):
         topic = window_changelog_topic(self._settings)
         for tp in partitions:
             started = time.monotonic()
-            state = await restore_partition(
-                self._settings.bootstrap_servers,
-                TopicPartition(topic, tp.partition),
-                dict(self._client_options),
-                settle_timeout_s=self._settings.worker.transaction_timeout_s + 30.0,
-            )
+            state = await restore_state(self._settings, topic, tp.partition, self._client_options)
             store = TrackedStore(decode_entries(state))
             dropped, unreported = drop_legacy_entries(store)
             if dropped:

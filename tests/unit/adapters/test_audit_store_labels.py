@@ -343,3 +343,29 @@ def test_a_store_from_before_labels_gains_the_table_on_first_use(tmp_path: Path)
     finally:
         engine.dispose()
     assert {"audit_records", "audit_labels", "audit_chain_locks"} <= tables
+
+
+def test_reads_in_pages_smaller_than_a_chain_see_every_link_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Exports and verification page by (partition, seq): a page boundary inside a
+    partition and one between partitions lose and repeat nothing."""
+    with AuditStore(f"sqlite:///{tmp_path / 'paged.db'}") as store:
+        mixed(store)
+        other = make_records(3, start=6, conversation="conv-2")
+        store.append(1, values([*other, make_label(other[0], "X")]), now=NOW)
+        whole = [_name(entry) for entry in store.export_entries()]
+        checked = [(c.partition, c.records, c.labels) for c in store.verify().partitions]
+        middle = store.verify(0, since_seq=2, until_seq=5).partitions[0]
+        monkeypatch.setattr("streamproc.adapters.audit_store._PAGE", 2)
+        assert [_name(entry) for entry in store.export_entries()] == whole
+        assert len(whole) == 10 and len(set(whole)) == 10
+        assert [_name(e) for e in store.export(partition=1)] == ["ans-6", "ans-7", "ans-8"]
+        assert [label.label_id for label in store.export_labels()] == ["L0", "L2", "L2b", "X"]
+        paged = store.verify()
+        assert paged.ok
+        assert [(c.partition, c.records, c.labels) for c in paged.partitions] == checked
+        assert checked == [(0, 3, 3), (1, 3, 1)]
+        again = store.verify(0, since_seq=2, until_seq=5).partitions[0]
+        assert (again.checked, again.labels, again.last_seq) == (4, 2, 5)
+        assert (middle.checked, middle.labels, middle.last_seq) == (4, 2, 5)
