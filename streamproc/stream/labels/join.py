@@ -35,8 +35,6 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any, TypeAlias
 
-from pydantic import ValidationError
-
 from streamproc.alerting.live_accuracy import answer_contribution, contribution_delta
 from streamproc.events import DeadLetterReason
 from streamproc.label_events import (
@@ -50,6 +48,7 @@ from streamproc.label_events import (
     ReviewItem,
     Tally,
 )
+from streamproc.stream.labels.inputs import parse_input
 from streamproc.stream.output.dead_letter import MessageOrigin, Rejection
 from streamproc.stream.output.fit import fits
 from streamproc.stream.windows.store import encode_entry
@@ -169,7 +168,7 @@ class LabelJoin:
 
     def label(self, value: bytes | None, origin: MessageOrigin, now: float) -> Handled:
         """Parse and join one label as received (``value``: its bytes)."""
-        parsed = _parse_label(value)
+        parsed = parse_input(LabelEvent, value, "label")
         if isinstance(parsed, Rejection):
             return Rejected(parsed, origin, value, "invalid")
         label, raw = parsed, value or b""
@@ -431,17 +430,6 @@ def _cell(entry: Mapping[str, Any]) -> AccuracyCell:
 
 def _day(occurred_at: str) -> date:
     return datetime.fromisoformat(occurred_at).astimezone(UTC).date()
-
-
-def _parse_label(value: bytes | None) -> LabelEvent | Rejection:
-    try:
-        document = json.loads(value or b"")
-    except (ValueError, RecursionError) as exc:
-        return Rejection(DeadLetterReason.BAD_JSON, f"label is not JSON: {exc}")
-    try:
-        return LabelEvent.model_validate(document)
-    except (ValidationError, RecursionError) as exc:
-        return Rejection(DeadLetterReason.SCHEMA_VIOLATION, f"bad label: {exc}")
 
 
 def _refused(label: LabelEvent, origin: MessageOrigin, raw: bytes, why: str) -> Rejected:
