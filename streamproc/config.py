@@ -562,6 +562,11 @@ class ReviewSettings(_Group):
     )
     host: str = Field(default="127.0.0.1", description="Address the review page binds to.")
     port: int = Field(default=8780, ge=0, le=65535)
+    secure_cookies: bool = Field(
+        default=False,
+        description="Mark the session cookie Secure although the page is reached over HTTP: "
+        "set it behind a TLS-terminating proxy or ingress.",
+    )
     store_url: str = Field(
         default="sqlite:///streamproc-review.db",
         description="SQLAlchemy URL of the review page's queue (items read from the queue "

@@ -214,7 +214,13 @@ async def serve(
     server: ReviewServer | None = None
     try:
         intake = ReviewIntake(store, settings, max_fetch_bytes=AUDIT_MAX_MESSAGE_BYTES)
-        app = build_app(store=store, reviewers=reviewers, publish=publisher, intake=intake)
+        app = build_app(
+            store=store,
+            reviewers=reviewers,
+            publish=publisher,
+            intake=intake,
+            secure_cookies=review.secure_cookies,
+        )
         server = ReviewServer(app, host=review.host, port=review.port)
         await server.start()
         assert server.port is not None

@@ -74,6 +74,7 @@ _SECRET = web.AppKey("secret", bytes)
 _TEMPLATES = web.AppKey("templates", jinja2.Environment)
 _INTAKE: web.AppKey[ReviewIntake | None] = web.AppKey("intake")
 _NOW: web.AppKey[Callable[[], datetime]] = web.AppKey("now")
+_SECURE_COOKIES: web.AppKey[bool] = web.AppKey("secure_cookies")
 _NONCE = web.RequestKey("nonce", str)
 
 
@@ -94,10 +95,13 @@ def build_app(
     intake: ReviewIntake | None = None,
     secret: bytes | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    secure_cookies: bool = False,
 ) -> web.Application:
     """The page's application. ``reviewers`` None (no tokens file): everyone is refused.
     ``publish`` sends one label and returns once the broker has it; ``intake``, when
-    given, runs in the background for the application's lifetime."""
+    given, runs in the background for the application's lifetime. ``secure_cookies``:
+    mark the session cookie Secure even on a plain-HTTP request - the page behind a
+    TLS-terminating proxy sees HTTP, while the browser is on HTTPS."""
     app = web.Application(middlewares=[_security_headers, _same_origin_posts])
     app[_STORE] = store
     app[_REVIEWERS] = reviewers
@@ -112,6 +116,7 @@ def build_app(
     )
     app[_INTAKE] = intake
     app[_NOW] = now
+    app[_SECURE_COOKIES] = secure_cookies
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/login", _login_page)
     app.router.add_post("/login", _login)
@@ -367,7 +372,7 @@ async def _login(request: web.Request) -> web.Response:
         max_age=SESSION_MAX_AGE_S,
         httponly=True,
         samesite="Strict",
-        secure=request.secure,
+        secure=request.secure or request.app[_SECURE_COOKIES],
         path="/",
     )
     raise response

@@ -345,3 +345,21 @@ async def test_the_item_page_shows_verdicts_reasons_evidence_and_why_it_was_samp
     assert not [i for i in inputs if "checked" in i]
     for key in ("<kbd>j</kbd>", "<kbd>h</kbd>", "<kbd>n</kbd>", "<kbd>Enter</kbd>"):
         assert key in html
+
+
+async def test_behind_a_tls_proxy_the_session_cookie_is_still_secure(
+    store: ReviewQueueStore, reviewers: Reviewers
+) -> None:
+    """The page sees plain HTTP from a TLS-terminating ingress; the browser is on HTTPS."""
+    for secure_cookies in (False, True):
+        app = build_app(
+            store=store,
+            reviewers=reviewers,
+            publish=RecordingPublisher(),
+            secure_cookies=secure_cookies,
+        )
+        async with TestClient(TestServer(app)) as client:
+            response = await client.post("/login", data={"token": ALICE}, allow_redirects=False)
+            cookie = response.headers["Set-Cookie"]
+        assert response.status == 303 and "HttpOnly" in cookie
+        assert ("Secure" in cookie) is secure_cookies
