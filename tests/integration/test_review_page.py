@@ -22,6 +22,7 @@ import aiohttp
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
@@ -141,7 +142,9 @@ async def read_labels(settings: Settings, count: int) -> list[LabelEvent]:
 def label_in_the_browser(driver: WebDriver, url: str, token: str) -> list[str]:
     """Sign in, label the first item by clicking, skip the second with ``n``, label the
     third by keys; returns the answer ids the page showed, in order."""
-    wait = WebDriverWait(driver, WAIT_S)
+    # The page is replaced under the wait while the next item loads: an element found a
+    # moment ago may be gone by the time its text is read (tried again, not a failure).
+    wait = WebDriverWait(driver, WAIT_S, ignored_exceptions=[StaleElementReferenceException])
     seen: list[str] = []
 
     def showing() -> str:

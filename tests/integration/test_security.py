@@ -44,6 +44,14 @@ def _settings(address: str, security: KafkaSecurity, prefix: str, **extra: Any) 
         topics={**{name: f"{prefix}-{run}.{name}" for name in names}, "partitions": 1},
         audit={"topic": f"{prefix}-{run}.audit"},
         alerts={"topic": f"{prefix}-{run}.alerts"},
+        review={
+            "queue_topic": f"{prefix}-{run}.review-queue",
+            "labels_topic": f"{prefix}-{run}.labels",
+        },
+        labels={
+            "deltas_topic": f"{prefix}-{run}.label-deltas",
+            "accuracy_topic": f"{prefix}-{run}.judge-accuracy",
+        },
         **{
             "window": {
                 "late_topic": f"{prefix}-{run}.late",
