@@ -39,7 +39,7 @@ from streamproc.events import DeadLetterReason
 from streamproc.label_events import AccuracyCell, JudgeAccuracyEvent, JudgeDriftAlert, LabelDelta
 from streamproc.sensors import AccuracySensor
 from streamproc.stream.labels.inputs import parse_input
-from streamproc.stream.loop.changelog import changelog_records, restore_state
+from streamproc.stream.loop.changelog import changelog_records, restore_states
 from streamproc.stream.loop.consumer import ConsumerLoop
 from streamproc.stream.loop.publisher import OutboundRecord
 from streamproc.stream.output.catalog import OutputTopics
@@ -303,9 +303,12 @@ class AccuracyLoop(ConsumerLoop):
     async def _on_assigned(self, partitions: list[TopicPartition]) -> None:
         settings = self._settings
         topic = accuracy_changelog_topic(settings)
+        started = time.monotonic()
+        states = await restore_states(
+            settings, topic, (tp.partition for tp in partitions), self._client_options
+        )
         for tp in partitions:
-            started = time.monotonic()
-            state = await restore_state(settings, topic, tp.partition, self._client_options)
+            state = states[tp.partition]
             cells: dict[str, Any] = {}
             for key, value in state.items():
                 if key == NEXT_OFFSET_KEY:

@@ -40,7 +40,7 @@ from streamproc.stream.labels.join import (
     MayLabel,
     Rejected,
 )
-from streamproc.stream.loop.changelog import changelog_records, restore_state
+from streamproc.stream.loop.changelog import changelog_records, restore_states
 from streamproc.stream.loop.consumer import ConsumerLoop
 from streamproc.stream.loop.publisher import OutboundRecord
 from streamproc.stream.output.catalog import OutputTopics
@@ -238,11 +238,10 @@ class LabelsLoop(ConsumerLoop):
     async def _restore(self, partitions: Iterable[int]) -> None:
         settings = self._settings
         topic = labels_changelog_topic(settings)
-        for partition in partitions:
-            started = time.monotonic()
-            store = TrackedStore(
-                await restore_state(settings, topic, partition, self._client_options)
-            )
+        started = time.monotonic()
+        states = await restore_states(settings, topic, partitions, self._client_options)
+        for partition, state in states.items():
+            store = TrackedStore(state)
             join = LabelJoin(
                 store,
                 wait_s=settings.labels.wait_for_outcome_s,

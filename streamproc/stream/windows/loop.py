@@ -44,7 +44,7 @@ from streamproc.adapters.trace_headers import passthrough, traceparent_headers
 from streamproc.alerting.judge_accuracy import JudgeAccuracy
 from streamproc.config import Settings
 from streamproc.events import AnswerOutcome, DeadLetterReason
-from streamproc.stream.loop.changelog import changelog_records, restore_state
+from streamproc.stream.loop.changelog import changelog_records, restore_states
 from streamproc.stream.loop.consumer import ConsumerLoop
 from streamproc.stream.loop.publisher import OutboundRecord
 from streamproc.stream.output.catalog import OutputTopics
@@ -369,9 +369,12 @@ class WindowLoop(ConsumerLoop):
 
     async def _restore(self, partitions: Iterable[TopicPartition]) -> None:
         topic = window_changelog_topic(self._settings)
+        started = time.monotonic()
+        states = await restore_states(
+            self._settings, topic, (tp.partition for tp in partitions), self._client_options
+        )
         for tp in partitions:
-            started = time.monotonic()
-            state = await restore_state(self._settings, topic, tp.partition, self._client_options)
+            state = states[tp.partition]
             store = TrackedStore(decode_entries(state))
             dropped, unreported = drop_legacy_entries(store)
             if dropped:

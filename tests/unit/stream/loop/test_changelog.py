@@ -11,7 +11,7 @@ from aiokafka.structs import TopicPartition
 
 from streamproc.config import Settings
 from streamproc.stream.loop import changelog
-from streamproc.stream.loop.changelog import changelog_records, restore_state
+from streamproc.stream.loop.changelog import changelog_records, restore_state, restore_states
 from streamproc.stream.output.topic import OutputTopic
 from streamproc.stream.windows.store import TrackedStore
 
@@ -56,3 +56,28 @@ def test_a_partition_is_restored_from_the_same_partition_of_its_changelog(
     assert (bootstrap, tp) == ("broker:9092", TopicPartition("app.labels-changelog", 3))
     assert passed == options and passed is not options  # a copy: the loop's stays as it was
     assert settle == 75.0  # a previous owner's transaction may stay open that long
+
+
+def test_several_partitions_are_restored_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each read waits for a fetch: six partitions taken over must not wait six times."""
+    running = 0
+    most = 0
+
+    async def fake_restore(
+        bootstrap: str,
+        tp: TopicPartition,
+        options: dict[str, Any] | None = None,
+        *,
+        settle_timeout_s: float = 60.0,
+    ) -> dict[str, Any]:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0.05)
+        running -= 1
+        return {"partition": tp.partition}
+
+    monkeypatch.setattr(changelog, "restore_partition", fake_restore)
+    states = asyncio.run(restore_states(Settings(), "app.state-changelog", [4, 0, 2, 4], {}))
+    assert states == {p: {"partition": p} for p in (0, 2, 4)}
+    assert most == 3
