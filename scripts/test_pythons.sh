@@ -11,6 +11,13 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 log() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
 
 VERSIONS=(3.12 3.13)
+# --prepare: only make each version's venv and install streamproc's dependencies into it
+# (nothing is written into the checkout), so .ci/run can do that while the 3.11 suite runs.
+prepare=false
+if [[ ${1:-} == --prepare ]]; then
+    prepare=true
+    shift
+fi
 args=("$@")
 [[ ${#args[@]} -gt 0 ]] || args=(tests/unit tests/bench -q -p no:cacheprovider -m 'not slow')
 
@@ -26,6 +33,29 @@ find_python() {
         fi
     done
     return 1
+}
+
+# streamproc[dev]'s requirements, streamproc itself left out.
+requirements() {
+    "$1" -c '
+import tomllib
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+wanted = list(project["dependencies"])
+for extra in ("aegis", "demo", "dev"):
+    wanted += [d for d in project["optional-dependencies"][extra] if not d.startswith("streamproc")]
+print("\n".join(wanted))
+'
+}
+
+prepare_version() {
+    local python=$1 venv=$2 wanted
+    if [[ ! -x ${venv}/bin/python ]]; then
+        "${python}" -m venv "${venv}"
+    fi
+    wanted=$(mktemp)
+    requirements "${python}" >"${wanted}"
+    "${venv}/bin/python" -m pip install --quiet --disable-pip-version-check -r "${wanted}"
+    rm -f "${wanted}"
 }
 
 install_version() {
@@ -47,6 +77,11 @@ for version in "${VERSIONS[@]}"; do
         continue
     fi
     venv=".venv-py${version}"
+    if ${prepare}; then
+        log "Python ${version} (${python}): installing streamproc[dev]'s requirements into ${venv}"
+        prepare_version "${python}" "${venv}"
+        continue
+    fi
     log "Python ${version} (${python}): installing streamproc[dev] into ${venv}"
     install_version "${python}" "${venv}"
     out=$(mktemp)
