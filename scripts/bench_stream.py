@@ -199,19 +199,35 @@ def worker_settings(
     intra-op threads per worker; JSON logs at INFO whatever the environment says, since
     :func:`wait_ready` reads the partition assignments from them. ``judge_process``:
     ``worker.judge_process`` (``--judge-in-thread`` measures the judge in a thread)."""
-    names = ("answers", "verdicts", "flags", "aggregates", "dead_letter", "outcomes")
     return Settings(
         app_id=app_id,
         broker_url=f"kafka://{bootstrap}",
         log_json=True,
         log_level="INFO",
-        topics={name: f"{app_id}.{name}" for name in names},
-        window={"late_topic": f"{app_id}.late", "hopping_topic": f"{app_id}.hopping"},
-        alerts={"topic": f"{app_id}.alerts"},
-        audit={"topic": f"{app_id}.audit"},
+        **run_topics(app_id),
         judge={"name": judge, "inference": {"intra_op_threads": threads}},
         worker={"judge_process": judge_process},
     )
+
+
+def run_topics(app_id: str) -> dict[str, Any]:
+    """Settings groups naming every topic a worker writes after ``app_id``, so a run on a
+    shared broker meets no other run (and deleting its topics deletes only its own)."""
+    names = ("answers", "verdicts", "flags", "aggregates", "dead_letter", "outcomes")
+    return {
+        "topics": {name: f"{app_id}.{name}" for name in names},
+        "window": {"late_topic": f"{app_id}.late", "hopping_topic": f"{app_id}.hopping"},
+        "alerts": {"topic": f"{app_id}.alerts"},
+        "audit": {"topic": f"{app_id}.audit"},
+        "review": {
+            "queue_topic": f"{app_id}.review-queue",
+            "labels_topic": f"{app_id}.labels",
+        },
+        "labels": {
+            "deltas_topic": f"{app_id}.label-deltas",
+            "accuracy_topic": f"{app_id}.judge-accuracy",
+        },
+    }
 
 
 async def delete_topics(settings: Settings) -> None:

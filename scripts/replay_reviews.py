@@ -59,7 +59,7 @@ if str(ROOT) not in sys.path:  # run as a plain script, without installing the p
     sys.path.insert(0, str(ROOT))
 
 # Imported after the path is set, for the reason above.
-from scripts.bench_stream import command_line, kafka_broker, log  # noqa: E402
+from scripts.bench_stream import command_line, kafka_broker, log, run_topics  # noqa: E402
 from streamproc.adapters.logging import configure_logging  # noqa: E402
 from streamproc.adapters.worker_process import WorkerProcess  # noqa: E402
 from streamproc.alerting.corrected_rate import ConfusionCounts  # noqa: E402
@@ -296,28 +296,16 @@ def replay_settings(
 ) -> Settings:
     """Product defaults, every topic unique to this run, the review sample rate and the
     labels a cell needs before it is live."""
-    names = ("answers", "verdicts", "flags", "aggregates", "dead_letter", "outcomes")
+    groups = run_topics(app_id)
     return Settings(
         app_id=app_id,
         broker_url=f"kafka://{bootstrap}",
         log_json=True,
         log_level="INFO",
-        topics={name: f"{app_id}.{name}" for name in names},
-        window={"late_topic": f"{app_id}.late", "hopping_topic": f"{app_id}.hopping"},
-        alerts={"topic": f"{app_id}.alerts"},
-        audit={"topic": f"{app_id}.audit"},
+        **{name: group for name, group in groups.items() if name not in ("review", "labels")},
         judge={"name": judge},
-        review={
-            "queue_topic": f"{app_id}.review-queue",
-            "labels_topic": f"{app_id}.labels",
-            "sample_rate": sample_rate,
-            "seed": seed,
-        },
-        labels={
-            "deltas_topic": f"{app_id}.label-deltas",
-            "accuracy_topic": f"{app_id}.judge-accuracy",
-            "min_labels": min_labels,
-        },
+        review={**groups["review"], "sample_rate": sample_rate, "seed": seed},
+        labels={**groups["labels"], "min_labels": min_labels},
     )
 
 
