@@ -251,6 +251,29 @@ class ConfidenceSettings(_Group):
     )
 
 
+class LanguageSettings(_Group):
+    """Which answer languages the judge was measured on; others are ``unverified``
+    (``LANGUAGE_NOT_SUPPORTED``), never supported. Detected with py3langid."""
+
+    supported: tuple[str, ...] = Field(
+        default=("en",),
+        description="ISO 639-1 codes the judge's models and rules were measured on. Empty: "
+        "detection off, every answer is judged.",
+    )
+    min_letters: int = Field(
+        default=40,
+        ge=1,
+        description="Shorter answers (in letters) are judged without detection: too short "
+        "to tell a language reliably.",
+    )
+    min_confidence: float = Field(
+        default=0.9,
+        gt=0,
+        le=1,
+        description="An answer is refused only when its detected language is this probable.",
+    )
+
+
 class JudgeSettings(_Group):
     """Which judge decides, and its thresholds."""
 
@@ -314,6 +337,7 @@ class JudgeSettings(_Group):
     )
     inference: InferenceSettings = InferenceSettings()
     limits: LimitSettings = LimitSettings()
+    language: LanguageSettings = LanguageSettings()
     confidence: ConfidenceSettings = ConfidenceSettings()
     confidence_by_model: dict[str, ConfidenceSettings] = Field(
         default_factory=dict,
@@ -626,6 +650,81 @@ class LabelSettings(_Group):
     )
 
 
+FailurePolicy = Literal["fail-open", "fail-closed"]
+"""As :data:`streamproc.gate_events.FailurePolicy` (the settings import no contract)."""
+
+
+class TenantPolicy(_Group):
+    """One tenant's failure policy (``gate.policies``)."""
+
+    tenant: str = Field(min_length=1)
+    policy: FailurePolicy
+
+
+class GateSettings(_Group):
+    """The inline gate (``streamproc gate``): HTTP ``POST /v1/check`` and Kafka request /
+    reply over the same judge; its verdicts are published as the worker's are."""
+
+    host: str = Field(default="127.0.0.1", description="Address the gate binds to.")
+    port: int = Field(default=8790, ge=0, le=65535)
+    default_budget_ms: float = Field(
+        default=500.0, gt=0, description="The budget of a request without X-Budget-Ms."
+    )
+    max_budget_ms: float = Field(
+        default=30_000.0, gt=0, description="Larger X-Budget-Ms values are cut to this."
+    )
+    policy: FailurePolicy = Field(
+        default="fail-open",
+        description="What an answer that cannot be checked in time gets: fail-open passes "
+        "it (verified false), fail-closed withholds it.",
+    )
+    policies: list[TenantPolicy] = Field(
+        default_factory=list, description="Per-tenant overrides of policy (JSON list)."
+    )
+    batch_max: int = Field(
+        default=8, ge=1, description="Most answers judged together in one judge call."
+    )
+    max_pending_factor: int = Field(
+        default=5,
+        ge=1,
+        description="Requests held (queued or being judged) at most this many times "
+        "batch_max; beyond, a request is answered at once by policy (OVERLOADED).",
+    )
+    settle_reserve_ms: float = Field(
+        default=25.0,
+        ge=0,
+        description="Time kept back from each budget to answer with the cheap checks "
+        "(token confidence, records, values) when the model stage has not finished.",
+    )
+    publish: bool = Field(
+        default=True,
+        description="Publish each gated answer's verdict, flag, outcome and audit record "
+        "(as the worker does). False: a gate with no Kafka at all, for trying it.",
+    )
+    requests_topic: str = Field(
+        default="groundedness.gate-requests",
+        description="Kafka request / reply: requests read here, replies sent to each "
+        "request's reply-topic header.",
+    )
+    kafka_requests: bool = Field(
+        default=True, description="Serve the Kafka request topic too (needs publish)."
+    )
+    tokens_file: Path | None = Field(
+        default=None,
+        description="Caller tokens (TOML: [[caller]] name, tenants, token_sha256). Without "
+        "it every request is refused (401).",
+    )
+    tls_cert: Path | None = Field(default=None, description="PEM certificate: serve HTTPS.")
+    tls_key: Path | None = Field(default=None, description="PEM private key of tls_cert.")
+
+    def policy_for(self, tenant: str) -> FailurePolicy:
+        """The tenant's failure policy: its override, else ``policy``."""
+        for each in self.policies:
+            if each.tenant == tenant:
+                return each.policy
+        return self.policy
+
+
 class Settings(BaseSettings):
     """Everything streamproc can be told, from ``STREAMPROC_*`` environment variables."""
 
@@ -656,6 +755,7 @@ class Settings(BaseSettings):
     metrics: MetricsSettings = MetricsSettings()
     review: ReviewSettings = ReviewSettings()
     labels: LabelSettings = LabelSettings()
+    gate: GateSettings = GateSettings()
 
     def to_env(self) -> dict[str, str]:
         """These settings as ``STREAMPROC_*`` variables, to start another process with them."""

@@ -34,6 +34,7 @@ __all__ = [
     "Outcome",
     "Timings",
     "TokenLogprob",
+    "UnverifiedReason",
     "Verdict",
     "VerdictLabel",
     "WindowAggregate",
@@ -98,6 +99,22 @@ class VerdictLabel(StrEnum):
     SUPPORTED = "supported"
     CONTRADICTED = "contradicted"
     UNSUPPORTED = "unsupported"
+    UNVERIFIED = "unverified"
+    """Not checked although it should have been (the budget ran out, a language the judge
+    was not measured on): never counted as supported, nor as a hallucination."""
+
+
+class UnverifiedReason(StrEnum):
+    """Why an answer (or some of its claims) could not be checked."""
+
+    BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
+    """The inline gate's latency budget ran out before the model stage finished."""
+    LANGUAGE_NOT_SUPPORTED = "LANGUAGE_NOT_SUPPORTED"
+    """The answer is in a language the judge was not measured on (``judge.language``)."""
+    OVERLOADED = "OVERLOADED"
+    """The gate's expected wait already exceeded the request's budget: not queued."""
+    JUDGE_ERROR = "JUDGE_ERROR"
+    """The judge failed on the answer (the gate answers by policy)."""
 
 
 class LabelledSpan(_Incoming):
@@ -172,6 +189,8 @@ class Outcome(StrEnum):
     CORRECT = "correct"
     ABSTAINED = "abstained"
     WRONG = "wrong"
+    UNVERIFIED = "unverified"
+    """Not known: the answer could not be checked (``AnswerJudgement.unverified_reason``)."""
 
 
 class ClaimVerdict(_Model):
@@ -241,6 +260,20 @@ class AnswerJudgement(_Model):
         description="Work caps hit while judging or publishing this answer, as 'CODE: "
         "detail' (LIMIT_CLAIMS, LIMIT_UNITS, LIMIT_CLAIM_CHARS, LIMIT_UNIT_CHARS, "
         "OUTPUT_TRIMMED); claims left out are listed unchecked with the same code.",
+    )
+    verified: bool = Field(
+        default=True,
+        description="False when some claim that should have been checked was not (verdict "
+        "'unverified'). A claim that was checked may still refute the answer (hallucinated, "
+        "a trim or withhold), but windows count every unverified answer apart, outside rate.",
+    )
+    unverified_reason: UnverifiedReason | None = Field(
+        default=None, description="Why not verified; None when verified."
+    )
+    language: str | None = Field(
+        default=None,
+        description="The answer's language (ISO 639-1) when it was detected; None when the "
+        "text was too short to tell or detection is off.",
     )
 
 
@@ -318,9 +351,14 @@ class WindowAggregate(_Model):
     )
     window_start: AwareDatetime
     window_end: AwareDatetime
-    answers: NonNegativeInt
-    answered: NonNegativeInt = Field(description="Answers that did not abstain.")
-    abstentions: NonNegativeInt = Field(description="Answers that abstained (answers - answered).")
+    answers: NonNegativeInt = Field(description="answered + abstentions + unverified.")
+    answered: NonNegativeInt = Field(description="Verified answers that did not abstain.")
+    abstentions: NonNegativeInt = Field(description="Verified answers that abstained.")
+    unverified: NonNegativeInt = Field(
+        default=0,
+        description="Answers that could not be checked (budget, language): counted apart, "
+        "neither faithful nor hallucinated, and outside rate.",
+    )
     hallucinated: NonNegativeInt = Field(description="Answered answers judged hallucinated.")
     rate: float | None = Field(description="hallucinated / answered; None when none answered.")
     rate_low: float | None = Field(description="Wilson 95 % interval, lower bound.")
@@ -408,6 +446,8 @@ class AnswerOutcome(_Model):
     faithfulness: float | None
     judge_ms: float | None = None
     """The judge time of the answer's batch; None on outcomes written before it was carried."""
+    verified: bool = True
+    """False: the answer could not be checked; windows count it apart (``unverified``)."""
     task_type: str | None = None
     """EVALUATION.md's task type (``stream/judging/task_type.py``), for the corrected rate; None on
     outcomes written before it was carried."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from streamproc.events import AnswerJudgement, ClaimVerdict, EvidenceItem
+from streamproc.events import AnswerJudgement, ClaimVerdict, EvidenceItem, VerdictLabel
 from streamproc.judge.text.claims import Claim, Decomposition, Granularity, decompose
 from streamproc.judge.text.evidence import QUESTION_ID, EvidenceUnit
 
@@ -45,6 +45,7 @@ __all__ = [
     "capped_evidence",
     "decompose_within",
     "unchecked_verdict",
+    "unverified_verdict",
     "with_limits",
 ]
 
@@ -75,6 +76,12 @@ def unchecked_verdict(claim: Claim, *reasons: str) -> ClaimVerdict:
         ],
         reasons=list(reasons),
     )
+
+
+def unverified_verdict(claim: Claim, reason: str) -> ClaimVerdict:
+    """A claim that should have been checked and was not (``reason``: an
+    :class:`~streamproc.events.UnverifiedReason` value, e.g. the budget ran out)."""
+    return unchecked_verdict(claim, reason).model_copy(update={"verdict": VerdictLabel.UNVERIFIED})
 
 
 # ------------------------------------------------------------------------------ claims

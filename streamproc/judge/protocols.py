@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
-from streamproc.events import AnswerEvent, AnswerJudgement, JudgeInfo, VerdictLabel
+from streamproc.events import (
+    AnswerEvent,
+    AnswerJudgement,
+    JudgeInfo,
+    UnverifiedReason,
+    VerdictLabel,
+)
 from streamproc.judge.deadline import AnswerTimedOut, Deadline
 
 __all__ = [
@@ -20,6 +26,7 @@ __all__ = [
     "NliScore",
     "PairScorer",
     "PremiseCheck",
+    "SettlesCheaply",
     "TextEmbedder",
 ]
 
@@ -111,3 +118,14 @@ class TextEmbedder(Protocol):
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Shape (len(texts), dim); each row has unit length (cosine = dot product)."""
         ...
+
+
+@runtime_checkable
+class SettlesCheaply(Protocol):
+    """Optional for a judge: the cheap checks alone (token confidence, records, values),
+    no model call, every claim they leave open ``unverified`` with ``reason``. What the
+    inline gate answers with when the model stage cannot finish inside a budget."""
+
+    def settle_batch(
+        self, answers: Sequence[AnswerEvent], *, reason: UnverifiedReason
+    ) -> list[AnswerJudgement]: ...

@@ -5,9 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from streamproc.events import Action, AnswerJudgement, ClaimVerdict, Outcome, VerdictLabel
+from streamproc.events import (
+    Action,
+    AnswerJudgement,
+    ClaimVerdict,
+    Outcome,
+    UnverifiedReason,
+    VerdictLabel,
+)
 
-__all__ = ["decide"]
+__all__ = ["decide", "not_checked"]
 
 
 def decide(
@@ -17,6 +24,7 @@ def decide(
     abstained: bool,
     answerable: bool | None,
     hallucinated: bool | None = None,
+    unverified_reason: UnverifiedReason | None = None,
 ) -> AnswerJudgement:
     """Answer-level judgement from the claim verdicts.
 
@@ -26,16 +34,26 @@ def decide(
     (:mod:`streamproc.judge.decision.answer`) knows how many claims were tested. Only
     a hallucinated answer is trimmed: its refuted *sentences* are what a trim removes,
     and a trim that would leave no supported claim standing withholds instead.
+
+    A claim whose verdict is ``unverified`` (not checked in time, or in a language the
+    judge was not measured on) counts neither as checked nor as refuted: the answer is
+    then not ``verified`` (``unverified_reason`` says why) and, unless a checked claim
+    refutes it, its outcome is ``unverified`` - never correct.
     """
-    checked = [c for c in claims if c.verdict is not None]
+    unverified = any(c.verdict is VerdictLabel.UNVERIFIED for c in claims)
+    checked = [
+        c for c in claims if c.verdict is not None and c.verdict is not VerdictLabel.UNVERIFIED
+    ]
     supported = [c for c in checked if c.verdict is VerdictLabel.SUPPORTED]
     contradicted = sum(c.verdict is VerdictLabel.CONTRADICTED for c in checked)
     unsupported = sum(c.verdict is VerdictLabel.UNSUPPORTED for c in checked)
     # the answer-level decision may clear an answer, never flag one whose claims all hold
     hallucinated = contradicted + unsupported > 0 and hallucinated is not False
 
-    if abstained and not checked:
+    if abstained and not checked and not unverified:
         outcome = Outcome.ABSTAINED
+    elif unverified and not hallucinated:
+        outcome = Outcome.UNVERIFIED
     elif not hallucinated and answerable is not False:
         outcome = Outcome.CORRECT
     else:
@@ -67,4 +85,27 @@ def decide(
         action=action,
         trim_sentences=[sentence_texts[i] for i in refuted] if action is Action.TRIM else [],
         severity=severity,
+        verified=not unverified,
+        unverified_reason=(unverified_reason or UnverifiedReason.BUDGET_EXCEEDED)
+        if unverified
+        else None,
+    )
+
+
+def not_checked(reason: UnverifiedReason) -> AnswerJudgement:
+    """The judgement of an answer nothing was checked of - not even split into claims (a
+    gate shedding load answers at once): unverified, and passed only by a policy."""
+    return AnswerJudgement(
+        claims=[],
+        checked_claims=0,
+        supported_claims=0,
+        contradicted_claims=0,
+        unsupported_claims=0,
+        faithfulness=None,
+        hallucinated=False,
+        abstained=False,
+        outcome=Outcome.UNVERIFIED,
+        action=Action.PASS,
+        verified=False,
+        unverified_reason=reason,
     )
