@@ -29,7 +29,7 @@ from streamproc.config import Settings  # noqa: E402
 from streamproc.evaluate.benchmark import default_data_files, load_items  # noqa: E402
 from streamproc.events import AnswerEvent  # noqa: E402
 from streamproc.judge.nli.judge import NliJudge  # noqa: E402
-from streamproc.wiring import build_judge  # noqa: E402
+from streamproc.wiring import build_nli_judge  # noqa: E402
 
 Ranking = dict[tuple[str, int], list[int]]
 
@@ -38,7 +38,9 @@ def rankings(model: str, events: Sequence[AnswerEvent], batch: int = 32) -> tupl
     """Each checked claim's candidate units in rank order, and the embedding seconds."""
     base = Settings().judge
     inference = base.inference.model_copy(update={"embedding_model": model})
-    judge = build_judge(base.model_copy(update={"inference": inference, "calibrator": None}))
+    judge = build_nli_judge(
+        base.model_copy(update={"inference": inference, "calibrator": None})
+    )
     assert isinstance(judge, NliJudge)
     embedder = judge._embedder
     embed = embedder.embed

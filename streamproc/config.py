@@ -263,14 +263,17 @@ class LanguageSettings(_Group):
     min_letters: int = Field(
         default=40,
         ge=1,
-        description="Shorter answers (in letters) are judged without detection: too short "
-        "to tell a language reliably.",
+        description="Shorter answers (in letters, once citations, numbers and URLs are "
+        "taken out; a Han, kana or Hangul character counts two) are judged without "
+        "detection: too short to tell a language reliably.",
     )
     min_confidence: float = Field(
-        default=0.9,
+        default=0.99,
         gt=0,
         le=1,
-        description="An answer is refused only when its detected language is this probable.",
+        description="An answer is refused only when it is this probably in none of the "
+        "supported languages (1 - their summed probability). 0.99: no English answer of "
+        "the dev sets refused, every non-English test answer caught (EVALUATION.md).",
     )
 
 

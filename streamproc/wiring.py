@@ -25,6 +25,8 @@ from streamproc.judge.protocols import Judge, TextEmbedder
 if TYPE_CHECKING:
     from streamproc.adapters.metrics import WorkerMetrics
     from streamproc.adapters.telemetry import Telemetry
+    from streamproc.gate.sensor import GateSensor
+    from streamproc.gate.service import GateService
     from streamproc.inference.manifest import ModelManifest
     from streamproc.judge.nli.judge import NliJudge
     from streamproc.judge.nli.options import NliOptions
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "WorkerLoops",
     "available_judges",
+    "build_gate",
     "build_judge",
     "build_loops",
     "build_nli_judge",
@@ -160,14 +163,28 @@ def available_judges() -> tuple[str, ...]:
 
 
 def build_judge(settings: JudgeSettings) -> Judge:
-    """The judge ``settings`` asks for. Does no I/O for the rules judge."""
+    """The judge ``settings`` asks for, behind the language check unless
+    ``language.supported`` is empty. Does no I/O for the rules judge."""
     try:
         builder = _BUILDERS[settings.name]
     except KeyError:
         raise ValueError(
             f"unknown judge {settings.name!r}; available: {', '.join(available_judges())}"
         ) from None
-    return builder(settings)
+    judge = builder(settings)
+    language = settings.language
+    if not language.supported:
+        return judge
+    from streamproc.judge.language import LanguageCheckedJudge
+
+    # Answers in a language the judge was not measured on are unverified, never judged.
+    return LanguageCheckedJudge(
+        judge,
+        language.supported,
+        language.min_letters,
+        language.min_confidence,
+        limits=judge_limits(settings),
+    )
 
 
 def judge_key_of(settings: JudgeSettings) -> str:
@@ -279,4 +296,19 @@ def build_loops(
             else None
         ),
         accuracy=AccuracyLoop(settings, client_options=options, sensor=metrics) if live else None,
+    )
+
+
+def build_gate(settings: Settings, *, telemetry: Telemetry, sensor: GateSensor) -> GateService:
+    """The inline gate's service over the judge ``settings.judge`` configure, in this
+    process (its judge thread), tracing to ``telemetry`` and reporting to ``sensor``."""
+    from streamproc.adapters.gate_tracing import gate_tracing
+    from streamproc.gate.service import GateService
+
+    return GateService(
+        settings,
+        build_judge(settings.judge),
+        judge_key=judge_key_of(settings.judge),
+        sensor=sensor,
+        tracing=gate_tracing(telemetry),
     )

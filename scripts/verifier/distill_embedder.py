@@ -107,10 +107,10 @@ def _judge_texts() -> list[str]:
     from streamproc.config import Settings
     from streamproc.evaluate.benchmark import load_items
     from streamproc.judge.nli.judge import NliJudge
-    from streamproc.wiring import build_judge
+    from streamproc.wiring import build_nli_judge
 
     settings = Settings().judge
-    judge = build_judge(settings.model_copy(update={"calibrator": None}))
+    judge = build_nli_judge(settings.model_copy(update={"calibrator": None}))
     assert isinstance(judge, NliJudge)
     seen: list[str] = []
     embed = judge._embedder.embed

@@ -43,7 +43,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from streamproc.alerting.live_accuracy import DRIFT_FINDINGS
-from streamproc.events import DeadLetterReason, Verdict
+from streamproc.events import DeadLetterReason, UnverifiedReason, Verdict
 from streamproc.label_events import (
     JudgeAccuracyEvent,
     JudgeDriftAlert,
@@ -200,20 +200,29 @@ class WorkerMetrics:
         )
         self._answered = Counter(
             "streamproc_answers_answered_total",
-            "Judged answers that were answered (not abstained): the objective's denominator.",
+            "Judged answers that were answered (not abstained) and verified: the "
+            "objective's denominator.",
             _KEY,
+            registry=r,
+        )
+        self._unverified = Counter(
+            "streamproc_answers_unverified_total",
+            "Answers that could not be checked (verified false), by reason "
+            "(LANGUAGE_NOT_SUPPORTED, BUDGET_EXCEEDED, OVERLOADED, JUDGE_ERROR): outside "
+            "the objective, neither answered nor hallucinated.",
+            [*_KEY, "reason"],
             registry=r,
         )
         self._hallucinated = Counter(
             "streamproc_answers_hallucinated_total",
-            "Answered answers judged hallucinated: the objective's numerator.",
+            "Answered, verified answers judged hallucinated: the objective's numerator.",
             _KEY,
             registry=r,
         )
         self._claims = Counter(
             "streamproc_claims_total",
             "Claims of judged answers by verdict (supported, contradicted, unsupported, "
-            "unchecked).",
+            "unverified, unchecked).",
             ["verdict"],
             registry=r,
         )
@@ -377,7 +386,11 @@ class WorkerMetrics:
         judgement = verdict.judgement
         key = self._counter_key(verdict.tenant, verdict.assistant_id, verdict.model)
         self._answers.labels(*key, judgement.action.value).inc()
-        if not judgement.abstained:
+        if not judgement.verified:
+            # Counted apart, as the windows count it: an answer nobody checked is neither
+            # in the objective's denominator nor in its numerator.
+            self._count_unverified(key, judgement.unverified_reason)
+        elif not judgement.abstained:
             self._answered.labels(*key).inc()
             # Created at 0 with its key, so Prometheus sees the first hallucination as an
             # increase (a series born at 1 counts nothing in rate()).
@@ -389,6 +402,15 @@ class WorkerMetrics:
         self._judge_latency.observe(verdict.timings.judge_ms / 1000)
         until = published_at or verdict.judged_at
         self._end_to_end_latency.observe(max(0.0, (until - verdict.occurred_at).total_seconds()))
+
+    def _count_unverified(self, key: tuple[str, str, str], reason: UnverifiedReason | None) -> None:
+        # Every reason's series created at 0 with the key, as the hallucinated one is:
+        # a series born at 1 counts nothing in rate(). Unverified with no reason given
+        # is a judge's slip: counted as its error.
+        for each in UnverifiedReason:
+            counter = self._unverified.labels(*key, each.value)
+            if each is (reason or UnverifiedReason.JUDGE_ERROR):
+                counter.inc()
 
     def dead_letter(self, *reasons: DeadLetterReason | str) -> None:
         """Dead letters made outside the judging stage (unreadable records, the window

@@ -325,6 +325,10 @@ class Evaluation:
     uncovered_spans: int
     unlabelled: int
     no_checked_claims: int
+    unverified: int = 0
+    """Answers the judge could not check (``verified`` false, e.g. a language it was not
+    measured on): in neither level's counts - an unverified answer is predicted neither
+    faithful nor hallucinated, an unverified claim neither supported nor not."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,7 +362,7 @@ def _claim_confusion(item: BenchmarkItem, judgement: AnswerJudgement) -> tuple[C
     person, uncovered = person_verdicts(item.case, judgement)
     total = Confusion()
     for claim, verdict in zip(judgement.claims, person, strict=True):
-        if verdict is None or claim.verdict is None:
+        if verdict is None or claim.verdict is None or claim.verdict is VerdictLabel.UNVERIFIED:
             continue
         total += Confusion.of(
             verdict is not VerdictLabel.SUPPORTED, claim.verdict is not VerdictLabel.SUPPORTED
@@ -378,7 +382,7 @@ def evaluate(
     claims: dict[str, list[Confusion]] = {}
     spans = uncovered = 0
     for item, judgement in zip(items, judgements, strict=True):
-        if item.label is not None:
+        if item.label is not None and judgement.verified:
             answers.setdefault(item.task_type, []).append(
                 Confusion.of(item.label, judgement.hallucinated)
             )
@@ -402,7 +406,8 @@ def evaluate(
         spans=spans,
         uncovered_spans=uncovered,
         unlabelled=sum(item.label is None for item in items),
-        no_checked_claims=sum(j.checked_claims == 0 for j in judgements),
+        no_checked_claims=sum(j.checked_claims == 0 and j.verified for j in judgements),
+        unverified=sum(not j.verified for j in judgements),
     )
 
 
@@ -451,6 +456,7 @@ def benchmark_json(result: BenchmarkResult) -> dict[str, Any]:
         "claims": claims,
         "unlabelled": m.unlabelled,
         "no_checked_claims": m.no_checked_claims,
+        "unverified": m.unverified,
         "split": result.split,
         "split_description": SPLIT_DESCRIPTION,
         "split_counts": counts,
@@ -532,6 +538,11 @@ def render_benchmark(result: BenchmarkResult, markdown: bool = False) -> str:
     blocks += [table(_metrics_rows({"all": m.answers, **m.per_task}))]
     if m.no_checked_claims:
         blocks += [f"{m.no_checked_claims} answers had no checked claim (never flagged)."]
+    if m.unverified:
+        blocks += [
+            f"{m.unverified} answers could not be checked (unverified, e.g. a language the "
+            "judge was not measured on): left out of both levels, never counted faithful."
+        ]
     if m.unlabelled:
         blocks += [f"{m.unlabelled} answers carry no response label (left out)."]
     if m.claims is not None:
@@ -575,7 +586,10 @@ def dump_rows(
             "task_type": item.task_type,
             "split": item.split,
             "label": None if label is None else ("hallucinated" if label else "faithful"),
-            "predicted": judgement.hallucinated,
+            # None: not checked, so predicted neither faithful nor hallucinated
+            "predicted": judgement.hallucinated if judgement.verified else None,
+            "verified": judgement.verified,
+            "unverified_reason": judgement.unverified_reason,
             "faithfulness": judgement.faithfulness,
             "checked_claims": judgement.checked_claims,
             "judge": name,

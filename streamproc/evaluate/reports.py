@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from streamproc.evaluate.cases import CaseResult
 from streamproc.evaluate.metrics import VERDICTS, Agreement, Scores
-from streamproc.events import ClaimVerdict, JudgeInfo, Outcome
+from streamproc.events import ClaimVerdict, JudgeInfo, Outcome, VerdictLabel
 
 __all__ = ["Rendered", "render_agree", "render_check", "render_score"]
 
@@ -61,10 +61,20 @@ def render_check(results: Sequence[CaseResult], infos: Sequence[JudgeInfo]) -> R
         lines.append(f"{r.case.case_id}  {event.question or '(no question)'}")
         if judgement.abstained:
             lines.append("      (abstains: says it can't find the answer)")
+        if not judgement.verified and judgement.unverified_reason is not None:
+            lines.append(f"      (not verified: {judgement.unverified_reason.value})")
         for claim, person in zip(judgement.claims, r.person, strict=True):
             text = claim.text.replace("\n", " ")
             if claim.verdict is None:
                 lines.append(f"      {'not checked':<13} ({claim.claim_class.value})  {text[:60]}")
+                continue
+            if claim.verdict is VerdictLabel.UNVERIFIED:
+                # not a verdict: no disagreement with the person to show
+                lines.append(f"      {'unverified':<13} {'':<13}  {text[:60]}")
+                rows.append(
+                    f"| {r.case.case_id} | {claim.index} | unverified | "
+                    f"{person.value if person else ''} | | {text.replace('|', '/')} |"
+                )
                 continue
             flag = "" if person in (None, claim.verdict) else f"   <- person said {person.value}"
             cites = ",".join(claim.citations) or "no citation"
@@ -108,6 +118,11 @@ def render_agree(agreement: Agreement, infos: Sequence[JudgeInfo]) -> Rendered:
             f"Hallucinated answers caught: {a.answers_caught}/{a.answers_bad}",
             f"False alarms on faithful answers: {a.answers_false_alarms}/{a.answers_good}",
         ]
+    if a.unverified or a.unverified_answers:
+        findings.append(
+            f"Not verified (left out above): {a.unverified} labelled claims in "
+            f"{a.unverified_answers} answers (e.g. a language the judge was not measured on)"
+        )
     if a.uncovered_spans:
         findings.append(
             f"Labelled spans outside every checked claim: {a.uncovered_spans} "
@@ -141,6 +156,13 @@ def _score_rows(s: Scores) -> list[tuple[str, str]]:
         ("  of the rest: contradicted / unsupported", f"{s.contradicted} / {s.unsupported}"),
         ("Answers with at least one unsupported claim (hallucination rate)", rate),
     ]
+    if s.unverified or s.unverified_claims:
+        rows.append(
+            (
+                "  answers / claims not verified (outside the above)",
+                f"{s.unverified} / {s.unverified_claims}",
+            )
+        )
     if s.person_known:
         rows.append(
             ("  the same, by the person's labels", f"{s.person_hallucinated}/{s.person_known}")
@@ -171,8 +193,14 @@ def render_score(s: Scores, infos: Sequence[JudgeInfo]) -> Rendered:
     """The course's score report, plus the risk-weighted score with ``s.penalty``."""
     rows = _score_rows(s)
     width = max(len(name) for name, _ in rows)
-    correct, abstained, wrong = (s.outcomes[o] for o in Outcome)
-    outcomes = f"Outcomes: correct {correct}, abstained {abstained}, wrong {wrong}"
+    correct, abstained, wrong, unverified = (
+        s.outcomes[o]
+        for o in (Outcome.CORRECT, Outcome.ABSTAINED, Outcome.WRONG, Outcome.UNVERIFIED)
+    )
+    outcomes = (
+        f"Outcomes: correct {correct}, abstained {abstained}, wrong {wrong}, "
+        f"unverified {unverified}"
+    )
     risk = f"{s.risk_weighted:+g}"
     text = [f"{s.cases} cases, {s.claims} claims, judge '{_judge(infos)}'", ""]
     text += [f"{name:<{width}}  {value}" for name, value in rows]

@@ -22,6 +22,7 @@ from streamproc.events import (
     ClaimVerdict,
     EvidenceItem,
     JudgeInfo,
+    UnverifiedReason,
     VerdictLabel,
 )
 from streamproc.judge.deadline import Deadline
@@ -138,6 +139,15 @@ class ClaimJudge:
         lookup = dict(zip(pairs, results, strict=True))
         with stage("decide"):
             return [self._assemble(plan, lookup) for plan in plans]
+
+    def settle_batch(
+        self, answers: Sequence[AnswerEvent], *, reason: UnverifiedReason
+    ) -> list[AnswerJudgement]:
+        """``SettlesCheaply``: a checker with no model behind it (the rules) is all cheap
+        checks, so settling is judging and nothing is left ``unverified`` (``reason`` is
+        unused). A model-backed checker would need its own cheap path."""
+        del reason
+        return self.judge_batch(answers)
 
     def _plan(self, answer: AnswerEvent, clock: Deadline) -> _Plan:
         # Odd content (empty, only citations, unknown ids) is judged, never raised. A bug

@@ -124,6 +124,33 @@ def broken(imports: list[Import]) -> dict[str, list[str]]:
                 i.imported, "streamproc.stream", "streamproc.adapters", "streamproc.evaluate"
             )
         ],
+        "gate imports only events, gate_events, config, judge, stream.judging, "
+        "stream.output, stream.loop.publisher": [
+            str(i)
+            for i in ours
+            if within(i.importer, "streamproc.gate")
+            and not within(
+                i.imported,
+                "streamproc.gate",
+                "streamproc.events",
+                "streamproc.gate_events",
+                "streamproc.config",
+                "streamproc.judge",
+                "streamproc.stream.judging",
+                "streamproc.stream.output",
+                "streamproc.stream.loop.publisher",
+            )
+            and i.imported != "streamproc"
+        ],
+        "gate imports no aiohttp, nor aiokafka outside its client": [
+            str(i)
+            for i in imports
+            if within(i.importer, "streamproc.gate")
+            and (
+                within(i.imported, "aiohttp")
+                or (within(i.imported, "aiokafka") and i.importer != "streamproc.gate.client")
+            )
+        ],
         "nobody outside judge imports a private judge module": [
             str(i)
             for i in ours
@@ -188,6 +215,8 @@ def test_a_wrong_way_import_is_reported() -> None:
         Import("streamproc.label_events", "streamproc.config", 12),
         Import("streamproc.adapters.metrics", "streamproc.stream.judging.stage", 34),
         Import("streamproc.evaluate.calibration.collect", "streamproc.judge._protocols", 20),
+        Import("streamproc.gate.service", "streamproc.adapters.telemetry", 7),
+        Import("streamproc.gate.service", "aiokafka", 8),
     ]
     breaks = broken(planted)
     assert sum(len(found) for found in breaks.values()) == len(planted)

@@ -46,7 +46,12 @@ class AnswerRow:
 
 def answer_row(source: str, label: bool, judgement: AnswerJudgement) -> AnswerRow | None:
     """None for an answer with no checked claim (never flagged, nothing to learn)."""
-    checked = [c for c in judgement.claims if c.verdict is not None]
+    # an unverified claim was never checked: nothing to learn from it
+    checked = [
+        c
+        for c in judgement.claims
+        if c.verdict is not None and c.verdict is not VerdictLabel.UNVERIFIED
+    ]
     if not checked:
         return None
     calibrated = [c for c in checked if any(r.startswith("CALIBRATED_RISK") for r in c.reasons)]

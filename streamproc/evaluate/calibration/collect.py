@@ -70,7 +70,7 @@ def claim_rows(
     """One row per checked claim; ``claim_label`` only where people labelled spans."""
     person = person_verdicts(item.case, judgement)[0] if item.span_labelled else None
     for position, claim in enumerate(judgement.claims):
-        if claim.verdict is None or _settled_supported(claim):
+        if claim.verdict in (None, VerdictLabel.UNVERIFIED) or _settled_supported(claim):
             continue
         label = person[position] if person is not None else None
         yield {

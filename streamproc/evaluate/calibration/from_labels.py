@@ -77,7 +77,7 @@ def _answer_regime(event: AnswerEvent, judgement: AnswerJudgement) -> str:
 def labelled_answer(
     row_id: str, task_type: str, label: bool, event: AnswerEvent, judgement: AnswerJudgement
 ) -> LabelledAnswer:
-    checked = [c for c in judgement.claims if c.verdict is not None]
+    checked = [c for c in judgement.claims if c.verdict not in (None, VerdictLabel.UNVERIFIED)]
     refuted = [c for c in checked if c.verdict is not VerdictLabel.SUPPORTED]
     settled = [c for c in refuted if not any(r.startswith("CALIBRATED_RISK") for r in c.reasons)]
     return LabelledAnswer(

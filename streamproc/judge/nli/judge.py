@@ -46,6 +46,7 @@ from streamproc.events import (
     ClaimVerdict,
     ConfidenceMark,
     JudgeInfo,
+    UnverifiedReason,
     VerdictLabel,
 )
 from streamproc.judge.deadline import Deadline
@@ -60,6 +61,7 @@ from streamproc.judge.limits import (
     cap_units,
     decompose_within,
     unchecked_verdict,
+    unverified_verdict,
     with_limits,
 )
 from streamproc.judge.nli.decision import NliThresholds, decide_claim, flips, item_text
@@ -201,6 +203,53 @@ class NliJudge:
             lookup = self._ask(works)
         with stage("decide"):
             return [self._assemble(work, lookup) for work in works]
+
+    def settle_batch(
+        self, answers: Sequence[AnswerEvent], *, reason: UnverifiedReason
+    ) -> list[AnswerJudgement]:
+        """The cheap checks alone (``SettlesCheaply``): decomposition, token confidence,
+        record checks and values, with no embedding and no NLI call. A claim a hard
+        finding settled keeps its verdict (a record contradiction still trims or
+        withholds); every other checked claim is ``unverified`` with ``reason``. The
+        calibrators are not asked: they read NLI signals no claim here has, and an
+        answer calibrator deciding from the hard claims alone would clear or flag the
+        answer on a fraction of its evidence."""
+        with stage("claims"):
+            works = [
+                self._prepare(answer, Deadline(None).start(i)) for i, answer in enumerate(answers)
+            ]
+        with stage("decide"):
+            return [self._settle(work, reason) for work in works]
+
+    def _settle(self, work: AnswerWork, reason: UnverifiedReason) -> AnswerJudgement:
+        verdicts: list[ClaimVerdict] = []
+        for item in work.claims:
+            claim = item.claim
+            if not claim.checked:
+                verdicts.append(unchecked_verdict(claim))
+            elif item.settled is None:
+                verdicts.append(unverified_verdict(claim, reason.value))
+            else:
+                settled = item.settled
+                verdicts.append(
+                    unchecked_verdict(claim).model_copy(
+                        update={
+                            "verdict": settled.verdict,
+                            "score": round(settled.score, 4),
+                            "reasons": list(settled.reasons),
+                            "evidence_ids": list(settled.evidence_ids),
+                            "confidence": item.confidence.mark if item.confidence else None,
+                        }
+                    )
+                )
+        judgement = decide(
+            work.capped.verdicts(verdicts),
+            [s.text for s in work.shape.sentences],
+            abstained=work.shape.abstained,
+            answerable=work.answer.answerable,
+            unverified_reason=reason,
+        )
+        return with_limits(judgement, work.limits)
 
     def nli_pairs(self, answers: Sequence[AnswerEvent]) -> list[tuple[str, str]]:
         """The (premise, hypothesis) pairs judging ``answers`` as one batch sends to the

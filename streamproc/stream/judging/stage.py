@@ -49,10 +49,14 @@ from streamproc.stream.output.topic import OutHeaders
 
 __all__ = [
     "IncomingMessage",
+    "JudgedAnswer",
     "StageLimits",
     "StageOutput",
+    "judge_answers",
     "judge_messages",
+    "outputs_for",
     "trace_id_from_traceparent",
+    "verdict_for",
 ]
 
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
@@ -179,17 +183,74 @@ def judge_messages(
 
     started = time.perf_counter()
     with collecting() as stage_times:
-        judged = _judge_all(accepted, judge, limits.judge_deadline_s) if accepted else []
-    context = _JudgedContext(
-        judge=_judge_info(judge),
-        judged_at=now or datetime.now(UTC),
-        judge_ms=(time.perf_counter() - started) * 1000,
+        judged = judge_answers(accepted, judge, limits.judge_deadline_s) if accepted else []
+    judge_ms = (time.perf_counter() - started) * 1000
+    results: list[JudgedAnswer | Rejection | None] = []
+    for slot in slots:
+        if slot is None or isinstance(slot, Rejection):
+            results.append(slot)
+        else:
+            result = judged[slot]
+            results.append(
+                result if isinstance(result, Rejection) else JudgedAnswer(accepted[slot], result)
+            )
+    output = outputs_for(
+        messages,
+        results,
+        judge_info=_judge_info(judge),
+        judge_ms=judge_ms,
         batch_size=len(accepted),
+        limits=limits,
+        topics=topics,
+        judged_at=now or datetime.now(UTC),
+        received_at=received_at,
     )
+    output.repeats = repeats
+    output.stage_times = stage_times
+    return output
 
-    output = StageOutput(repeats=repeats, stage_times=stage_times)
-    for message, slot in zip(messages, slots, strict=True):
-        _add_outputs(output, message, slot, judged, accepted, context, limits, topics, received_at)
+
+@dataclass(frozen=True, slots=True)
+class JudgedAnswer:
+    """One message's answer as parsed and its judgement, made here or elsewhere."""
+
+    answer: AnswerEvent
+    judgement: AnswerJudgement
+
+
+def outputs_for(
+    messages: Sequence[IncomingMessage],
+    results: Sequence[JudgedAnswer | Rejection | None],
+    *,
+    judge_info: JudgeInfo | Exception,
+    judge_ms: float,
+    batch_size: int,
+    limits: StageLimits | None = None,
+    topics: OutputTopics | None = None,
+    judged_at: datetime | None = None,
+    received_at: datetime | None = None,
+) -> StageOutput:
+    """The records of judgements already made - by :func:`judge_messages`, or by a caller
+    that judged (or settled, or shed) the answers itself, such as the inline gate, which
+    must publish exactly the judgement it answered with. ``results`` is parallel to
+    ``messages``: a judged answer, a rejection (its dead letter), or None (a repeat: no
+    records). Never raises for one message: what fails to build becomes its dead letter.
+
+    ``judge_info``: the judge's identity (an exception when it could not be read: every
+    judged message is then dead-lettered). ``judged_at`` stamps the verdicts, and
+    ``received_at`` the dead letters (both default to the wall clock)."""
+    limits = limits or StageLimits()
+    topics = topics or _default_topics()
+    context = _JudgedContext(
+        judge=judge_info,
+        judged_at=judged_at or datetime.now(UTC),
+        judge_ms=judge_ms,
+        batch_size=batch_size,
+    )
+    received = received_at or context.judged_at
+    output = StageOutput()
+    for message, result in zip(messages, results, strict=True):
+        _add_outputs(output, message, result, context, limits, topics, received)
     return output
 
 
@@ -201,26 +262,19 @@ def _default_topics() -> OutputTopics:
 def _add_outputs(
     output: StageOutput,
     message: IncomingMessage,
-    slot: int | Rejection | None,
-    judged: list[AnswerJudgement | Rejection],
-    accepted: list[AnswerEvent],
+    result: JudgedAnswer | Rejection | None,
     context: _JudgedContext,
     limits: StageLimits,
     topics: OutputTopics,
     received_at: datetime,
 ) -> None:
     """The records of one message: its outputs, its dead letter, or none (a repeat)."""
-    if slot is None:
+    if result is None:
         return
-    if isinstance(slot, Rejection):
-        rejection = slot
+    if isinstance(result, Rejection):
+        rejection = result
     else:
-        result = judged[slot]
-        built = (
-            result
-            if isinstance(result, Rejection)
-            else _build_isolated(accepted[slot], result, message, context, limits, topics)
-        )
+        built = _build_isolated(result.answer, result.judgement, message, context, limits, topics)
         if isinstance(built, _Built):
             built.add_to(output, message.origin)
             return
@@ -253,8 +307,8 @@ def _parse(message: IncomingMessage, limits: StageLimits, now: datetime) -> Answ
 # --- judging, with a deadline per answer -------------------------------------------------
 
 
-def _judge_all(
-    answers: list[AnswerEvent], judge: Judge, deadline_s: float | None
+def judge_answers(
+    answers: Sequence[AnswerEvent], judge: Judge, deadline_s: float | None
 ) -> list[AnswerJudgement | Rejection]:
     """Judge the batch at once. An answer that overruns its deadline is set aside
     (``judge_timeout``) and the batch judged again without it; each round removes one
@@ -288,7 +342,7 @@ def _judge_all(
 
 
 def _judge_one_by_one(
-    answers: list[AnswerEvent],
+    answers: Sequence[AnswerEvent],
     pending: list[int],
     judge: Judge,
     deadline_s: float | None,
@@ -380,23 +434,13 @@ def _build(
 ) -> _Built | Rejection:
     if isinstance(context.judge, Exception):
         raise context.judge
-    end_to_end_ms = (context.judged_at - answer.occurred_at).total_seconds() * 1000
-    verdict = Verdict(
-        event_id=answer.event_id,
-        answer_id=answer.answer_id,
-        conversation_id=answer.conversation_id,
-        tenant=answer.tenant,
-        assistant_id=answer.assistant_id,
-        model=answer.model,
-        occurred_at=answer.occurred_at,
+    verdict = verdict_for(
+        answer,
+        judgement,
+        judge_info=context.judge,
         judged_at=context.judged_at,
-        judgement=judgement,
-        judge=context.judge,
-        timings=Timings(
-            judge_ms=context.judge_ms,
-            batch_size=context.batch_size,
-            end_to_end_ms=max(0.0, end_to_end_ms),
-        ),
+        judge_ms=context.judge_ms,
+        batch_size=context.batch_size,
         trace_id=message.trace_id,
     )
     headers = message.headers
@@ -434,6 +478,38 @@ def _build(
     return _Built(records, published.model, flag, outcome, review_item)
 
 
+def verdict_for(
+    answer: AnswerEvent,
+    judgement: AnswerJudgement,
+    *,
+    judge_info: JudgeInfo,
+    judged_at: datetime,
+    judge_ms: float,
+    batch_size: int,
+    trace_id: str | None,
+) -> Verdict:
+    """The verdict event of one judged answer, whole (before any trim for its topic)."""
+    end_to_end_ms = (judged_at - answer.occurred_at).total_seconds() * 1000
+    return Verdict(
+        event_id=answer.event_id,
+        answer_id=answer.answer_id,
+        conversation_id=answer.conversation_id,
+        tenant=answer.tenant,
+        assistant_id=answer.assistant_id,
+        model=answer.model,
+        occurred_at=answer.occurred_at,
+        judged_at=judged_at,
+        judgement=judgement,
+        judge=judge_info,
+        timings=Timings(
+            judge_ms=judge_ms,
+            batch_size=batch_size,
+            end_to_end_ms=max(0.0, end_to_end_ms),
+        ),
+        trace_id=trace_id,
+    )
+
+
 def _audit(message: IncomingMessage, verdict: Verdict, limits: StageLimits) -> AuditRecord:
     """The answer's audit record: the event exactly as received and the verdict, with the
     settings that applied."""
@@ -463,6 +539,7 @@ def _outcome(answer: AnswerEvent, judgement: AnswerJudgement, judge_ms: float) -
         unsupported_claims=judgement.unsupported_claims,
         faithfulness=judgement.faithfulness,
         judge_ms=judge_ms,
+        verified=judgement.verified,
         task_type=task_type_of(answer, judgement),
     )
 

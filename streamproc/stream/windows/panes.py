@@ -46,9 +46,9 @@ reported as its bin's geometric middle: within 2^(1/8) - 1 = 9 % of the true val
 
 _BASE_MS: Final = 0.1
 _PER_DOUBLING: Final = 4
-_FORMAT: Final = 2
+_FORMAT: Final = 3
 """First element of a pane's JSON list: its layout, so a later one can be told apart."""
-_FORMATS_READ: Final = (1, 2)
+_FORMATS_READ: Final = (1, 2, 3)
 
 
 _LAYOUT: Final = (
@@ -72,9 +72,12 @@ _LAYOUT: Final = (
     "last_update",
     "last_event_id",
     "by_task",
+    "unverified",
 )
 """A pane's fields, in the order of its JSON list after the layout number. Layout 1 had
-no ``by_task``: such a pane reads with an empty one (its answers' task types unknown)."""
+no ``by_task``: such a pane reads with an empty one (its answers' task types unknown);
+layouts 1 and 2 had no ``unverified``: they read with none (every answer was checked)."""
+_LAYOUT_FIELDS: Final = {1: len(_LAYOUT) - 2, 2: len(_LAYOUT) - 1, _FORMAT: len(_LAYOUT)}
 
 
 class LiveCounts(NamedTuple):
@@ -133,6 +136,9 @@ class Pane:
         self.by_task: dict[str, list[int]] = {}
         """Task type -> [answered, hallucinated], for the corrected rate; answers whose
         outcome named no type are in ``answered`` only. At most three keys."""
+        self.unverified = 0
+        """Answers that could not be checked (``AnswerOutcome.verified`` false): in
+        ``answers`` only, never in answered, abstained, hallucinated or the claims."""
 
     def to_json(self) -> list[Any]:
         """The pane as the changelog holds it: a JSON list, fields in slot order."""
@@ -144,7 +150,7 @@ class Pane:
     def from_json(cls, data: Sequence[Any]) -> Pane:
         if not data or data[0] not in _FORMATS_READ:
             raise ValueError(f"not a pane of layout {_FORMATS_READ}: {str(data)[:80]}")
-        layout = _LAYOUT if data[0] == _FORMAT else _LAYOUT[:-1]
+        layout = _LAYOUT[: _LAYOUT_FIELDS[data[0]]]
         fields = dict(zip(layout, data[1:], strict=True))
         pane = cls(int(fields["start"]))
         for name, value in fields.items():
@@ -180,7 +186,11 @@ def add_outcome(
     elif outcome.event_id == pane.last_event_id:
         return None
     pane.answers += 1
-    if outcome.abstained:
+    if not outcome.verified:
+        # Not checked: neither faithful nor hallucinated, so outside the rate and the
+        # faithfulness; its judge time is still the judge's.
+        pane.unverified += 1
+    elif outcome.abstained:
         pane.abstained += 1
     else:
         pane.answered += 1
@@ -192,11 +202,12 @@ def add_outcome(
             pane.hallucinated += 1
             if outcome.answer_id is not None and len(pane.examples) < examples:
                 pane.examples = (*pane.examples, outcome.answer_id)
-    pane.contradicted += outcome.contradicted_claims
-    pane.unsupported += outcome.unsupported_claims
-    if outcome.faithfulness is not None:
-        pane.faith_sum += outcome.faithfulness
-        pane.faith_n += 1
+    if outcome.verified:
+        pane.contradicted += outcome.contradicted_claims
+        pane.unsupported += outcome.unsupported_claims
+        if outcome.faithfulness is not None:
+            pane.faith_sum += outcome.faithfulness
+            pane.faith_n += 1
     if outcome.judge_ms is not None:
         _count_latency(pane.latency, latency_bin(outcome.judge_ms))
     if late:
@@ -271,6 +282,7 @@ class WindowTotals:
     answers: int = 0
     answered: int = 0
     abstained: int = 0
+    unverified: int = 0
     hallucinated: int = 0
     contradicted: int = 0
     unsupported: int = 0
@@ -287,6 +299,7 @@ class WindowTotals:
         self.answers += pane.answers
         self.answered += pane.answered
         self.abstained += pane.abstained
+        self.unverified += pane.unverified
         self.hallucinated += pane.hallucinated
         self.contradicted += pane.contradicted
         self.unsupported += pane.unsupported
@@ -369,6 +382,7 @@ class WindowTotals:
             answers=self.answers,
             answered=self.answered,
             abstentions=self.abstained,
+            unverified=self.unverified,
             hallucinated=self.hallucinated,
             rate=self.hallucinated / self.answered if self.answered else None,
             rate_low=interval[0] if interval else None,

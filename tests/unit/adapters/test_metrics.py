@@ -27,7 +27,7 @@ from streamproc.adapters.metrics_server import MetricsServer
 from streamproc.alerting.corrected_rate import ConfusionCounts
 from streamproc.alerting.live_accuracy import DRIFT_FINDINGS, CellState, accuracy_event
 from streamproc.config import JudgeSettings, MetricsSettings, Settings
-from streamproc.events import Action, DeadLetterReason, VerdictLabel
+from streamproc.events import Action, DeadLetterReason, UnverifiedReason, VerdictLabel
 from streamproc.label_events import (
     AccuracyCell,
     JudgeAccuracyEvent,
@@ -62,6 +62,10 @@ CONTRACT: dict[str, tuple[str, frozenset[str]]] = {
     "streamproc_answers_hallucinated_total": (
         "counter",
         frozenset({"tenant", "assistant", "model"}),
+    ),
+    "streamproc_answers_unverified_total": (
+        "counter",
+        frozenset({"tenant", "assistant", "model", "reason"}),
     ),
     "streamproc_claims_total": ("counter", frozenset({"verdict"})),
     "streamproc_flags_total": ("counter", frozenset({"action"})),
@@ -117,6 +121,7 @@ GOOD = answer("good", "Hello! The order was shipped on Monday [D1].")
 BAD = answer("bad", "The order was shipped on 3 May [D1].")
 ABSTAINED = answer("abstained", "I don't know.")
 OTHER_TENANT = answer("other", "The order was shipped on 3 May [D1].", tenant="u", model="llm2")
+FRENCH = answer("fr", "La commande a été expédiée lundi et arrivera chez vous demain matin [D1].")
 
 
 def judged(*documents: object, review: ReviewSampling | None = None) -> StageOutput:
@@ -176,6 +181,31 @@ def test_a_judged_batch_is_counted_by_key_action_verdict_and_reason() -> None:
     flag_action = bad.judgement.action.value
     assert value(metrics, "streamproc_flags_total", action=flag_action) == len(output.flags) == 2
     assert value(metrics, "streamproc_dead_letters_total", reason="bad_json") == 1
+
+
+def test_an_unverified_answer_is_counted_apart_by_reason_not_in_the_objective() -> None:
+    output = judged(GOOD, FRENCH, BAD)
+    french = next(v for v in output.verdicts if v.event_id == "fr")
+    assert french.judgement.unverified_reason is UnverifiedReason.LANGUAGE_NOT_SUPPORTED
+    metrics = WorkerMetrics()
+    metrics.observe_batch(output)
+
+    t = key()
+    assert value(metrics, "streamproc_answers_total", **t, action="pass") == 2  # good, French
+    assert value(metrics, "streamproc_answers_answered_total", **t) == 2  # good, bad
+    assert value(metrics, "streamproc_answers_hallucinated_total", **t) == 1  # bad
+    unverified = {
+        reason.value: value(metrics, "streamproc_answers_unverified_total", **t, reason=reason)
+        for reason in UnverifiedReason
+    }
+    assert unverified == {
+        "LANGUAGE_NOT_SUPPORTED": 1,
+        "BUDGET_EXCEEDED": 0,  # every reason's series starts at zero with the key
+        "OVERLOADED": 0,
+        "JUDGE_ERROR": 0,
+    }
+    claims = len(french.judgement.claims)
+    assert value(metrics, "streamproc_claims_total", verdict="unverified") == claims >= 1
 
 
 def test_latencies_are_per_answer_and_the_batch_size_per_batch() -> None:
@@ -580,7 +610,7 @@ def test_accuracy_cells_have_their_own_budget() -> None:
 
 def _everything(metrics: WorkerMetrics) -> None:
     """Give every metric of the contract at least one sample."""
-    metrics.observe_batch(judged(GOOD, BAD, b"{oops"))
+    metrics.observe_batch(judged(GOOD, BAD, b"{oops", FRENCH))
     metrics.set_lag("judge", {0: 2})
     metrics.late_event("t", "bot", "llm")
     metrics.window_rate("t", "bot", "llm", "5m", 0.1, 0.05, 0.2)

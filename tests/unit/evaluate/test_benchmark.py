@@ -16,6 +16,7 @@ from streamproc.evaluate.benchmark import (
     Confusion,
     binary_report,
     bootstrap_intervals,
+    dump_rows,
     judge_items,
     load_items,
 )
@@ -294,3 +295,32 @@ def test_lab_cases_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str
     lab = write_jsonl(tmp_path / "lab.jsonl", [{"id": "c1", "retrieved": ["D01"]}])
     code, _, err = run_cli(["eval", "benchmark", "--data", str(lab)], capsys)
     assert code == 2 and "lab.jsonl:1" in err
+
+
+FRENCH = (
+    "L'usine a ouvert en 2019 dans l'Ohio. Elle emploie 500 personnes et fabrique des voitures."
+)
+
+
+def test_unverified_answers_are_in_neither_level_and_never_faithful(tmp_path: Path) -> None:
+    french = [
+        row("rt-fr-1", FRENCH, "hallucinated", spans=[{"start": 51, "end": 54, "text": "500"}]),
+        row("rt-fr-2", FRENCH, "faithful"),
+    ]
+    path = write_jsonl(tmp_path / "rows.jsonl", [*ROWS, *french])
+    items = load_items([path], "all")
+    judge: Judge = build_judge(JudgeSettings(name="rules", granularity="atomic"))
+    judgements, _ = judge_items(items, judge, batch_size=3)
+    assert [j.verified for j in judgements] == [True] * len(ROWS) + [False, False]
+    result = benchmark.evaluate(items, judgements)
+
+    # exactly the counts of the English rows alone
+    assert result.answers.counts == Confusion(tp=1, fp=1, fn=1, tn=2)
+    assert result.claims is not None
+    assert result.claims.counts == Confusion(tp=2, fp=1, fn=0, tn=2)
+    assert result.unverified == 2
+    assert result.no_checked_claims == 0
+    rows = list(dump_rows(items, judgements, judge.info))
+    assert [(r["predicted"], r["verified"], r["unverified_reason"]) for r in rows[-2:]] == [
+        (None, False, "LANGUAGE_NOT_SUPPORTED")
+    ] * 2

@@ -16,6 +16,7 @@ from streamproc.evaluate import LoadError, judge_cases, load_cases
 from streamproc.evaluate.cases import LabelMismatch
 from streamproc.evaluate.cli import register
 from streamproc.evaluate.metrics import agreement, scores
+from streamproc.evaluate.reports import render_score
 from streamproc.events import AnswerEvent, VerdictLabel
 
 SAMPLES = Path(__file__).resolve().parents[3] / "streamproc" / "samples"
@@ -129,3 +130,40 @@ def test_make_samples_reproduces_the_committed_files(tmp_path: Path) -> None:
     )
     for name in ("seed_lab.answers.jsonl", "ragtruth.answers.jsonl"):
         assert (tmp_path / name).read_bytes() == (SAMPLES / name).read_bytes(), name
+
+
+def test_unverified_claims_and_answers_are_counted_apart(tmp_path: Path) -> None:
+    english = "The plant opened in 2019 in Ohio. It employs 500 people."
+    french = "L'usine a ouvert en 2019 dans l'Ohio. Elle emploie 500 personnes."
+    spans = [{"start": 45, "end": 48, "text": "500", "verdict": "contradicted"}]
+    french_spans = [{"start": 51, "end": 54, "text": "500", "verdict": "contradicted"}]
+    assert english[45:48] == "500" and french[51:54] == "500"
+    rows = [
+        {**benchmark_row(english, spans, "hallucinated"), "id": "rt-en"},
+        {**benchmark_row(french, french_spans, "hallucinated"), "id": "rt-fr"},
+    ]
+    cases = load_cases(write_jsonl(tmp_path / "rt.jsonl", rows))
+    (en, fr), _ = judge_cases(cases, JudgeSettings(name="rules", granularity="sentence"))
+    assert fr.judgement.verified is False
+    assert {c.verdict for c in fr.judgement.claims} == {VerdictLabel.UNVERIFIED}
+
+    agreed = agreement([en, fr])
+    alone = agreement([en])
+    assert (agreed.claims, agreed.agreed, agreed.caught, agreed.false_alarms) == (
+        alone.claims,
+        alone.agreed,
+        alone.caught,
+        alone.false_alarms,
+    )
+    assert (agreed.answers_bad, agreed.answers_caught) == (alone.answers_bad, 1)
+    assert (agreed.unverified, agreed.unverified_answers) == (len(fr.judgement.claims), 1)
+
+    scored = scores([en, fr], 1.0)
+    assert (scored.answered, scored.hallucinated) == (1, 1)
+    assert scored.claims == len(en.judgement.claims)
+    assert (scored.unverified, scored.unverified_claims) == (1, len(fr.judgement.claims))
+    assert scored.supported == sum(c.verdict is S for c in en.judgement.claims)
+    rendered = render_score(scored, []).text
+    assert "Outcomes: correct 0, abstained 0, wrong 1, unverified 1" in rendered
+    row = "  answers / claims not verified (outside the above)"
+    assert re.search(rf"{re.escape(row)} +1 / {len(fr.judgement.claims)}\n", rendered)

@@ -95,5 +95,9 @@ def test_trim_lists_the_refuted_sentences_as_written() -> None:
 def test_info_and_factory() -> None:
     judge = build_judge(JudgeSettings(name="rules", granularity="sentence", coverage_threshold=0.6))
     assert judge.info.name == "rules" and judge.info.granularity == "sentence"
-    assert judge.info.thresholds == {"coverage": 0.6}
+    assert judge.info.thresholds == {
+        "coverage": 0.6,
+        "language_min_confidence": 0.99,
+        "language_min_letters": 40.0,
+    }
     assert available_judges() == ("nli", "rules")

@@ -51,6 +51,7 @@ def outcome(
     faithfulness: float | None = 1.0,
     judge_ms: float | None = 10.0,
     task_type: str | None = None,
+    verified: bool = True,
 ) -> AnswerOutcome:
     return AnswerOutcome(
         event_id=event_id,
@@ -66,6 +67,7 @@ def outcome(
         faithfulness=faithfulness,
         judge_ms=judge_ms,
         task_type=task_type,
+        verified=verified,
     )
 
 
@@ -381,6 +383,54 @@ def test_an_aggregate_reads_live_counts_of_its_own_series_cells_only() -> None:
 def test_a_pane_of_the_layout_before_task_types_still_reads() -> None:
     pane = fill(outcome("a", hallucinated=True, task_type="QA"), outcome("b", task_type="QA"))
     assert pane.by_task == {"QA": [2, 1]}
-    old = [1, *pane.to_json()[1:-1]]  # layout 1: no by_task
+    old = [1, *pane.to_json()[1:-2]]  # layout 1: no by_task, no unverified
     restored = Pane.from_json(old)
     assert restored.by_task == {} and restored.answered == 2
+    assert restored.unverified == 0
+
+
+def test_a_pane_of_the_layout_before_unverified_answers_reads_with_none() -> None:
+    pane = fill(outcome("a", hallucinated=True, task_type="QA"), outcome("b", task_type="QA"))
+    old = [2, *pane.to_json()[1:-1]]  # layout 2: no unverified
+    restored = Pane.from_json(old)
+    assert restored == pane and restored.unverified == 0
+
+
+def test_unverified_answers_are_counted_apart_from_faithful_and_hallucinated() -> None:
+    pane = fill(
+        outcome("a", hallucinated=True, faithfulness=0.5, task_type="QA"),
+        outcome("b", task_type="QA"),
+        outcome("c", abstained=True, faithfulness=None),
+        # not checked: a refused language (no claim checked), a budget that ran out with
+        # one checked claim refuting the answer - neither counts in the rate
+        outcome("d", faithfulness=None, verified=False, task_type="QA"),
+        outcome("e", hallucinated=True, faithfulness=0.0, verified=False, task_type="QA"),
+        outcome("f", abstained=True, faithfulness=None, verified=False),
+    )
+    assert (pane.answers, pane.answered, pane.abstained, pane.unverified) == (6, 2, 1, 3)
+    assert pane.hallucinated == 1 and pane.examples == ("answer-a",)
+    assert pane.contradicted == 1  # e's refuted claim is not counted either
+    assert (pane.faith_sum, pane.faith_n) == (1.5, 2)
+    assert pane.by_task == {"QA": [2, 1]}
+    assert pane.latency == [latency_bin(10.0), 6]  # the judge spent its time on all six
+    assert Pane.from_json(pane.to_json()) == pane
+    assert close_pane(pane) == (2, 1)  # what the alerts count: verified answers only
+
+    totals = WindowTotals()
+    totals.add(pane, examples=5)
+    totals.add(fill(outcome("g", at=1, verified=False)), examples=5)
+    aggregate = totals.aggregate(SeriesKey("t", "b", "m"), WindowSpec(MINUTE, MINUTE), START, now=0)
+    assert (aggregate.answers, aggregate.answered, aggregate.abstentions) == (7, 2, 1)
+    assert aggregate.unverified == 4
+    assert aggregate.answers == aggregate.answered + aggregate.abstentions + aggregate.unverified
+    assert aggregate.hallucinated == 1 and aggregate.rate == 0.5
+    assert (aggregate.rate_low, aggregate.rate_high) == wilson_interval(1, 2)
+    assert aggregate.mean_faithfulness == 0.75
+
+
+def test_a_window_of_unverified_answers_only_has_no_rate() -> None:
+    totals = WindowTotals()
+    totals.add(fill(outcome("a", verified=False), outcome("b", verified=False)), examples=5)
+    aggregate = totals.aggregate(SeriesKey("t", "b", "m"), WindowSpec(MINUTE, MINUTE), START, now=0)
+    assert (aggregate.answers, aggregate.unverified, aggregate.answered) == (2, 2, 0)
+    assert aggregate.rate is None and aggregate.mean_faithfulness is None

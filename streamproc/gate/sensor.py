@@ -1,0 +1,41 @@
+"""What the gate reports, for metrics: a port the adapters implement."""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+from streamproc.gate_events import GateReply
+
+__all__ = ["GatePath", "GateSensor", "NullGateSensor"]
+
+GatePath = Literal["http", "kafka"]
+
+
+class GateSensor(Protocol):
+    """``decided`` is called by whoever answers the caller (the HTTP server, the Kafka
+    loop), which knows the path; ``pending`` and ``judged`` by the service."""
+
+    def decided(self, reply: GateReply, *, path: GatePath) -> None:
+        """One request answered."""
+        ...
+
+    def pending(self, count: int) -> None:
+        """Requests held now (queued or being judged)."""
+        ...
+
+    def judged(self, batch_size: int, judge_ms: float) -> None:
+        """One judge call finished: how many answers, how long."""
+        ...
+
+
+class NullGateSensor:
+    """Reports nowhere (tests, embedding programs)."""
+
+    def decided(self, reply: GateReply, *, path: GatePath) -> None:
+        del reply, path
+
+    def pending(self, count: int) -> None:
+        del count
+
+    def judged(self, batch_size: int, judge_ms: float) -> None:
+        del batch_size, judge_ms

@@ -1,0 +1,68 @@
+"""One span per decision continuing the caller's trace, its context on the published
+records, and the evaluation record, as the worker makes them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind
+
+from streamproc.adapters import semconv
+from streamproc.adapters.gate_tracing import GATE_DECISION, GATE_VERIFIED, gate_tracing
+from streamproc.adapters.telemetry import Telemetry
+from streamproc.config import JudgeSettings
+from streamproc.gate import GateService
+from streamproc.gate.tracing import PassThroughTracing
+from streamproc.wiring import build_judge
+from tests.unit.adapters.conftest import PARENT_SPAN, PARENT_TRACE, TRACEPARENT, Otel, make_otel
+from tests.unit.gate.conftest import event, request, settings
+from tests.unit.gate.test_service import MIXED
+
+
+@pytest.fixture()
+def otel() -> Iterator[Otel]:
+    built = make_otel()
+    yield built
+    built.telemetry.shutdown()
+
+
+async def test_the_decision_span_continues_the_callers_trace(otel: Otel) -> None:
+    service = GateService(
+        settings(), build_judge(JudgeSettings(name="rules")), tracing=gate_tracing(otel.telemetry)
+    )
+    await service.start()
+    try:
+        result = await service.check(
+            request(event(MIXED), headers=(("traceparent", TRACEPARENT),), trace_id=PARENT_TRACE)
+        )
+    finally:
+        await service.close()
+    [span] = [s for s in otel.spans.get_finished_spans() if s.name == semconv.ANSWER_SPAN]
+    assert span.kind is SpanKind.SERVER
+    assert trace.format_trace_id(span.context.trace_id) == PARENT_TRACE
+    assert span.parent is not None and trace.format_span_id(span.parent.span_id) == PARENT_SPAN
+    attributes = span.attributes or {}
+    assert attributes[GATE_DECISION] == "trim" and attributes[GATE_VERIFIED] is True
+    assert attributes[semconv.STREAMPROC_ANSWER_ID] == "ans-e1"
+
+    own = f"00-{PARENT_TRACE}-{trace.format_span_id(span.context.span_id)}-01".encode()
+    assert all(("traceparent", own) in record.headers for record in result.records)
+    verdict = json.loads(result.records[0].value or b"")
+    assert verdict["trace_id"] == PARENT_TRACE == result.reply.verdict.trace_id
+
+    records = otel.logs.get_finished_logs()
+    answers = [
+        r
+        for r in records
+        if (r.log_record.attributes or {}).get(semconv.GEN_AI_EVALUATION_NAME)
+        == semconv.GROUNDEDNESS_EVALUATION
+    ]
+    assert len(answers) == 1
+    assert answers[0].log_record.span_id == span.context.span_id
+
+
+def test_telemetry_off_passes_the_callers_headers_through() -> None:
+    assert isinstance(gate_tracing(Telemetry.disabled()), PassThroughTracing)
