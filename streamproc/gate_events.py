@@ -25,11 +25,11 @@ from streamproc.events import SCHEMA_VERSION, Action, UnverifiedReason, Verdict
 __all__ = [
     "BUDGET_HEADER",
     "CORRELATION_ID_HEADER",
+    "REPLY_TOPIC_HEADER",
     "FailurePolicy",
     "GateError",
     "GateErrorCode",
     "GateReply",
-    "REPLY_TOPIC_HEADER",
 ]
 
 BUDGET_HEADER: Final = "x-budget-ms"
