@@ -38,9 +38,7 @@ def rankings(model: str, events: Sequence[AnswerEvent], batch: int = 32) -> tupl
     """Each checked claim's candidate units in rank order, and the embedding seconds."""
     base = Settings().judge
     inference = base.inference.model_copy(update={"embedding_model": model})
-    judge = build_nli_judge(
-        base.model_copy(update={"inference": inference, "calibrator": None})
-    )
+    judge = build_nli_judge(base.model_copy(update={"inference": inference, "calibrator": None}))
     assert isinstance(judge, NliJudge)
     embedder = judge._embedder
     embed = embedder.embed

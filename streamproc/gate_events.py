@@ -81,9 +81,7 @@ class GateReply(_Model):
         "removed on trim, empty on withhold."
     )
     verdict: Verdict = Field(description="The verdict, as published on the verdicts topic.")
-    latency_ms: NonNegativeFloat = Field(
-        description="From the request's arrival to this decision."
-    )
+    latency_ms: NonNegativeFloat = Field(description="From the request's arrival to this decision.")
     budget_ms: NonNegativeFloat = Field(description="The budget the decision was made within.")
     policy: FailurePolicy = Field(description="The failure policy of the answer's tenant.")
 
