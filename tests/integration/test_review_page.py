@@ -22,7 +22,7 @@ import aiohttp
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
@@ -149,8 +149,11 @@ def label_in_the_browser(driver: WebDriver, url: str, token: str) -> list[str]:
 
     def showing() -> str:
         def changed(d: WebDriver) -> str | None:
-            elements = d.find_elements(By.ID, "answer-id")
-            shown = elements[0].text if elements else ""
+            try:
+                elements = d.find_elements(By.ID, "answer-id")
+                shown = elements[0].text if elements else ""
+            except WebDriverException:  # chromium's "node does not belong to the document"
+                return None  # is a stale element by another name: read it again
             return shown if shown and (not seen or shown != seen[-1]) else None
 
         shown = wait.until(changed)
