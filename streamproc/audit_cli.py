@@ -398,8 +398,7 @@ def plain_lines(stored: StoredRecord, labels: Sequence[StoredLabel] = ()) -> lis
     lines += [
         f"trace_id: {record.trace_id or '-'}",
         f"judged_at: {record.judged_at.isoformat()}",
-        f"input: {record.origin.topic} partition {record.origin.partition} "
-        f"offset {record.origin.offset}",
+        f"input: {record.origin.describe()}",
         f"event_sha256: {record.event_sha256}",
         f"judge: {record.judge.name} {record.judge.version} ({record.judge.granularity})",
         f"calibrator: {record.calibrator or '-'}",
@@ -489,11 +488,7 @@ def render(stored: StoredRecord, console: Console, labels: Sequence[StoredLabel]
         return
     _row(facts, "trace id", record.trace_id or "-")
     _row(facts, "judged at", record.judged_at.isoformat())
-    _row(
-        facts,
-        "input",
-        f"{record.origin.topic} partition {record.origin.partition} offset {record.origin.offset}",
-    )
+    _row(facts, "input", record.origin.describe())
     _row(facts, "event sha256", record.event_sha256)
     _row(facts, "code version", record.code_version)
     console.print(Panel(facts, title=Text(f"audit record {s.answer_id}")))

@@ -22,7 +22,7 @@ from functools import cache
 from importlib import metadata
 from typing import Any, Final, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeInt
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from streamproc.config import Settings
 from streamproc.events import (
@@ -49,13 +49,21 @@ RECORD_VERSION: Final = 1
 
 
 class InputOrigin(BaseModel):
-    """Where the answer event was read: enough to find it again on the input topic."""
+    """Where the answer event was read: enough to find it again on the input topic. An
+    answer the gate received over HTTP was read from no topic: ``gate.http``, partition
+    and offset -1 (its bytes are in the record itself)."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     topic: str
-    partition: NonNegativeInt
-    offset: NonNegativeInt
+    partition: int = Field(ge=-1, description="-1: not read from Kafka (the gate's HTTP path).")
+    offset: int = Field(ge=-1, description="-1: not read from Kafka (the gate's HTTP path).")
+
+    def describe(self) -> str:
+        """Where it came from, as the audit CLI prints it."""
+        if self.partition < 0:
+            return f"{self.topic} (received over HTTP, not read from a topic)"
+        return f"{self.topic} partition {self.partition} offset {self.offset}"
 
 
 class AuditRecord(BaseModel):

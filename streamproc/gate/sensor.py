@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-from streamproc.gate_events import GateReply
+from streamproc.gate_events import GateErrorCode, GateReply
 
 __all__ = ["GatePath", "GateSensor", "NullGateSensor"]
 
@@ -12,8 +12,9 @@ GatePath = Literal["http", "kafka"]
 
 
 class GateSensor(Protocol):
-    """``decided`` is called by whoever answers the caller (the HTTP server, the Kafka
-    loop), which knows the path; ``pending`` and ``judged`` by the service."""
+    """``decided``, ``refused`` and ``publish_failed`` are called by whoever answers the
+    caller (the HTTP server, the Kafka loop), which knows the path; ``pending`` and
+    ``judged`` by the service."""
 
     def decided(self, reply: GateReply, *, path: GatePath) -> None:
         """One request answered."""
@@ -25,6 +26,14 @@ class GateSensor(Protocol):
 
     def judged(self, batch_size: int, judge_ms: float) -> None:
         """One judge call finished: how many answers, how long."""
+        ...
+
+    def refused(self, code: GateErrorCode, *, path: GatePath) -> None:
+        """One request refused before a decision (bad input, auth, not ready)."""
+        ...
+
+    def publish_failed(self, *, path: GatePath) -> None:
+        """A decision's monitored records could not be published."""
         ...
 
 
@@ -39,3 +48,9 @@ class NullGateSensor:
 
     def judged(self, batch_size: int, judge_ms: float) -> None:
         del batch_size, judge_ms
+
+    def refused(self, code: GateErrorCode, *, path: GatePath) -> None:
+        del code, path
+
+    def publish_failed(self, *, path: GatePath) -> None:
+        del path

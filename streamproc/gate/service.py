@@ -62,7 +62,7 @@ from streamproc.stream.judging.stage import (
 )
 from streamproc.stream.loop.publisher import OutboundRecord
 from streamproc.stream.output.catalog import OutputTopics
-from streamproc.stream.output.dead_letter import MessageOrigin, Rejection
+from streamproc.stream.output.dead_letter import Rejection
 from streamproc.stream.output.topic import OutHeaders
 
 __all__ = ["GateService"]
@@ -455,7 +455,7 @@ class GateService:
         verdict = None
         records: list[OutboundRecord] = []
         if self._publish:
-            message = IncomingMessage(request.body, _recorded(request.origin), trace_id, headers)
+            message = IncomingMessage(request.body, request.origin, trace_id, headers)
             output = outputs_for(
                 [message],
                 [JudgedAnswer(answer, judgement)],
@@ -499,15 +499,6 @@ class GateService:
         pending = self.pending
         self.counters.max_pending = max(self.counters.max_pending, pending)
         self._sensor.pending(pending)
-
-
-def _recorded(origin: MessageOrigin) -> MessageOrigin:
-    """The origin the audit record names: an HTTP request has no partition or offset
-    (-1), and the audit record's origin counts from 0, so it names offset 0 of its topic
-    (``gate.http``) - the topic alone says it came over HTTP."""
-    if origin.partition >= 0 and origin.offset >= 0:
-        return origin
-    return MessageOrigin(origin.topic, max(0, origin.partition), max(0, origin.offset), origin.key)
 
 
 def _error() -> AnswerJudgement:

@@ -11,6 +11,13 @@ dropped (the next assignment starts again from the committed offsets), and one r
 a new assignment before ``on_partitions_assigned`` has run is put back (its partitions
 are sought to its first offsets), never dropped - the consumer's position has already
 moved past it, so dropping it would lose it (RELIABILITY.md, Incidents).
+
+With transactions, an assignment first waits for its partitions' committed offsets to be
+*stable* (:mod:`~streamproc.stream.loop.stable_offsets`: no transaction still holds
+pending offsets for them) and seeks there, before any state is restored or record read;
+a batch read below those offsets meanwhile is put back. Otherwise a worker given a
+partition while its previous owner's last commit is still being written would judge
+that batch again.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from streamproc.stream.loop.publisher import (
     Publisher,
     TransactionalPublisher,
 )
+from streamproc.stream.loop.stable_offsets import StableOffsetsUnavailable, stable_committed
 from streamproc.stream.loop.support import bounded_close, partition_names, record_count
 from streamproc.stream.loop.watch import ConsumerWatch
 
@@ -99,6 +107,11 @@ class ConsumerLoop(ABC):
         self._generation = 0
         self._assigned = False
         """``on_partitions_assigned`` has run for the current assignment."""
+        self._floors: dict[TopicPartition, int] = {}
+        """Per assigned partition, its stable committed offset: records below it were
+        published by an earlier owner's transaction."""
+        self._stable_fetch = self.transactional
+        """Off for good once the broker turns out not to speak OffsetFetch v7."""
         self._stopping = asyncio.Event()
 
     @property
@@ -169,10 +182,23 @@ class ConsumerLoop(ABC):
           records, so each partition is sought to its first one and read again once the
           assignment is prepared. No revocation can complete while the lock is held, so
           the assignment sought is the one the records came from.
+        - Read (in part) below a partition's stable committed offset (read from where
+          aiokafka's own offset fetch put it, before the stable one came): put back from
+          that offset, as the records below it are published already.
         """
         if read_at != self._generation:
             log.info(
                 "batch_dropped_after_rebalance", consumer=self.name, records=record_count(batch)
+            )
+            return False
+        if any(
+            records and records[0].offset < self._floors.get(tp, 0) for tp, records in batch.items()
+        ):
+            for tp, records in batch.items():
+                if records:
+                    self._consumer.seek(tp, max(records[0].offset, self._floors.get(tp, 0)))
+            log.info(
+                "batch_put_back_below_committed", consumer=self.name, records=record_count(batch)
             )
             return False
         if not self._assigned:
@@ -200,6 +226,28 @@ class ConsumerLoop(ABC):
 
     async def _on_assigned(self, partitions: list[TopicPartition]) -> None:  # noqa: B027 - optional hook
         """Called under ``_lock`` when partitions come, before any of their records."""
+
+    async def _settle_positions(self, partitions: list[TopicPartition]) -> None:
+        """Under ``_lock``, before :meth:`_on_assigned`: wait until no transaction holds
+        pending offsets for ``partitions`` and seek each to its stable committed offset."""
+        for tp in partitions:
+            self._floors.pop(tp, None)
+        if not self._stable_fetch or not partitions:
+            return
+        try:
+            offsets = await stable_committed(
+                self._consumer,
+                self.group_id,
+                partitions,
+                timeout_s=2 * self._settings.worker.transaction_timeout_s,
+            )
+        except StableOffsetsUnavailable as exc:
+            log.warning("stable_offsets_unavailable", consumer=self.name, error=str(exc))
+            self._stable_fetch = False
+            return
+        for tp, offset in (offsets or {}).items():
+            self._floors[tp] = offset
+            self._consumer.seek(tp, offset)
 
     def _connect(self) -> tuple[AIOKafkaConsumer, Publisher]:
         """The Kafka clients; made inside the running event loop, as aiokafka requires."""
@@ -265,6 +313,7 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
         loop = self._loop
         partitions = sorted(assigned)
         async with _waiting_for(loop):
+            await loop._settle_positions(partitions)
             await loop._on_assigned(partitions)
             loop._revoked_at = None
             loop._assigned = True

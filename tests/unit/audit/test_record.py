@@ -71,6 +71,17 @@ def test_the_record_carries_claims_action_judge_settings_and_origin() -> None:
     assert record.calibrator is None, "the rules judge uses no calibrator"
 
 
+def test_an_answer_received_over_http_names_no_partition_or_offset() -> None:
+    """The gate's HTTP path reads from no topic: -1, and the CLI says so in words."""
+    record = build(raw_answer(0), origin_topic="gate.http", origin_partition=-1, origin_offset=-1)
+    back = AuditRecord.model_validate_json(record.model_dump_json())
+    assert (back.origin.partition, back.origin.offset) == (-1, -1)
+    assert back.origin.describe() == "gate.http (received over HTTP, not read from a topic)"
+    assert build(raw_answer(0)).origin.describe() == f"{INPUT_TOPIC} partition 4 offset 1234"
+    with pytest.raises(ValueError, match="greater than or equal to -1"):
+        build(raw_answer(0), origin_offset=-2)
+
+
 def test_the_calibrator_is_named_when_the_nli_judge_decided() -> None:
     raw = raw_answer(0)
     [verdict] = verdicts_for([raw])
