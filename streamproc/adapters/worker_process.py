@@ -1,4 +1,5 @@
-"""A streamproc worker in a child process: how the demo and the end-to-end tests run one.
+"""A streamproc worker (or gate) in a child process: how the demo and the end-to-end tests
+run one.
 
 A separate process is what production runs too (the worker owns its event loop and signal
 handlers), and it lets a test kill a worker the way a crash would.
@@ -10,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
@@ -21,10 +23,14 @@ __all__ = ["WorkerProcess"]
 
 
 class WorkerProcess:
-    """``python -m streamproc worker`` with the given settings; logs go to ``log_path``."""
+    """``python -m streamproc worker`` (or ``command``, e.g. ``("gate", "serve")``) with the
+    given settings; logs go to ``log_path``."""
 
-    def __init__(self, settings: Settings, log_path: Path) -> None:
+    def __init__(
+        self, settings: Settings, log_path: Path, *, command: Sequence[str] = ("worker",)
+    ) -> None:
         self._settings = settings
+        self._command = tuple(command)
         self.log_path = log_path
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
@@ -33,7 +39,7 @@ class WorkerProcess:
         env = {**os.environ, **self._settings.to_env()}
         self._log = self.log_path.open("ab")
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "streamproc", "worker"],
+            [sys.executable, "-m", "streamproc", *self._command],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=self._log,
