@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write deploy/prometheus/rules/streamproc-slo.rules.yml from ``settings.alerts``
-(and the judge-drift alert, which needs no setting).
+(and the judge-drift and gate alerts, which need no setting).
 
 The rules are generated, never edited: the objective, the burn-rate pairs and the guards
 live in one place (the settings), and a unit test regenerates this file and fails when the
@@ -52,6 +52,7 @@ def _header(alerts: AlertSettings) -> str:
         f"# at least {alerts.min_answered} answered in the long window; Wilson guard "
         f"{'on' if alerts.require_wilson_above_objective else 'off'}.\n"
         "# JudgeDrift (ticket): the worker's streamproc_judge_drift gauge, not settings.\n"
+        "# GateUnverifiedHigh, GateShedding (ticket): the gate's decisions, not settings.\n"
     )
 
 

@@ -17,6 +17,8 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
 from streamproc.config import Settings
+from streamproc.gate_events import BUDGET_HEADER, CORRELATION_ID_HEADER, REPLY_TOPIC_HEADER
+from streamproc.stream.topics import GATE_REPLIES_TOPIC
 
 __all__ = ["ASYNCAPI_FILE", "render_asyncapi"]
 
@@ -38,6 +40,8 @@ class _Topic:
     """The reading loop's consumer group, ``<app_id>.<group>`` (receive only)."""
     also: tuple[tuple[str, str, str], ...] = ()
     """More messages on the same topic: (message, schema file, key)."""
+    who: str = "worker"
+    """Who reads or writes it, for the operation's summary."""
 
 
 def _topics(settings: Settings) -> list[_Topic]:
@@ -142,6 +146,7 @@ def _topics(settings: Settings) -> list[_Topic]:
             "by the window loop (group <app_id>.windows).",
         ),
         *_review_topics(settings),
+        *_gate_topics(settings),
     ]
 
 
@@ -184,6 +189,73 @@ def _review_topics(settings: Settings) -> list[_Topic]:
             "agreement, Cohen's kappa, drift findings. The latest per key is the truth.",
         ),
     ]
+
+
+def _gate_topics(settings: Settings) -> list[_Topic]:
+    """The gate's Kafka request / reply (``streamproc gate``): requests in, each reply to
+    the topic its request's ``reply-topic`` header names (the operation's ``reply``)."""
+    return [
+        _Topic(
+            "gateRequests",
+            settings.gate.requests_topic,
+            "GateRequest",
+            "answer-event",
+            "any (the client uses the correlation id)",
+            "receive",
+            "Answers to decide on before the user reads them: the answer event exactly as "
+            f"on the answers topic, with the {REPLY_TOPIC_HEADER}, {CORRELATION_ID_HEADER} "
+            f"and {BUDGET_HEADER} headers. A request the gate cannot take is a dead letter; "
+            "one with a reply route also gets a GateError reply.",
+            group="gate",
+            who="gate",
+        ),
+        _Topic(
+            "gateReplies",
+            GATE_REPLIES_TOPIC,
+            "GateReply",
+            "gate-reply",
+            "the request's correlation id",
+            "send",
+            "The gate's decisions, on the topic each request's reply-topic header names "
+            "(this default one, or the caller's own), in the same transaction as the "
+            "answer's verdict: read them read_committed. A caller with no reply within its "
+            "budget decides by its own failure policy (streamproc.gate.client).",
+            also=(("GateError", "gate-error", "the request's correlation id"),),
+            who="gate",
+        ),
+    ]
+
+
+_PAYLOAD_OF = {"GateRequest": "AnswerEvent"}
+"""A message whose payload is another message's model (its schema's title)."""
+_CORRELATION_ID = {
+    "type": "string",
+    "maxLength": 255,
+    "description": "The caller's id of the request (a uuid4): the reply carries the same.",
+}
+_HEADERS: dict[str, dict[str, Any]] = {
+    "GateRequest": {
+        REPLY_TOPIC_HEADER: {
+            "type": "string",
+            "pattern": "^[A-Za-z0-9._-]{1,249}$",
+            "description": "The topic the reply goes to (it must exist; not an internal one).",
+        },
+        CORRELATION_ID_HEADER: _CORRELATION_ID,
+        BUDGET_HEADER: {
+            "type": "string",
+            "pattern": "^[0-9]+(\\.[0-9]+)?$",
+            "description": "The latency budget in milliseconds, counted from the record's "
+            "timestamp (default gate.default_budget_ms; cut to gate.max_budget_ms).",
+        },
+    },
+    "GateReply": {CORRELATION_ID_HEADER: _CORRELATION_ID},
+    "GateError": {CORRELATION_ID_HEADER: _CORRELATION_ID},
+}
+_REQUIRED = {
+    "GateRequest": [REPLY_TOPIC_HEADER, CORRELATION_ID_HEADER],
+    "GateReply": [CORRELATION_ID_HEADER],
+    "GateError": [CORRELATION_ID_HEADER],
+}
 
 
 def render_asyncapi(settings: Settings | None = None) -> str:
@@ -231,9 +303,21 @@ def _operation(topic: _Topic, group: str) -> dict[str, Any]:
     operation: dict[str, Any] = {
         "action": topic.action,
         "channel": {"$ref": f"#/channels/{topic.channel}"},
-        "summary": ("The worker reads " if topic.action == "receive" else "The worker writes ")
+        "summary": f"The {topic.who} {'reads' if topic.action == 'receive' else 'writes'} "
         + topic.address,
     }
+    if topic.channel == "gateRequests":
+        operation["reply"] = {
+            "address": {
+                "location": f"$message.header#/{REPLY_TOPIC_HEADER}",
+                "description": "The request's reply-topic header.",
+            },
+            "channel": {"$ref": "#/channels/gateReplies"},
+            "messages": [
+                {"$ref": f"#/channels/gateReplies/messages/{name}"}
+                for name in ("GateReply", "GateError")
+            ],
+        }
     if topic.action == "receive":
         operation["bindings"] = {
             "kafka": {
@@ -253,21 +337,25 @@ def _messages(topics: list[_Topic]) -> dict[str, Any]:
 
 
 def _message(name: str, schema_file: str, key: str) -> dict[str, Any]:
-    return {
+    headers: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "traceparent": {
+                "type": "string",
+                "pattern": _TRACEPARENT,
+                "description": "W3C trace context; optional on answers (the verdict "
+                "then continues the producer's trace), always set on outputs.",
+            },
+            **_HEADERS.get(name, {}),
+        },
+    }
+    if name in _REQUIRED:
+        headers["required"] = _REQUIRED[name]
+    message: dict[str, Any] = {
         "name": name,
         "contentType": "application/json",
         "payload": {"$ref": f"{schema_file}.schema.json"},
-        "headers": {
-            "type": "object",
-            "properties": {
-                "traceparent": {
-                    "type": "string",
-                    "pattern": _TRACEPARENT,
-                    "description": "W3C trace context; optional on answers (the verdict "
-                    "then continues the producer's trace), always set on outputs.",
-                }
-            },
-        },
+        "headers": headers,
         "bindings": {
             "kafka": {
                 "key": {"type": "string", "description": f"The record key: {key}."},
@@ -275,6 +363,11 @@ def _message(name: str, schema_file: str, key: str) -> dict[str, Any]:
             }
         },
     }
+    if name in _PAYLOAD_OF:
+        message["title"] = f"{_PAYLOAD_OF[name]} as a gate request"
+    if CORRELATION_ID_HEADER in _HEADERS.get(name, {}):
+        message["correlationId"] = {"location": f"$message.header#/{CORRELATION_ID_HEADER}"}
+    return message
 
 
 def _package_version() -> str:

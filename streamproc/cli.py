@@ -91,6 +91,10 @@ def _parser() -> argparse.ArgumentParser:
     from streamproc.review_cli import register as register_review
 
     register_review(commands)  # review serve | token | import | export
+
+    from streamproc.gate_cli import register as register_gate
+
+    register_gate(commands)  # gate serve | token
     return parser
 
 

@@ -13,6 +13,15 @@ while the worker's ``streamproc_judge_drift`` gauge says a cell's live sensitivi
 precision is significantly below the offline benchmark or its own trailing baseline
 (``streamproc.alerting.live_accuracy``). The worker decides significance; Prometheus only
 waits ``DRIFT_FOR`` so a flapping finding near the threshold opens no ticket.
+
+Two more watch the inline gate (``streamproc gate``), from its
+``streamproc_gate_decisions_total{decision, verified, reason}`` counter: ``GateUnverifiedHigh``
+when more than ``GATE_UNVERIFIED_RATIO`` of its decisions over ``GATE_WINDOW`` were not
+verified (budget, language, overload or judge error: callers got the failure policy's answer,
+not a checked one), and ``GateShedding`` when more than ``GATE_SHED_RATIO`` were shed by
+admission control (reason ``OVERLOADED``: the gate needs replicas). Both need at least
+``GATE_MIN_DECISIONS`` decisions in the window, so a handful of requests never raise them,
+and both are kept per (namespace, job): one alert per gate deployment, summed over replicas.
 """
 
 from __future__ import annotations
@@ -29,6 +38,16 @@ __all__ = [
     "DRIFT_LABELS",
     "DRIFT_METRIC",
     "DRIFT_RUNBOOK_URL",
+    "GATE_DECISIONS_METRIC",
+    "GATE_FOR",
+    "GATE_GROUP_LABELS",
+    "GATE_MIN_DECISIONS",
+    "GATE_RUNBOOK_URL",
+    "GATE_SHED_ALERT_NAME",
+    "GATE_SHED_RATIO",
+    "GATE_UNVERIFIED_ALERT_NAME",
+    "GATE_UNVERIFIED_RATIO",
+    "GATE_WINDOW",
     "GROUP_LABELS",
     "HALLUCINATED_METRIC",
     "MIN_ANSWERED_RECORD",
@@ -65,6 +84,21 @@ DRIFT_LABELS = ("tenant", "assistant", "task_type", "judge", "finding")
 """One alert per cell and finding, whichever worker replica reports it (max over them)."""
 DRIFT_FOR = "15m"
 DRIFT_RUNBOOK_URL = "README.md#for-on-call-judge-drift"
+GATE_DECISIONS_METRIC = "streamproc_gate_decisions_total"
+GATE_UNVERIFIED_ALERT_NAME = "GateUnverifiedHigh"
+GATE_SHED_ALERT_NAME = "GateShedding"
+GATE_WINDOW = "10m"
+GATE_UNVERIFIED_RATIO = 0.2
+"""More than this share of decisions unverified: callers mostly get the policy's answer."""
+GATE_SHED_RATIO = 0.05
+"""More than this share shed (OVERLOADED): admission control is turning requests away."""
+GATE_MIN_DECISIONS = 100
+"""Fewer decisions than this in ``GATE_WINDOW`` (one every 6 s) never alert: too few to say."""
+GATE_FOR = "5m"
+GATE_GROUP_LABELS = ("namespace", "job")
+"""One alert per gate deployment: replicas summed, two deployments (two namespaces, or
+compose's job) never mixed. Labels a target lacks are simply absent."""
+GATE_RUNBOOK_URL = "docs/gate.md#the-alerts"
 Z = 1.96
 """Two-sided 95 % normal quantile, as ``streamproc.stats.wilson_interval`` uses."""
 
@@ -250,9 +284,64 @@ def _drift_rule() -> dict[str, Any]:
     }
 
 
+def _gate_rule(name: str, selector: str, ratio: float, what: str, meaning: str) -> dict[str, Any]:
+    """One deployment's share of decisions matching ``selector`` over the window above
+    ``ratio``, with at least ``GATE_MIN_DECISIONS`` decisions in it. While none match, the
+    numerator has no series and nothing fires, as it should."""
+    by = f"sum by ({', '.join(GATE_GROUP_LABELS)})"
+    # The share comes first: an alert's $value is its left-most operand.
+    expr = (
+        f"{by} (rate({GATE_DECISIONS_METRIC}{selector}[{GATE_WINDOW}]))\n"
+        f"/\n{by} (rate({GATE_DECISIONS_METRIC}[{GATE_WINDOW}]))\n"
+        f"> {_number(ratio)}\n"
+        f"and {by} (increase({GATE_DECISIONS_METRIC}[{GATE_WINDOW}])) >= {GATE_MIN_DECISIONS}\n"
+    )
+    return {
+        "alert": name,
+        "expr": expr,
+        "for": GATE_FOR,
+        "labels": {"severity": "ticket"},
+        "annotations": {
+            "summary": (
+                f"{{{{ $labels.job }}}}: {{{{ $value | humanizePercentage }}}} of gate "
+                f"decisions {what} over {GATE_WINDOW}"
+            ),
+            "description": (
+                f"More than {_percent(ratio)} of the gate's decisions over {GATE_WINDOW} "
+                f"were {what} (at least {GATE_MIN_DECISIONS} decisions, for {GATE_FOR}): "
+                f"{meaning}"
+            ),
+            "runbook_url": GATE_RUNBOOK_URL,
+        },
+    }
+
+
+def _gate_rules() -> list[dict[str, Any]]:
+    return [
+        _gate_rule(
+            GATE_UNVERIFIED_ALERT_NAME,
+            '{verified="false"}',
+            GATE_UNVERIFIED_RATIO,
+            "unverified",
+            "callers got the failure policy's answer (pass unverified or withhold), not a "
+            "checked one. The dashboard's Gate row splits them by reason: BUDGET_EXCEEDED "
+            "(budgets too small for the judge), LANGUAGE_NOT_SUPPORTED, OVERLOADED, "
+            "JUDGE_ERROR.",
+        ),
+        _gate_rule(
+            GATE_SHED_ALERT_NAME,
+            '{reason="OVERLOADED"}',
+            GATE_SHED_RATIO,
+            "shed",
+            "admission control answered them at once by policy because the expected wait "
+            "exceeded their budget. Add gate replicas (or CPU), or raise the callers' budgets.",
+        ),
+    ]
+
+
 def rule_groups(alerts: AlertSettings) -> dict[str, Any]:
     """The rule file's document: SLI recordings, the policy's numbers, the alerts, the
-    judge's drift."""
+    judge's drift, the gate's decisions."""
     return {
         "groups": [
             {"name": "streamproc-slo-sli-recordings", "rules": _sli_rules(alerts)},
@@ -262,5 +351,6 @@ def rule_groups(alerts: AlertSettings) -> dict[str, Any]:
                 "rules": [_alert_rule(alerts, sev, pair) for sev, pair in _pairs(alerts)],
             },
             {"name": "streamproc-judge-alerts", "rules": [_drift_rule()]},
+            {"name": "streamproc-gate-alerts", "rules": _gate_rules()},
         ]
     }

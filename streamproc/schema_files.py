@@ -1,5 +1,7 @@
 """JSON Schema files in ``schemas/``, generated from the pydantic event models, and the
-AsyncAPI document that names the topics they travel on (:mod:`streamproc.asyncapi`).
+AsyncAPI document that names the topics they travel on (:mod:`streamproc.asyncapi`), and
+the OpenAPI document of the gate's HTTP API that embeds some of them
+(:mod:`streamproc.openapi`).
 
 The models are the source of truth; the files are for people and for producers in other
 languages. ``streamproc schemas write`` regenerates them, ``streamproc schemas check``
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode
@@ -18,6 +21,7 @@ from streamproc.alerting.alert_state import AlertEvent
 from streamproc.asyncapi import ASYNCAPI_FILE, render_asyncapi
 from streamproc.audit.record import AuditRecord
 from streamproc.events import AnswerEvent, AnswerOutcome, DeadLetter, Flag, Verdict, WindowAggregate
+from streamproc.gate_events import GateError, GateReply
 from streamproc.label_events import (
     JudgeAccuracyEvent,
     JudgeDriftAlert,
@@ -26,6 +30,7 @@ from streamproc.label_events import (
     LabelEvent,
     ReviewItem,
 )
+from streamproc.openapi import OPENAPI_FILE, render_openapi
 
 __all__ = ["SCHEMA_MODELS", "drifted_schemas", "render_schemas", "write_schemas"]
 
@@ -44,6 +49,8 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "label-delta": LabelDelta,  # internal: the labels loop to the accuracy loop
     "judge-accuracy-event": JudgeAccuracyEvent,  # the judge's live accuracy per cell
     "judge-drift-alert": JudgeDriftAlert,  # on the alerts topic
+    "gate-reply": GateReply,  # the gate's decision: HTTP 200 body, Kafka reply value
+    "gate-error": GateError,  # the gate's refusal: HTTP 4xx/503 body, Kafka reply value
 }
 
 _BASE_ID = "https://streamproc.invalid/schemas/"
@@ -52,6 +59,7 @@ _BASE_ID = "https://streamproc.invalid/schemas/"
 def render_schemas() -> dict[str, str]:
     """File name -> schema text, exactly as checked in."""
     rendered: dict[str, str] = {}
+    documents: dict[str, dict[str, Any]] = {}
     for name, model in SCHEMA_MODELS.items():
         mode: JsonSchemaMode = (
             "validation" if model in (AnswerEvent, LabelEvent) else "serialization"
@@ -62,8 +70,11 @@ def render_schemas() -> dict[str, str]:
             "$id": f"{_BASE_ID}{name}.schema.json",
             **schema,
         }
+        documents[name] = document
         rendered[f"{name}.schema.json"] = json.dumps(document, indent=2, sort_keys=True) + "\n"
     rendered[ASYNCAPI_FILE] = render_asyncapi()
+    # The gate's HTTP API is made of the very documents written above.
+    rendered[OPENAPI_FILE] = render_openapi(documents)
     return rendered
 
 

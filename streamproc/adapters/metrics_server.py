@@ -12,16 +12,27 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Protocol
 
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from streamproc.adapters.health import HealthState, add_health_routes
 from streamproc.adapters.http_server import AppServer
-from streamproc.adapters.metrics import WorkerMetrics
 from streamproc.config import Settings
 
-__all__ = ["MetricsServer"]
+__all__ = ["MetricsServer", "ServedMetrics"]
+
+
+class ServedMetrics(Protocol):
+    """What the server serves: a registry, and a hook to bring pulled values up to date
+    before each scrape (the worker's and the gate's metrics both are)."""
+
+    @property
+    def registry(self) -> CollectorRegistry: ...
+
+    def refresh(self) -> None: ...
 
 
 class MetricsServer(AppServer):
@@ -29,7 +40,7 @@ class MetricsServer(AppServer):
 
     def __init__(
         self,
-        metrics: WorkerMetrics,
+        metrics: ServedMetrics,
         *,
         host: str,
         port: int,
@@ -43,7 +54,7 @@ class MetricsServer(AppServer):
     def from_settings(
         cls,
         settings: Settings,
-        metrics: WorkerMetrics,
+        metrics: ServedMetrics,
         probe: Callable[[], HealthState] | None = None,
     ) -> MetricsServer | None:
         """The server ``settings.metrics`` asks for; None when its port is None."""

@@ -36,10 +36,12 @@ from streamproc.config import KafkaSecurity, Settings
 __all__ = [
     "AUDIT_MAX_MESSAGE_BYTES",
     "DEAD_LETTER_MAX_BYTES",
+    "GATE_REPLIES_TOPIC",
     "TopicSpec",
     "accuracy_changelog_topic",
     "audit_topic_spec",
     "ensure_topics",
+    "gate_topic_specs",
     "labels_changelog_topic",
     "prepare_topics",
     "review_topic_specs",
@@ -58,6 +60,13 @@ AUDIT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 """An audit record holds the event exactly as received (base64) and parsed for display,
 next to the whole verdict: with the default 512 KiB event cap it stays far below this."""
 _DAY_MS = 24 * 3600 * 1000
+
+GATE_REPLIES_TOPIC = "groundedness.gate-replies"
+"""The default reply topic of the gate's Kafka request / reply: created with the other
+topics, read by :class:`~streamproc.gate.client.GateClient` unless it is given its own."""
+_GATE_RETENTION_MS = 3600 * 1000
+"""Gate requests and replies matter for one budget (milliseconds to seconds): an hour
+is ample for a replay or a look, and keeps the topics small."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +145,7 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
             if settings.review.enabled or settings.labels.enabled
             else []
         ),
+        *(gate_topic_specs(settings) if settings.gate.kafka_requests else []),
         spec(
             topics.dead_letter,
             {
@@ -143,6 +153,23 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
                 # Dead letters hold raw evidence: kept only as long as replays need.
                 "retention.ms": str(topics.dead_letter_retention_ms),
             },
+        ),
+    ]
+
+
+def gate_topic_specs(settings: Settings) -> list[TopicSpec]:
+    """The gate's Kafka request / reply: its requests topic (answer events, as on the
+    answers topic) and the default reply topic (:data:`GATE_REPLIES_TOPIC`; a reply holds
+    a whole verdict, so it takes the output topics' record size). Both short-lived."""
+    topics = settings.topics
+    short = {"retention.ms": str(_GATE_RETENTION_MS)}
+    output = {"max.message.bytes": str(topics.output_max_message_bytes)}
+    return [
+        TopicSpec(
+            settings.gate.requests_topic, topics.partitions, topics.replication_factor, short
+        ),
+        TopicSpec(
+            GATE_REPLIES_TOPIC, topics.partitions, topics.replication_factor, {**short, **output}
         ),
     ]
 

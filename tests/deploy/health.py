@@ -42,6 +42,11 @@ HEALTH: dict[tuple[str, ...], HealthEndpoint] = {
     ("review", "serve"): HealthEndpoint(
         "/healthz", "/healthz", lambda s: s.review.port, "http", lambda s: s.review.host
     ),
+    # The gate: /healthz once it listens, /readyz while its service takes requests, on
+    # gate.port; like the page it must bind beyond 127.0.0.1 (gate.host).
+    ("gate", "serve"): HealthEndpoint(
+        "/healthz", "/readyz", lambda s: s.gate.port, "http", lambda s: s.gate.host
+    ),
 }
 
 

@@ -10,7 +10,13 @@ mounts naming a volume and a Secret that exists, the reviewers' tokens file unde
 mount of a Secret holding that key, a selector that matches its pods, settings ``Settings``
 accepts, the health port the settings open (and bound beyond 127.0.0.1), replicas within the
 partition count (one for the review page), the instance id from the pod name, requests within
-limits. Each rule is also shown a broken copy and must name the break.
+limits; autoscalers aimed at a workload that exists, one autoscaler per workload, CPU
+requests under a CPU target, and KEDA's kafka trigger reading the judging group's lag on the
+answers topic of the broker the settings name, with the broker's SASL and TLS and
+credentials from objects that hold them. Each rule is also shown a broken copy and must name
+the break. KEDA's ScaledObject and TriggerAuthentication are custom resources:
+kubernetes-validate does not know them, so they are validated against KEDA's own CRD
+schemas, vendored in tests/deploy/keda.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import copy
 import importlib
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from types import ModuleType
@@ -29,6 +36,9 @@ import yaml
 from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 
+from streamproc.config import Settings
+from streamproc.stream.judging.loop import judge_group_id
+from tests.deploy.crd import crd_problems, crd_schemas
 from tests.deploy.health import health_endpoint
 from tests.deploy.test_settings import (
     TRANSACTIONAL,
@@ -40,6 +50,10 @@ from tests.deploy.test_settings import (
 REPO = Path(__file__).resolve().parents[2]
 K8S_DIR = REPO / "deploy" / "k8s"
 WORKLOADS = {"Deployment", "StatefulSet"}
+KEDA = "keda.sh/v1alpha1"
+GATE = "streamproc-gate"  # the gate's Deployment, Service and HorizontalPodAutoscaler
+GATE_COMMAND = ("gate", "serve")
+SASL = {"SCRAM-SHA-512": "scram_sha512", "SCRAM-SHA-256": "scram_sha256", "PLAIN": "plaintext"}
 PROBES = ("startupProbe", "livenessProbe", "readinessProbe")
 REVIEW_PAGE = ("review", "serve")
 REVIEW = "streamproc-review"  # the page's Deployment and Service
@@ -222,11 +236,13 @@ def _workload_problems(workload: Obj, by_name: Mapping[tuple[str, str], Obj]) ->
             host = endpoint.host(settings) if endpoint.host is not None else None
             if host is not None and host not in ALL_INTERFACES:
                 yield f"{where}: binds {host}: neither probes nor Services reach it"
-        tokens = settings.review.tokens_file
-        if tokens is not None:
-            why = _mounted_secret_file(PurePosixPath(tokens), pod, container, by_name)
-            if why is not None:
-                yield f"{where}: tokens file {why}"
+        for tokens in (settings.review.tokens_file, settings.gate.tokens_file):
+            if tokens is not None:
+                why = _mounted_secret_file(PurePosixPath(tokens), pod, container, by_name)
+                if why is not None:
+                    yield f"{where}: tokens file {why}"
+        if tuple(args) == GATE_COMMAND and settings.gate.tokens_file is None:
+            yield f"{where}: no STREAMPROC_GATE__TOKENS_FILE: every request would get 401"
         if tuple(args) == REVIEW_PAGE and spec.get("replicas", 1) != 1:
             yield (
                 f"{name}: replicas {spec['replicas']}: each signs sessions with its own key, "
@@ -262,6 +278,104 @@ def _service_problems(service: Obj, workloads: list[Obj]) -> Iterator[str]:
                 yield f"{name}: targetPort {target} is not a port of {pod['metadata']['name']}"
 
 
+def _target(scaler: Obj) -> tuple[str, str]:
+    ref = scaler["spec"]["scaleTargetRef"]
+    return ref.get("kind", "Deployment"), ref["name"]
+
+
+def _workload_settings(workload: Obj, by_name: Mapping[tuple[str, str], Obj]) -> Settings:
+    return settings_from_env(_environment(_containers(workload)[0], by_name))
+
+
+def _kafka_trigger_problems(
+    name: str, trigger: Obj, settings: Settings, by_name: Mapping[tuple[str, str], Obj]
+) -> Iterator[str]:
+    """The lag KEDA reads must be the judging loop's, on the broker the workers use."""
+    meta = trigger.get("metadata", {})
+    wanted = {
+        "consumerGroup": judge_group_id(settings),
+        "topic": settings.topics.answers,
+        "bootstrapServers": settings.bootstrap_servers,
+    }
+    for key, value in wanted.items():
+        if meta.get(key) != value:
+            yield f"{name}: kafka trigger {key} {meta.get(key)!r}, not {value!r}"
+    if int(meta.get("lagThreshold", "10")) < 1:
+        yield f"{name}: lagThreshold {meta.get('lagThreshold')} below 1"
+    protocol = settings.security.protocol
+    if protocol.startswith("SASL_"):
+        mechanism = SASL.get(settings.security.sasl_mechanism or "")
+        if meta.get("sasl") != mechanism:
+            yield f"{name}: sasl {meta.get('sasl')!r}, the broker wants {mechanism!r}"
+        auth = by_name.get(
+            ("TriggerAuthentication", trigger.get("authenticationRef", {}).get("name", ""))
+        )
+        if auth is None:
+            yield f"{name}: SASL without a TriggerAuthentication"
+        else:
+            yield from _auth_problems(auth, by_name)
+    if protocol.endswith("SSL") != (meta.get("tls") == "enable"):
+        yield f"{name}: tls {meta.get('tls')!r} for a {protocol} broker"
+
+
+def _auth_problems(auth: Obj, by_name: Mapping[tuple[str, str], Obj]) -> Iterator[str]:
+    name = f"TriggerAuthentication {auth['metadata']['name']}"
+    given: set[str] = set()
+    for field, kind in (("secretTargetRef", "Secret"), ("configMapTargetRef", "ConfigMap")):
+        for ref in auth["spec"].get(field, []):
+            source = by_name.get((kind, ref["name"]))
+            if source is None:
+                yield f"{name}: {ref['parameter']} from no {kind} {ref['name']}"
+            elif ref["key"] not in _data(source):
+                yield f"{name}: {kind} {ref['name']} has no key {ref['key']}"
+            given.add(ref["parameter"])
+    for parameter in sorted({"username", "password"} - given):
+        yield f"{name}: no {parameter}"
+
+
+def _autoscaler_problems(
+    objects: list[Obj], by_name: Mapping[tuple[str, str], Obj]
+) -> Iterator[str]:
+    """HorizontalPodAutoscalers and KEDA ScaledObjects (which make their own HPA)."""
+    scalers = [o for o in objects if o["kind"] in {"HorizontalPodAutoscaler", "ScaledObject"}]
+    targets = Counter(_target(s) for s in scalers)
+    for (kind, target), count in targets.items():
+        if count > 1:
+            yield f"{kind} {target}: {count} autoscalers on one workload"
+    for scaler in scalers:
+        name = f"{scaler['kind']} {scaler['metadata']['name']}"
+        workload = by_name.get(_target(scaler))
+        if workload is None:
+            yield f"{name}: scaleTargetRef names no {' '.join(_target(scaler))}"
+            continue
+        spec = scaler["spec"]
+        low, high = (
+            (spec.get("minReplicas", 1), spec["maxReplicas"])
+            if scaler["kind"] == "HorizontalPodAutoscaler"
+            else (spec.get("minReplicaCount", 0), spec.get("maxReplicaCount", 100))
+        )
+        if low > high:
+            yield f"{name}: min replicas {low} above max {high}"
+        if "replicas" in workload["spec"]:
+            yield f"{name}: {workload['metadata']['name']} sets replicas, which apply would reset"
+        try:
+            settings = _workload_settings(workload, by_name)
+        except (UnknownSettingError, ValidationError):
+            continue  # named with the workload's own problems
+        if workload["kind"] == "StatefulSet" and high > settings.topics.partitions:
+            yield f"{name}: max replicas {high} > partitions {settings.topics.partitions}"
+        for metric in spec.get("metrics", []):
+            resource = metric.get("resource", {}).get("name")
+            if resource and any(
+                resource not in c.get("resources", {}).get("requests", {})
+                for c in _containers(workload)
+            ):
+                yield f"{name}: a {resource} target on containers without a {resource} request"
+        for trigger in spec.get("triggers", []):
+            if trigger["type"] == "kafka":
+                yield from _kafka_trigger_problems(name, trigger, settings, by_name)
+
+
 def manifest_problems(objects: list[Obj]) -> list[str]:
     """The mistakes a schema cannot see, across all objects of the kustomization."""
     by_name = {(o["kind"], o["metadata"]["name"]): o for o in objects}
@@ -282,6 +396,7 @@ def manifest_problems(objects: list[Obj]) -> list[str]:
             for w in workloads
         ):
             problems.append(f"PodDisruptionBudget {budget['metadata']['name']} selects no pod")
+    problems.extend(_autoscaler_problems(objects, by_name))
     return problems
 
 
@@ -290,15 +405,21 @@ def test_the_kustomization_applies_what_is_here(objects: list[Obj]) -> None:
     assert kinds == [
         ("ConfigMap", "streamproc-config"),
         ("Deployment", "streamproc-audit-sink"),
+        ("Deployment", GATE),
         ("Deployment", "streamproc-review"),
+        ("HorizontalPodAutoscaler", GATE),
         ("PodDisruptionBudget", "streamproc-worker"),
+        ("ScaledObject", "streamproc-worker"),
         ("Secret", "streamproc-audit-store"),
         ("Secret", "streamproc-broker"),
+        ("Secret", "streamproc-gate-tokens"),
         ("Secret", "streamproc-review-store"),
         ("Secret", "streamproc-review-tokens"),
+        ("Service", GATE),
         ("Service", "streamproc-review"),
         ("Service", "streamproc-worker"),
         ("StatefulSet", "streamproc-worker"),
+        ("TriggerAuthentication", "streamproc-kafka"),
     ]
     listed = set(_kustomization()["resources"])
     on_disk = {p.name for p in K8S_DIR.glob("*.yaml")} - {"kustomization.yaml"}
@@ -317,12 +438,14 @@ def test_commands_are_the_worker_the_sink_and_the_page(objects: list[Obj]) -> No
     worker = _containers(_find(objects, "StatefulSet", "streamproc-worker"))[0]
     sink = _containers(_find(objects, "Deployment", "streamproc-audit-sink"))[0]
     page = _containers(_find(objects, "Deployment", "streamproc-review"))[0]
-    assert (worker["args"], sink["args"], page["args"]) == (
+    gate = _gate(objects)
+    assert (worker["args"], sink["args"], page["args"], gate["args"]) == (
         ["worker"],
         ["audit-sink"],
         list(REVIEW_PAGE),
+        list(GATE_COMMAND),
     )
-    for container in (worker, sink, page):
+    for container in (worker, sink, page, gate):
         assert "command" not in container, "the image's entrypoint runs"
         assert is_command(container["args"])
 
@@ -403,6 +526,20 @@ def test_the_manifests_have_no_structural_problem(objects: list[Obj]) -> None:
 def _container(objects: list[Obj], kind: str = "StatefulSet") -> Obj:
     name = "streamproc-worker" if kind == "StatefulSet" else "streamproc-audit-sink"
     return _containers(_find(objects, kind, name))[0]
+
+
+def _gate(objects: list[Obj]) -> Obj:
+    return _containers(_find(objects, "Deployment", GATE))[0]
+
+
+def _gate_env(objects: list[Obj], name: str) -> Obj:
+    (item,) = (e for e in _gate(objects)["env"] if e["name"] == name)
+    return cast(Obj, item)
+
+
+def _trigger(objects: list[Obj]) -> dict[str, str]:
+    (trigger,) = _find(objects, "ScaledObject", "streamproc-worker")["spec"]["triggers"]
+    return cast(dict[str, str], trigger["metadata"])
 
 
 def _page(objects: list[Obj]) -> Obj:
@@ -558,6 +695,99 @@ MUTATIONS: dict[str, tuple[Callable[[list[Obj]], None], str]] = {
         lambda o: _page(o)["volumeMounts"][0].pop("readOnly"),
         "its mount /etc/streamproc/review is not read-only",
     ),
+    "gate readiness path": (
+        lambda o: _gate(o)["readinessProbe"]["httpGet"].update(path="/healthz"),
+        "gate/gate: readinessProbe asks /healthz, not /readyz",
+    ),
+    "gate on localhost": (
+        lambda o: _gate_env(o, "STREAMPROC_GATE__HOST").update(value="127.0.0.1"),
+        "gate/gate: binds 127.0.0.1",
+    ),
+    "gate port setting": (
+        lambda o: _gate_env(o, "STREAMPROC_GATE__PORT").update(value="8080"),
+        "health port 8080 is not the containerPort named http (8790)",
+    ),
+    "gate tokens key": (
+        lambda o: _gate_env(o, "STREAMPROC_GATE__TOKENS_FILE").update(
+            value="/etc/streamproc/gate/callers.toml"
+        ),
+        "Secret streamproc-gate-tokens has no key callers.toml",
+    ),
+    "gate without tokens": (
+        lambda o: _gate(o)["env"].remove(_gate_env(o, "STREAMPROC_GATE__TOKENS_FILE")),
+        "no STREAMPROC_GATE__TOKENS_FILE: every request would get 401",
+    ),
+    "gate policy value": (
+        lambda o: _gate_env(o, "STREAMPROC_GATE__POLICY").update(value="fail-safe"),
+        "gate/gate: settings refused",
+    ),
+    "hpa target": (
+        lambda o: _find(o, "HorizontalPodAutoscaler", GATE)["spec"]["scaleTargetRef"].update(
+            name="gate"
+        ),
+        "HorizontalPodAutoscaler streamproc-gate: scaleTargetRef names no Deployment gate",
+    ),
+    "hpa without cpu request": (
+        lambda o: _gate(o)["resources"]["requests"].pop("cpu"),
+        "a cpu target on containers without a cpu request",
+    ),
+    "hpa and replicas": (
+        lambda o: _find(o, "Deployment", GATE)["spec"].update(replicas=2),
+        "streamproc-gate sets replicas, which apply would reset",
+    ),
+    "two autoscalers": (
+        lambda o: o.append(
+            {
+                **copy.deepcopy(_find(o, "HorizontalPodAutoscaler", GATE)),
+                "metadata": {"name": "streamproc-worker"},
+                "spec": {
+                    **_find(o, "HorizontalPodAutoscaler", GATE)["spec"],
+                    "scaleTargetRef": {
+                        "apiVersion": "apps/v1",
+                        "kind": "StatefulSet",
+                        "name": "streamproc-worker",
+                    },
+                },
+            }
+        ),
+        "StatefulSet streamproc-worker: 2 autoscalers on one workload",
+    ),
+    "keda beyond partitions": (
+        lambda o: _find(o, "ScaledObject", "streamproc-worker")["spec"].update(maxReplicaCount=12),
+        "max replicas 12 > partitions 6",
+    ),
+    "keda group": (
+        lambda o: _trigger(o).update(consumerGroup="streamproc.windows"),
+        "kafka trigger consumerGroup 'streamproc.windows', not 'streamproc.judge'",
+    ),
+    "keda topic": (
+        lambda o: _trigger(o).update(topic="groundedness.verdicts"),
+        "kafka trigger topic 'groundedness.verdicts', not 'assistant.answers'",
+    ),
+    "keda broker": (
+        lambda o: _trigger(o).update(bootstrapServers="kafka:9092"),
+        "kafka trigger bootstrapServers 'kafka:9092'",
+    ),
+    "keda sasl": (
+        lambda o: _trigger(o).update(sasl="plaintext"),
+        "sasl 'plaintext', the broker wants 'scram_sha512'",
+    ),
+    "keda tls": (
+        lambda o: _trigger(o).update(tls="disable"),
+        "tls 'disable' for a SASL_SSL broker",
+    ),
+    "keda password key": (
+        lambda o: _find(o, "TriggerAuthentication", "streamproc-kafka")["spec"]["secretTargetRef"][
+            0
+        ].update(key="PASSWORD"),
+        "Secret streamproc-broker has no key PASSWORD",
+    ),
+    "keda username": (
+        lambda o: _find(o, "TriggerAuthentication", "streamproc-kafka")["spec"].pop(
+            "configMapTargetRef"
+        ),
+        "TriggerAuthentication streamproc-kafka: no username",
+    ),
 }
 
 
@@ -586,7 +816,78 @@ def test_every_object_matches_the_kubernetes_schemas(objects: list[Obj]) -> None
     versions = kv.utils.all_versions()
     for version in (versions[0], versions[-1]):
         for obj in objects:
-            kv.validate(obj, version, strict=True)
+            if obj["apiVersion"] != KEDA:
+                kv.validate(obj, version, strict=True)
+
+
+def test_keda_objects_match_kedas_crd_schemas(objects: list[Obj]) -> None:
+    """KEDA's custom resources, against the CRDs of the KEDA release vendored in
+    tests/deploy/keda (strict: an unknown field fails)."""
+    schemas = crd_schemas()
+    custom = [o for o in objects if o["apiVersion"] == KEDA]
+    assert {o["kind"] for o in custom} == {"ScaledObject", "TriggerAuthentication"}
+    for obj in custom:
+        assert crd_problems(obj, schemas) == [], obj["metadata"]["name"]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "problem"),
+    [
+        (
+            lambda o: _find(o, "ScaledObject", "streamproc-worker")["spec"].update(maxReplicas=6),
+            "'maxReplicas' was unexpected",
+        ),
+        (lambda o: cast(Obj, _trigger(o)).update(lagThreshold=500), "500 is not of type 'string'"),
+        (
+            lambda o: _find(o, "ScaledObject", "streamproc-worker")["spec"].pop("scaleTargetRef"),
+            "'scaleTargetRef' is a required property",
+        ),
+        (
+            lambda o: _find(o, "TriggerAuthentication", "streamproc-kafka")["spec"][
+                "secretTargetRef"
+            ][0].pop("parameter"),
+            "'parameter' is a required property",
+        ),
+    ],
+    ids=["unknown field", "threshold as number", "no target", "ref without parameter"],
+)
+def test_the_crd_schemas_reject_a_broken_copy(
+    objects: list[Obj], mutate: Callable[[list[Obj]], None], problem: str
+) -> None:
+    schemas = crd_schemas()
+    mutate(objects)
+    found = [p for o in objects if o["apiVersion"] == KEDA for p in crd_problems(o, schemas)]
+    assert any(problem in p for p in found), found
+
+
+def test_the_workers_have_one_autoscaler_kedas_and_the_gate_one_on_cpu(
+    objects: list[Obj],
+) -> None:
+    scaled = _find(objects, "ScaledObject", "streamproc-worker")["spec"]
+    assert scaled["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "name": "streamproc-worker",
+    }
+    assert [t["type"] for t in scaled["triggers"]] == ["kafka"]
+    assert 1 <= scaled["minReplicaCount"] <= scaled["maxReplicaCount"]
+    hpas = [o for o in objects if o["kind"] == "HorizontalPodAutoscaler"]
+    assert [_target(h) for h in hpas] == [("Deployment", GATE)]
+    (metric,) = hpas[0]["spec"]["metrics"]
+    assert metric["resource"]["name"] == "cpu"
+    assert 0 < metric["resource"]["target"]["averageUtilization"] <= 100
+    assert hpas[0]["spec"]["minReplicas"] >= 2, "one replica down must not stop the gate"
+
+
+def test_the_gate_reads_its_settings_and_tokens(objects: list[Obj]) -> None:
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    settings = _workload_settings(_find(objects, "Deployment", GATE), by_name)
+    assert settings.gate.host == "0.0.0.0" and settings.gate.port == 8790
+    assert str(settings.gate.tokens_file) == "/etc/streamproc/gate/tokens.toml"
+    assert settings.gate.publish and settings.gate.policy == "fail-open"
+    assert settings.review.tokens_file is None, "the gate needs no reviewers' tokens"
+    (port,) = by_name["Service", GATE]["spec"]["ports"]
+    assert port["targetPort"] == "http"
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from streamproc.config import JudgeSettings
 from streamproc.events import Action, AnswerEvent, AnswerJudgement, JudgeInfo, UnverifiedReason
 from streamproc.gate import GateService
+from streamproc.gate.sensor import NullGateSensor
 from streamproc.gate_events import GateError, GateReply
 from streamproc.stream.output.catalog import OutputTopics
 from streamproc.wiring import build_judge
@@ -26,7 +27,7 @@ MIXED = "The supplier delivered 90 of 100 pieces.  The moon is made of green che
 )
 
 
-class RecordingSensor:
+class RecordingSensor(NullGateSensor):
     def __init__(self) -> None:
         self.pending_counts: list[int] = []
         self.batches: list[int] = []

@@ -1,0 +1,1 @@
+"""The gate's HTTP adapter: the server (``POST /v1/check``) and its caller tokens."""

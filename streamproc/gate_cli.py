@@ -1,0 +1,126 @@
+"""The inline gate's commands: ``streamproc gate serve`` (the gate, until SIGTERM/SIGINT:
+:func:`streamproc.gate_process.main`) and ``streamproc gate token`` (a new caller token
+and the ``[[caller]]`` entry to add for it).
+
+``gate serve`` checks the tokens file and the TLS settings before anything starts, so a
+bad deployment exits at once with one line (code 2) instead of a traceback. Without
+``settings.gate.tokens_file`` it still starts, but refuses every request (and says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from streamproc.config import Settings
+
+__all__ = ["EXIT_BAD_SETTINGS", "register"]
+
+EXIT_BAD_SETTINGS = 2
+"""The tokens file or the TLS certificate and key cannot be read."""
+
+
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """Add the ``gate`` command; returns its actions, so other ``gate`` actions can be
+    added to the same command."""
+    gate = subparsers.add_parser("gate", help="the inline gate and its callers' tokens")
+    actions = gate.add_subparsers(metavar="ACTION")
+
+    serve = actions.add_parser(
+        "serve",
+        help="serve POST /v1/check (and the Kafka request topic) until SIGTERM/SIGINT "
+        "(settings: STREAMPROC_GATE__*)",
+    )
+    serve.add_argument("--host", help="bind here (default: settings.gate.host)")
+    serve.add_argument("--port", type=int, help="port (default: settings.gate.port)")
+    serve.add_argument(
+        "--tokens-file",
+        type=Path,
+        metavar="FILE",
+        help="caller tokens (default: settings.gate.tokens_file)",
+    )
+    serve.set_defaults(func=_serve)
+
+    token = actions.add_parser(
+        "token", help="a new caller token, and the [[caller]] entry for the tokens file"
+    )
+    token.add_argument("--name", required=True, help="the caller's name (in the gate's logs)")
+    token.add_argument(
+        "--tenant",
+        action="append",
+        required=True,
+        help="a tenant whose answers the caller may check (repeat for several)",
+    )
+    token.set_defaults(func=_token)
+
+    def _gate_help(args: argparse.Namespace) -> int:
+        gate.print_help()
+        return 2
+
+    gate.set_defaults(func=_gate_help)
+    return actions
+
+
+def _token(args: argparse.Namespace) -> int:
+    from streamproc.adapters.gate.auth import caller_stanza
+    from streamproc.adapters.token_file import new_token
+
+    token = new_token()
+    print(token)
+    print(
+        "\n# Give the token above to the caller (it is shown only now), and add this to\n"
+        "# the gate's tokens file (settings.gate.tokens_file); it keeps only the token's hash:",
+        file=sys.stderr,
+    )
+    print(caller_stanza(args.name, args.tenant, token), end="")
+    return 0
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    from streamproc.config import Settings
+
+    settings = Settings()
+    changes = {
+        key: value
+        for key, value in {
+            "host": args.host,
+            "port": args.port,
+            "tokens_file": args.tokens_file,
+        }.items()
+        if value is not None
+    }
+    if changes:
+        gate = settings.gate.model_copy(update=changes)
+        settings = settings.model_copy(update={"gate": gate})
+    return settings
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from streamproc import gate_process
+    from streamproc.adapters.gate.auth import callers_for
+    from streamproc.adapters.gate.server import GateTlsError, tls_context
+    from streamproc.adapters.logging import configure_logging
+    from streamproc.adapters.token_file import TokensFileError
+
+    settings = _settings(args)
+    configure_logging(
+        settings.log_level, json_logs=settings.log_json, log_texts=settings.audit.log_texts
+    )
+    try:
+        callers = callers_for(settings)
+        tls_context(settings.gate)
+    except (TokensFileError, GateTlsError) as exc:
+        print(f"streamproc gate serve: {exc}", file=sys.stderr)
+        return EXIT_BAD_SETTINGS
+    if callers is None:
+        print(
+            "streamproc gate serve: no tokens file (STREAMPROC_GATE__TOKENS_FILE): "
+            "every request will be refused (401)",
+            file=sys.stderr,
+        )
+    gate_process.main(settings)

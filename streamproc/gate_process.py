@@ -1,0 +1,133 @@
+"""Running the inline gate (``streamproc gate``): the judge in this process, the HTTP
+server, and - with publishing on - the record sink and the Kafka request loop, until
+SIGTERM or SIGINT stops them in order.
+
+Start order: telemetry and metrics (``/metrics`` on ``metrics.port``, as the worker's);
+the service (models loaded and warmed before anything listens, so a missing model fails
+at once); the topics and the record sink; the HTTP server; the Kafka request loop. Stop
+order is the reverse of what takes requests: the HTTP server and the request loop stop
+taking them, then the service answers what it still holds, then the sink and telemetry
+flush.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from typing import Any, NoReturn
+
+import structlog
+
+from streamproc.adapters.kafka_security import aiokafka_options
+from streamproc.adapters.telemetry import Telemetry
+from streamproc.config import Settings
+from streamproc.wiring import build_gate
+
+__all__ = ["EXIT_REQUEST_LOOP_CRASHED", "main", "run_gate"]
+
+log = structlog.get_logger(__name__)
+
+EXIT_REQUEST_LOOP_CRASHED = 4
+"""The Kafka request loop ended with an error (the HTTP path had been serving)."""
+
+
+def main(settings: Settings) -> NoReturn:
+    """Block serving the gate until SIGTERM/SIGINT; exit with :func:`run_gate`'s code."""
+    code = asyncio.run(run_gate(settings))
+    logging.shutdown()
+    sys.exit(code)
+
+
+async def run_gate(settings: Settings) -> int:
+    """Serve until SIGTERM/SIGINT (0), or until the Kafka request loop crashes (4)."""
+    from streamproc.adapters.gate.server import GateServer
+    from streamproc.adapters.gate_metrics import GateMetrics
+    from streamproc.adapters.metrics_server import MetricsServer
+
+    gate = settings.gate
+    telemetry = Telemetry.from_settings(settings.telemetry)
+    sensor = GateMetrics(settings)
+    metrics_server = MetricsServer.from_settings(settings, sensor)
+    service = build_gate(settings, telemetry=telemetry, sensor=sensor)
+    options = aiokafka_options(settings.security)
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    sink = None
+    server = None
+    requests = None
+    requests_task: asyncio.Task[None] | None = None
+    code = 0
+    try:
+        if metrics_server is not None:
+            await metrics_server.start()
+        judge_info = await service.start()
+        if gate.publish:
+            from streamproc.stream.gate.sink import KafkaRecordSink
+            from streamproc.stream.topics import prepare_topics
+
+            await prepare_topics(settings)
+            sink = KafkaRecordSink(settings, client_options=options)
+            await sink.start()
+        server = GateServer(settings, service, sensor=sensor, sink=sink)
+        await server.start()
+        if gate.publish and gate.kafka_requests:
+            from streamproc.stream.gate.loop import GateRequestLoop
+
+            requests = GateRequestLoop(settings, service, client_options=options, sensor=sensor)
+            requests_task = asyncio.create_task(requests.run(), name="gate-requests-loop")
+        log.info(
+            "gate_started",
+            host=gate.host,
+            port=gate.port,
+            judge=judge_info.name,
+            publish=gate.publish,
+            kafka_requests=requests is not None,
+            telemetry=settings.telemetry.exporter,
+            metrics=None if metrics_server is None else metrics_server.url,
+        )
+        code = await _until_stopped(stopping, requests_task)
+    finally:
+        if server is not None:
+            await server.stop()
+        if requests is not None:
+            requests.stop()
+        if requests_task is not None:
+            await asyncio.gather(requests_task, return_exceptions=True)
+        await service.close()
+        if sink is not None:
+            await sink.stop()
+        if metrics_server is not None:
+            await metrics_server.stop()
+        await asyncio.to_thread(telemetry.shutdown)  # flush what is still batched
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+    log.info("gate_stopped", judged=service.counters.judged, shed=service.counters.shed)
+    return code
+
+
+async def _until_stopped(stopping: asyncio.Event, requests: asyncio.Task[None] | None) -> int:
+    """0 once a signal asks to stop; 4 if the request loop ends with an error first (a loop
+    that ends without one - it was stopped - waits for the signal too)."""
+    waiting = asyncio.create_task(stopping.wait(), name="gate-stop-signal")
+    watched: set[asyncio.Future[Any]] = {waiting}
+    if requests is not None:
+        watched.add(requests)
+    try:
+        done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+        if requests is not None and requests in done:
+            error = requests.exception()
+            if error is not None:
+                log.error(
+                    "gate_requests_loop_crashed",
+                    error=repr(error),
+                    exit_code=EXIT_REQUEST_LOOP_CRASHED,
+                )
+                return EXIT_REQUEST_LOOP_CRASHED
+            await waiting
+        return 0
+    finally:
+        waiting.cancel()

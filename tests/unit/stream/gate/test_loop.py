@@ -1,0 +1,310 @@
+"""The gate's request loop without a broker: how each request record becomes a checked
+request or a refusal (a dead letter, with a ``GateError`` reply where it has a reply
+route), and the records one batch sends - the reply keyed and headed by the caller's
+correlation id, in the caller's trace, next to the answer's monitored records."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import pytest
+from aiokafka import ConsumerRecord
+
+from streamproc.adapters.telemetry import Telemetry
+from streamproc.config import Settings
+from streamproc.events import Action, DeadLetter, DeadLetterReason, UnverifiedReason, Verdict
+from streamproc.gate.service import GateService
+from streamproc.gate_events import GateError, GateErrorCode, GateReply
+from streamproc.stream.gate.loop import MAX_CORRELATION_ID_BYTES, GateRequestLoop
+from streamproc.stream.gate.reply_topics import ReplyTopics
+from streamproc.stream.loop.publisher import OutboundRecord
+from streamproc.wiring import build_gate
+from tests.unit.gate.conftest import SlowScorer, event, settings, slow_nli
+
+REQUESTS = "groundedness.gate-requests"
+REPLIES = "caller.replies"
+CORRELATION = b"4bf92f3577b34da6a3ce929d0e0e4736"
+TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
+TRACEPARENT = f"00-{TRACE_ID}-b7ad6b7169203331-01"
+ANSWER = "Incomplete orders cannot be delivered or billed [D1]."
+Headers = Sequence[tuple[str, bytes]]
+
+
+class Recorder:
+    """A gate sensor remembering what the loop told it."""
+
+    def __init__(self) -> None:
+        self.decisions: list[GateReply] = []
+        self.refusals: list[GateErrorCode] = []
+
+    def decided(self, reply: GateReply, *, path: str) -> None:
+        assert path == "kafka"
+        self.decisions.append(reply)
+
+    def pending(self, count: int) -> None:
+        del count
+
+    def judged(self, batch_size: int, judge_ms: float) -> None:
+        del batch_size, judge_ms
+
+    def refused(self, code: GateErrorCode, *, path: str) -> None:
+        assert path == "kafka"
+        self.refusals.append(code)
+
+    def publish_failed(self, *, path: str) -> None:
+        del path
+
+
+SETTINGS = Settings(judge={"name": "rules"})
+
+
+@pytest.fixture(scope="module")
+async def service() -> AsyncIterator[GateService]:
+    gate = build_gate(SETTINGS, telemetry=Telemetry.disabled(), sensor=Recorder())
+    await gate.start()
+    yield gate
+    await gate.close()
+
+
+def _loop(service: GateService, settings: Settings = SETTINGS, **options: Any) -> GateRequestLoop:
+    loop = GateRequestLoop(settings, service, **options)
+
+    async def cluster() -> set[str]:
+        return {REQUESTS, REPLIES}
+
+    loop.reply_topics = ReplyTopics(cluster)
+    return loop
+
+
+def _headers(
+    *,
+    reply_topic: bytes | None = REPLIES.encode(),
+    correlation: bytes | None = CORRELATION,
+    budget: bytes | None = b"5000",
+    traceparent: bytes | None = TRACEPARENT.encode(),
+) -> list[tuple[str, bytes]]:
+    named = {
+        "reply-topic": reply_topic,
+        "correlation-id": correlation,
+        "x-budget-ms": budget,
+        "traceparent": traceparent,
+    }
+    return [(name, value) for name, value in named.items() if value is not None]
+
+
+def _record(
+    value: bytes | None, headers: Headers, *, offset: int = 7, timestamp_ms: int | None = None
+) -> ConsumerRecord[bytes, bytes]:
+    stamp = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+    return ConsumerRecord(
+        REQUESTS, 0, offset, stamp, 0, b"k", value, None, 0, len(value or b""), list(headers)
+    )
+
+
+def _body(answer: str = ANSWER, **extra: Any) -> bytes:
+    return json.dumps(event(answer, **extra)).encode()
+
+
+async def _outbound(
+    loop: GateRequestLoop, *records: ConsumerRecord[bytes, bytes]
+) -> list[OutboundRecord]:
+    return loop.outbound(await loop.handle(records))
+
+
+def _replies(records: Sequence[OutboundRecord]) -> list[OutboundRecord]:
+    return [record for record in records if record.topic == REPLIES]
+
+
+def _dead(records: Sequence[OutboundRecord]) -> list[DeadLetter]:
+    dead = SETTINGS.topics.dead_letter
+    return [DeadLetter.model_validate_json(r.value or b"") for r in records if r.topic == dead]
+
+
+def _header(record: OutboundRecord, name: str) -> bytes | None:
+    return next((value for key, value in record.headers if key == name), None)
+
+
+async def test_a_request_gets_a_reply_keyed_by_its_correlation_id_beside_its_verdict(
+    service: GateService,
+) -> None:
+    loop = _loop(service)
+    records = await _outbound(loop, _record(_body(), _headers()))
+
+    [reply] = _replies(records)
+    assert reply.key == CORRELATION
+    assert _header(reply, "correlation-id") == CORRELATION
+    assert [key for key, _ in reply.headers].count("correlation-id") == 1
+    traceparent = _header(reply, "traceparent")
+    assert traceparent is not None and traceparent.decode().split("-")[1] == TRACE_ID
+    decided = GateReply.model_validate_json(reply.value or b"")
+    assert (decided.decision, decided.verified, decided.answer_text) == (Action.PASS, True, ANSWER)
+    assert decided.budget_ms == 5000
+    [verdict_record] = [r for r in records if r.topic == SETTINGS.topics.verdicts]
+    assert Verdict.model_validate_json(verdict_record.value or b"") == decided.verdict
+    assert _header(verdict_record, "traceparent") == traceparent
+    assert _dead(records) == []
+
+
+async def test_headers_are_found_whatever_their_case_and_the_budget_defaults(
+    service: GateService,
+) -> None:
+    headers = [(name.upper(), value) for name, value in _headers(budget=None, traceparent=None)]
+    [reply] = _replies(await _outbound(_loop(service), _record(_body(), headers)))
+    decided = GateReply.model_validate_json(reply.value or b"")
+    assert decided.budget_ms == SETTINGS.gate.default_budget_ms
+    assert _header(reply, "traceparent") is None  # no caller's trace to continue
+
+
+@pytest.mark.parametrize(
+    ("headers", "says"),
+    [
+        ([], "without the reply-topic and correlation-id header"),
+        (_headers(correlation=None), "without the correlation-id header"),
+        (_headers(reply_topic=None), "without the reply-topic header"),
+        (_headers(correlation=b""), "correlation-id header of 0 bytes"),
+        (
+            _headers(correlation=b"x" * (MAX_CORRELATION_ID_BYTES + 1)),
+            f"correlation-id header of {MAX_CORRELATION_ID_BYTES + 1} bytes",
+        ),
+        (_headers(reply_topic=b"no spaces allowed"), "is not a legal Kafka topic name"),
+        (_headers(reply_topic=b"__consumer_offsets"), "is an internal topic"),
+        (_headers(reply_topic=b"nobody.made.this"), "'nobody.made.this' does not exist"),
+    ],
+)
+async def test_a_request_without_a_usable_reply_route_is_a_dead_letter_only(
+    service: GateService, headers: list[tuple[str, bytes]], says: str
+) -> None:
+    loop = _loop(service)
+    body = _body()
+    records = await _outbound(loop, _record(body, headers))
+
+    assert _replies(records) == []
+    [letter] = _dead(records)
+    assert letter.reason == DeadLetterReason.SCHEMA_VIOLATION
+    assert says in letter.error and "no reply possible" in letter.error
+    assert base64.b64decode(letter.value_b64) == body
+    assert (letter.topic, letter.partition, letter.offset) == (REQUESTS, 0, 7)
+    assert not any(r.topic == SETTINGS.topics.verdicts for r in records)  # nothing judged
+
+
+@pytest.mark.parametrize(
+    ("body", "budget", "code", "reason"),
+    [
+        (b"{not json", b"5000", "bad_json", DeadLetterReason.BAD_JSON),
+        (b'{"answer": "no ids"}', b"5000", "schema_violation", DeadLetterReason.SCHEMA_VIOLATION),
+        (None, b"5000", "bad_json", DeadLetterReason.BAD_JSON),
+        (_body(), b"soon", "bad_budget", DeadLetterReason.SCHEMA_VIOLATION),
+        (_body(), b"0", "bad_budget", DeadLetterReason.SCHEMA_VIOLATION),
+        (_body(), b"-5", "bad_budget", DeadLetterReason.SCHEMA_VIOLATION),
+        (_body(), b"nan", "bad_budget", DeadLetterReason.SCHEMA_VIOLATION),
+    ],
+)
+async def test_a_bad_request_with_a_reply_route_gets_a_gate_error_and_a_dead_letter(
+    service: GateService,
+    body: bytes | None,
+    budget: bytes,
+    code: str,
+    reason: DeadLetterReason,
+) -> None:
+    sensor = Recorder()
+    loop = _loop(service, sensor=sensor)
+    handled = await loop.handle([_record(body, _headers(budget=budget))])
+    records = loop.outbound(handled)
+
+    [reply] = _replies(records)
+    assert reply.key == CORRELATION and _header(reply, "correlation-id") == CORRELATION
+    error = GateError.model_validate_json(reply.value or b"")
+    assert error.error == code
+    assert "\n" not in error.detail
+    [letter] = _dead(records)
+    assert letter.reason == reason
+    assert base64.b64decode(letter.value_b64) == (body or b"")
+    loop._committed(handled)  # what the loop does once the batch's transaction is in
+    assert (loop.answered, loop.refused, sensor.refusals) == (0, 1, [code])
+
+
+async def test_a_dead_letter_without_a_route_is_counted_by_its_code(service: GateService) -> None:
+    sensor = Recorder()
+    loop = _loop(service, sensor=sensor)
+    handled = await loop.handle([_record(_body(), []), _record(_body(), _headers(), offset=8)])
+    loop._committed(handled)
+    assert (loop.answered, loop.refused) == (1, 1)
+    assert sensor.refusals == ["schema_violation"]
+    assert [reply.decision for reply in sensor.decisions] == [Action.PASS]
+
+
+async def test_a_request_older_than_its_budget_is_answered_at_once_by_policy() -> None:
+    # A judge with a model stage: the cheap checks alone cannot verify the answer.
+    nli = GateService(settings(), slow_nli(SlowScorer()))
+    await nli.start()
+    now_s = time.time()
+    loop = _loop(nli, clock=lambda: now_s)
+    produced_ms = int((now_s - 60) * 1000)  # a minute on the topic; budget 5 s
+    [reply] = _replies(
+        await _outbound(loop, _record(_body(), _headers(), timestamp_ms=produced_ms))
+    )
+    await nli.close()
+    decided = GateReply.model_validate_json(reply.value or b"")
+    assert decided.verified is False
+    assert decided.reason == UnverifiedReason.BUDGET_EXCEEDED
+    assert decided.decision == Action.PASS  # fail-open, the default policy
+
+
+async def test_a_batch_keeps_its_order_and_each_request_pays_only_for_itself(
+    service: GateService,
+) -> None:
+    loop = _loop(service)
+    second = CORRELATION[::-1]
+    records = await _outbound(
+        loop,
+        _record(_body(event_id="a"), _headers(), offset=1),
+        _record(b"[]", _headers(), offset=2),
+        _record(_body(event_id="b"), _headers(correlation=second), offset=3),
+    )
+    replies = _replies(records)
+    assert [r.key for r in replies] == [CORRELATION, CORRELATION, second]
+    first, refused, third = (json.loads(r.value or b"") for r in replies)
+    assert first["verdict"]["event_id"] == "a" and third["verdict"]["event_id"] == "b"
+    assert refused["error"] == "schema_violation"
+    assert [letter.offset for letter in _dead(records)] == [2]
+
+
+async def test_a_check_that_raises_refuses_its_request_alone(
+    service: GateService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop = _loop(service)
+    real = service.check
+
+    async def check(request: Any) -> Any:
+        if request.answer.event_id == "boom":
+            raise RuntimeError("a bug")
+        return await real(request)
+
+    monkeypatch.setattr(service, "check", check)
+    records = await _outbound(
+        loop,
+        _record(_body(event_id="boom"), _headers(), offset=1),
+        _record(_body(event_id="fine"), _headers(), offset=2),
+    )
+    broken, fine = (json.loads(r.value or b"") for r in _replies(records))
+    assert broken == {"error": "not_ready", "detail": "the gate could not decide"}
+    assert fine["verdict"]["event_id"] == "fine"
+    [letter] = _dead(records)
+    assert letter.reason == DeadLetterReason.PROCESSING_ERROR and letter.offset == 1
+
+
+async def test_a_reply_too_large_for_its_topic_becomes_an_oversized_error(
+    service: GateService,
+) -> None:
+    small = Settings(judge={"name": "rules"}, topics={"output_max_message_bytes": 64 * 1024})
+    long_answer = " ".join([ANSWER] * 800)  # a verdict of ~800 claims
+    loop = _loop(service, small)
+    [reply] = _replies(await _outbound(loop, _record(_body(long_answer), _headers())))
+    error = GateError.model_validate_json(reply.value or b"")
+    assert error.error == "oversized"
+    assert "ans-e1" in error.detail
+    assert len(reply.value or b"") < 64 * 1024

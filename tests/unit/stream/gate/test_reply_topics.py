@@ -1,0 +1,82 @@
+"""Which reply topics the gate sends to: legal, not internal, and in the cluster's
+metadata - fetched again for an unknown name at most every ``refresh_s``, a failed fetch
+keeping what was known."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamproc.stream.gate.reply_topics import ReplyTopics, unusable_reply_topic
+
+
+@pytest.mark.parametrize("name", ["caller.replies", "a", "A-b_c.9", "x" * 249, "..."])
+def test_a_legal_topic_name_is_usable(name: str) -> None:
+    assert unusable_reply_topic(name) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("", "is not a legal Kafka topic name"),
+        (".", "is not a legal Kafka topic name"),
+        ("..", "is not a legal Kafka topic name"),
+        ("x" * 250, "is not a legal Kafka topic name"),
+        ("with space", "is not a legal Kafka topic name"),
+        ("replies/../etc", "is not a legal Kafka topic name"),
+        ("répliques", "is not a legal Kafka topic name"),
+        ("__consumer_offsets", "is an internal topic"),
+        ("__transaction_state", "is an internal topic"),
+    ],
+)
+def test_an_unusable_topic_name_says_why(name: str, says: str) -> None:
+    reason = unusable_reply_topic(name)
+    assert reason is not None and says in reason
+    assert len(reason) < 200  # a long name is cut, the dead letter stays one line
+
+
+class Cluster:
+    """Topic metadata that can change or fail, counting fetches."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = set(names)
+        self.fetches = 0
+        self.failing = False
+
+    async def fetch(self) -> set[str]:
+        self.fetches += 1
+        if self.failing:
+            raise ConnectionError("broker away")
+        return set(self.names)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_known_topics_are_not_fetched_again_and_unknown_ones_at_most_every_refresh() -> None:
+    cluster, clock = Cluster("a"), Clock()
+    topics = ReplyTopics(cluster.fetch, refresh_s=1.0, clock=clock)
+    assert await topics.exists("a") and cluster.fetches == 1
+    assert await topics.exists("a") and cluster.fetches == 1
+    assert not await topics.exists("b")  # within refresh_s of the last fetch: not asked
+    assert cluster.fetches == 1
+    cluster.names.add("b")
+    assert not await topics.exists("b")
+    clock.now += 1.0
+    assert await topics.exists("b")  # a caller's new topic is found after refresh_s
+    assert cluster.fetches == 2
+
+
+async def test_a_failed_fetch_keeps_what_was_known() -> None:
+    cluster, clock = Cluster("a"), Clock()
+    topics = ReplyTopics(cluster.fetch, refresh_s=1.0, clock=clock)
+    assert await topics.exists("a")
+    cluster.failing = True
+    clock.now += 5
+    assert not await topics.exists("b")
+    assert cluster.fetches == 2
+    assert await topics.exists("a")

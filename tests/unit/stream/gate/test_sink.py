@@ -1,0 +1,21 @@
+"""The HTTP path's record sink without a broker: nothing to send costs nothing, and a
+sink not started refuses to pretend it sent anything (the Kafka tests send for real)."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamproc.config import Settings
+from streamproc.stream.gate import KafkaRecordSink
+from streamproc.stream.loop.publisher import OutboundRecord
+
+
+async def test_nothing_to_send_returns_at_once_even_before_start() -> None:
+    await KafkaRecordSink(Settings()).publish([])
+
+
+async def test_records_before_start_raise_rather_than_vanish() -> None:
+    sink = KafkaRecordSink(Settings())
+    with pytest.raises(RuntimeError, match="before start"):
+        await sink.publish([OutboundRecord(topic="t", key=b"k", value=b"{}")])
+    await sink.stop()  # stopping a sink never started is harmless
