@@ -44,13 +44,12 @@ from streamproc.adapters.gate.auth import Caller, Callers, callers_for
 from streamproc.adapters.http_server import AppServer
 from streamproc.adapters.trace_headers import passthrough
 from streamproc.config import GateSettings, Settings
-from streamproc.events import DeadLetterReason
+from streamproc.events import AnswerEvent, DeadLetterReason
 from streamproc.gate.request import GateRequest, http_origin
 from streamproc.gate.sensor import GateSensor
 from streamproc.gate.service import GateService
 from streamproc.gate.sink import RecordSink
 from streamproc.gate_events import BUDGET_HEADER, GateError, GateErrorCode
-from streamproc.stream.output.dead_letter import Rejection
 
 __all__ = ["CHECK_PATH", "GateServer", "GateTlsError", "tls_context"]
 
@@ -201,7 +200,7 @@ class GateServer(AppServer):
         caller = self._from_headers(request)
         body = await self._read_body(request)
         answer = self._service.parse(body)
-        if isinstance(answer, Rejection):
+        if not isinstance(answer, AnswerEvent):
             raise _Refused(_CODES.get(answer.reason, "bad_request"), answer.error)
         if not caller.may_see(answer.tenant):
             raise _Refused(

@@ -15,7 +15,12 @@ from streamproc.stream.loop.publisher import OutboundRecord
 from streamproc.stream.output.catalog import OutputTopics
 from streamproc.stream.output.fit import OVERHEAD_BYTES, TooLarge, encode
 from streamproc.stream.output.topic import OutputTopic, Prepared, RecordTooLarge
-from streamproc.stream.topics import DEAD_LETTER_MAX_BYTES, topic_specs, window_changelog_topic
+from streamproc.stream.topics import (
+    DEAD_LETTER_MAX_BYTES,
+    GATE_REPLIES_TOPIC,
+    topic_specs,
+    window_changelog_topic,
+)
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 HEADERS = (("traceparent", b"00-abc"),)
@@ -92,11 +97,17 @@ def test_the_catalog_names_keys_and_sizes_every_output() -> None:
         topics.labels_state.name: topics.labels_state,
         topics.accuracy_state.name: topics.accuracy_state,
     }
+    specs = {spec.name: spec for spec in topic_specs(settings)}
+    # The gate's topics are no catalog outputs: its requests are read, its replies go to
+    # the topic each request names (this default one sized as the other outputs).
+    gate_replies = specs.pop(GATE_REPLIES_TOPIC)
+    assert "max.message.bytes" not in specs.pop(settings.gate.requests_topic).config
     created = {
-        spec.name: int(spec.config["max.message.bytes"])
-        for spec in topic_specs(settings)
-        if spec.name != settings.topics.answers  # the one topic read, not written
+        name: int(spec.config["max.message.bytes"])
+        for name, spec in specs.items()
+        if name != settings.topics.answers  # the one topic read, not written
     }
+    assert int(gate_replies.config["max.message.bytes"]) == topics.verdicts.max_bytes
     assert topics.label_audit.name == topics.audit.name  # labels join the audit chain
     assert {name: topic.max_bytes for name, topic in names.items()} == created
     assert topics.window_state.name == window_changelog_topic(settings)
