@@ -1,6 +1,6 @@
 """Helpers shared by the tests of deploy/prometheus, deploy/alertmanager and deploy/grafana:
-the Prometheus tools (promtool, amtool), the metric names the worker exposes, and the
-metric names a PromQL expression reads."""
+the Prometheus tools (promtool, amtool), the metric names the worker and the gate expose,
+and the metric names a PromQL expression reads."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from streamproc.adapters.gate_metrics import GateMetrics
 from streamproc.adapters.metrics import WorkerMetrics
-from streamproc.config import AlertSettings
+from streamproc.config import AlertSettings, Settings
 from streamproc.prometheus_rules import rule_groups
 
 __all__ = [
@@ -62,10 +63,12 @@ def run_tool(*argv: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 def contract_metrics() -> frozenset[str]:
-    """Every series name the worker's registry exposes (counters as ``_total``, histograms
-    as ``_bucket``, ``_count``, ``_sum``), read from the real ``WorkerMetrics``."""
+    """Every series name the worker's and the gate's registries expose (counters as
+    ``_total``, histograms as ``_bucket``, ``_count``, ``_sum``), read from the real
+    ``WorkerMetrics`` and ``GateMetrics``."""
     names: set[str] = set()
-    for family in WorkerMetrics().registry.collect():
+    registries = (WorkerMetrics().registry, GateMetrics(Settings()).registry)
+    for family in (f for registry in registries for f in registry.collect()):
         names.update(family.name + suffix for suffix in _SERIES_OF[family.type])
     return frozenset(names)
 

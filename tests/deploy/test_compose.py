@@ -3,10 +3,12 @@
 What would break ``docker compose up`` or a process at start-up is checked here: unpinned images,
 missing build files, mounted configs or secret files, settings that ``Settings`` rejects or that
 point at a broker listener Kafka does not advertise, a store URL that does not reach the
-PostgreSQL service, a reviewers' tokens file that is not a mounted secret, a healthcheck of a
-port or path the command does not serve, a collector pipeline wired to an undefined component,
-an unescaped ``$`` that compose would interpolate, and dependencies that do not wait for
-health. Each checker that returns problems is also shown a broken copy and must name the break.
+PostgreSQL service, a reviewers' or gate callers' tokens file that is not a mounted secret (or
+whose dev token lets nobody in), a healthcheck of a port or path the command does not serve, a
+port published beyond localhost or to nobody, a process whose /metrics Prometheus does not
+scrape, a collector pipeline wired to an undefined component, an unescaped ``$`` that compose
+would interpolate, and dependencies that do not wait for health. Each checker that returns
+problems is also shown a broken copy and must name the break.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import re
 import shlex
 import subprocess
 from base64 import urlsafe_b64decode
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any, cast
@@ -28,6 +30,7 @@ import pytest
 import yaml
 from sqlalchemy.engine import make_url
 
+from streamproc.adapters.gate.auth import Callers
 from streamproc.adapters.review.auth import Reviewers, TokensFileError
 from streamproc.config import AlertSettings, Settings
 from tests.deploy.health import health_endpoint
@@ -39,6 +42,13 @@ STREAMPROC_IMAGE = "streamproc-worker"
 SECRETS_DIR = "/run/secrets/"
 TOKENS_SECRET = "review_tokens"
 DEV_TOKEN = "streamproc-dev-review-token-not-a-secret"  # deploy/review/README.md
+GATE_TOKENS_SECRET = "gate_tokens"
+GATE_DEV_TOKEN = "streamproc-dev-gate-token-not-a-secret"  # deploy/gate/README.md
+GATE_README = REPO / "deploy" / "gate" / "README.md"
+SAMPLE_TENANT = "demo"  # the sample traffic's
+SERVES_METRICS = frozenset({("worker",), ("gate", "serve")})
+"""streamproc commands that serve /metrics on ``metrics.port`` when it is set."""
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 PIPELINE_TYPES = {"traces", "metrics", "logs"}
 
 Service = dict[str, Any]
@@ -80,7 +90,7 @@ def _advertised(kafka: Service) -> set[tuple[str, int]]:
 
 def _streamproc_services(services: dict[str, Service]) -> dict[str, Service]:
     """The services that run the streamproc image (workers, the audit sink, the review
-    page)."""
+    page, the gate)."""
     return {
         name: service
         for name, service in services.items()
@@ -171,16 +181,110 @@ def tokens_file_problems(compose: Mapping[str, Any]) -> list[str]:
     problems: list[str] = []
     for name, service in _streamproc_services(compose["services"]).items():
         path = _settings(service).review.tokens_file
+        if path is not None:
+            problems += _secret_tokens_problems(compose, name, service, path, Reviewers.load)
+    return problems
+
+
+def gate_tokens_problems(compose: Mapping[str, Any]) -> list[str]:
+    """Gates without a tokens file (they refuse every request, 401), and services whose
+    ``STREAMPROC_GATE__TOKENS_FILE`` is not a secret they mount or not a callers' file the
+    gate could load (``gate serve`` would exit at start-up)."""
+    problems: list[str] = []
+    for name, service in _streamproc_services(compose["services"]).items():
+        path = _settings(service).gate.tokens_file
         if path is None:
+            if service["command"] == ["gate", "serve"]:
+                problems.append(f"{name}: no gate tokens file, every request is refused")
             continue
-        secret = str(path).removeprefix(SECRETS_DIR)
-        if not str(path).startswith(SECRETS_DIR) or secret not in _service_secrets(service):
-            problems.append(f"{name}: tokens file {path} is not a secret it mounts")
+        problems += _secret_tokens_problems(compose, name, service, path, Callers.load)
+    return problems
+
+
+def _secret_tokens_problems(
+    compose: Mapping[str, Any],
+    name: str,
+    service: Service,
+    path: Path,
+    load: Callable[[Path], object],
+) -> list[str]:
+    """Why the tokens file at ``path`` is not a mounted secret ``load`` accepts, if it is not."""
+    secret = str(path).removeprefix(SECRETS_DIR)
+    if not str(path).startswith(SECRETS_DIR) or secret not in _service_secrets(service):
+        return [f"{name}: tokens file {path} is not a secret it mounts"]
+    try:
+        load(_secret_path(compose, secret))
+    except (KeyError, TokensFileError) as error:
+        return [f"{name}: tokens file {path}: {error}"]
+    return []
+
+
+def gate_dev_token_problems(tokens_file: Path, readme: Path, token: str) -> list[str]:
+    """Why the dev token the README gives would not let a caller check the sample tenant's
+    answers against the compose stack's gate tokens file."""
+    problems: list[str] = []
+    if token not in readme.read_text():
+        problems.append(f"{readme.name} does not give the dev token")
+    caller = Callers.load(tokens_file).authenticate(token)
+    if caller is None:
+        problems.append(f"the dev token authenticates nobody in {tokens_file.name}")
+    elif not caller.may_see(SAMPLE_TENANT):
+        problems.append(f"{caller.name} may not check the tenant {SAMPLE_TENANT!r}")
+    return problems
+
+
+def published_port_problems(services: Mapping[str, Service]) -> list[str]:
+    """Ports published beyond the host's loopback interface, and streamproc servers whose
+    published port reaches nobody: one bound to loopback inside its container, or one that
+    publishes another port than it serves on."""
+    problems: list[str] = []
+    for name, service in services.items():
+        for mapping in service.get("ports", []):
+            if str(mapping).split(":")[0] not in LOOPBACK:
+                problems.append(f"{name}: {mapping} is published beyond localhost")
+    for name, service in _streamproc_services(dict(services)).items():
+        endpoint = health_endpoint(service["command"])
+        if endpoint is None or endpoint.host is None or not service.get("ports"):
             continue
-        try:
-            Reviewers.load(_secret_path(compose, secret))
-        except (KeyError, TokensFileError) as error:
-            problems.append(f"{name}: tokens file {path}: {error}")
+        settings = _settings(service)
+        if endpoint.host(settings) in LOOPBACK:
+            problems.append(f"{name}: binds {endpoint.host(settings)}, its port reaches nobody")
+        for mapping in service["ports"]:
+            container_port = int(str(mapping).rsplit(":", 1)[1].split("/")[0])
+            if container_port != endpoint.port(settings):
+                problems.append(
+                    f"{name}: publishes {container_port}, serves on {endpoint.port(settings)}"
+                )
+    return problems
+
+
+def scrape_problems(
+    prometheus_config: Mapping[str, Any], services: Mapping[str, Service]
+) -> list[str]:
+    """Processes serving /metrics that no compose job scrapes where they serve (or that
+    bind it to loopback), and jobs scraping a command that serves none."""
+    scraped: dict[str, set[int]] = {}
+    for job in prometheus_config["scrape_configs"]:
+        for discovery in job.get("dns_sd_configs", []):
+            for host in discovery["names"]:
+                scraped.setdefault(host, set()).add(int(discovery["port"]))
+    problems: list[str] = []
+    for name, service in _streamproc_services(dict(services)).items():
+        command = tuple(service["command"])
+        if command not in SERVES_METRICS:
+            if name in scraped:
+                problems.append(f"{name}: scraped, but {' '.join(command)} serves no /metrics")
+            continue
+        metrics = _settings(service).metrics
+        if metrics.port is None:
+            problems.append(f"{name}: serves no /metrics (STREAMPROC_METRICS__PORT)")
+            continue
+        if metrics.host in LOOPBACK:
+            problems.append(f"{name}: /metrics bound to {metrics.host} cannot be scraped")
+        if name not in scraped:
+            problems.append(f"{name}: no job scrapes it")
+        elif scraped[name] != {metrics.port}:
+            problems.append(f"{name}: scraped on {sorted(scraped[name])}, serves {metrics.port}")
     return problems
 
 
@@ -259,7 +363,7 @@ def test_build_contexts_exist(services: dict[str, Service]) -> None:
 def test_services_that_share_the_image_build_it(services: dict[str, Service]) -> None:
     """A service naming the image without building it would make compose pull a local tag."""
     ours = _streamproc_services(services)
-    assert {"worker", "audit-sink", "review"} <= set(ours)
+    assert {"worker", "audit-sink", "review", "gate"} <= set(ours)
     assert all("build" in s for s in ours.values())
     assert len({json.dumps(s["build"], sort_keys=True) for s in ours.values()}) == 1
 
@@ -270,10 +374,12 @@ def test_mounted_repo_files_exist(compose: dict[str, Any]) -> None:
     broken["services"]["otel-collector"]["volumes"] = ["./deploy/otel.yaml:/etc/c.yaml:ro"]
     broken["secrets"]["postgres_password"]["file"] = "./deploy/postgres/nope.txt"
     broken["secrets"][TOKENS_SECRET]["file"] = "./deploy/review/tokens.toml"
+    broken["secrets"][GATE_TOKENS_SECRET]["file"] = "./deploy/gate/tokens.toml"
     assert missing_files(broken) == [
         "otel-collector: mounts missing ./deploy/otel.yaml",
         "secret postgres_password: missing ./deploy/postgres/nope.txt",
         f"secret {TOKENS_SECRET}: missing ./deploy/review/tokens.toml",
+        f"secret {GATE_TOKENS_SECRET}: missing ./deploy/gate/tokens.toml",
     ]
 
 
@@ -322,7 +428,7 @@ def test_healthchecks_hit_the_health_port(services: dict[str, Service]) -> None:
     which would only mark them unhealthy for good."""
     assert not healthcheck_problems(services)
     checked = {n for n, s in _streamproc_services(services).items() if "healthcheck" in s}
-    assert {"worker", "review"} <= checked
+    assert {"worker", "review", "gate"} <= checked
 
 
 @pytest.mark.parametrize(
@@ -340,8 +446,31 @@ def test_healthchecks_hit_the_health_port(services: dict[str, Service]) -> None:
             ["audit-sink: audit-sink serves no health URL"],
         ),
         (lambda s: s["review"].pop("healthcheck"), ["review: no healthcheck"]),
+        (
+            lambda s: s["gate"].update(healthcheck=s["review"]["healthcheck"]),
+            ["gate: healthcheck port 8780 is not where it serves"],
+        ),
+        (
+            lambda s: s["gate"]["environment"].update(STREAMPROC_GATE__PORT="8791"),
+            ["gate: healthcheck port 8790 is not where it serves"],
+        ),
+        (
+            lambda s: s["gate"]["healthcheck"].update(
+                test=[a.replace("/healthz", "/livez") for a in s["gate"]["healthcheck"]["test"]]
+            ),
+            ["gate: healthcheck asks /livez, not /healthz"],
+        ),
+        (lambda s: s["gate"].pop("healthcheck"), ["gate: no healthcheck"]),
     ],
-    ids=["worker's check on the page", "check on the sink", "page unchecked"],
+    ids=[
+        "worker's check on the page",
+        "check on the sink",
+        "page unchecked",
+        "page's check on the gate",
+        "gate moved",
+        "gate's check asks /livez",
+        "gate unchecked",
+    ],
 )
 def test_healthcheck_checker_names_a_bad_check(
     services: dict[str, Service], mutate: Any, expected: list[str]
@@ -437,8 +566,9 @@ def test_secrets_are_declared_and_dev_only(
     assert "dev" in password, "the committed password must say it is for development only"
     for name, service in _streamproc_services(services).items():
         assert all(password not in value for value in _env(service).values()), name
-    tokens = _secret_path(compose, TOKENS_SECRET).read_text()
-    assert "dev only" in tokens, "the committed tokens file must say it is for development only"
+    for secret in (TOKENS_SECRET, GATE_TOKENS_SECRET):
+        tokens = _secret_path(compose, secret).read_text()
+        assert "dev only" in tokens, f"the committed {secret} must say it is for development only"
 
 
 @pytest.mark.parametrize("name", ["audit-sink", "review"])
@@ -531,6 +661,112 @@ def test_tokens_file_checker_names_a_bad_mount(compose: dict[str, Any], tmp_path
     assert sink.startswith(f"audit-sink: tokens file {SECRETS_DIR}{TOKENS_SECRET}: ")
     assert f"the tokens file {not_toml} is not TOML" in sink
     assert page == "review: tokens file /t.toml is not a secret it mounts"
+
+
+def test_the_gate_reads_its_callers_tokens_from_a_secret(
+    compose: dict[str, Any], services: dict[str, Service]
+) -> None:
+    assert not gate_tokens_problems(compose)
+    gate = services["gate"]
+    assert _service_secrets(gate) == [GATE_TOKENS_SECRET], "only the callers' tokens"
+    assert _settings(gate).gate.tokens_file == Path(SECRETS_DIR + GATE_TOKENS_SECRET)
+    assert not gate_dev_token_problems(
+        _secret_path(compose, GATE_TOKENS_SECRET), GATE_README, GATE_DEV_TOKEN
+    )
+
+
+def test_gate_tokens_checker_names_a_bad_mount(compose: dict[str, Any], tmp_path: Path) -> None:
+    unmounted = copy.deepcopy(compose)
+    unmounted["services"]["gate"]["secrets"] = []
+    assert gate_tokens_problems(unmounted) == [
+        f"gate: tokens file {SECRETS_DIR}{GATE_TOKENS_SECRET} is not a secret it mounts"
+    ]
+    unset = copy.deepcopy(compose)
+    del unset["services"]["gate"]["environment"]["STREAMPROC_GATE__TOKENS_FILE"]
+    assert gate_tokens_problems(unset) == ["gate: no gate tokens file, every request is refused"]
+    # The reviewers' file is TOML of the same shape, but [[reviewer]], not [[caller]].
+    reviewers = copy.deepcopy(compose)
+    reviewers["secrets"][GATE_TOKENS_SECRET] = reviewers["secrets"][TOKENS_SECRET]
+    (problem,) = gate_tokens_problems(reviewers)
+    assert problem.startswith(f"gate: tokens file {SECRETS_DIR}{GATE_TOKENS_SECRET}: ")
+    assert "unknown tables ['reviewer'] (expected [[caller]])" in problem
+    not_toml = tmp_path / "tokens.toml"
+    not_toml.write_text("[[caller]\n")
+    broken = copy.deepcopy(compose)
+    broken["secrets"][GATE_TOKENS_SECRET]["file"] = str(not_toml)
+    (problem,) = gate_tokens_problems(broken)
+    assert f"the tokens file {not_toml} is not TOML" in problem
+
+
+def test_gate_dev_token_checker_names_a_token_that_lets_nobody_in(
+    compose: dict[str, Any], tmp_path: Path
+) -> None:
+    tokens_file = _secret_path(compose, GATE_TOKENS_SECRET)
+    readme = tmp_path / "README.md"
+    readme.write_text(GATE_README.read_text().replace(GATE_DEV_TOKEN, "streamproc-dev-token"))
+    assert gate_dev_token_problems(tokens_file, readme, GATE_DEV_TOKEN) == [
+        "README.md does not give the dev token"
+    ]
+    assert gate_dev_token_problems(tokens_file, GATE_README, DEV_TOKEN) == [
+        "README.md does not give the dev token",
+        f"the dev token authenticates nobody in {tokens_file.name}",
+    ]
+    other_tenant = tmp_path / "dev-tokens.toml"
+    other_tenant.write_text(tokens_file.read_text().replace('["demo"]', '["acme"]'))
+    assert gate_dev_token_problems(other_tenant, GATE_README, GATE_DEV_TOKEN) == [
+        "dev-caller may not check the tenant 'demo'"
+    ]
+
+
+def test_the_gate_is_published_on_localhost_where_it_serves(services: dict[str, Service]) -> None:
+    assert not published_port_problems(services)
+    gate = services["gate"]
+    assert gate["command"] == ["gate", "serve"]
+    settings = _settings(gate).gate
+    assert settings.host == "0.0.0.0", "bound to 127.0.0.1, the published port reaches nobody"
+    assert gate["ports"] == [f"127.0.0.1:{settings.port}:{settings.port}"]
+    assert settings.publish, "verdicts, outcomes and audit records go to Kafka, as the worker's"
+    assert gate["deploy"]["replicas"] == 1, "a fixed host port is bound once"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (
+            lambda s: s["gate"].update(ports=["8790:8790"]),
+            ["gate: 8790:8790 is published beyond localhost"],
+        ),
+        (
+            lambda s: s["gate"].update(ports=["0.0.0.0:8790:8790"]),
+            ["gate: 0.0.0.0:8790:8790 is published beyond localhost"],
+        ),
+        (
+            lambda s: s["gate"]["environment"].pop("STREAMPROC_GATE__HOST"),
+            ["gate: binds 127.0.0.1, its port reaches nobody"],
+        ),
+        (
+            lambda s: s["gate"].update(ports=["127.0.0.1:8790:9464"]),
+            ["gate: publishes 9464, serves on 8790"],
+        ),
+        (
+            lambda s: s["review"]["environment"].update(STREAMPROC_REVIEW__HOST="127.0.0.1"),
+            ["review: binds 127.0.0.1, its port reaches nobody"],
+        ),
+    ],
+    ids=[
+        "gate on all host interfaces",
+        "gate on 0.0.0.0",
+        "gate on loopback",
+        "gate's metrics port published",
+        "page on loopback",
+    ],
+)
+def test_published_port_checker_names_a_bad_port(
+    services: dict[str, Service], mutate: Any, expected: list[str]
+) -> None:
+    broken = copy.deepcopy(services)
+    mutate(broken)
+    assert published_port_problems(broken) == expected
 
 
 def test_telemetry_reaches_the_collector(
@@ -684,6 +920,63 @@ def test_prometheus_scrapes_every_worker_where_it_serves_metrics(
     assert metrics.host == "0.0.0.0", "a worker bound to 127.0.0.1 cannot be scraped"
     assert metrics.port == discovery["port"] != 0
     assert job.get("metrics_path", "/metrics") == "/metrics"
+
+
+def test_prometheus_scrapes_every_process_that_serves_metrics(
+    services: dict[str, Service],
+) -> None:
+    config = _prometheus_config(services)
+    assert not scrape_problems(config, services)
+    (job,) = [j for j in config["scrape_configs"] if j["job_name"] == "streamproc-gate"]
+    (discovery,) = job["dns_sd_configs"]
+    assert discovery["names"] == ["gate"] and discovery["type"] == "A"
+    assert job.get("metrics_path", "/metrics") == "/metrics"
+
+
+def _job(config: dict[str, Any], name: str) -> dict[str, Any]:
+    (job,) = [j for j in config["scrape_configs"] if j["job_name"] == name]
+    return cast(dict[str, Any], job)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (
+            lambda c, s: c["scrape_configs"].remove(_job(c, "streamproc-gate")),
+            ["gate: no job scrapes it"],
+        ),
+        (
+            lambda c, s: _job(c, "streamproc-gate")["dns_sd_configs"][0].update(port=8790),
+            ["gate: scraped on [8790], serves 9464"],
+        ),
+        (
+            lambda c, s: s["gate"]["environment"].pop("STREAMPROC_METRICS__HOST"),
+            ["gate: /metrics bound to 127.0.0.1 cannot be scraped"],
+        ),
+        (
+            lambda c, s: s["gate"]["environment"].pop("STREAMPROC_METRICS__PORT"),
+            ["gate: serves no /metrics (STREAMPROC_METRICS__PORT)"],
+        ),
+        (
+            lambda c, s: _job(c, "streamproc-gate")["dns_sd_configs"][0].update(names=["review"]),
+            ["review: scraped, but review serve serves no /metrics", "gate: no job scrapes it"],
+        ),
+    ],
+    ids=[
+        "gate unscraped",
+        "gate's http port scraped",
+        "gate on loopback",
+        "gate without metrics",
+        "page scraped",
+    ],
+)
+def test_scrape_checker_names_a_bad_target(
+    services: dict[str, Service], mutate: Any, expected: list[str]
+) -> None:
+    config = copy.deepcopy(_prometheus_config(services))
+    broken = copy.deepcopy(services)
+    mutate(config, broken)
+    assert sorted(scrape_problems(config, broken)) == sorted(expected)
 
 
 def test_prometheus_evaluates_the_generated_rules(services: dict[str, Service]) -> None:

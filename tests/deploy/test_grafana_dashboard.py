@@ -276,8 +276,13 @@ def test_provisioning_loads_the_dashboards_from_one_folder() -> None:
 
 def _judge_panels(dashboard: Dashboard) -> list[dict[str, Any]]:
     """The panels of the "Judge vs reviewers" row (those below it, to the next row)."""
+    return _row_panels(dashboard, "Judge vs reviewers")
+
+
+def _row_panels(dashboard: Dashboard, title: str) -> list[dict[str, Any]]:
+    """The panels of the row ``title`` (those below it, to the next row)."""
     top: list[dict[str, Any]] = dashboard["panels"]
-    start = next(i for i, p in enumerate(top) if p["title"] == "Judge vs reviewers")
+    start = next(i for i, p in enumerate(top) if p["title"] == title)
     assert top[start]["type"] == "row"
     after = top[start + 1 :]
     end = next((i for i, p in enumerate(after) if p["type"] == "row"), len(after))
@@ -324,3 +329,19 @@ def test_the_judge_band_fills_between_each_figures_bounds(dashboard: Dashboard) 
     for expr in legends.values():
         for label in ("tenant", "assistant", "task_type", "judge"):
             assert f'{label}="${label}"' in expr
+
+
+def test_the_gate_row_reads_every_gate_metric_and_splits_unverified_by_reason(
+    dashboard: Dashboard,
+) -> None:
+    """The gate's alerts send on-call to this row for the reasons of unverified decisions:
+    every gate metric is read there, and one panel groups the unverified ones by reason."""
+    row = _row_panels(dashboard, "Gate")
+    exprs = [t["expr"] for p in row for t in p["targets"]]
+    read = set().union(*(metric_names(e) for e in exprs))
+    gate_metrics = {m for m in contract_metrics() if m.startswith("streamproc_gate_")}
+    families = {re.sub(r"_(bucket|count|sum)$", "", m) for m in read}
+    assert families >= {re.sub(r"_(bucket|count|sum)$", "", m) for m in gate_metrics}
+    assert any('verified="false"' in e and re.search(r"by \([^)]*\breason\b", e) for e in exprs), (
+        exprs
+    )
