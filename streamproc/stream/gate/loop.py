@@ -13,26 +13,33 @@ Per batch read (consumer group ``<app_id>.gate``):
    time, ``BUDGET_EXCEEDED``); its caller has given up, but what is monitored says so.
 3. The batch's valid requests are checked concurrently (:meth:`GateService.check`
    never raises; it answers each within its budget).
-4. One transaction per batch: every reply (:class:`~streamproc.gate_events.GateReply`
-   JSON, key and ``correlation-id`` header the request's correlation id, the trace
-   headers), every monitored record (verdict, flag, outcome, audit, review item), every
-   dead letter and the input offsets. A ``read_committed`` caller sees a reply only if
-   its verdict is published, and each verdict once.
+4. While a batch is being decided the loop goes on reading: each batch that comes is
+   checked at once (its requests' budgets are spent judging, not waiting on the topic
+   behind a slow request), up to twice the service's capacity held in flight.
+5. Batches publish in the order they were read: as soon as the oldest is decided, it
+   and every decided batch behind it go in one transaction - every reply
+   (:class:`~streamproc.gate_events.GateReply` JSON, key and ``correlation-id`` header
+   the request's correlation id, the trace headers), every monitored record (verdict,
+   flag, outcome, audit, review item), every dead letter and the input offsets. A
+   ``read_committed`` caller sees a reply only if its verdict is published, and each
+   verdict once. A batch not yet published when the loop fails or stops has its checks
+   cancelled and its offsets uncommitted: whoever reads the partition next decides it.
 
 A bad request never stops the loop: one with no usable ``reply-topic`` or
 ``correlation-id`` (absent, not a legal topic, an internal or a missing topic) becomes a
 dead letter (``schema_violation``, saying which header); one with a reply route but a
 bad budget or a bad event gets a :class:`~streamproc.gate_events.GateError` reply and a
 dead letter with its original bytes. The replies of one batch go out together, when the
-last of its requests is decided: a batch holds requests read together, so their budgets
-mostly end together; a caller mixing very different budgets on one topic sees the
-short ones answered when the long ones are.
+last of its requests (and of every batch read before it) is decided: requests read
+together mostly have budgets that end together; a caller mixing very different budgets
+on one topic sees the short ones answered when the long ones before them are.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -40,6 +47,7 @@ from typing import Any
 
 import structlog
 from aiokafka import ConsumerRecord
+from aiokafka.structs import TopicPartition
 
 from streamproc.adapters.trace_headers import passthrough
 from streamproc.config import Settings
@@ -69,6 +77,11 @@ log = structlog.get_logger(__name__)
 MAX_CORRELATION_ID_BYTES = 255
 """A uuid4 is 32 to 36 characters; anything longer than this is not an id."""
 _POLL_MS = 200
+_FOLLOW_POLL_S = 0.005
+"""While a batch is being decided, how often the loop looks for more requests."""
+_IN_FLIGHT_FACTOR = 2
+"""Records held in flight at most this many times the service's capacity (beyond it the
+service would shed them anyway; the rest wait on the topic, their age counted)."""
 _REPLY_MARGIN_BYTES = 4096
 """Room kept under the reply topic's record limit for the record's key and headers."""
 _CODES: dict[DeadLetterReason, GateErrorCode] = {
@@ -107,6 +120,16 @@ class _Refused:
 
 
 _Handled = _Checked | _Refused
+_Batch = Mapping[TopicPartition, Sequence[ConsumerRecord[bytes, bytes]]]
+
+
+@dataclass(frozen=True, slots=True)
+class _InFlight:
+    """A batch read and being decided (its checks run as a task), not yet published."""
+
+    handling: asyncio.Task[list[_Handled]]
+    offsets: dict[TopicPartition, int]
+    size: int
 
 
 class GateRequestLoop(ConsumerLoop):
@@ -158,18 +181,69 @@ class GateRequestLoop(ConsumerLoop):
         if not batch:
             return
         async with self._lock:
-            if not self._admit(batch, read_at):
-                return
-            records = [record for tp in sorted(batch) for record in batch[tp]]
-            handled = await self.handle(records)
-            outbound = self.outbound(handled)
-            offsets = {tp: rs[-1].offset + 1 for tp, rs in batch.items() if rs}
-            try:
-                await self._publisher.publish(outbound, offsets)
-            except PublishFailed:  # the loop stops: what is counted must say why
-                self._sensor.publish_failed(path="kafka")
-                raise
-            self.watch.progress.acknowledged(offsets, time.monotonic())
+            if self._admit(batch, read_at):
+                await self._decide_and_publish(batch)
+
+    async def _decide_and_publish(self, batch: _Batch) -> None:
+        """Decide ``batch`` and the batches read while it is decided, publishing them in
+        read order (module docstring, steps 4 and 5). The chain ends, and the lock is let
+        go, once every batch read is published and none is waiting; it reads no more when
+        a rebalance waits for the lock or the loop is stopping."""
+        in_flight: deque[_InFlight] = deque([self._start(batch)])
+        try:
+            while in_flight:
+                await self._read_while_deciding(in_flight)
+                decided: list[_InFlight] = []
+                while in_flight and in_flight[0].handling.done():
+                    decided.append(in_flight.popleft())
+                await self._publish(decided)
+        finally:
+            for each in in_flight:
+                each.handling.cancel()
+            await asyncio.gather(*(each.handling for each in in_flight), return_exceptions=True)
+
+    def _start(self, batch: _Batch) -> _InFlight:
+        records = [record for tp in sorted(batch) for record in batch[tp]]
+        return _InFlight(
+            handling=asyncio.create_task(self.handle(records), name="gate-batch"),
+            offsets={tp: rs[-1].offset + 1 for tp, rs in batch.items() if rs},
+            size=len(records),
+        )
+
+    async def _read_while_deciding(self, in_flight: deque[_InFlight]) -> None:
+        """Until the oldest batch is decided: start each batch the consumer holds, while
+        fewer than ``_IN_FLIGHT_FACTOR`` x capacity records are in flight. A batch not
+        admitted (put back or dropped by a rebalance) ends the reading for this chain."""
+        head = in_flight[0].handling
+        reading = True
+        while not head.done():
+            room = self._capacity * _IN_FLIGHT_FACTOR - sum(each.size for each in in_flight)
+            if reading and room > 0 and not (self._stopping.is_set() or self._rebalance_waiting):
+                more = await self._consumer.getmany(
+                    timeout_ms=0, max_records=min(room, self._capacity)
+                )
+                read_at = self._generation
+                if more:
+                    self.last_poll_at = time.monotonic()
+                    if self._admit(more, read_at):
+                        in_flight.append(self._start(more))
+                        continue
+                    reading = False
+            await asyncio.wait({head}, timeout=_FOLLOW_POLL_S)
+
+    async def _publish(self, decided: Sequence[_InFlight]) -> None:
+        """One transaction for the decided batches at the head, then their accounting."""
+        handled = [each for batch in decided for each in batch.handling.result()]
+        offsets: dict[TopicPartition, int] = {}
+        for batch in decided:
+            for tp, offset in batch.offsets.items():
+                offsets[tp] = max(offsets.get(tp, 0), offset)
+        try:
+            await self._publisher.publish(self.outbound(handled), offsets)
+        except PublishFailed:  # the loop stops: what is counted must say why
+            self._sensor.publish_failed(path="kafka")
+            raise
+        self.watch.progress.acknowledged(offsets, time.monotonic())
         self._committed(handled)
 
     async def handle(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> list[_Handled]:

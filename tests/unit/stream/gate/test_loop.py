@@ -5,6 +5,7 @@ correlation id, in the caller's trace, next to the answer's monitored records.""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 from aiokafka import ConsumerRecord
+from aiokafka.structs import TopicPartition
 
 from streamproc.adapters.telemetry import Telemetry
 from streamproc.config import Settings
@@ -308,3 +310,72 @@ async def test_a_reply_too_large_for_its_topic_becomes_an_oversized_error(
     assert error.error == "oversized"
     assert "ans-e1" in error.detail
     assert len(reply.value or b"") < 64 * 1024
+
+
+class _TimedConsumer:
+    """Hands out each batch once its time (monotonic, from the start) has come."""
+
+    def __init__(self, batches: Sequence[tuple[float, list[ConsumerRecord[bytes, bytes]]]]) -> None:
+        self._started = time.monotonic()
+        self._batches = list(batches)
+
+    async def getmany(
+        self, *_: Any, timeout_ms: int, max_records: int
+    ) -> dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]:
+        del max_records
+        if not self._batches:
+            await asyncio.sleep(timeout_ms / 1000)
+            return {}
+        due, records = self._batches[0]
+        wait = self._started + due - time.monotonic()
+        if wait > timeout_ms / 1000:
+            await asyncio.sleep(timeout_ms / 1000)
+            return {}
+        await asyncio.sleep(max(0.0, wait))
+        self._batches.pop(0)
+        return {TopicPartition(REQUESTS, 0): records}
+
+
+class _Publisher:
+    def __init__(self) -> None:
+        self.published: list[tuple[list[OutboundRecord], dict[TopicPartition, int]]] = []
+
+    async def publish(
+        self, records: Sequence[OutboundRecord], offsets: dict[TopicPartition, int]
+    ) -> None:
+        self.published.append((list(records), dict(offsets)))
+
+
+async def test_a_request_read_behind_a_slow_one_is_decided_within_its_own_budget() -> None:
+    """The loop reads on while a batch is decided: a request with a short budget, read
+    50 ms after one whose judging takes 400 ms, is decided within its 200 ms (by policy,
+    the judge being busy) rather than read once the first is published, already too old.
+    Batches still publish in the order they were read, each offset once."""
+    scorer = SlowScorer()
+    nli = GateService(settings(), slow_nli(scorer))
+    await nli.start()
+    scorer.delay_s = 0.4
+    loop = _loop(nli)
+    publisher = _Publisher()
+    slow = _record(_body(event_id="slow"), _headers(budget=b"5000"), offset=1)
+    short = _record(
+        _body(event_id="short"), _headers(budget=b"200", correlation=b"c-short"), offset=2
+    )
+    loop._consumer = _TimedConsumer([(0.0, [slow]), (0.05, [short])])
+    loop._publisher = publisher  # type: ignore[assignment]
+    loop._assigned = True
+    try:
+        await loop._step()
+    finally:
+        await nli.close()
+    replies = [
+        GateReply.model_validate_json(r.value or b"")
+        for records, _ in publisher.published
+        for r in _replies(records)
+    ]
+    assert [r.verdict.event_id for r in replies] == ["slow", "short"]
+    first, second = replies
+    assert first.verified and first.latency_ms >= 400
+    assert second.latency_ms < 200 and not second.verified
+    committed = [offsets[TopicPartition(REQUESTS, 0)] for _, offsets in publisher.published]
+    assert committed[-1] == 3 and committed == sorted(committed)
