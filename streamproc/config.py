@@ -699,6 +699,13 @@ class GateSettings(_Group):
         description="Time kept back from each budget to answer with the cheap checks "
         "(token confidence, records, values) when the model stage has not finished.",
     )
+    kafka_reply_reserve_ms: float = Field(
+        default=100.0,
+        ge=0,
+        description="Kafka request / reply: time kept back from each request's budget for "
+        "its reply's transaction and its delivery to the caller (the decision is made "
+        "within the budget less this; the reply's budget_ms says so).",
+    )
     publish: bool = Field(
         default=True,
         description="Publish each gated answer's verdict, flag, outcome and audit record "

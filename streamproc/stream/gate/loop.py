@@ -8,7 +8,9 @@ Per batch read (consumer group ``<app_id>.gate``):
    caller's ``traceparent`` (continued).
 2. The budget runs from when the request was produced, not when it was read: the time
    it spent on the topic (record timestamp to wall clock, never below 0) is taken off by
-   dating the request's arrival back. A request already older than its budget is
+   dating the request's arrival back, and ``gate.kafka_reply_reserve_ms`` is kept back
+   for the reply's transaction and its way to the caller (a reply after the budget is
+   one the caller has stopped waiting for). A request already older than its budget is
    answered at once by policy (the service settles it with whatever it can do in no
    time, ``BUDGET_EXCEEDED``); its caller has given up, but what is monitored says so.
 3. The batch's valid requests are checked concurrently (:meth:`GateService.check`
@@ -162,6 +164,7 @@ class GateRequestLoop(ConsumerLoop):
             producer_options={"max_request_size": DEAD_LETTER_MAX_BYTES + 65536},
         )
         self._service = service
+        self._reply_reserve_ms = gate.kafka_reply_reserve_ms
         self._sensor: GateSensor = sensor or NullGateSensor()
         self._clock = clock
         self._outputs = OutputTopics.from_settings(settings)
@@ -307,6 +310,7 @@ class GateRequestLoop(ConsumerLoop):
         budget = self._service.budget(_header(headers, BUDGET_HEADER))
         if isinstance(budget, GateError):
             return refused(DeadLetterReason.SCHEMA_VIOLATION, budget.detail, route, budget)
+        budget = max(0.0, budget - self._reply_reserve_ms)
         answer = self._service.parse(record.value)
         if isinstance(answer, Rejection):
             error = GateError(

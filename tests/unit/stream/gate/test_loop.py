@@ -144,7 +144,7 @@ async def test_a_request_gets_a_reply_keyed_by_its_correlation_id_beside_its_ver
     assert traceparent is not None and traceparent.decode().split("-")[1] == TRACE_ID
     decided = GateReply.model_validate_json(reply.value or b"")
     assert (decided.decision, decided.verified, decided.answer_text) == (Action.PASS, True, ANSWER)
-    assert decided.budget_ms == 5000
+    assert decided.budget_ms == 5000 - SETTINGS.gate.kafka_reply_reserve_ms  # kept for the reply
     [verdict_record] = [r for r in records if r.topic == SETTINGS.topics.verdicts]
     assert Verdict.model_validate_json(verdict_record.value or b"") == decided.verdict
     assert _header(verdict_record, "traceparent") == traceparent
@@ -157,7 +157,9 @@ async def test_headers_are_found_whatever_their_case_and_the_budget_defaults(
     headers = [(name.upper(), value) for name, value in _headers(budget=None, traceparent=None)]
     [reply] = _replies(await _outbound(_loop(service), _record(_body(), headers)))
     decided = GateReply.model_validate_json(reply.value or b"")
-    assert decided.budget_ms == SETTINGS.gate.default_budget_ms
+    assert (
+        decided.budget_ms == SETTINGS.gate.default_budget_ms - SETTINGS.gate.kafka_reply_reserve_ms
+    )
     assert _header(reply, "traceparent") is None  # no caller's trace to continue
 
 
