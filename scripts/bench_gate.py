@@ -509,20 +509,18 @@ def capacity_of(samples: Sequence[Sample], start: float, duration_s: float) -> d
 
 
 def summarise_level(
-    samples: Sequence[Sample], default_budget_ms: float, schedule_s: float
+    samples: Sequence[Sample], caller_budget_ms: float, schedule_s: float
 ) -> dict[str, Any]:
-    """A level's numbers; shares are of every request sent."""
+    """A level's numbers; shares are of every request sent. "Within budget" is the
+    caller's budget (the one it sent, else the gate's default), not the reply's
+    ``budget_ms``: over Kafka the gate decides within less, keeping time for the reply."""
     sent = len(samples)
     answered = [s for s in samples if s.reply.error is None]
 
     def within(extra_ms: float) -> float | None:
         if not sent:
             return None
-        ok = sum(
-            1
-            for s in answered
-            if s.latency_ms <= (s.reply.budget_ms or default_budget_ms) + extra_ms
-        )
+        ok = sum(1 for s in answered if s.latency_ms <= caller_budget_ms + extra_ms)
         return ok / sent
 
     def share(test: Callable[[Reply], bool]) -> float | None:
