@@ -802,6 +802,15 @@ class Settings(BaseSettings):
         hosts = [part.strip() for part in self.broker_url.split(";") if part.strip()]
         return ",".join(host.split("://", 1)[-1] for host in hosts)
 
+    def overriding(self, group: str, **values: object) -> Settings:
+        """A copy with each of ``values`` that is not None set in the group ``group``
+        (a server's command-line options over its environment)."""
+        changes = {key: value for key, value in values.items() if value is not None}
+        if not changes:
+            return self
+        updated = getattr(self, group).model_copy(update=changes)
+        return self.model_copy(update={group: updated})
+
 
 def _jsonable(value: object) -> object:
     return value.model_dump(mode="json") if isinstance(value, BaseModel) else value

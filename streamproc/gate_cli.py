@@ -84,20 +84,9 @@ def _token(args: argparse.Namespace) -> int:
 def _settings(args: argparse.Namespace) -> Settings:
     from streamproc.config import Settings
 
-    settings = Settings()
-    changes = {
-        key: value
-        for key, value in {
-            "host": args.host,
-            "port": args.port,
-            "tokens_file": args.tokens_file,
-        }.items()
-        if value is not None
-    }
-    if changes:
-        gate = settings.gate.model_copy(update=changes)
-        settings = settings.model_copy(update={"gate": gate})
-    return settings
+    return Settings().overriding(
+        "gate", host=args.host, port=args.port, tokens_file=args.tokens_file
+    )
 
 
 def _serve(args: argparse.Namespace) -> int:

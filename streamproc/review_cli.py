@@ -127,21 +127,13 @@ def _export(args: argparse.Namespace) -> int:
 def _settings(args: argparse.Namespace) -> Settings:
     from streamproc.config import Settings
 
-    settings = Settings()
-    changes = {
-        key: value
-        for key, value in {
-            "host": args.host,
-            "port": args.port,
-            "store_url": args.store,
-            "tokens_file": args.tokens_file,
-        }.items()
-        if value is not None
-    }
-    if changes:
-        review = settings.review.model_copy(update=changes)
-        settings = settings.model_copy(update={"review": review})
-    return settings
+    return Settings().overriding(
+        "review",
+        host=args.host,
+        port=args.port,
+        store_url=args.store,
+        tokens_file=args.tokens_file,
+    )
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -31,3 +31,11 @@ def test_to_env_round_trips(monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in original.to_env().items():
         monkeypatch.setenv(name, value)
     assert Settings() == original
+
+
+def test_overriding_sets_only_the_given_values_of_one_group() -> None:
+    base = Settings(gate={"port": 9000, "host": "0.0.0.0"}, review={"port": 8000})
+    changed = base.overriding("gate", port=9100, host=None, tokens_file=None)
+    assert (changed.gate.port, changed.gate.host) == (9100, "0.0.0.0")
+    assert changed.review == base.review and base.gate.port == 9000
+    assert base.overriding("gate", port=None) is base
