@@ -264,14 +264,9 @@ def gate_env(
 
 
 def topic_settings(app_id: str, bootstrap: str) -> Settings:
-    """Settings whose every topic (the gate's request topic too) is named after ``app_id``,
-    so a run on a shared broker meets no other run."""
-    return Settings(
-        app_id=app_id,
-        broker_url=f"kafka://{bootstrap}",
-        **run_topics(app_id),
-        gate={"requests_topic": f"{app_id}.gate-requests"},
-    )
+    """Settings whose every topic (the gate's request and reply topics too) is named after
+    ``app_id``, so a run on a shared broker meets no other run."""
+    return Settings(app_id=app_id, broker_url=f"kafka://{bootstrap}", **run_topics(app_id))
 
 
 class GateProcess:
@@ -406,9 +401,7 @@ class KafkaCaller:
     async def start(self) -> None:
         from streamproc.gate.client import GateClient
 
-        self._client = GateClient.from_settings(
-            self._settings, reply_topic=f"{self._settings.app_id}.gate-replies"
-        )
+        self._client = GateClient.from_settings(self._settings)  # its run's reply topic
         await self._client.start()
 
     async def close(self) -> None:

@@ -227,6 +227,10 @@ def run_topics(app_id: str) -> dict[str, Any]:
             "deltas_topic": f"{app_id}.label-deltas",
             "accuracy_topic": f"{app_id}.judge-accuracy",
         },
+        "gate": {
+            "requests_topic": f"{app_id}.gate-requests",
+            "replies_topic": f"{app_id}.gate-replies",
+        },
     }
 
 

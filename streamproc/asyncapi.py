@@ -18,7 +18,6 @@ from typing import Any, Literal
 
 from streamproc.config import Settings
 from streamproc.gate_events import BUDGET_HEADER, CORRELATION_ID_HEADER, REPLY_TOPIC_HEADER
-from streamproc.stream.topics import GATE_REPLIES_TOPIC
 
 __all__ = ["ASYNCAPI_FILE", "render_asyncapi"]
 
@@ -211,7 +210,7 @@ def _gate_topics(settings: Settings) -> list[_Topic]:
         ),
         _Topic(
             "gateReplies",
-            GATE_REPLIES_TOPIC,
+            settings.gate.replies_topic,
             "GateReply",
             "gate-reply",
             "the request's correlation id",

@@ -717,6 +717,11 @@ class GateSettings(_Group):
         description="Kafka request / reply: requests read here, replies sent to each "
         "request's reply-topic header.",
     )
+    replies_topic: str = Field(
+        default="groundedness.gate-replies",
+        description="Kafka request / reply: the default reply topic, created with the "
+        "gate's topics; a caller may name its own in each request's reply-topic header.",
+    )
     kafka_requests: bool = Field(
         default=True, description="Serve the Kafka request topic too (needs publish)."
     )

@@ -22,7 +22,7 @@ How it goes:
 - The reply topic is read from its end, with no consumer group (every client instance
   sees every reply and keeps its own): ``read_committed``, so a reply is seen only once
   the gate's transaction holding it and the answer's verdict commits. The default one
-  (:data:`~streamproc.stream.topics.GATE_REPLIES_TOPIC`) is created by the gate with its
+  (``gate.replies_topic``, :data:`DEFAULT_REPLIES_TOPIC`) is created by the gate with its
   other topics; :meth:`start` creates the client's topic if it is missing
   (``create_reply_topic``). Many busy clients are better off each with a reply topic of
   their own: each reads every reply on its topic.
@@ -55,14 +55,22 @@ from streamproc.gate_events import (
     GateError,
     GateReply,
 )
-from streamproc.stream.topics import GATE_REPLIES_TOPIC, TopicSpec, ensure_topics
+from streamproc.stream.topics import TopicSpec, ensure_topics
 
-__all__ = ["DEFAULT_REQUESTS_TOPIC", "ClientDecision", "GateClient", "budget_header"]
+__all__ = [
+    "DEFAULT_REPLIES_TOPIC",
+    "DEFAULT_REQUESTS_TOPIC",
+    "ClientDecision",
+    "GateClient",
+    "budget_header",
+]
 
 log = structlog.get_logger(__name__)
 
 DEFAULT_REQUESTS_TOPIC: str = GateSettings.model_fields["requests_topic"].default
 """``gate.requests_topic``'s default."""
+DEFAULT_REPLIES_TOPIC: str = GateSettings.model_fields["replies_topic"].default
+"""``gate.replies_topic``'s default: the reply topic the gate creates."""
 _REPLY_RETENTION_MS = 3600 * 1000
 _METADATA_ATTEMPTS = 50
 _METADATA_WAIT_S = 0.2
@@ -103,7 +111,7 @@ class GateClient:
         self,
         bootstrap_servers: str,
         *,
-        reply_topic: str = GATE_REPLIES_TOPIC,
+        reply_topic: str = DEFAULT_REPLIES_TOPIC,
         policy: FailurePolicy | Callable[[str], FailurePolicy] = "fail-open",
         requests_topic: str = DEFAULT_REQUESTS_TOPIC,
         security: KafkaSecurity | None = None,
@@ -140,16 +148,17 @@ class GateClient:
         cls,
         settings: Settings,
         *,
-        reply_topic: str = GATE_REPLIES_TOPIC,
+        reply_topic: str | None = None,
         policy: FailurePolicy | Callable[[str], FailurePolicy] | None = None,
         create_reply_topic: bool = True,
     ) -> GateClient:
         """A client of the gate ``settings`` describe: its broker, security, requests
-        topic and (unless ``policy``) its per-tenant failure policies."""
+        topic, default reply topic (unless ``reply_topic``) and (unless ``policy``) its
+        per-tenant failure policies."""
         topics = settings.topics
         return cls(
             settings.bootstrap_servers,
-            reply_topic=reply_topic,
+            reply_topic=reply_topic if reply_topic is not None else settings.gate.replies_topic,
             policy=policy if policy is not None else settings.gate.policy_for,
             requests_topic=settings.gate.requests_topic,
             security=settings.security,

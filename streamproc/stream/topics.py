@@ -36,7 +36,6 @@ from streamproc.config import KafkaSecurity, Settings
 __all__ = [
     "AUDIT_MAX_MESSAGE_BYTES",
     "DEAD_LETTER_MAX_BYTES",
-    "GATE_REPLIES_TOPIC",
     "TopicSpec",
     "accuracy_changelog_topic",
     "audit_topic_spec",
@@ -61,9 +60,6 @@ AUDIT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 next to the whole verdict: with the default 512 KiB event cap it stays far below this."""
 _DAY_MS = 24 * 3600 * 1000
 
-GATE_REPLIES_TOPIC = "groundedness.gate-replies"
-"""The default reply topic of the gate's Kafka request / reply: created with the other
-topics, read by :class:`~streamproc.gate.client.GateClient` unless it is given its own."""
 _GATE_RETENTION_MS = 3600 * 1000
 """Gate requests and replies matter for one budget (milliseconds to seconds): an hour
 is ample for a replay or a look, and keeps the topics small."""
@@ -159,7 +155,7 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
 
 def gate_topic_specs(settings: Settings) -> list[TopicSpec]:
     """The gate's Kafka request / reply: its requests topic (answer events, as on the
-    answers topic) and the default reply topic (:data:`GATE_REPLIES_TOPIC`; a reply holds
+    answers topic) and the default reply topic (``gate.replies_topic``; a reply holds
     a whole verdict, so it takes the output topics' record size). Both short-lived."""
     topics = settings.topics
     short = {"retention.ms": str(_GATE_RETENTION_MS)}
@@ -169,7 +165,10 @@ def gate_topic_specs(settings: Settings) -> list[TopicSpec]:
             settings.gate.requests_topic, topics.partitions, topics.replication_factor, short
         ),
         TopicSpec(
-            GATE_REPLIES_TOPIC, topics.partitions, topics.replication_factor, {**short, **output}
+            settings.gate.replies_topic,
+            topics.partitions,
+            topics.replication_factor,
+            {**short, **output},
         ),
     ]
 

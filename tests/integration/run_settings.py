@@ -16,11 +16,13 @@ def run_settings(bootstrap: str, prefix: str, *, partitions: int, **fields: Any)
     run = f"{prefix}-{uuid.uuid4().hex[:8]}"
     review = {"queue_topic": f"{run}.review-queue", "labels_topic": f"{run}.labels"}
     labels = {"deltas_topic": f"{run}.label-deltas", "accuracy_topic": f"{run}.judge-accuracy"}
+    gate = {"requests_topic": f"{run}.gate-requests", "replies_topic": f"{run}.gate-replies"}
     return Settings(
         app_id=run,
         broker_url=f"kafka://{bootstrap}",
         topics={**{name: f"{run}.{name}" for name in TOPIC_FIELDS}, "partitions": partitions},
         review={**review, **fields.pop("review", {})},
         labels={**labels, **fields.pop("labels", {})},
+        gate={**gate, **fields.pop("gate", {})},
         **fields,
     )

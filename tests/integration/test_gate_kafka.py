@@ -65,7 +65,11 @@ def _settings(bootstrap: str, **gate: Any) -> Settings:
         review={"queue_topic": f"{run}.review-queue", "labels_topic": f"{run}.labels"},
         labels={"deltas_topic": f"{run}.deltas", "accuracy_topic": f"{run}.accuracy"},
         window={"hopping_topic": f"{run}.hopping", "late_topic": f"{run}.late"},
-        gate={"requests_topic": f"{run}.gate-requests", **gate},
+        gate={
+            "requests_topic": f"{run}.gate-requests",
+            "replies_topic": f"{run}.gate-replies",
+            **gate,
+        },
         worker={"rebalance_timeout_s": 10.0, "session_timeout_s": 6.0},
     )
 

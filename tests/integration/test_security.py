@@ -57,6 +57,10 @@ def _settings(address: str, security: KafkaSecurity, prefix: str, **extra: Any) 
                 "late_topic": f"{prefix}-{run}.late",
                 "hopping_topic": f"{prefix}-{run}.hopping",
             },
+            "gate": {
+                "requests_topic": f"{prefix}-{run}.gate-requests",
+                "replies_topic": f"{prefix}-{run}.gate-replies",
+            },
             **extra,
         },
     )

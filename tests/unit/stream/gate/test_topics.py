@@ -4,25 +4,25 @@ requests topic and the default reply topic, short-lived, replies as large as a v
 from __future__ import annotations
 
 from streamproc.config import Settings
-from streamproc.stream.topics import GATE_REPLIES_TOPIC, gate_topic_specs, topic_specs
+from streamproc.stream.topics import gate_topic_specs, topic_specs
 
 
 def test_the_requests_and_default_reply_topics_are_created_with_the_others() -> None:
     settings = Settings(
         topics={"partitions": 4, "output_max_message_bytes": 2 * 1024 * 1024},
-        gate={"requests_topic": "team.gate-requests"},
+        gate={"requests_topic": "team.gate-requests", "replies_topic": "team.gate-replies"},
     )
     requests, replies = gate_topic_specs(settings)
-    assert (requests.name, replies.name) == ("team.gate-requests", GATE_REPLIES_TOPIC)
+    assert (requests.name, replies.name) == ("team.gate-requests", "team.gate-replies")
     assert {requests.partitions, replies.partitions} == {4}
     hour_ms = str(3600 * 1000)
     assert requests.config == {"retention.ms": hour_ms}
     assert replies.config == {"retention.ms": hour_ms, "max.message.bytes": str(2 * 1024 * 1024)}
     created = {spec.name for spec in topic_specs(settings)}
-    assert {"team.gate-requests", GATE_REPLIES_TOPIC} <= created
+    assert {"team.gate-requests", "team.gate-replies"} <= created
 
 
 def test_without_the_kafka_request_path_the_gate_topics_are_not_created() -> None:
     created = {spec.name for spec in topic_specs(Settings(gate={"kafka_requests": False}))}
-    assert GATE_REPLIES_TOPIC not in created
+    assert Settings().gate.replies_topic not in created
     assert Settings().gate.requests_topic not in created

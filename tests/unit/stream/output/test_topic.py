@@ -17,7 +17,6 @@ from streamproc.stream.output.fit import OVERHEAD_BYTES, TooLarge, encode
 from streamproc.stream.output.topic import OutputTopic, Prepared, RecordTooLarge
 from streamproc.stream.topics import (
     DEAD_LETTER_MAX_BYTES,
-    GATE_REPLIES_TOPIC,
     topic_specs,
     window_changelog_topic,
 )
@@ -100,7 +99,7 @@ def test_the_catalog_names_keys_and_sizes_every_output() -> None:
     specs = {spec.name: spec for spec in topic_specs(settings)}
     # The gate's topics are no catalog outputs: its requests are read, its replies go to
     # the topic each request names (this default one sized as the other outputs).
-    gate_replies = specs.pop(GATE_REPLIES_TOPIC)
+    gate_replies = specs.pop(settings.gate.replies_topic)
     assert "max.message.bytes" not in specs.pop(settings.gate.requests_topic).config
     created = {
         name: int(spec.config["max.message.bytes"])
