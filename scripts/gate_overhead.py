@@ -1,0 +1,94 @@
+"""What the gate's service adds to its judge's own time, in one process, with no HTTP,
+no Kafka and no queue: each answer checked alone (``GateService.check``, publishing off,
+a 30 s budget), minus the judge call's own time inside it (``GateResult.judge_ms``); also
+the intake parse and the reply's JSON. Splits scripts/bench_gate.py's "gate p50 - judge
+p50" into the service's part and the rest (the HTTP round trip, waiting behind a batch,
+the load generator on the same cores).
+
+    .venv/bin/python scripts/gate_overhead.py [--answers qa|ragtruth] [--count 80]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a plain script, without installing the package
+    sys.path.insert(0, str(ROOT))
+
+# Imported after the path is set, for the reason above.
+from scripts.bench_gate import answer_pool  # noqa: E402
+from streamproc.adapters.telemetry import Telemetry  # noqa: E402
+from streamproc.config import Settings  # noqa: E402
+from streamproc.events import AnswerEvent  # noqa: E402
+from streamproc.gate.request import GateRequest, http_origin  # noqa: E402
+from streamproc.gate.sensor import NullGateSensor  # noqa: E402
+from streamproc.wiring import build_gate  # noqa: E402
+
+
+async def measure(events: list[AnswerEvent]) -> dict[str, float]:
+    """Per answer: the service's time beyond its judge call, the parse, the reply JSON
+    (medians and 95th percentiles, ms); the first answer warms the models up."""
+    service = build_gate(
+        Settings(gate={"publish": False}), telemetry=Telemetry.disabled(), sensor=NullGateSensor()
+    )
+    await service.start()
+    beyond: list[float] = []
+    parse: list[float] = []
+    reply: list[float] = []
+    try:
+        for event in events:
+            body = event.model_copy(update={"occurred_at": datetime.now(UTC)})
+            raw = body.model_dump_json(exclude_none=True).encode()
+            started = time.perf_counter()
+            answer = service.parse(raw)
+            parsed = time.perf_counter()
+            if not isinstance(answer, AnswerEvent):
+                raise SystemExit(f"intake refused a pool answer: {answer}")
+            request = GateRequest(
+                body=raw,
+                answer=answer,
+                budget_ms=30_000,
+                arrived=time.monotonic(),
+                origin=http_origin(),
+                headers=(),
+                trace_id=None,
+            )
+            result = await service.check(request)
+            checked = time.perf_counter()
+            result.reply.model_dump_json()
+            replied = time.perf_counter()
+            parse.append((parsed - started) * 1000)
+            beyond.append((checked - parsed) * 1000 - (result.judge_ms or 0.0))
+            reply.append((replied - checked) * 1000)
+    finally:
+        await service.close()
+    out: dict[str, float] = {}
+    for name, values in (("beyond_judge", beyond[1:]), ("parse", parse[1:]), ("reply", reply[1:])):
+        ordered = sorted(values)
+        out[f"{name}_p50_ms"] = statistics.median(ordered)
+        out[f"{name}_p95_ms"] = ordered[int(0.95 * (len(ordered) - 1))]
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--answers", choices=["qa", "ragtruth"], default="qa")
+    parser.add_argument("--count", type=int, default=80)
+    args = parser.parse_args()
+    events, _ = answer_pool(args.answers, None)
+    figures = asyncio.run(measure(events[: args.count]))
+    print(f"{args.answers}, {args.count} answers one at a time:")
+    for name, value in figures.items():
+        print(f"  {name}: {value:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
