@@ -67,17 +67,16 @@ def register(
 
 
 def _token(args: argparse.Namespace) -> int:
-    from streamproc.adapters.gate.auth import caller_stanza
-    from streamproc.adapters.token_file import new_token
+    from streamproc.adapters.gate.auth import Callers
+    from streamproc.adapters.token_file import print_new_token
 
-    token = new_token()
-    print(token)
-    print(
-        "\n# Give the token above to the caller (it is shown only now), and add this to\n"
-        "# the gate's tokens file (settings.gate.tokens_file); it keeps only the token's hash:",
-        file=sys.stderr,
+    print_new_token(
+        Callers.table,
+        args.name,
+        args.tenant,
+        holder="caller",
+        tokens_file="the gate's tokens file (settings.gate.tokens_file)",
     )
-    print(caller_stanza(args.name, args.tenant, token), end="")
     return 0
 
 

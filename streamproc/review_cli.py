@@ -95,16 +95,16 @@ def register(
 
 
 def _token(args: argparse.Namespace) -> int:
-    from streamproc.adapters.review.auth import new_token, token_stanza
+    from streamproc.adapters.review.auth import Reviewers
+    from streamproc.adapters.token_file import print_new_token
 
-    token = new_token()
-    print(token)
-    print(
-        "\n# Give the token above to the reviewer (it is shown only now), and add this to\n"
-        "# the tokens file (settings.review.tokens_file); it keeps only the token's hash:",
-        file=sys.stderr,
+    print_new_token(
+        Reviewers.table,
+        args.name,
+        args.tenant,
+        holder="reviewer",
+        tokens_file="the tokens file (settings.review.tokens_file)",
     )
-    print(token_stanza(args.name, args.tenant, token), end="")
     return 0
 
 

@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import json
 import secrets
+import sys
 import tomllib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ __all__ = [
     "authenticate",
     "hash_token",
     "new_token",
+    "print_new_token",
     "read_holders",
     "token_stanza",
 ]
@@ -169,6 +171,22 @@ def hash_token(token: str) -> str:
 def new_token() -> str:
     """A fresh random token (256 bits, URL-safe)."""
     return secrets.token_urlsafe(_TOKEN_BYTES)
+
+
+def print_new_token(
+    table: str, name: str, tenants: Sequence[str], *, holder: str, tokens_file: str
+) -> None:
+    """What a ``token`` command prints: a fresh token alone on stdout's first line, then
+    the ``[[table]]`` entry to add to ``tokens_file``, and on stderr that the token is
+    shown only now (so ``TOKEN=$(... 2>/dev/null | head -1)`` takes it)."""
+    token = new_token()
+    print(token)
+    print(
+        f"\n# Give the token above to the {holder} (it is shown only now), and add this to\n"
+        f"# {tokens_file}; it keeps only the token's hash:",
+        file=sys.stderr,
+    )
+    print(token_stanza(table, name, tenants, token), end="")
 
 
 def token_stanza(table: str, name: str, tenants: Sequence[str], token: str) -> str:
