@@ -125,7 +125,18 @@ def answer_pool(kind: str, data: Sequence[Path] | None) -> tuple[list[AnswerEven
 def bodies(answers: Answers, count: int) -> list[bytes]:
     """``count`` request bodies, made before a level starts so that serialising an
     answer never delays a scheduled send."""
-    return [answers.take()[2] for _ in range(count)]
+    return [body for _, body in indexed_bodies(answers, count)]
+
+
+def indexed_bodies(answers: Answers, count: int) -> list[tuple[int | None, bytes]]:
+    """As :func:`bodies`, each with its answer's pool index on its first use (None for
+    a repeat): what pairs a gate decision with the judge alone on the same answer."""
+    out: list[tuple[int | None, bytes]] = []
+    for _ in range(count):
+        index = answers.taken
+        first_use = index < answers.size
+        out.append((index if first_use else None, answers.take()[2]))
+    return out
 
 
 # -------------------------------------------------------------------------- schedule
@@ -188,6 +199,7 @@ def time_judge_alone(events_json: list[str], warm_json: list[str]) -> dict[str, 
         "judge": settings.name,
         "answers": len(events),
         "ms": summarise_ms(times_ms),
+        "per_answer_ms": times_ms,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
@@ -326,17 +338,23 @@ class Reply:
     reason: str | None = None
     gate_latency_ms: float | None = None
     budget_ms: float | None = None
+    judge_ms: float | None = None
+    """The verdict's judge time: the whole judge call of the batch it was judged in."""
+    batch_size: int | None = None
     error: str | None = None
 
 
 def reply_of(payload: Mapping[str, Any]) -> Reply:
     """A :class:`~streamproc.gate_events.GateReply` as JSON, reduced to what is counted."""
+    timings = (payload.get("verdict") or {}).get("timings") or {}
     return Reply(
         decision=str(payload["decision"]),
         verified=bool(payload["verified"]),
         reason=None if payload.get("reason") is None else str(payload["reason"]),
         gate_latency_ms=float(payload["latency_ms"]),
         budget_ms=float(payload["budget_ms"]),
+        judge_ms=None if timings.get("judge_ms") is None else float(timings["judge_ms"]),
+        batch_size=None if timings.get("batch_size") is None else int(timings["batch_size"]),
     )
 
 
@@ -431,6 +449,8 @@ class Sample:
     sent: float
     done: float
     reply: Reply
+    pool_index: int | None = None
+    """The answer's place in the pool on its first use (None: a repeat, or not tracked)."""
 
     @property
     def latency_ms(self) -> float:
@@ -438,25 +458,30 @@ class Sample:
         return (self.done - self.due) * 1000
 
 
-async def _one(caller: Caller, body: bytes, budget_ms: float | None, due: float) -> Sample:
+async def _one(
+    caller: Caller, body: bytes, budget_ms: float | None, due: float, index: int | None = None
+) -> Sample:
     sent = time.monotonic()
     reply = await caller.check(body, budget_ms)
-    return Sample(due, sent, time.monotonic(), reply)
+    return Sample(due, sent, time.monotonic(), reply, index)
 
 
 async def open_loop(
-    caller: Caller, payloads: Sequence[bytes], schedule: Sequence[float], budget_ms: float | None
+    caller: Caller,
+    payloads: Sequence[tuple[int | None, bytes]],
+    schedule: Sequence[float],
+    budget_ms: float | None,
 ) -> list[Sample]:
-    """Every payload sent at its scheduled time as a task of its own, whether or not
-    earlier ones were answered; then every reply awaited."""
+    """Every payload (pool index, body) sent at its scheduled time as a task of its own,
+    whether or not earlier ones were answered; then every reply awaited."""
     start = time.monotonic()
     tasks = []
-    for offset, body in zip(schedule, payloads, strict=True):
+    for offset, (index, body) in zip(schedule, payloads, strict=True):
         due = start + offset
         delay = due - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
-        tasks.append(asyncio.create_task(_one(caller, body, budget_ms, due)))
+        tasks.append(asyncio.create_task(_one(caller, body, budget_ms, due, index)))
     return list(await asyncio.gather(*tasks))
 
 
@@ -534,6 +559,7 @@ def summarise_level(
         "gate_latency_ms": summarise_ms(
             [s.reply.gate_latency_ms for s in answered if s.reply.gate_latency_ms is not None]
         ),
+        **split_latency(answered),
         "within_budget": within(0.0),
         "within_budget_plus_50ms": within(GRACE_MS),
         "shed": share(lambda r: r.reason == SHED_REASON),
@@ -541,6 +567,30 @@ def summarise_level(
         "decisions": dict(Counter(str(s.reply.decision) for s in answered)),
         "reasons": dict(Counter(str(s.reply.reason) for s in answered if s.reply.reason)),
         "send_slip_ms": summarise_ms(slips),
+        "latency_by_pool_index": {
+            str(s.pool_index): s.latency_ms for s in answered if s.pool_index is not None
+        },
+    }
+
+
+def split_latency(answered: Sequence[Sample]) -> dict[str, Any]:
+    """Where a verified reply's time went: the judge call it was in (``judge_ms``), the
+    rest of the gate's own time (queueing behind a batch, parsing, the reply), and the
+    rest of what the caller waited (transport, the caller's own event loop)."""
+    judged = [
+        s
+        for s in answered
+        if s.reply.verified and s.reply.judge_ms is not None and s.reply.gate_latency_ms
+    ]
+    return {
+        "judge_call_ms": summarise_ms([s.reply.judge_ms or 0.0 for s in judged]),
+        "in_gate_beyond_judge_ms": summarise_ms(
+            [(s.reply.gate_latency_ms or 0.0) - (s.reply.judge_ms or 0.0) for s in judged]
+        ),
+        "outside_gate_ms": summarise_ms(
+            [s.latency_ms - (s.reply.gate_latency_ms or 0.0) for s in judged]
+        ),
+        "batch_sizes": dict(Counter(s.reply.batch_size for s in judged)),
     }
 
 
@@ -596,12 +646,14 @@ async def measure_gate(
     """Capacity, then each open-loop level, against one running gate."""
     defaults = Settings().gate
     default_budget = plan.budget_ms or defaults.default_budget_ms
+    # The open loop sends the pool from its start (the answers the judge alone was timed
+    # on come first); the warm-up and the closed loop take it from its end.
     answers = Answers(pool, f"bench-gate-{uuid.uuid4().hex[:8]}")
-    warm = Answers(list(reversed(pool)), f"bench-gate-warm-{uuid.uuid4().hex[:8]}")
-    await wait_ready(caller, bodies(warm, max(1, plan.warm_up)), gate, READY_TIMEOUT_S)
+    back = Answers(list(reversed(pool)), f"bench-gate-back-{uuid.uuid4().hex[:8]}")
+    await wait_ready(caller, bodies(back, max(1, plan.warm_up)), gate, READY_TIMEOUT_S)
     log(f"{plan.path} / {plan.kind}: capacity, {plan.callers} callers for {plan.capacity_s:g} s")
     samples, start = await closed_loop(
-        caller, lambda: answers.take()[2], plan.callers, plan.capacity_s, defaults.max_budget_ms
+        caller, lambda: back.take()[2], plan.callers, plan.capacity_s, defaults.max_budget_ms
     )
     capacity = capacity_of(samples, start, plan.capacity_s)
     log(f"  {_fmt(capacity['answers_per_s'], 2)} verified answers/s")
@@ -617,7 +669,7 @@ async def measure_gate(
         schedule = poisson_schedule(rate, plan.duration_s, plan.seed + index)
         if not schedule:
             schedule = [0.0]
-        payloads = bodies(answers, len(schedule))
+        payloads = indexed_bodies(answers, len(schedule))
         log(f"  open loop {load:g} % = {rate:.2f}/s for {plan.duration_s:g} s")
         got = await open_loop(caller, payloads, schedule, plan.budget_ms)
         level = {
@@ -637,6 +689,7 @@ async def measure_gate(
         "capacity": capacity,
         "levels": levels,
         "repeated_answers": answers.repeats,
+        "closed_loop_repeated_answers": back.repeats,
         "pool": len(pool),
         "peak_rss_mib": peak_rss_mib(gate.pid),
     }
@@ -745,11 +798,16 @@ def targets(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         limit = QA_P99_TARGET_MS if run["kind"] == "qa" else run["budget_ms"]
         out.append(_target(f"{who}: p99 at 50 % load", p99, limit, "ms"))
         quarter = _level(run, 25)
-        judge_p50 = ((alone.get(run["kind"]) or {}).get("ms") or {}).get("p50")
-        gate_p50 = quarter["latency_ms"]["p50"] if quarter and quarter["latency_ms"] else None
-        added = None if gate_p50 is None or judge_p50 is None else gate_p50 - judge_p50
+        added = paired_overhead(quarter, alone.get(run["kind"]))
         out.append(
-            _target(f"{who}: gate p50 at 25 % - judge p50", added, GATE_OVERHEAD_TARGET_MS, "ms")
+            _target(
+                f"{who}: what the gate adds at p50, 25 % load (median over the same answers "
+                f"of gate latency - judge alone)",
+                added["median_of_differences_ms"] if added else None,
+                GATE_OVERHEAD_TARGET_MS,
+                "ms",
+            )
+            | {"detail": added}
         )
         double = _level(run, 200)
         within = double["within_budget_plus_50ms"] if double else None
@@ -765,6 +823,34 @@ def targets(report: Mapping[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def paired_overhead(
+    level: Mapping[str, Any] | None, alone: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """What the gate adds to a decision over the judge's own time, on the answers both
+    saw (the open loop's first answers are the judge alone's): the median of the
+    per-answer differences, and for comparison the difference of the two medians over
+    those answers. None when either side is missing."""
+    if not level or not alone or not alone.get("per_answer_ms"):
+        return None
+    judge_ms: Sequence[float] = alone["per_answer_ms"]
+    pairs = [
+        (latency, judge_ms[int(index)])
+        for index, latency in level.get("latency_by_pool_index", {}).items()
+        if int(index) < len(judge_ms)
+    ]
+    if not pairs:
+        return None
+    gate = [g for g, _ in pairs]
+    judge = [j for _, j in pairs]
+    return {
+        "answers": len(pairs),
+        "median_of_differences_ms": statistics.median(g - j for g, j in pairs),
+        "difference_of_medians_ms": statistics.median(gate) - statistics.median(judge),
+        "gate_p50_ms": statistics.median(gate),
+        "judge_alone_p50_ms": statistics.median(judge),
+    }
 
 
 def _target(name: str, value: float | None, limit: float, unit: str) -> dict[str, Any]:
@@ -849,6 +935,13 @@ def render(report: Mapping[str, Any]) -> str:
         shown = _pct(value) if each["unit"] == "share" else f"{_fmt(value)} ms"
         limit = _pct(each["limit"]) if each["unit"] == "share" else f"{each['limit']:g} ms"
         lines.append(f"- {verdict}: {each['target']}: {shown} (target {limit})")
+        detail = each.get("detail")
+        if detail:
+            lines.append(
+                f"  ({detail['answers']} answers; gate p50 {_fmt(detail['gate_p50_ms'])} ms, "
+                f"judge alone p50 {_fmt(detail['judge_alone_p50_ms'])} ms, difference of the "
+                f"medians {_fmt(detail['difference_of_medians_ms'])} ms)"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -872,7 +965,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--capacity-s", type=float, default=8.0, help="the closed loop")
     parser.add_argument("--callers", type=int, help="closed-loop callers (2 x gate.batch_max)")
     parser.add_argument("--budget-ms", type=float, help="X-Budget-Ms (default: none sent)")
-    parser.add_argument("--judge-answers", type=int, default=60, help="judge-alone sample")
+    parser.add_argument(
+        "--judge-answers", type=int, default=200, help="judge-alone sample (pool's first)"
+    )
     parser.add_argument("--max-rate", type=float, help="cap every open-loop rate (answers/s)")
     parser.add_argument("--seed", type=int, default=26)
     parser.add_argument("--bootstrap", metavar="HOST:PORT", help="broker for kafka paths")

@@ -44,7 +44,6 @@ import argparse
 import asyncio
 import base64
 import contextlib
-import itertools
 import json
 import logging
 import os
@@ -423,11 +422,18 @@ class Answers:
     def __init__(self, pool: Sequence[AnswerEvent], run: str) -> None:
         self._pool = pool
         self._run = run
-        self._next = itertools.count()
+        self.taken = 0
+        """Answers handed out so far: the next one is the pool's ``taken % len(pool)``."""
         self.repeats = 0
 
+    @property
+    def size(self) -> int:
+        """Distinct answers in the pool."""
+        return len(self._pool)
+
     def take(self) -> tuple[str, bytes, bytes]:
-        index = next(self._next)
+        index = self.taken
+        self.taken += 1
         self.repeats += index >= len(self._pool)
         return fresh(self._pool[index % len(self._pool)], self._run, index)
 

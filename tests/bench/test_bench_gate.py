@@ -30,6 +30,7 @@ from scripts.bench_gate import (
     closed_loop,
     gate_env,
     open_loop,
+    paired_overhead,
     poisson_schedule,
     render,
     summarise_level,
@@ -144,6 +145,8 @@ def _level(
         "verified": 1.0,
         "unanswered": unanswered,
         "peak_rss_mib": 300.0,
+        # answer i took 40 + i ms alone and 48 + 2i ms through the gate
+        "latency_by_pool_index": {str(i): 48.0 + 2 * i for i in range(5)},
     }
 
 
@@ -152,7 +155,13 @@ def _report() -> dict[str, Any]:
     return {
         "judge": "nli",
         "machine": {"nproc": 2, "cpu_model": "x", "python": "3.11"},
-        "judge_alone": {"qa": {"ms": {"p50": 40.0, "p99": 90.0}, "answers": 60}},
+        "judge_alone": {
+            "qa": {
+                "ms": {"p50": 40.0, "p99": 90.0},
+                "answers": 60,
+                "per_answer_ms": [40.0 + i for i in range(60)],
+            }
+        },
         "runs": [
             {
                 "path": "http",
@@ -180,17 +189,39 @@ def _report() -> dict[str, Any]:
     }
 
 
+ADDED = (
+    "{who}: what the gate adds at p50, 25 % load (median over the same answers of gate "
+    "latency - judge alone)"
+)
+
+
+def test_what_the_gate_adds_is_paired_by_answer_not_by_rank() -> None:
+    """The gate's latency and the judge alone are compared answer by answer; answers the
+    judge alone did not time (or repeats, left out of the level's index) do not count."""
+    alone = {"per_answer_ms": [10.0, 100.0, 20.0]}
+    level = {"latency_by_pool_index": {"0": 15.0, "1": 104.0, "2": 27.0, "7": 900.0}}
+    added = paired_overhead(level, alone)
+    assert added is not None
+    assert added["answers"] == 3
+    assert added["median_of_differences_ms"] == pytest.approx(5.0)  # 5, 4, 7
+    assert added["difference_of_medians_ms"] == pytest.approx(27.0 - 20.0)
+    assert paired_overhead(level, {"per_answer_ms": []}) is None
+    assert paired_overhead(None, alone) is None
+
+
 def test_the_targets_say_pass_fail_or_not_measured() -> None:
     got = {t["target"]: t for t in targets(_report())}
     qa99 = got["http, qa: p99 at 50 % load"]
     assert (qa99["value"], qa99["limit"], qa99["passed"]) == (260.0, 250.0, False)
-    assert got["http, qa: gate p50 at 25 % - judge p50"]["value"] == pytest.approx(8.0)
-    assert got["http, qa: gate p50 at 25 % - judge p50"]["passed"] is True
+    added = got[ADDED.format(who="http, qa")]
+    assert added["value"] == pytest.approx(10.0)  # differences 8, 9, 10, 11, 12
+    assert added["detail"]["difference_of_medians_ms"] == pytest.approx(10.0)  # 52 - 42
+    assert added["passed"] is True
     assert got["http, qa: at 200 % every request answered within budget + 50 ms"]["passed"]
     rag99 = got["http, ragtruth: p99 at 50 % load"]
     assert (rag99["limit"], rag99["passed"]) == (500.0, True)
     # no 25 % level and no judge-alone figure for RAGTruth: not measured, not passed
-    assert got["http, ragtruth: gate p50 at 25 % - judge p50"]["passed"] is None
+    assert got[ADDED.format(who="http, ragtruth")]["passed"] is None
     assert (
         got["http, ragtruth: at 200 % every request answered within budget + 50 ms"]["passed"]
         is False
@@ -204,7 +235,8 @@ def test_the_report_has_a_row_per_level_and_a_line_per_target() -> None:
     rows = [line for line in text.splitlines() if line.startswith("| http |")]
     assert len(rows) == 2 + 5  # a capacity row per run, a row per level
     assert "- FAIL: http, qa: p99 at 50 % load: 260.0 ms (target 250 ms)" in text
-    assert "- n/a: http, ragtruth: gate p50 at 25 % - judge p50" in text
+    assert f"- n/a: {ADDED.format(who='http, ragtruth')}" in text
+    assert "(5 answers; gate p50 52.0 ms, judge alone p50 42.0 ms" in text
 
 
 # ------------------------------------------------------------------- gate process
@@ -271,7 +303,8 @@ def test_the_open_loop_sends_on_schedule_whatever_the_replies_take() -> None:
         await caller.start()
         try:
             start = time.monotonic()
-            samples = await open_loop(caller, [b"{}"] * 10, [i * 0.02 for i in range(10)], 250)
+            payloads = [(i, b"{}") for i in range(10)]
+            samples = await open_loop(caller, payloads, [i * 0.02 for i in range(10)], 250)
             return samples, time.monotonic() - start, budgets
         finally:
             await caller.close()
@@ -354,6 +387,8 @@ def _assert_measured(report: dict[str, Any], path: str, loads: list[float]) -> N
             assert 0 <= level["shed"] <= 1 and 0 <= level["verified"] <= 1
     names = [t["target"] for t in report["targets"]]
     assert f"{path}, qa: p99 at 50 % load" in names
+    first = report["runs"][0]["levels"][0]  # the open loop starts where the judge alone did
+    assert "0" in first["latency_by_pool_index"]
     assert len(names) == 3 * len(report["runs"])
 
 

@@ -13,34 +13,36 @@ Per batch read (consumer group ``<app_id>.gate``):
    one the caller has stopped waiting for). A request already older than its budget is
    answered at once by policy (the service settles it with whatever it can do in no
    time, ``BUDGET_EXCEEDED``); its caller has given up, but what is monitored says so.
-3. The batch's valid requests are checked concurrently (:meth:`GateService.check`
-   never raises; it answers each within its budget).
-4. While a batch is being decided the loop goes on reading: each batch that comes is
-   checked at once (its requests' budgets are spent judging, not waiting on the topic
-   behind a slow request), up to twice the service's capacity held in flight.
-5. Batches publish in the order they were read: as soon as the oldest is decided, it
-   and every decided batch behind it go in one transaction - every reply
-   (:class:`~streamproc.gate_events.GateReply` JSON, key and ``correlation-id`` header
-   the request's correlation id, the trace headers), every monitored record (verdict,
-   flag, outcome, audit, review item), every dead letter and the input offsets. A
-   ``read_committed`` caller sees a reply only if its verdict is published, and each
-   verdict once. A batch not yet published when the loop fails or stops has its checks
-   cancelled and its offsets uncommitted: whoever reads the partition next decides it.
+3. Every valid request is checked as soon as it is read, each on its own
+   (:meth:`GateService.check` never raises; it answers each within its budget).
+4. While requests are being decided the loop goes on reading - during a transaction
+   too - so a request's budget is spent judging, not waiting on the topic behind a slow
+   request; at most twice the service's capacity is held in flight.
+5. Each partition's requests publish in offset order: whenever no transaction is under
+   way, every partition's decided requests ahead of its first undecided one go in one
+   transaction - every reply (:class:`~streamproc.gate_events.GateReply` JSON, key and
+   ``correlation-id`` header the request's correlation id, the trace headers), every
+   monitored record (verdict, flag, outcome, audit, review item), every dead letter and
+   the input offsets up to them. A ``read_committed`` caller sees a reply only if its
+   verdict is published, and each verdict once. A request not yet published when the
+   loop fails or stops has its check cancelled and its offset uncommitted: whoever
+   reads the partition next decides it.
 
 A bad request never stops the loop: one with no usable ``reply-topic`` or
 ``correlation-id`` (absent, not a legal topic, an internal or a missing topic) becomes a
 dead letter (``schema_violation``, saying which header); one with a reply route but a
 bad budget or a bad event gets a :class:`~streamproc.gate_events.GateError` reply and a
-dead letter with its original bytes. The replies of one batch go out together, when the
-last of its requests (and of every batch read before it) is decided: requests read
-together mostly have budgets that end together; a caller mixing very different budgets
-on one topic sees the short ones answered when the long ones before them are.
+dead letter with its original bytes. A reply goes out when its request and every
+request before it on its partition are decided: requests on one partition mostly have
+budgets that end in the order they were sent; a caller mixing very different budgets on
+one partition sees a short one answered when the long ones before it are.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from asyncio import FIRST_COMPLETED
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -126,12 +128,12 @@ _Batch = Mapping[TopicPartition, Sequence[ConsumerRecord[bytes, bytes]]]
 
 
 @dataclass(frozen=True, slots=True)
-class _InFlight:
-    """A batch read and being decided (its checks run as a task), not yet published."""
+class _Held:
+    """A request record read and not yet published; its check runs as a task."""
 
-    handling: asyncio.Task[list[_Handled]]
-    offsets: dict[TopicPartition, int]
-    size: int
+    tp: TopicPartition
+    offset: int
+    fate: asyncio.Task[_Handled]
 
 
 class GateRequestLoop(ConsumerLoop):
@@ -188,39 +190,54 @@ class GateRequestLoop(ConsumerLoop):
                 await self._decide_and_publish(batch)
 
     async def _decide_and_publish(self, batch: _Batch) -> None:
-        """Decide ``batch`` and the batches read while it is decided, publishing them in
-        read order (module docstring, steps 4 and 5). The chain ends, and the lock is let
-        go, once every batch read is published and none is waiting; it reads no more when
-        a rebalance waits for the lock or the loop is stopping."""
-        in_flight: deque[_InFlight] = deque([self._start(batch)])
+        """Decide ``batch`` and the requests read while it is decided, publishing each
+        partition's decided requests in offset order (module docstring, steps 4 and 5).
+        The chain ends, and the lock is let go, once every request read is published; it
+        reads no more when a rebalance waits for the lock or the loop is stopping."""
+        held: dict[TopicPartition, deque[_Held]] = {}
+        self._hold(batch, held)
+        publishing: asyncio.Task[None] | None = None
         try:
-            while in_flight:
-                await self._read_while_deciding(in_flight)
-                decided: list[_InFlight] = []
-                while in_flight and in_flight[0].handling.done():
-                    decided.append(in_flight.popleft())
-                await self._publish(decided)
+            while True:
+                if publishing is None:
+                    decided = _decided_heads(held)
+                    if decided:
+                        publishing = asyncio.create_task(self._publish(decided))
+                    elif not any(held.values()):
+                        return
+                await self._read_until_change(held, publishing)
+                if publishing is not None and publishing.done():
+                    published, publishing = publishing, None
+                    published.result()  # a failed transaction stops the loop
         finally:
-            for each in in_flight:
-                each.handling.cancel()
-            await asyncio.gather(*(each.handling for each in in_flight), return_exceptions=True)
+            fates = [each.fate for queue in held.values() for each in queue]
+            unfinished = [task for task in (publishing, *fates) if task is not None]
+            for task in unfinished:
+                task.cancel()
+            await asyncio.gather(*unfinished, return_exceptions=True)
 
-    def _start(self, batch: _Batch) -> _InFlight:
-        records = [record for tp in sorted(batch) for record in batch[tp]]
-        return _InFlight(
-            handling=asyncio.create_task(self.handle(records), name="gate-batch"),
-            offsets={tp: rs[-1].offset + 1 for tp, rs in batch.items() if rs},
-            size=len(records),
-        )
+    def _hold(self, batch: _Batch, held: dict[TopicPartition, deque[_Held]]) -> None:
+        """Start deciding every record of ``batch``, each behind its partition's."""
+        now_wall, now_mono = self._clock(), time.monotonic()
+        for tp in sorted(batch):
+            queue = held.setdefault(tp, deque())
+            for record in batch[tp]:
+                fate = asyncio.create_task(self._handle_one(record, now_wall, now_mono))
+                queue.append(_Held(tp, record.offset, fate))
 
-    async def _read_while_deciding(self, in_flight: deque[_InFlight]) -> None:
-        """Until the oldest batch is decided: start each batch the consumer holds, while
-        fewer than ``_IN_FLIGHT_FACTOR`` x capacity records are in flight. A batch not
-        admitted (put back or dropped by a rebalance) ends the reading for this chain."""
-        head = in_flight[0].handling
+    async def _read_until_change(
+        self, held: dict[TopicPartition, deque[_Held]], publishing: asyncio.Task[None] | None
+    ) -> None:
+        """Read on, starting each batch the consumer holds while fewer than
+        ``_IN_FLIGHT_FACTOR`` x capacity requests are held, until the transaction under
+        way ends or (none under way) a partition's oldest request is decided. A batch
+        not admitted (put back or dropped by a rebalance) ends the reading here."""
         reading = True
-        while not head.done():
-            room = self._capacity * _IN_FLIGHT_FACTOR - sum(each.size for each in in_flight)
+        while True:
+            watched = {publishing} if publishing is not None else _heads(held)
+            if not watched or any(task.done() for task in watched):
+                return
+            room = self._capacity * _IN_FLIGHT_FACTOR - sum(len(q) for q in held.values())
             if reading and room > 0 and not (self._stopping.is_set() or self._rebalance_waiting):
                 more = await self._consumer.getmany(
                     timeout_ms=0, max_records=min(room, self._capacity)
@@ -229,18 +246,18 @@ class GateRequestLoop(ConsumerLoop):
                 if more:
                     self.last_poll_at = time.monotonic()
                     if self._admit(more, read_at):
-                        in_flight.append(self._start(more))
+                        self._hold(more, held)
                         continue
                     reading = False
-            await asyncio.wait({head}, timeout=_FOLLOW_POLL_S)
+            await asyncio.wait(watched, timeout=_FOLLOW_POLL_S, return_when=FIRST_COMPLETED)
 
-    async def _publish(self, decided: Sequence[_InFlight]) -> None:
-        """One transaction for the decided batches at the head, then their accounting."""
-        handled = [each for batch in decided for each in batch.handling.result()]
+    async def _publish(self, decided: Sequence[_Held]) -> None:
+        """One transaction for ``decided`` (each partition's decided oldest requests),
+        then their accounting."""
+        handled = [each.fate.result() for each in decided]
         offsets: dict[TopicPartition, int] = {}
-        for batch in decided:
-            for tp, offset in batch.offsets.items():
-                offsets[tp] = max(offsets.get(tp, 0), offset)
+        for each in decided:
+            offsets[each.tp] = max(offsets.get(each.tp, 0), each.offset + 1)
         try:
             await self._publisher.publish(self.outbound(handled), offsets)
         except PublishFailed:  # the loop stops: what is counted must say why
@@ -252,43 +269,35 @@ class GateRequestLoop(ConsumerLoop):
     async def handle(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> list[_Handled]:
         """Each record's fate, in order: checked (concurrently) or refused."""
         now_wall, now_mono = self._clock(), time.monotonic()
-        handled: list[_Handled | GateRequest] = []
-        routes: list[_Route] = []
-        for record in records:
-            taken = await self._take(record, now_wall, now_mono)
-            if isinstance(taken, tuple):
-                handled.append(taken[0])
-                routes.append(taken[1])
-            else:
-                handled.append(taken)
-        requests = [each for each in handled if isinstance(each, GateRequest)]
-        results = await asyncio.gather(
-            *(self._service.check(request) for request in requests), return_exceptions=True
+        return list(
+            await asyncio.gather(
+                *(self._handle_one(record, now_wall, now_mono) for record in records)
+            )
         )
-        decided = iter(zip(requests, routes, results, strict=True))
-        out: list[_Handled] = []
-        for each in handled:
-            if not isinstance(each, GateRequest):
-                out.append(each)
-                continue
-            request, route, result = next(decided)
-            if isinstance(result, GateResult):
-                out.append(_Checked(request, route, result))
-            else:  # check() never raises; if it does, this request alone pays
-                if isinstance(result, asyncio.CancelledError):
-                    raise result
-                log.error("gate_check_raised", error=repr(result))
-                out.append(
-                    _Refused(
-                        Rejection(DeadLetterReason.PROCESSING_ERROR, f"not checked: {result!r}"),
-                        request.origin,
-                        request.body,
-                        request.headers,
-                        route,
-                        GateError(error="not_ready", detail="the gate could not decide"),
-                    )
-                )
-        return out
+
+    async def _handle_one(
+        self, record: ConsumerRecord[bytes, bytes], now_wall: float, now_mono: float
+    ) -> _Handled:
+        """``record`` checked, or why it is refused (never raises but for cancellation)."""
+        taken = await self._take(record, now_wall, now_mono)
+        if isinstance(taken, _Refused):
+            return taken
+        request, route = taken
+        try:
+            result = await self._service.check(request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - check() never raises; if it does, this request alone pays
+            log.error("gate_check_raised", error=repr(exc))
+            return _Refused(
+                Rejection(DeadLetterReason.PROCESSING_ERROR, f"not checked: {exc!r}"),
+                request.origin,
+                request.body,
+                request.headers,
+                route,
+                GateError(error="not_ready", detail="the gate could not decide"),
+            )
+        return _Checked(request, route, result)
 
     async def _take(
         self, record: ConsumerRecord[bytes, bytes], now_wall: float, now_mono: float
@@ -418,6 +427,21 @@ class GateRequestLoop(ConsumerLoop):
                     self._sensor.refused(_code(each), path="kafka")
             except Exception:  # committed already: report it and go on
                 log.exception("gate_sensor_failed")
+
+
+def _heads(held: Mapping[TopicPartition, deque[_Held]]) -> set[asyncio.Task[_Handled]]:
+    """Each partition's oldest held request's check."""
+    return {queue[0].fate for queue in held.values() if queue}
+
+
+def _decided_heads(held: Mapping[TopicPartition, deque[_Held]]) -> list[_Held]:
+    """Each partition's decided requests ahead of its first undecided one, taken out of
+    ``held``: what can be published now, offsets committed up to it."""
+    decided: list[_Held] = []
+    for queue in held.values():
+        while queue and queue[0].fate.done():
+            decided.append(queue.popleft())
+    return decided
 
 
 def _code(refused: _Refused) -> GateErrorCode:

@@ -6,11 +6,13 @@ header must cost its own request only, so a reply topic is checked before anythi
 sent there: a legal Kafka topic name, not an internal one (``__consumer_offsets``,
 ``__transaction_state``), and present in the cluster's metadata. The metadata is cached
 and fetched again, at most every ``refresh_s``, when an unknown name comes (a caller's
-new reply topic is found within that time).
+new reply topic is found within that time); requests checked while a fetch is under way
+wait for that fetch rather than being judged on what was known before it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -48,17 +50,27 @@ class ReplyTopics:
         self._clock = clock
         self._known: set[str] = set()
         self._fetched_at: float | None = None
+        self._fetching: asyncio.Task[None] | None = None
 
     async def exists(self, name: str) -> bool:
         """Whether ``name`` is a topic of the cluster (as of at most ``refresh_s`` ago
         when it was not known before). A failed fetch keeps what was known."""
         if name in self._known:
             return True
-        now = self._clock()
-        if self._fetched_at is None or now - self._fetched_at >= self._refresh_s:
+        if self._fetching is None:
+            now = self._clock()
+            if self._fetched_at is not None and now - self._fetched_at < self._refresh_s:
+                return False
             self._fetched_at = now
-            try:
-                self._known = set(await self._fetch())
-            except Exception as exc:  # noqa: BLE001 - the request is dead-lettered instead
-                log.warning("gate_topic_metadata_failed", error=repr(exc))
+            self._fetching = asyncio.ensure_future(self._refresh())
+        fetching = self._fetching
+        await asyncio.shield(fetching)  # one caller going away must not cancel the others'
+        if self._fetching is fetching:
+            self._fetching = None
         return name in self._known
+
+    async def _refresh(self) -> None:
+        try:
+            self._known = set(await self._fetch())
+        except Exception as exc:  # noqa: BLE001 - the request is dead-lettered instead
+            log.warning("gate_topic_metadata_failed", error=repr(exc))

@@ -99,12 +99,18 @@ def _headers(
 
 
 def _record(
-    value: bytes | None, headers: Headers, *, offset: int = 7, timestamp_ms: int | None = None
+    value: bytes | None,
+    headers: Headers,
+    *,
+    offset: int = 7,
+    timestamp_ms: int | None = None,
+    partition: int = 0,
 ) -> ConsumerRecord[bytes, bytes]:
     stamp = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
     return ConsumerRecord(
-        REQUESTS, 0, offset, stamp, 0, b"k", value, None, 0, len(value or b""), list(headers)
-    )
+        REQUESTS, partition, offset, stamp, 0, b"k", value, None, 0, len(value or b""),
+        list(headers),
+    )  # fmt: skip
 
 
 def _body(answer: str = ANSWER, **extra: Any) -> bytes:
@@ -335,17 +341,47 @@ class _TimedConsumer:
             return {}
         await asyncio.sleep(max(0.0, wait))
         self._batches.pop(0)
-        return {TopicPartition(REQUESTS, 0): records}
+        batch: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]] = {}
+        for record in records:
+            batch.setdefault(TopicPartition(REQUESTS, record.partition), []).append(record)
+        return batch
 
 
 class _Publisher:
-    def __init__(self) -> None:
+    """Records each transaction; each takes ``delay_s``."""
+
+    def __init__(self, delay_s: float = 0.0) -> None:
         self.published: list[tuple[list[OutboundRecord], dict[TopicPartition, int]]] = []
+        self.delay_s = delay_s
 
     async def publish(
         self, records: Sequence[OutboundRecord], offsets: dict[TopicPartition, int]
     ) -> None:
+        await asyncio.sleep(self.delay_s)
         self.published.append((list(records), dict(offsets)))
+
+
+def _replied(publisher: _Publisher) -> list[list[GateReply]]:
+    """Each transaction's replies."""
+    return [
+        [GateReply.model_validate_json(r.value or b"") for r in _replies(records)]
+        for records, _ in publisher.published
+    ]
+
+
+async def _run_step(
+    loop: GateRequestLoop,
+    service: GateService,
+    batches: Sequence[tuple[float, list[ConsumerRecord[bytes, bytes]]]],
+    publisher: _Publisher,
+) -> None:
+    loop._consumer = _TimedConsumer(batches)
+    loop._publisher = publisher  # type: ignore[assignment]
+    loop._assigned = True
+    try:
+        await loop._step()
+    finally:
+        await service.close()
 
 
 async def test_a_request_read_behind_a_slow_one_is_decided_within_its_own_budget() -> None:
@@ -357,27 +393,79 @@ async def test_a_request_read_behind_a_slow_one_is_decided_within_its_own_budget
     nli = GateService(settings(), slow_nli(scorer))
     await nli.start()
     scorer.delay_s = 0.4
-    loop = _loop(nli)
     publisher = _Publisher()
     slow = _record(_body(event_id="slow"), _headers(budget=b"5000"), offset=1)
     short = _record(
         _body(event_id="short"), _headers(budget=b"200", correlation=b"c-short"), offset=2
     )
-    loop._consumer = _TimedConsumer([(0.0, [slow]), (0.05, [short])])
-    loop._publisher = publisher  # type: ignore[assignment]
-    loop._assigned = True
-    try:
-        await loop._step()
-    finally:
-        await nli.close()
-    replies = [
-        GateReply.model_validate_json(r.value or b"")
-        for records, _ in publisher.published
-        for r in _replies(records)
-    ]
+    await _run_step(_loop(nli), nli, [(0.0, [slow]), (0.05, [short])], publisher)
+    replies = [reply for replies in _replied(publisher) for reply in replies]
     assert [r.verdict.event_id for r in replies] == ["slow", "short"]
     first, second = replies
     assert first.verified and first.latency_ms >= 400
     assert second.latency_ms < 200 and not second.verified
     committed = [offsets[TopicPartition(REQUESTS, 0)] for _, offsets in publisher.published]
     assert committed[-1] == 3 and committed == sorted(committed)
+
+
+async def test_a_request_decided_early_is_published_before_a_slow_one_read_after_it() -> None:
+    """Two requests read together on one partition: the first, with a short budget, is
+    published as soon as it is decided - not when the slow one after it is."""
+    scorer = SlowScorer()
+    nli = GateService(settings(), slow_nli(scorer))
+    await nli.start()
+    scorer.delay_s = 0.4
+    publisher = _Publisher()
+    short = _record(
+        _body(event_id="short"), _headers(budget=b"200", correlation=b"c-short"), offset=1
+    )
+    slow = _record(_body(event_id="slow"), _headers(budget=b"5000"), offset=2)
+    await _run_step(_loop(nli), nli, [(0.0, [short, slow])], publisher)
+    first, second = _replied(publisher)
+    assert [r.verdict.event_id for r in first] == ["short"]
+    assert [r.verdict.event_id for r in second] == ["slow"]
+    assert not first[0].verified and second[0].verified
+    offsets = [o[TopicPartition(REQUESTS, 0)] for _, o in publisher.published]
+    assert offsets == [2, 3]
+
+
+async def test_a_request_on_another_partition_is_not_held_behind_a_slow_one() -> None:
+    scorer = SlowScorer()
+    nli = GateService(settings(), slow_nli(scorer))
+    await nli.start()
+    scorer.delay_s = 0.4
+    publisher = _Publisher()
+    slow = _record(_body(event_id="slow"), _headers(budget=b"5000"), offset=1)
+    other = _record(
+        _body(event_id="other"),
+        _headers(budget=b"200", correlation=b"c-other"),
+        offset=1,
+        partition=1,
+    )
+    await _run_step(_loop(nli), nli, [(0.0, [slow]), (0.05, [other])], publisher)
+    first, second = _replied(publisher)
+    assert [r.verdict.event_id for r in first] == ["other"]
+    assert first[0].latency_ms < 200
+    assert [r.verdict.event_id for r in second] == ["slow"]
+    assert publisher.published[0][1] == {TopicPartition(REQUESTS, 1): 2}
+    assert publisher.published[1][1] == {TopicPartition(REQUESTS, 0): 2}
+
+
+async def test_requests_read_during_a_transaction_are_checked_at_once() -> None:
+    """A request arriving while the previous reply's transaction is under way starts
+    being judged then, not once the transaction ends."""
+    scorer = SlowScorer()
+    nli = GateService(settings(), slow_nli(scorer))
+    await nli.start()
+    publisher = _Publisher(delay_s=0.3)
+    first = _record(_body(event_id="first"), _headers(budget=b"5000"), offset=1)
+    second = _record(
+        _body(event_id="second"), _headers(budget=b"5000", correlation=b"c-2"), offset=2
+    )
+    await _run_step(_loop(nli), nli, [(0.0, [first]), (0.1, [second])], publisher)
+    replies = [reply for replies in _replied(publisher) for reply in replies]
+    assert [r.verdict.event_id for r in replies] == ["first", "second"]
+    assert replies[1].verified
+    assert replies[1].latency_ms < 250  # read at 0.1 s, during the 0.3 s transaction
+    offsets = [o[TopicPartition(REQUESTS, 0)] for _, o in publisher.published]
+    assert offsets == [2, 3]

@@ -4,6 +4,8 @@ keeping what was known."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from streamproc.stream.gate.reply_topics import ReplyTopics, unusable_reply_topic
@@ -41,9 +43,11 @@ class Cluster:
         self.names = set(names)
         self.fetches = 0
         self.failing = False
+        self.slow_s = 0.0
 
     async def fetch(self) -> set[str]:
         self.fetches += 1
+        await asyncio.sleep(self.slow_s)
         if self.failing:
             raise ConnectionError("broker away")
         return set(self.names)
@@ -80,3 +84,26 @@ async def test_a_failed_fetch_keeps_what_was_known() -> None:
     assert not await topics.exists("b")
     assert cluster.fetches == 2
     assert await topics.exists("a")
+
+
+async def test_requests_checked_during_a_fetch_wait_for_it_and_share_it() -> None:
+    """Requests are checked concurrently: those naming a new topic while its metadata is
+    being fetched must see the fetch's answer, not what was known before it."""
+    cluster, clock = Cluster("a", "new"), Clock()
+    cluster.slow_s = 0.05
+    topics = ReplyTopics(cluster.fetch, refresh_s=1.0, clock=clock)
+    found = await asyncio.gather(*(topics.exists("new") for _ in range(5)))
+    assert found == [True] * 5
+    assert cluster.fetches == 1
+
+
+async def test_a_caller_going_away_does_not_cancel_the_fetch_others_wait_for() -> None:
+    cluster, clock = Cluster("new"), Clock()
+    cluster.slow_s = 0.05
+    topics = ReplyTopics(cluster.fetch, refresh_s=1.0, clock=clock)
+    leaving = asyncio.create_task(topics.exists("new"))
+    staying = asyncio.create_task(topics.exists("new"))
+    await asyncio.sleep(0.01)
+    leaving.cancel()
+    assert await staying
+    assert cluster.fetches == 1
