@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import hashlib
 import json
 import logging
@@ -548,6 +549,11 @@ def summarise_level(
     first_due = min((s.due for s in samples), default=None)
     span = None if last_done is None or first_due is None else last_done - first_due
     slips = [(s.sent - s.due) * 1000 for s in samples]
+    late = [
+        s
+        for s in samples
+        if s.reply.error is not None or s.latency_ms > caller_budget_ms + GRACE_MS
+    ]
     return {
         "sent": sent,
         "offered_rate": sent / schedule_s if schedule_s > 0 else None,
@@ -567,8 +573,14 @@ def summarise_level(
         "decisions": dict(Counter(str(s.reply.decision) for s in answered)),
         "reasons": dict(Counter(str(s.reply.reason) for s in answered if s.reply.reason)),
         "send_slip_ms": summarise_ms(slips),
+        "late_at_s": [round(s.due - first_due, 3) for s in late[:200] if first_due is not None],
         "latency_by_pool_index": {
             str(s.pool_index): s.latency_ms for s in answered if s.pool_index is not None
+        },
+        "judge_call_by_pool_index": {
+            str(s.pool_index): [s.reply.judge_ms, s.reply.batch_size]
+            for s in answered
+            if s.pool_index is not None and s.reply.verified and s.reply.judge_ms is not None
         },
     }
 
@@ -671,11 +683,18 @@ async def measure_gate(
             schedule = [0.0]
         payloads = indexed_bodies(answers, len(schedule))
         log(f"  open loop {load:g} % = {rate:.2f}/s for {plan.duration_s:g} s")
+        # What exists now is out of the cyclic collector's reach: a full collection in
+        # the load generator would otherwise stall its reading of replies (up to 100 ms
+        # seen), counted against the gate.
+        gc.collect()
+        gc.freeze()
+        started_at = time.time()
         got = await open_loop(caller, payloads, schedule, plan.budget_ms)
         level = {
             "load_pct": load,
             "target_rate": rate,
             "rate_capped": capped,
+            "started_at": started_at,
             **summarise_level(got, default_budget, plan.duration_s),
             "peak_rss_mib": peak_rss_mib(gate.pid),
         }

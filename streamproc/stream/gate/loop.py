@@ -163,7 +163,14 @@ class GateRequestLoop(ConsumerLoop):
                 "max_poll_records": self._capacity,
                 "max_partition_fetch_bytes": max(1024 * 1024, worker.max_event_bytes + 65536),
             },
-            producer_options={"max_request_size": DEAD_LETTER_MAX_BYTES + 65536},
+            producer_options={
+                "max_request_size": DEAD_LETTER_MAX_BYTES + 65536,
+                # A reply waits for nothing: no linger; and a transaction begun while the
+                # last one's markers are still being written is refused for a moment
+                # (CONCURRENT_TRANSACTIONS) and retried after this, not aiokafka's 100 ms.
+                "linger_ms": 0,
+                "retry_backoff_ms": 10,
+            },
         )
         self._service = service
         self._reply_reserve_ms = gate.kafka_reply_reserve_ms

@@ -125,8 +125,7 @@ class TransactionalPublisher(_ProducerPublisher):
             transactional_id=transactional_id,
             enable_idempotence=True,
             acks="all",
-            linger_ms=5,
-            **client_options,
+            **{"linger_ms": 5, **client_options},  # a loop may ask for its own linger
         )
         super().__init__(producer, timeout_s)
         self._group_id = group_id
