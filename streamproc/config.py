@@ -710,16 +710,6 @@ class GateSettings(_Group):
         "cores shared with the broker each took up to 80 ms, and with 100 ms kept back "
         "1 to 2 % of QA-like replies came after the budget (BENCHMARKS.md).",
     )
-    switch_interval_ms: float = Field(
-        default=0.5,
-        gt=0,
-        le=100,
-        description="The gate process's interpreter switch interval (sys.setswitchinterval). "
-        "Its event loop and its judge threads take turns on one interpreter lock: at "
-        "Python's default 5 ms a reply ready while the judge runs Python code waits up to "
-        "that long for each turn. 0.5 ms took about 3 ms off the median decision of "
-        "QA-like answers at 25 % load (BENCHMARKS.md); the judge alone is no slower.",
-    )
     publish: bool = Field(
         default=True,
         description="Publish each gated answer's verdict, flag, outcome and audit record "

@@ -36,7 +36,6 @@ EXIT_REQUEST_LOOP_CRASHED = 4
 
 def main(settings: Settings) -> NoReturn:
     """Block serving the gate until SIGTERM/SIGINT; exit with :func:`run_gate`'s code."""
-    sys.setswitchinterval(settings.gate.switch_interval_ms / 1000)
     code = asyncio.run(run_gate(settings))
     logging.shutdown()
     sys.exit(code)
