@@ -384,15 +384,21 @@ async def _run_step(
         await service.close()
 
 
+async def _slow_gate(delay_s: float) -> GateService:
+    """A started gate whose model takes ``delay_s`` per call (after its warm-up)."""
+    scorer = SlowScorer()
+    service = GateService(settings(), slow_nli(scorer))
+    await service.start()
+    scorer.delay_s = delay_s
+    return service
+
+
 async def test_a_request_read_behind_a_slow_one_is_decided_within_its_own_budget() -> None:
     """The loop reads on while a batch is decided: a request with a short budget, read
     50 ms after one whose judging takes 400 ms, is decided within its 200 ms (by policy,
     the judge being busy) rather than read once the first is published, already too old.
-    Batches still publish in the order they were read, each offset once."""
-    scorer = SlowScorer()
-    nli = GateService(settings(), slow_nli(scorer))
-    await nli.start()
-    scorer.delay_s = 0.4
+    Replies still publish in offset order, each offset once."""
+    nli = await _slow_gate(0.4)
     publisher = _Publisher()
     slow = _record(_body(event_id="slow"), _headers(budget=b"5000"), offset=1)
     short = _record(
@@ -411,10 +417,7 @@ async def test_a_request_read_behind_a_slow_one_is_decided_within_its_own_budget
 async def test_a_request_decided_early_is_published_before_a_slow_one_read_after_it() -> None:
     """Two requests read together on one partition: the first, with a short budget, is
     published as soon as it is decided - not when the slow one after it is."""
-    scorer = SlowScorer()
-    nli = GateService(settings(), slow_nli(scorer))
-    await nli.start()
-    scorer.delay_s = 0.4
+    nli = await _slow_gate(0.4)
     publisher = _Publisher()
     short = _record(
         _body(event_id="short"), _headers(budget=b"200", correlation=b"c-short"), offset=1
@@ -430,10 +433,7 @@ async def test_a_request_decided_early_is_published_before_a_slow_one_read_after
 
 
 async def test_a_request_on_another_partition_is_not_held_behind_a_slow_one() -> None:
-    scorer = SlowScorer()
-    nli = GateService(settings(), slow_nli(scorer))
-    await nli.start()
-    scorer.delay_s = 0.4
+    nli = await _slow_gate(0.4)
     publisher = _Publisher()
     slow = _record(_body(event_id="slow"), _headers(budget=b"5000"), offset=1)
     other = _record(
@@ -454,9 +454,7 @@ async def test_a_request_on_another_partition_is_not_held_behind_a_slow_one() ->
 async def test_requests_read_during_a_transaction_are_checked_at_once() -> None:
     """A request arriving while the previous reply's transaction is under way starts
     being judged then, not once the transaction ends."""
-    scorer = SlowScorer()
-    nli = GateService(settings(), slow_nli(scorer))
-    await nli.start()
+    nli = await _slow_gate(0.0)
     publisher = _Publisher(delay_s=0.3)
     first = _record(_body(event_id="first"), _headers(budget=b"5000"), offset=1)
     second = _record(
