@@ -573,14 +573,9 @@ def summarise_level(
         "decisions": dict(Counter(str(s.reply.decision) for s in answered)),
         "reasons": dict(Counter(str(s.reply.reason) for s in answered if s.reply.reason)),
         "send_slip_ms": summarise_ms(slips),
-        "late_at_s": [round(s.due - first_due, 3) for s in late[:200] if first_due is not None],
+        "late_at_s": [] if first_due is None else [round(s.due - first_due, 3) for s in late[:200]],
         "latency_by_pool_index": {
             str(s.pool_index): s.latency_ms for s in answered if s.pool_index is not None
-        },
-        "judge_call_by_pool_index": {
-            str(s.pool_index): [s.reply.judge_ms, s.reply.batch_size]
-            for s in answered
-            if s.pool_index is not None and s.reply.verified and s.reply.judge_ms is not None
         },
     }
 
@@ -588,7 +583,9 @@ def summarise_level(
 def split_latency(answered: Sequence[Sample]) -> dict[str, Any]:
     """Where a verified reply's time went: the judge call it was in (``judge_ms``), the
     rest of the gate's own time (queueing behind a batch, parsing, the reply), and the
-    rest of what the caller waited (transport, the caller's own event loop)."""
+    rest of what the caller waited (transport, the caller's own event loop); and what an
+    answer judged alone (a batch of one, mostly one that met an idle gate) waited beyond
+    its judge call."""
     judged = [
         s
         for s in answered
@@ -603,6 +600,9 @@ def split_latency(answered: Sequence[Sample]) -> dict[str, Any]:
             [s.latency_ms - (s.reply.gate_latency_ms or 0.0) for s in judged]
         ),
         "batch_sizes": dict(Counter(s.reply.batch_size for s in judged)),
+        "batch_of_one_beyond_judge_ms": summarise_ms(
+            [s.latency_ms - (s.reply.judge_ms or 0.0) for s in judged if s.reply.batch_size == 1]
+        ),
     }
 
 
@@ -684,8 +684,8 @@ async def measure_gate(
         payloads = indexed_bodies(answers, len(schedule))
         log(f"  open loop {load:g} % = {rate:.2f}/s for {plan.duration_s:g} s")
         # What exists now is out of the cyclic collector's reach: a full collection in
-        # the load generator would otherwise stall its reading of replies (up to 100 ms
-        # seen), counted against the gate.
+        # the load generator would otherwise stall its reading of replies, counted
+        # against the gate.
         gc.collect()
         gc.freeze()
         started_at = time.time()

@@ -707,8 +707,8 @@ class GateSettings(_Group):
         "its reply's transaction and its delivery to the caller (the decision is made "
         "within the budget less this; the reply's budget_ms says so). A decided reply "
         "waits for the transaction under way, then goes in the next: at 200 % load on 2 "
-        "cores shared with the broker each took up to 80 ms, and with 100 ms kept back "
-        "1 to 2 % of QA-like replies came after the budget (BENCHMARKS.md).",
+        "cores shared with the broker, with 100 ms kept back 0.2 to 1.7 % of QA-like "
+        "replies came after the budget (BENCHMARKS.md).",
     )
     publish: bool = Field(
         default=True,

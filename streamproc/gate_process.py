@@ -113,9 +113,8 @@ async def run_gate(settings: Settings) -> int:
 
 def _freeze_start_up_objects() -> None:
     """Move what start-up made (models, tokenizers, settings, clients) out of the cyclic
-    collector's reach: a full collection then scans only what requests make. Scanning it
-    all took 20 to 60 ms at a time under load, a pause every decision in flight waited
-    out (BENCHMARKS.md, "The inline gate")."""
+    collector's reach: a full collection then scans only what requests make, not all of
+    that, a pause every decision in flight would wait out."""
     gc.collect()
     gc.freeze()
 

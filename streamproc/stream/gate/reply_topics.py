@@ -63,10 +63,7 @@ class ReplyTopics:
                 return False
             self._fetched_at = now
             self._fetching = asyncio.ensure_future(self._refresh())
-        fetching = self._fetching
-        await asyncio.shield(fetching)  # one caller going away must not cancel the others'
-        if self._fetching is fetching:
-            self._fetching = None
+        await asyncio.shield(self._fetching)  # a caller going away leaves the others' fetch
         return name in self._known
 
     async def _refresh(self) -> None:
@@ -74,3 +71,5 @@ class ReplyTopics:
             self._known = set(await self._fetch())
         except Exception as exc:  # noqa: BLE001 - the request is dead-lettered instead
             log.warning("gate_topic_metadata_failed", error=repr(exc))
+        finally:
+            self._fetching = None
