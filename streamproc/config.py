@@ -657,6 +657,11 @@ FailurePolicy = Literal["fail-open", "fail-closed"]
 """As :data:`streamproc.gate_events.FailurePolicy` (the settings import no contract)."""
 
 
+KafkaReplyMode = Literal["in-transaction", "immediate"]
+"""How the gate sends a Kafka reply (``gate.kafka_reply``)."""
+_KAFKA_REPLY_RESERVE_MS: dict[KafkaReplyMode, float] = {"in-transaction": 150.0, "immediate": 50.0}
+
+
 class TenantPolicy(_Group):
     """One tenant's failure policy (``gate.policies``)."""
 
@@ -700,15 +705,23 @@ class GateSettings(_Group):
         "(token confidence, records, values) when the model stage has not finished "
         "(at 25 ms, RAGTruth-like answers settled under load replied up to 12 ms late).",
     )
-    kafka_reply_reserve_ms: float = Field(
-        default=150.0,
+    kafka_reply: KafkaReplyMode = Field(
+        default="in-transaction",
+        description="Kafka request / reply: in-transaction sends each reply in the "
+        "transaction of its verdict (a caller never sees a reply whose verdict was not "
+        "published); immediate sends it as soon as it is decided, apart from the "
+        "transaction (faster; should the gate fail before the verdict's transaction "
+        "commits, the request is decided again and the verdict published may differ "
+        "from the reply the caller acted on).",
+    )
+    kafka_reply_reserve_ms: float | None = Field(
+        default=None,
         ge=0,
         description="Kafka request / reply: time kept back from each request's budget for "
-        "its reply's transaction and its delivery to the caller (the decision is made "
-        "within the budget less this; the reply's budget_ms says so). A decided reply "
-        "waits for the transaction under way, then goes in the next: at 200 % load on 2 "
-        "cores shared with the broker, with 100 ms kept back 0.2 to 1.7 % of QA-like "
-        "replies came after the budget (BENCHMARKS.md).",
+        "its reply's way to the caller (the decision is made within the budget less this; "
+        "the reply's budget_ms says so). Unset: 150 for in-transaction replies (a decided "
+        "reply waits for the transaction under way, then goes in the next), 50 for "
+        "immediate ones (BENCHMARKS.md).",
     )
     publish: bool = Field(
         default=True,
@@ -735,6 +748,13 @@ class GateSettings(_Group):
     )
     tls_cert: Path | None = Field(default=None, description="PEM certificate: serve HTTPS.")
     tls_key: Path | None = Field(default=None, description="PEM private key of tls_cert.")
+
+    @property
+    def reply_reserve_ms(self) -> float:
+        """``kafka_reply_reserve_ms``, or the default of ``kafka_reply``."""
+        if self.kafka_reply_reserve_ms is not None:
+            return self.kafka_reply_reserve_ms
+        return _KAFKA_REPLY_RESERVE_MS[self.kafka_reply]
 
     def policy_for(self, tenant: str) -> FailurePolicy:
         """The tenant's failure policy: its override, else ``policy``."""

@@ -186,10 +186,11 @@ def _body(fields: dict[str, Any]) -> bytes:
     return json.dumps(fields).encode()
 
 
+@pytest.mark.parametrize("kafka_reply", ["in-transaction", "immediate"])
 async def test_a_request_is_answered_on_the_reply_topic_and_its_verdict_published_once(
-    kafka_bootstrap: str,
+    kafka_bootstrap: str, kafka_reply: str
 ) -> None:
-    settings = _settings(kafka_bootstrap)
+    settings = _settings(kafka_bootstrap, kafka_reply=kafka_reply)
     await prepare_topics(settings)
     trace_id, span_id = uuid.uuid4().hex, uuid.uuid4().hex[:16]
     fields = event(CHECKED, event_id=f"rt-{uuid.uuid4().hex[:6]}")
@@ -207,8 +208,12 @@ async def test_a_request_is_answered_on_the_reply_topic_and_its_verdict_publishe
         assert decision.answer_text == SUPPORTED
         assert decision.reply.verdict.answer_id == fields["answer_id"]
         # decided within the budget less the time kept for the reply's way back
-        assert decision.reply.budget_ms == CHECK_BUDGET_MS - Settings().gate.kafka_reply_reserve_ms
+        assert decision.reply.budget_ms == CHECK_BUDGET_MS - settings.gate.reply_reserve_ms
         assert client.dropped == 0
+        immediate = gate.loop._immediate
+        assert (immediate.sent if immediate else None) == (
+            2 if kafka_reply == "immediate" else None  # the warm-up's and this one's
+        )
 
         async with _Topics(settings) as topics:
             seen = await topics.until(

@@ -28,6 +28,11 @@ Per batch read (consumer group ``<app_id>.gate``):
    loop fails or stops has its check cancelled and its offset uncommitted: whoever
    reads the partition next decides it.
 
+With ``gate.kafka_reply = "immediate"`` each reply (and GateError reply) is sent as soon
+as its request is decided, by a producer of its own outside the transaction
+(:class:`~streamproc.stream.gate.immediate.ImmediateReplies`); steps 4 and 5 carry the
+rest, and the reply only where it could not be sent at once.
+
 A bad request never stops the loop: one with no usable ``reply-topic`` or
 ``correlation-id`` (absent, not a legal topic, an internal or a missing topic) becomes a
 dead letter (``schema_violation``, saying which header); one with a reply route but a
@@ -45,7 +50,7 @@ import time
 from asyncio import FIRST_COMPLETED
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -66,6 +71,7 @@ from streamproc.gate_events import (
     GateError,
     GateErrorCode,
 )
+from streamproc.stream.gate.immediate import ImmediateReplies
 from streamproc.stream.gate.reply_topics import ReplyTopics, unusable_reply_topic
 from streamproc.stream.loop.consumer import ConsumerLoop
 from streamproc.stream.loop.publisher import OutboundRecord, PublishFailed
@@ -109,6 +115,8 @@ class _Checked:
     request: GateRequest
     route: _Route
     result: GateResult
+    replied: bool = False
+    """Its reply has been sent already (``gate.kafka_reply = "immediate"``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +129,7 @@ class _Refused:
     headers: OutHeaders
     route: _Route | None
     error: GateError | None
+    replied: bool = False
 
 
 _Handled = _Checked | _Refused
@@ -173,7 +182,8 @@ class GateRequestLoop(ConsumerLoop):
             },
         )
         self._service = service
-        self._reply_reserve_ms = gate.kafka_reply_reserve_ms
+        self._reply_reserve_ms = gate.reply_reserve_ms
+        self._immediate: ImmediateReplies | None = None
         self._sensor: GateSensor = sensor or NullGateSensor()
         self._clock = clock
         self._outputs = OutputTopics.from_settings(settings)
@@ -181,6 +191,20 @@ class GateRequestLoop(ConsumerLoop):
         self.reply_topics = ReplyTopics(self._cluster_topics)
         self.answered = 0
         self.refused = 0
+
+    async def run(self) -> None:
+        """As :meth:`ConsumerLoop.run`, with the producer of immediate replies around it."""
+        if self._settings.gate.kafka_reply == "immediate":
+            self._immediate = ImmediateReplies(
+                {**self._client_options, "bootstrap_servers": self._settings.bootstrap_servers}
+            )
+        try:
+            if self._immediate is not None:
+                await self._immediate.start()
+            await super().run()
+        finally:
+            if self._immediate is not None:
+                await self._immediate.stop()
 
     async def _cluster_topics(self) -> set[str]:
         return set(await self._consumer.topics())
@@ -285,7 +309,19 @@ class GateRequestLoop(ConsumerLoop):
     async def _handle_one(
         self, record: ConsumerRecord[bytes, bytes], now_wall: float, now_mono: float
     ) -> _Handled:
-        """``record`` checked, or why it is refused (never raises but for cancellation)."""
+        """``record`` decided, its reply sent at once where the gate does so (never raises
+        but for cancellation)."""
+        handled = await self._decide(record, now_wall, now_mono)
+        immediate = self._immediate
+        reply = self._reply_of(handled) if immediate is not None else None
+        if immediate is not None and reply is not None and await immediate.send(reply):
+            return replace(handled, replied=True)
+        return handled
+
+    async def _decide(
+        self, record: ConsumerRecord[bytes, bytes], now_wall: float, now_mono: float
+    ) -> _Handled:
+        """``record`` checked, or why it is refused."""
         taken = await self._take(record, now_wall, now_mono)
         if isinstance(taken, _Refused):
             return taken
@@ -381,14 +417,12 @@ class GateRequestLoop(ConsumerLoop):
         records: list[OutboundRecord] = []
         now = datetime.fromtimestamp(self._clock(), UTC)
         for each in handled:
+            reply = None if each.replied else self._reply_of(each)
+            if reply is not None:
+                records.append(reply)
             if isinstance(each, _Checked):
-                records.append(self._reply(each))
                 records += each.result.records
                 continue
-            if each.route is not None and each.error is not None:
-                records.append(
-                    _reply_record(each.route, each.error.model_dump_json(), each.headers)
-                )
             letter = prepare_dead_letter(
                 self._outputs.dead_letters,
                 each.rejection,
@@ -405,6 +439,14 @@ class GateRequestLoop(ConsumerLoop):
             )
             records.append(letter.record)
         return records
+
+    def _reply_of(self, handled: _Handled) -> OutboundRecord | None:
+        """The reply ``handled`` gets, if it has a route to one."""
+        if isinstance(handled, _Checked):
+            return self._reply(handled)
+        if handled.route is None or handled.error is None:
+            return None
+        return _reply_record(handled.route, handled.error.model_dump_json(), handled.headers)
 
     def _reply(self, checked: _Checked) -> OutboundRecord:
         """The reply, in the decision's trace (the monitored records' headers carry the

@@ -150,7 +150,7 @@ async def test_a_request_gets_a_reply_keyed_by_its_correlation_id_beside_its_ver
     assert traceparent is not None and traceparent.decode().split("-")[1] == TRACE_ID
     decided = GateReply.model_validate_json(reply.value or b"")
     assert (decided.decision, decided.verified, decided.answer_text) == (Action.PASS, True, ANSWER)
-    assert decided.budget_ms == 5000 - SETTINGS.gate.kafka_reply_reserve_ms  # kept for the reply
+    assert decided.budget_ms == 5000 - SETTINGS.gate.reply_reserve_ms  # kept for the reply
     [verdict_record] = [r for r in records if r.topic == SETTINGS.topics.verdicts]
     assert Verdict.model_validate_json(verdict_record.value or b"") == decided.verdict
     assert _header(verdict_record, "traceparent") == traceparent
@@ -164,7 +164,7 @@ async def test_headers_are_found_whatever_their_case_and_the_budget_defaults(
     [reply] = _replies(await _outbound(_loop(service), _record(_body(), headers)))
     decided = GateReply.model_validate_json(reply.value or b"")
     assert (
-        decided.budget_ms == SETTINGS.gate.default_budget_ms - SETTINGS.gate.kafka_reply_reserve_ms
+        decided.budget_ms == SETTINGS.gate.default_budget_ms - SETTINGS.gate.reply_reserve_ms
     )
     assert _header(reply, "traceparent") is None  # no caller's trace to continue
 
@@ -467,3 +467,87 @@ async def test_requests_read_during_a_transaction_are_checked_at_once() -> None:
     assert replies[1].latency_ms < 250  # read at 0.1 s, during the 0.3 s transaction
     offsets = [o[TopicPartition(REQUESTS, 0)] for _, o in publisher.published]
     assert offsets == [2, 3]
+
+
+class _AtOnce:
+    """Stands in for ImmediateReplies: remembers each reply and when it was sent;
+    ``accepts`` False: every send fails (the broker did not acknowledge it)."""
+
+    def __init__(self, *, accepts: bool = True) -> None:
+        self.accepts = accepts
+        self.sent: list[tuple[float, GateReply | GateError]] = []
+
+    async def send(self, record: OutboundRecord) -> bool:
+        assert record.topic == REPLIES and record.key == _header(record, "correlation-id")
+        value = json.loads(record.value or b"")
+        decoded = GateError.model_validate(value) if "error" in value else GateReply(**value)
+        self.sent.append((time.monotonic(), decoded))
+        return self.accepts
+
+
+IMMEDIATE = Settings(judge={"name": "rules"}, gate={"kafka_reply": "immediate"})
+
+
+def _immediate(service: GateService, at_once: _AtOnce, **options: Any) -> GateRequestLoop:
+    loop = _loop(service, IMMEDIATE, **options)
+    loop._immediate = at_once  # type: ignore[assignment]
+    return loop
+
+
+async def test_an_immediate_reply_goes_out_on_its_own_and_the_verdict_in_the_transaction(
+    service: GateService,
+) -> None:
+    at_once = _AtOnce()
+    loop = _immediate(service, at_once)
+    records = await _outbound(
+        loop,
+        _record(_body(event_id="good"), _headers(), offset=1),
+        _record(b"{not json", _headers(correlation=b"c-bad"), offset=2),
+    )
+    assert _replies(records) == []  # both sent already
+    [refused] = [reply for _, reply in at_once.sent if isinstance(reply, GateError)]
+    [replied] = [reply for _, reply in at_once.sent if isinstance(reply, GateReply)]
+    assert replied.verdict.event_id == "good"
+    assert replied.budget_ms == 5000 - 50  # the immediate reply's reserve
+    assert refused.error == "bad_json"
+    [verdict] = [r for r in records if r.topic == SETTINGS.topics.verdicts]
+    assert Verdict.model_validate_json(verdict.value or b"") == replied.verdict
+    assert [letter.offset for letter in _dead(records)] == [2]
+
+
+async def test_a_reply_the_broker_did_not_take_at_once_goes_in_the_transaction(
+    service: GateService,
+) -> None:
+    at_once = _AtOnce(accepts=False)
+    records = await _outbound(_immediate(service, at_once), _record(_body(), _headers()))
+    assert len(at_once.sent) == 1
+    [reply] = _replies(records)
+    assert GateReply.model_validate_json(reply.value or b"").verdict == (
+        at_once.sent[0][1].verdict  # type: ignore[union-attr]
+    )
+
+
+async def test_an_immediate_reply_does_not_wait_for_a_slow_request_before_it() -> None:
+    """On one partition, a short-budget request behind a slow one: its reply goes out
+    when it is decided, though its verdict's transaction waits for the slow one's."""
+    nli = await _slow_gate(0.4)
+    at_once = _AtOnce()
+    publisher = _Publisher()
+    slow = _record(_body(event_id="slow"), _headers(budget=b"5000"), offset=1)
+    short = _record(
+        _body(event_id="short"), _headers(budget=b"200", correlation=b"c-short"), offset=2
+    )
+    began = time.monotonic()
+    await _run_step(_immediate(nli, at_once), nli, [(0.0, [slow, short])], publisher)
+    [(short_at, short_reply), (slow_at, slow_reply)] = at_once.sent
+    assert isinstance(short_reply, GateReply) and short_reply.verdict.event_id == "short"
+    assert isinstance(slow_reply, GateReply) and slow_reply.verdict.event_id == "slow"
+    assert short_at - began < 0.2 <= slow_at - began
+    assert _replied(publisher) == [[]]  # one transaction, for both verdicts, no reply
+    [(records, offsets)] = publisher.published
+    verdicts = [r for r in records if r.topic == SETTINGS.topics.verdicts]
+    assert [Verdict.model_validate_json(v.value or b"").event_id for v in verdicts] == [
+        "slow",
+        "short",
+    ]
+    assert offsets == {TopicPartition(REQUESTS, 0): 3}
