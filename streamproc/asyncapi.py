@@ -217,8 +217,11 @@ def _gate_topics(settings: Settings) -> list[_Topic]:
             "send",
             "The gate's decisions, on the topic each request's reply-topic header names "
             "(this default one, or the caller's own), in the same transaction as the "
-            "answer's verdict: read them read_committed. A caller with no reply within its "
-            "budget decides by its own failure policy (streamproc.gate.client).",
+            "answer's verdict (STREAMPROC_GATE__KAFKA_REPLY=immediate: as soon as decided, "
+            "before the verdict's transaction): read them read_committed. A caller with no "
+            "reply within its budget decides by its own failure policy "
+            "(streamproc.gate.client); a second reply to the same correlation id (the "
+            "request decided again after a gate failed) is dropped.",
             also=(("GateError", "gate-error", "the request's correlation id"),),
             who="gate",
         ),

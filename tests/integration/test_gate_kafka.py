@@ -38,6 +38,7 @@ from streamproc.gate.sensor import NullGateSensor
 from streamproc.gate.service import GateService
 from streamproc.gate_events import CORRELATION_ID_HEADER, GateError, GateReply
 from streamproc.stream.gate import GateRequestLoop, KafkaRecordSink
+from streamproc.stream.loop.publisher import PublishFailed
 from streamproc.stream.topics import prepare_topics
 from streamproc.wiring import build_gate
 from tests.unit.gate.conftest import event
@@ -300,6 +301,51 @@ async def test_a_malformed_request_is_refused_and_the_loop_keeps_serving(
     assert errors == [refused.error]
     assert not _verdicts_of(seen, "ans-no-route")
     assert gate.loop.refused == 2
+
+
+async def test_an_immediate_reply_whose_transaction_fails_is_decided_again_by_the_next_gate(
+    kafka_bootstrap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``kafka_reply = "immediate"``: the caller has its reply before the verdict's
+    transaction; when that transaction fails the request's offset is not committed, the
+    next gate decides it again (a second reply, which the client drops) and its verdict is
+    published once - the second decision's."""
+    settings = _settings(kafka_bootstrap, kafka_reply="immediate")
+    await prepare_topics(settings)
+    fields = event(CHECKED, event_id=f"again-{uuid.uuid4().hex[:6]}")
+    async with GateClient.from_settings(settings, reply_topic=_reply_topic(settings)) as client:
+        async with _gate(settings) as first:
+            await _served(client, first)
+
+            async def broker_refuses(*_: Any) -> None:
+                raise PublishFailed("transaction not committed: the broker is gone (a test)")
+
+            monkeypatch.setattr(first.loop._publisher, "publish", broker_refuses)
+            decision = await client.check(_body(fields), budget_ms=CHECK_BUDGET_MS)
+            assert decision.reply is not None and not decision.by_policy, decision
+            await asyncio.wait_for(asyncio.gather(first.task, return_exceptions=True), WAIT_S)
+            assert isinstance(first.task.exception(), PublishFailed)
+        mine = decision.correlation_id.encode()
+        async with _gate(settings) as second, _Topics(settings) as topics:
+            seen = await topics.until(
+                lambda s: (
+                    bool(_verdicts_of(s, fields["answer_id"]))
+                    and sum(h.get(CORRELATION_ID_HEADER) == mine for _, h, _ in s.replies) == 2
+                ),
+                "the verdict and a second reply",
+                settle_s=1.0,
+            )
+            second.check_running()
+        assert client.dropped >= 1  # the second reply: nobody waits for it any more
+    [(verdict, _)] = _verdicts_of(seen, fields["answer_id"])
+    acted_on, again = (
+        GateReply.model_validate_json(value)
+        for _, headers, value in seen.replies
+        if headers.get(CORRELATION_ID_HEADER) == mine
+    )
+    assert acted_on == decision.reply
+    assert again.verdict == verdict
+    assert again.verdict.answer_id == acted_on.verdict.answer_id
 
 
 @pytest.mark.parametrize(

@@ -163,9 +163,7 @@ async def test_headers_are_found_whatever_their_case_and_the_budget_defaults(
     headers = [(name.upper(), value) for name, value in _headers(budget=None, traceparent=None)]
     [reply] = _replies(await _outbound(_loop(service), _record(_body(), headers)))
     decided = GateReply.model_validate_json(reply.value or b"")
-    assert (
-        decided.budget_ms == SETTINGS.gate.default_budget_ms - SETTINGS.gate.reply_reserve_ms
-    )
+    assert decided.budget_ms == SETTINGS.gate.default_budget_ms - SETTINGS.gate.reply_reserve_ms
     assert _header(reply, "traceparent") is None  # no caller's trace to continue
 
 
