@@ -17,7 +17,7 @@ from typing import Any
 import structlog
 from aiokafka import AIOKafkaProducer
 
-from streamproc.stream.loop.publisher import OutboundRecord
+from streamproc.stream.loop.publisher import OutboundRecord, send_record
 from streamproc.stream.loop.support import bounded_close
 
 __all__ = ["ImmediateReplies"]
@@ -38,7 +38,6 @@ class ImmediateReplies:
             **{**client_options, "acks": "all", "enable_idempotence": True, "linger_ms": 0}
         )
         self.sent = 0
-        self.failed = 0
 
     async def start(self) -> None:
         await self._producer.start()
@@ -54,17 +53,10 @@ class ImmediateReplies:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - the transaction carries it instead
-            self.failed += 1
             log.warning("gate_reply_not_sent_at_once", topic=record.topic, error=repr(exc))
             return False
         self.sent += 1
         return True
 
     async def _send_and_wait(self, record: OutboundRecord) -> None:
-        await self._producer.send_and_wait(
-            record.topic,
-            value=record.value,
-            key=record.key,
-            partition=record.partition,
-            headers=list(record.headers) or None,
-        )
+        await (await send_record(self._producer, record))

@@ -312,9 +312,10 @@ class GateRequestLoop(ConsumerLoop):
         """``record`` decided, its reply sent at once where the gate does so (never raises
         but for cancellation)."""
         handled = await self._decide(record, now_wall, now_mono)
-        immediate = self._immediate
-        reply = self._reply_of(handled) if immediate is not None else None
-        if immediate is not None and reply is not None and await immediate.send(reply):
+        if self._immediate is None:
+            return handled
+        reply = self._reply_of(handled)
+        if reply is not None and await self._immediate.send(reply):
             return replace(handled, replied=True)
         return handled
 

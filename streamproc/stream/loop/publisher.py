@@ -33,6 +33,7 @@ __all__ = [
     "PublishFailed",
     "Publisher",
     "TransactionalPublisher",
+    "send_record",
 ]
 
 log = structlog.get_logger(__name__)
@@ -96,7 +97,7 @@ class _ProducerPublisher(ABC):
             raise PublishFailed(f"{self._failure}: {exc!r}") from exc
 
     async def _send_all(self, records: Sequence[OutboundRecord]) -> None:
-        pending = [await _send(self._producer, record) for record in records]
+        pending = [await send_record(self._producer, record) for record in records]
         await asyncio.gather(*pending)
 
     @abstractmethod
@@ -181,7 +182,9 @@ class AtLeastOncePublisher(_ProducerPublisher):
             )
 
 
-async def _send(producer: AIOKafkaProducer, record: OutboundRecord) -> Awaitable[Any]:
+async def send_record(producer: AIOKafkaProducer, record: OutboundRecord) -> Awaitable[Any]:
+    """Hand ``record`` to ``producer``; the result is its delivery (await it for the
+    broker's acknowledgement)."""
     future: Awaitable[Any] = await producer.send(
         record.topic,
         value=record.value,
