@@ -28,7 +28,9 @@ What one run measures, in this order (each part can be run alone: ``--judge-only
 Per level: decision latency p50/p95/p99 measured by the caller from the *scheduled* send
 time to the reply, the share answered within the budget and within budget + 50 ms, the
 shed share (``reason`` OVERLOADED), the verified share, requests left unanswered (must be
-0), and the gate process's peak RSS (``VmHWM``). Targets (issue 26) are printed with
+0), the gate process's peak RSS (``VmHWM``), and the cores used on average during the
+level (``cpu_cores``: ``service`` the gate, ``load_generator`` this process, ``rest``
+the rest of the machine - mostly a private broker). Targets (issue 26) are printed with
 pass / fail.
 
 Paths: ``http`` (aiohttp client, gate with no Kafka), ``http-publish`` (the same with the
@@ -78,6 +80,7 @@ if str(ROOT) not in sys.path:  # run as a plain script, without installing the p
     sys.path.insert(0, str(ROOT))
 
 # Imported after the path is set, for the reason above.
+from bench.cpu_share import cores_used, snapshot  # noqa: E402
 from bench.machine import machine_info  # noqa: E402
 from bench.stream_bench import percentile  # noqa: E402
 from scripts.bench_stream import (  # noqa: E402
@@ -689,7 +692,9 @@ async def measure_gate(
         gc.collect()
         gc.freeze()
         started_at = time.time()
+        cpu_before = snapshot(gate.pid)
         got = await open_loop(caller, payloads, schedule, plan.budget_ms)
+        cpu = cores_used(cpu_before, snapshot(gate.pid))
         level = {
             "load_pct": load,
             "target_rate": rate,
@@ -697,6 +702,7 @@ async def measure_gate(
             "started_at": started_at,
             **summarise_level(got, default_budget, plan.duration_s),
             "peak_rss_mib": peak_rss_mib(gate.pid),
+            "cpu_cores": cpu,
         }
         levels.append(level)
         log(f"    {describe(level)}")
@@ -719,7 +725,8 @@ def describe(level: Mapping[str, Any]) -> str:
     return (
         f"{level['answered']}/{level['sent']} answered, p50 {_fmt(latency.get('p50'), 0)} "
         f"p99 {_fmt(latency.get('p99'), 0)} ms, within budget {_pct(level['within_budget'])}, "
-        f"shed {_pct(level['shed'])}, verified {_pct(level['verified'])}"
+        f"shed {_pct(level['shed'])}, verified {_pct(level['verified'])}; cores: "
+        + ", ".join(f"{who} {_fmt(n, 2)}" for who, n in (level.get("cpu_cores") or {}).items())
     )
 
 
