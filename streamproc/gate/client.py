@@ -189,7 +189,9 @@ class GateClient:
             enable_auto_commit=False,
             isolation_level="read_committed",
             auto_offset_reset="latest",
-            fetch_max_wait_ms=50,
+            # aiokafka's 500 ms long poll: the broker answers the fetch as soon as a reply
+            # is written; a shorter wait only makes an idle client cost the broker CPU.
+            fetch_max_wait_ms=500,
             **options,
         )
         try:

@@ -349,6 +349,53 @@ async def test_an_immediate_reply_whose_transaction_fails_is_decided_again_by_th
     assert again.verdict.answer_id == acted_on.verdict.answer_id
 
 
+async def test_gates_joining_and_leaving_while_requests_flow_answer_each_once(
+    kafka_bootstrap: str,
+) -> None:
+    """Scale-out and back: a second gate joins the group while requests flow (each gate
+    keeps a read pending across the rebalance), then the first stops. Every request is
+    answered by a gate, and each answer's verdict is published once."""
+    settings = _settings(kafka_bootstrap, kafka_reply="immediate")
+    settings = settings.model_copy(
+        update={"topics": settings.topics.model_copy(update={"partitions": 2})}
+    )
+    await prepare_topics(settings)
+    ids = [f"scale-{i}-{uuid.uuid4().hex[:6]}" for i in range(50)]
+    async with GateClient.from_settings(settings, reply_topic=_reply_topic(settings)) as client:
+
+        async def ask(event_id: str) -> Any:
+            return await client.check(
+                _body(event(SUPPORTED, event_id=event_id)), budget_ms=ROOMY_BUDGET_MS
+            )
+
+        async with _gate(settings) as first:
+            await _served(client, first)
+            asked = [asyncio.create_task(ask(ids[i])) for i in range(10)]
+            # Another process's transactional id (by default the host name and pid).
+            elsewhere = settings.worker.model_copy(update={"instance_id": "second-gate"})
+            async with _gate(settings.model_copy(update={"worker": elsewhere})) as second:
+                for event_id in ids[10:40]:  # over the second's join (a heartbeat or two)
+                    asked.append(asyncio.create_task(ask(event_id)))
+                    await asyncio.sleep(0.15)
+                first.loop.stop()
+                await asyncio.wait_for(asyncio.gather(first.task), WAIT_S)
+                for event_id in ids[40:]:
+                    asked.append(asyncio.create_task(ask(event_id)))
+                decisions = await asyncio.gather(*asked)
+                async with _Topics(settings, replies=False) as topics:
+                    seen = await topics.until(
+                        lambda s: all(_verdicts_of(s, f"ans-{i}") for i in ids),
+                        "every request's verdict",
+                        settle_s=1.0,
+                    )
+                second.check_running()
+    assert [d for d in decisions if d.by_policy] == []
+    # Counted once published: the second gate took a partition while the first still ran
+    # (more than the last ten), and the first answered more than its warm-up.
+    assert first.loop.answered >= 2 and second.loop.answered > 10
+    assert {i: len(_verdicts_of(seen, f"ans-{i}")) for i in ids} == dict.fromkeys(ids, 1)
+
+
 @pytest.mark.parametrize(
     ("tenant", "decision", "text"),
     [("open", Action.PASS, SUPPORTED), ("strict", Action.WITHHOLD, "")],

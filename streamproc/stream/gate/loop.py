@@ -17,7 +17,11 @@ Per batch read (consumer group ``<app_id>.gate``):
    (:meth:`GateService.check` never raises; it answers each within its budget).
 4. While requests are being decided the loop goes on reading - during a transaction
    too - so a request's budget is spent judging, not waiting on the topic behind a slow
-   request; at most twice the service's capacity is held in flight.
+   request; at most twice the service's capacity is held in flight. One read is always
+   pending, woken by the consumer's fetch as soon as records come (no polling: a poll
+   would delay a request by up to its period and wake the event loop, taking the
+   interpreter from the judge thread, many times per decision); a read still pending
+   when the requests held are all published is the next batch's read.
 5. Each partition's requests publish in offset order: whenever no transaction is under
    way, every partition's decided requests ahead of its first undecided one go in one
    transaction - every reply (:class:`~streamproc.gate_events.GateReply` JSON, key and
@@ -87,8 +91,7 @@ log = structlog.get_logger(__name__)
 MAX_CORRELATION_ID_BYTES = 255
 """A uuid4 is 32 to 36 characters; anything longer than this is not an id."""
 _POLL_MS = 200
-_FOLLOW_POLL_S = 0.005
-"""While a batch is being decided, how often the loop looks for more requests."""
+"""A read waits this long at most for requests (it returns as soon as some come)."""
 _IN_FLIGHT_FACTOR = 2
 """Records held in flight at most this many times the service's capacity (beyond it the
 service would shed them anyway; the rest wait on the topic, their age counted)."""
@@ -184,6 +187,8 @@ class GateRequestLoop(ConsumerLoop):
         self._service = service
         self._reply_reserve_ms = gate.reply_reserve_ms
         self._immediate: ImmediateReplies | None = None
+        self._read: asyncio.Task[tuple[_Batch, int]] | None = None
+        """The pending read (module docstring, step 4), with the generation it was read in."""
         self._sensor: GateSensor = sensor or NullGateSensor()
         self._clock = clock
         self._outputs = OutputTopics.from_settings(settings)
@@ -203,6 +208,10 @@ class GateRequestLoop(ConsumerLoop):
                 await self._immediate.start()
             await super().run()
         finally:
+            read, self._read = self._read, None
+            if read is not None:  # the consumer has stopped: it ends with no records
+                read.cancel()
+                await asyncio.gather(read, return_exceptions=True)
             if self._immediate is not None:
                 await self._immediate.stop()
 
@@ -212,13 +221,28 @@ class GateRequestLoop(ConsumerLoop):
     # ------------------------------------------------------------------ one batch
 
     async def _step(self) -> None:
-        batch = await self._consumer.getmany(timeout_ms=_POLL_MS, max_records=self._capacity)
-        read_at = self._generation
+        try:
+            batch, read_at = await self._reading(self._capacity)
+        finally:
+            self._read = None
         if not batch:
             return
         async with self._lock:
             if self._admit(batch, read_at):
                 await self._decide_and_publish(batch)
+
+    def _reading(self, max_records: int) -> asyncio.Task[tuple[_Batch, int]]:
+        """The pending read, started if there is none. It is never cancelled while the
+        loop runs (aiokafka would count a cancelled read as a poll still under way)."""
+        if self._read is None:
+            self._read = asyncio.create_task(self._read_batch(max_records))
+        return self._read
+
+    async def _read_batch(self, max_records: int) -> tuple[_Batch, int]:
+        """Records as soon as some come (or none after ``_POLL_MS``), and the generation
+        they were read in, taken with no await in between (:meth:`_admit`)."""
+        batch = await self._consumer.getmany(timeout_ms=_POLL_MS, max_records=max_records)
+        return batch, self._generation
 
     async def _decide_and_publish(self, batch: _Batch) -> None:
         """Decide ``batch`` and the requests read while it is decided, publishing each
@@ -259,28 +283,34 @@ class GateRequestLoop(ConsumerLoop):
     async def _read_until_change(
         self, held: dict[TopicPartition, deque[_Held]], publishing: asyncio.Task[None] | None
     ) -> None:
-        """Read on, starting each batch the consumer holds while fewer than
-        ``_IN_FLIGHT_FACTOR`` x capacity requests are held, until the transaction under
-        way ends or (none under way) a partition's oldest request is decided. A batch
-        not admitted (put back or dropped by a rebalance) ends the reading here."""
+        """Read on, starting each batch read while fewer than ``_IN_FLIGHT_FACTOR`` x
+        capacity requests are held, until the transaction under way ends or (none under
+        way) a partition's oldest request is decided. A batch not admitted (put back or
+        dropped by a rebalance) ends the reading here; so does a rebalance waiting for
+        the lock, or the loop stopping (a read already done then waits for the next
+        batch)."""
         reading = True
         while True:
-            watched = {publishing} if publishing is not None else _heads(held)
+            watched: set[asyncio.Future[Any]] = (
+                {publishing} if publishing is not None else set(_heads(held))
+            )
             if not watched or any(task.done() for task in watched):
                 return
             room = self._capacity * _IN_FLIGHT_FACTOR - sum(len(q) for q in held.values())
             if reading and room > 0 and not (self._stopping.is_set() or self._rebalance_waiting):
-                more = await self._consumer.getmany(
-                    timeout_ms=0, max_records=min(room, self._capacity)
-                )
-                read_at = self._generation
-                if more:
-                    self.last_poll_at = time.monotonic()
-                    if self._admit(more, read_at):
-                        self._hold(more, held)
-                        continue
-                    reading = False
-            await asyncio.wait(watched, timeout=_FOLLOW_POLL_S, return_when=FIRST_COMPLETED)
+                read = self._reading(min(room, self._capacity))
+                if read.done():
+                    self._read = None
+                    more, read_at = read.result()  # a failed read stops the loop, as in _step
+                    if more:
+                        self.last_poll_at = time.monotonic()
+                        if self._admit(more, read_at):
+                            self._hold(more, held)
+                        else:
+                            reading = False
+                    continue
+                watched.add(read)
+            await asyncio.wait(watched, return_when=FIRST_COMPLETED)
 
     async def _publish(self, decided: Sequence[_Held]) -> None:
         """One transaction for ``decided`` (each partition's decided oldest requests),

@@ -324,11 +324,15 @@ class _TimedConsumer:
     def __init__(self, batches: Sequence[tuple[float, list[ConsumerRecord[bytes, bytes]]]]) -> None:
         self._started = time.monotonic()
         self._batches = list(batches)
+        self.reads = 0
+        self.handed_out_after_s: list[float] = []
+        """For each batch handed out, how long after its time it was."""
 
     async def getmany(
         self, *_: Any, timeout_ms: int, max_records: int
     ) -> dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]:
         del max_records
+        self.reads += 1
         if not self._batches:
             await asyncio.sleep(timeout_ms / 1000)
             return {}
@@ -339,6 +343,7 @@ class _TimedConsumer:
             return {}
         await asyncio.sleep(max(0.0, wait))
         self._batches.pop(0)
+        self.handed_out_after_s.append(time.monotonic() - self._started - due)
         batch: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]] = {}
         for record in records:
             batch.setdefault(TopicPartition(REQUESTS, record.partition), []).append(record)
@@ -379,6 +384,9 @@ async def _run_step(
     try:
         await loop._step()
     finally:
+        if loop._read is not None:  # the next batch's read: there is none
+            loop._read.cancel()
+            await asyncio.gather(loop._read, return_exceptions=True)
         await service.close()
 
 
@@ -447,6 +455,28 @@ async def test_a_request_on_another_partition_is_not_held_behind_a_slow_one() ->
     assert [r.verdict.event_id for r in second] == ["slow"]
     assert publisher.published[0][1] == {TopicPartition(REQUESTS, 1): 2}
     assert publisher.published[1][1] == {TopicPartition(REQUESTS, 0): 2}
+
+
+async def test_the_loop_waits_for_requests_rather_than_polling_while_one_is_judged() -> None:
+    """While a request is judged for 400 ms the loop has one read pending, which the
+    next request wakes: a handful of reads, not one every few milliseconds, and the
+    second request is taken as soon as it comes."""
+    nli = await _slow_gate(0.4)
+    publisher = _Publisher()
+    first = _record(_body(event_id="first"), _headers(budget=b"5000"), offset=1)
+    second = _record(
+        _body(event_id="second"), _headers(budget=b"5000", correlation=b"c-2"), offset=2
+    )
+    loop = _loop(nli)
+    await _run_step(loop, nli, [(0.0, [first]), (0.1, [second])], publisher)
+    consumer = loop._consumer
+    assert isinstance(consumer, _TimedConsumer)
+    assert [r.verdict.event_id for replies in _replied(publisher) for r in replies] == [
+        "first",
+        "second",
+    ]
+    assert consumer.reads <= 6  # the first, the second, empty reads of up to 200 ms
+    assert max(consumer.handed_out_after_s) < 0.05
 
 
 async def test_requests_read_during_a_transaction_are_checked_at_once() -> None:
