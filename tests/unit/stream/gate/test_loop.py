@@ -318,6 +318,14 @@ async def test_a_reply_too_large_for_its_topic_becomes_an_oversized_error(
     assert len(reply.value or b"") < 64 * 1024
 
 
+def _request(
+    event_id: str, *, offset: int, budget: bytes = b"5000", partition: int = 0
+) -> ConsumerRecord[bytes, bytes]:
+    """A gate request for the answer ``event_id``, with a correlation id of its own."""
+    headers = _headers(budget=budget, correlation=f"c-{event_id}".encode())
+    return _record(_body(event_id=event_id), headers, offset=offset, partition=partition)
+
+
 class _TimedConsumer:
     """Hands out each batch once its time (monotonic, from the start) has come."""
 
@@ -406,10 +414,7 @@ async def test_a_request_read_behind_a_slow_one_is_decided_within_its_own_budget
     Replies still publish in offset order, each offset once."""
     nli = await _slow_gate(0.4)
     publisher = _Publisher()
-    slow = _record(_body(event_id="slow"), _headers(budget=b"5000"), offset=1)
-    short = _record(
-        _body(event_id="short"), _headers(budget=b"200", correlation=b"c-short"), offset=2
-    )
+    slow, short = _request("slow", offset=1), _request("short", offset=2, budget=b"200")
     await _run_step(_loop(nli), nli, [(0.0, [slow]), (0.05, [short])], publisher)
     replies = [reply for replies in _replied(publisher) for reply in replies]
     assert [r.verdict.event_id for r in replies] == ["slow", "short"]
@@ -425,10 +430,7 @@ async def test_a_request_decided_early_is_published_before_a_slow_one_read_after
     published as soon as it is decided - not when the slow one after it is."""
     nli = await _slow_gate(0.4)
     publisher = _Publisher()
-    short = _record(
-        _body(event_id="short"), _headers(budget=b"200", correlation=b"c-short"), offset=1
-    )
-    slow = _record(_body(event_id="slow"), _headers(budget=b"5000"), offset=2)
+    short, slow = _request("short", offset=1, budget=b"200"), _request("slow", offset=2)
     await _run_step(_loop(nli), nli, [(0.0, [short, slow])], publisher)
     first, second = _replied(publisher)
     assert [r.verdict.event_id for r in first] == ["short"]
@@ -441,13 +443,8 @@ async def test_a_request_decided_early_is_published_before_a_slow_one_read_after
 async def test_a_request_on_another_partition_is_not_held_behind_a_slow_one() -> None:
     nli = await _slow_gate(0.4)
     publisher = _Publisher()
-    slow = _record(_body(event_id="slow"), _headers(budget=b"5000"), offset=1)
-    other = _record(
-        _body(event_id="other"),
-        _headers(budget=b"200", correlation=b"c-other"),
-        offset=1,
-        partition=1,
-    )
+    slow = _request("slow", offset=1)
+    other = _request("other", offset=1, budget=b"200", partition=1)
     await _run_step(_loop(nli), nli, [(0.0, [slow]), (0.05, [other])], publisher)
     first, second = _replied(publisher)
     assert [r.verdict.event_id for r in first] == ["other"]
@@ -463,10 +460,7 @@ async def test_the_loop_waits_for_requests_rather_than_polling_while_one_is_judg
     second request is taken as soon as it comes."""
     nli = await _slow_gate(0.4)
     publisher = _Publisher()
-    first = _record(_body(event_id="first"), _headers(budget=b"5000"), offset=1)
-    second = _record(
-        _body(event_id="second"), _headers(budget=b"5000", correlation=b"c-2"), offset=2
-    )
+    first, second = _request("first", offset=1), _request("second", offset=2)
     loop = _loop(nli)
     await _run_step(loop, nli, [(0.0, [first]), (0.1, [second])], publisher)
     consumer = loop._consumer
@@ -484,10 +478,7 @@ async def test_requests_read_during_a_transaction_are_checked_at_once() -> None:
     being judged then, not once the transaction ends."""
     nli = await _slow_gate(0.0)
     publisher = _Publisher(delay_s=0.3)
-    first = _record(_body(event_id="first"), _headers(budget=b"5000"), offset=1)
-    second = _record(
-        _body(event_id="second"), _headers(budget=b"5000", correlation=b"c-2"), offset=2
-    )
+    first, second = _request("first", offset=1), _request("second", offset=2)
     await _run_step(_loop(nli), nli, [(0.0, [first]), (0.1, [second])], publisher)
     replies = [reply for replies in _replied(publisher) for reply in replies]
     assert [r.verdict.event_id for r in replies] == ["first", "second"]
@@ -561,10 +552,7 @@ async def test_an_immediate_reply_does_not_wait_for_a_slow_request_before_it() -
     nli = await _slow_gate(0.4)
     at_once = _AtOnce()
     publisher = _Publisher()
-    slow = _record(_body(event_id="slow"), _headers(budget=b"5000"), offset=1)
-    short = _record(
-        _body(event_id="short"), _headers(budget=b"200", correlation=b"c-short"), offset=2
-    )
+    slow, short = _request("slow", offset=1), _request("short", offset=2, budget=b"200")
     began = time.monotonic()
     await _run_step(_immediate(nli, at_once), nli, [(0.0, [slow, short])], publisher)
     [(short_at, short_reply), (slow_at, slow_reply)] = at_once.sent
