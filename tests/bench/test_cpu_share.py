@@ -23,7 +23,8 @@ def test_a_busy_process_is_seen_using_about_one_core() -> None:
     before = snapshot(os.getpid())
     _spin(0.3)
     used = cores_used(before, snapshot(os.getpid()))
-    assert used["service"] == pytest.approx(used["load_generator"])  # the same process
+    # The same process, read twice a moment apart in 10 ms ticks: equal within two ticks.
+    assert used["service"] == pytest.approx(used["load_generator"], abs=0.02 / 0.3)
     assert used["service"] is not None and 0.5 < used["service"] <= 1.1
     assert used["machine"] is not None and used["machine"] >= 0.5
 

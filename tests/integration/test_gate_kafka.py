@@ -317,6 +317,12 @@ async def test_an_immediate_reply_whose_transaction_fails_is_decided_again_by_th
     async with GateClient.from_settings(settings, reply_topic=_reply_topic(settings)) as client:
         async with _gate(settings) as first:
             await _served(client, first)
+            # The warm-up's reply came before its transaction: break publishing only once
+            # that has committed (counted), or the warm-up's would fail instead.
+            deadline = time.monotonic() + WAIT_S
+            while first.loop.answered < 1 and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            assert first.loop.answered == 1
 
             async def broker_refuses(*_: Any) -> None:
                 raise PublishFailed("transaction not committed: the broker is gone (a test)")
