@@ -10,14 +10,13 @@ request next decides it again and the caller may get a second reply, which it dr
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
 import structlog
 from aiokafka import AIOKafkaProducer
 
-from streamproc.stream.loop.publisher import OutboundRecord, send_record
+from streamproc.stream.loop.publisher import OutboundRecord, PublishFailed, RecordsOnlyPublisher
 from streamproc.stream.loop.support import bounded_close
 
 __all__ = ["ImmediateReplies"]
@@ -34,29 +33,25 @@ class ImmediateReplies:
     """An idempotent producer of its own (no transaction, no linger) for gate replies."""
 
     def __init__(self, client_options: Mapping[str, Any]) -> None:
-        self._producer = AIOKafkaProducer(
+        producer = AIOKafkaProducer(
             **{**client_options, "acks": "all", "enable_idempotence": True, "linger_ms": 0}
         )
+        self._delivery = RecordsOnlyPublisher(producer, SEND_TIMEOUT_S)
         self.sent = 0
 
     async def start(self) -> None:
-        await self._producer.start()
+        await self._delivery.start()
 
     async def stop(self) -> None:
-        await bounded_close(self._producer.stop(), "reply producer")
+        await bounded_close(self._delivery.stop(), "reply producer")
 
     async def send(self, record: OutboundRecord) -> bool:
         """Whether the broker acknowledged ``record``; False (logged) when it did not in
         :data:`SEND_TIMEOUT_S`, so the caller can send it another way."""
         try:
-            await asyncio.wait_for(self._send_and_wait(record), SEND_TIMEOUT_S)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the transaction carries it instead
-            log.warning("gate_reply_not_sent_at_once", topic=record.topic, error=repr(exc))
+            await self._delivery.publish([record], {})
+        except PublishFailed as exc:  # the transaction carries it instead
+            log.warning("gate_reply_not_sent_at_once", topic=record.topic, error=str(exc))
             return False
         self.sent += 1
         return True
-
-    async def _send_and_wait(self, record: OutboundRecord) -> None:
-        await (await send_record(self._producer, record))

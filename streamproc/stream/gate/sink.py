@@ -14,25 +14,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.structs import TopicPartition
 
 from streamproc.config import Settings
-from streamproc.stream.loop.publisher import OutboundRecord, _ProducerPublisher
+from streamproc.stream.loop.publisher import OutboundRecord, RecordsOnlyPublisher
 from streamproc.stream.topics import DEAD_LETTER_MAX_BYTES
 
 __all__ = ["KafkaRecordSink"]
-
-
-class _Delivery(_ProducerPublisher):
-    """The publishers' producer, time limit and ``PublishFailed``, with no offsets."""
-
-    _failure = "records not acknowledged"
-
-    async def _deliver(
-        self, records: Sequence[OutboundRecord], offsets: Mapping[TopicPartition, int]
-    ) -> None:
-        del offsets  # always empty: nothing was consumed
-        await self._send_all(records)
 
 
 class KafkaRecordSink:
@@ -44,7 +31,7 @@ class KafkaRecordSink:
     def __init__(self, settings: Settings, *, client_options: Mapping[str, Any] | None = None):
         self._settings = settings
         self._client_options: Mapping[str, Any] = client_options or {}
-        self._delivery: _Delivery | None = None
+        self._delivery: RecordsOnlyPublisher | None = None
 
     async def start(self) -> None:
         settings = self._settings
@@ -58,7 +45,7 @@ class KafkaRecordSink:
             max_request_size=DEAD_LETTER_MAX_BYTES + 65536,
             **self._client_options,
         )
-        delivery = _Delivery(producer, settings.worker.publish_timeout_s)
+        delivery = RecordsOnlyPublisher(producer, settings.worker.publish_timeout_s)
         await delivery.start()
         self._delivery = delivery
 

@@ -32,8 +32,8 @@ __all__ = [
     "OutboundRecord",
     "PublishFailed",
     "Publisher",
+    "RecordsOnlyPublisher",
     "TransactionalPublisher",
-    "send_record",
 ]
 
 log = structlog.get_logger(__name__)
@@ -97,7 +97,7 @@ class _ProducerPublisher(ABC):
             raise PublishFailed(f"{self._failure}: {exc!r}") from exc
 
     async def _send_all(self, records: Sequence[OutboundRecord]) -> None:
-        pending = [await send_record(self._producer, record) for record in records]
+        pending = [await _send(self._producer, record) for record in records]
         await asyncio.gather(*pending)
 
     @abstractmethod
@@ -182,9 +182,20 @@ class AtLeastOncePublisher(_ProducerPublisher):
             )
 
 
-async def send_record(producer: AIOKafkaProducer, record: OutboundRecord) -> Awaitable[Any]:
-    """Hand ``record`` to ``producer``; the result is its delivery (await it for the
-    broker's acknowledgement)."""
+class RecordsOnlyPublisher(_ProducerPublisher):
+    """Every record acknowledged by the broker, with no input offsets (nothing was
+    consumed for them: the gate's HTTP records, its replies sent at once)."""
+
+    _failure = "records not acknowledged"
+
+    async def _deliver(
+        self, records: Sequence[OutboundRecord], offsets: Mapping[TopicPartition, int]
+    ) -> None:
+        del offsets  # always empty
+        await self._send_all(records)
+
+
+async def _send(producer: AIOKafkaProducer, record: OutboundRecord) -> Awaitable[Any]:
     future: Awaitable[Any] = await producer.send(
         record.topic,
         value=record.value,
