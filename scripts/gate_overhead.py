@@ -1,11 +1,12 @@
 """What the gate's service adds to its judge's own time, in one process, with no HTTP,
-no Kafka and no queue: each answer checked alone (``GateService.check``, publishing off,
-a 30 s budget), minus the judge call's own time inside it (``GateResult.judge_ms``); also
-the intake parse and the reply's JSON. Splits scripts/bench_gate.py's "gate p50 - judge
-p50" into the service's part and the rest (the HTTP round trip, waiting behind a batch,
-the load generator on the same cores).
+no Kafka and no queue: each answer checked alone (``GateService.check``, publishing off
+unless ``--publish``: then the monitored records are built as a publishing gate builds
+them, and sent nowhere; a 30 s budget), minus the judge call's own time inside it
+(``GateResult.judge_ms``); also the intake parse and the reply's JSON. Splits
+scripts/bench_gate.py's "gate p50 - judge p50" into the service's part and the rest (the
+HTTP round trip, waiting behind a batch, the load generator on the same cores).
 
-    .venv/bin/python scripts/gate_overhead.py [--answers qa|ragtruth] [--count 80]
+    .venv/bin/python scripts/gate_overhead.py [--answers qa|ragtruth] [--count 80] [--publish]
 """
 
 from __future__ import annotations
@@ -32,11 +33,11 @@ from streamproc.gate.sensor import NullGateSensor  # noqa: E402
 from streamproc.wiring import build_gate  # noqa: E402
 
 
-async def measure(events: list[AnswerEvent]) -> dict[str, float]:
+async def measure(events: list[AnswerEvent], *, publish: bool = False) -> dict[str, float]:
     """Per answer: the service's time beyond its judge call, the parse, the reply JSON
     (medians and 95th percentiles, ms); the first answer warms the models up."""
     service = build_gate(
-        Settings(gate={"publish": False}), telemetry=Telemetry.disabled(), sensor=NullGateSensor()
+        Settings(gate={"publish": publish}), telemetry=Telemetry.disabled(), sensor=NullGateSensor()
     )
     await service.start()
     beyond: list[float] = []
@@ -81,10 +82,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--answers", choices=["qa", "ragtruth"], default="qa")
     parser.add_argument("--count", type=int, default=80)
+    parser.add_argument("--publish", action="store_true", help="build the monitored records")
     args = parser.parse_args()
     events, _ = answer_pool(args.answers, None)
-    figures = asyncio.run(measure(events[: args.count]))
-    print(f"{args.answers}, {args.count} answers one at a time:")
+    figures = asyncio.run(measure(events[: args.count], publish=args.publish))
+    records = ", monitored records built" if args.publish else ""
+    print(f"{args.answers}, {args.count} answers one at a time{records}:")
     for name, value in figures.items():
         print(f"  {name}: {value:.2f}")
     return 0
