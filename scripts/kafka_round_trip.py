@@ -66,6 +66,29 @@ def client_options() -> dict[str, Any]:
     return dict(aiokafka_options(Settings().security))
 
 
+def _producer(bootstrap: str) -> AIOKafkaProducer:
+    """As the gate's replies at once and ``GateClient``'s requests: no linger."""
+    return AIOKafkaProducer(
+        bootstrap_servers=bootstrap,
+        acks="all",
+        enable_idempotence=True,
+        linger_ms=0,
+        **client_options(),
+    )
+
+
+def _consumer(bootstrap: str) -> AIOKafkaConsumer:
+    """A ``read_committed`` reader with no group (partitions assigned), long-polling
+    500 ms as ``GateClient`` does."""
+    return AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        isolation_level="read_committed",
+        enable_auto_commit=False,
+        fetch_max_wait_ms=500,
+        **client_options(),
+    )
+
+
 # ------------------------------------------------------------------------ the responder
 
 
@@ -75,16 +98,8 @@ def respond(bootstrap: str, requests: str, replies: str, ready: Event, stop: Eve
 
 
 async def _respond(bootstrap: str, requests: str, replies: str, ready: Event, stop: Event) -> None:
-    options = client_options()
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap,
-        isolation_level="read_committed",
-        enable_auto_commit=False,
-        **options,
-    )
-    producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=0, **options
-    )
+    consumer = _consumer(bootstrap)
+    producer = _producer(bootstrap)
     await consumer.start()
     await producer.start()
     try:
@@ -113,17 +128,8 @@ async def call(
 ) -> dict[str, list[float]]:
     """``count`` requests one at a time (or until ``stop``): each round trip and its legs
     (ms), after untimed warm-up requests."""
-    options = client_options()
-    producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=0, **options
-    )
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap,
-        isolation_level="read_committed",
-        enable_auto_commit=False,
-        fetch_max_wait_ms=500,
-        **options,
-    )
+    producer = _producer(bootstrap)
+    consumer = _consumer(bootstrap)
     await producer.start()
     await consumer.start()
     legs: dict[str, list[float]] = {"round_trip_ms": [], "there_ms": [], "back_ms": []}

@@ -188,7 +188,9 @@ class GateRequestLoop(ConsumerLoop):
         self._reply_reserve_ms = gate.reply_reserve_ms
         self._immediate: ImmediateReplies | None = None
         self._read: asyncio.Task[tuple[_Batch, int]] | None = None
-        """The pending read (module docstring, step 4), with the generation it was read in."""
+        """The pending read (module docstring, step 4), with the generation it was read in;
+        whoever takes its records clears it (a read that ends keeps its records here until
+        then)."""
         self._sensor: GateSensor = sensor or NullGateSensor()
         self._clock = clock
         self._outputs = OutputTopics.from_settings(settings)
