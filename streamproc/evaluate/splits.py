@@ -26,12 +26,16 @@ CALIBRATE_PERCENT: Final = 40
 
 # "halueval-qa-8-right" / "halueval-qa-8-hallucinated" -> "halueval-qa-8"
 _HALUEVAL_PAIR = re.compile(r"^(halueval-qa-\d+)-(?:right|hallucinated)$")
+# "agent-refund-03-faithful" / "agent-refund-03-hallucinated" -> "agent-refund-03"
+_AGENT_PAIR = re.compile(r"^(agent-[a-z_]+-\d+)-(?:faithful|hallucinated)$")
 
 SPLIT_DESCRIPTION: Final = (
     "Calibration vs report split (`streamproc/evaluate/splits.py`): a row's group key is "
     "its `id`, except HaluEval QA, where both answers of one question "
     "(`halueval-qa-<n>-right`, `halueval-qa-<n>-hallucinated`) share the key "
-    "`halueval-qa-<n>` and so stay together. bucket = int(sha256(key as UTF-8)) mod 100; "
+    "`halueval-qa-<n>` and so stay together, as do the two answers of one agent case "
+    "(`agent-<kind>-<n>-faithful`, `agent-<kind>-<n>-hallucinated`: key `agent-<kind>-<n>`). "
+    "bucket = int(sha256(key as UTF-8)) mod 100; "
     f"bucket < {CALIBRATE_PERCENT} -> `calibrate` (tune thresholds here), otherwise "
     "`report` (quote numbers here only). Deterministic, seedless and independent of file "
     "order and content; not stratified, so the per-task and per-label counts of each half "
@@ -42,8 +46,9 @@ SPLIT_DESCRIPTION: Final = (
 
 
 def split_key(row_id: str) -> str:
-    """The id that decides the split: the question for HaluEval QA, else the row id."""
-    match = _HALUEVAL_PAIR.match(row_id)
+    """The id that decides the split: the question for HaluEval QA, the case for the
+    agent set (both answers share its evidence), else the row id."""
+    match = _HALUEVAL_PAIR.match(row_id) or _AGENT_PAIR.match(row_id)
     return match.group(1) if match else row_id
 
 
