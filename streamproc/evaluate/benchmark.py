@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 SplitChoice = Literal["calibrate", "report", "all"]
-TASKS: Final = ("QA", "Summary", "Data2txt")
+TASKS: Final = ("QA", "Summary", "Data2txt", "Agent")
 DEFAULT_FILES: Final = ("ragtruth_dev.jsonl", "halueval_qa_dev.jsonl")
 DEFAULT_SEED: Final = 20250106
 DEFAULT_RESAMPLES: Final = 1000

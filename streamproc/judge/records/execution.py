@@ -1,156 +1,248 @@
-"""Execution status: an action reported as done against the tool call that was refused.
+"""Refused calls: an action reported as done whose tool call was refused.
 
-"I have refunded your order" beside an ``issue_refund`` call with ``executed: false`` is
-contradicted (NOT_EXECUTED), unless a later call that did it succeeded. What a call does
-is read from its name (id, source, a ``tool`` field; a lookup such as ``get_refund``
-does nothing); what the claim reports done, from its verbs, skipping anything requested,
-negated, conditional or acknowledged as refused. :mod:`.states` reads the same actions.
+A tool result with ``executed: false`` grounds "that was refused" or "I could not do
+it", never "it was done". What a call would have done is read from the call itself, not
+from a list of keywords: its name (``change_seat``: the verb *change*, the thing *seat*),
+its arguments (seat ``3A``, a new date) and the state its verb names in the lifecycle of
+its thing (``cancel_booking`` would make the booking *cancelled*). A claim reports the
+call's effect as done when it reports, as a fact and not negated:
+
+- an action with the call's verb, or a generic one ("processed", "completed"), about the
+  call's thing or one of its arguments ("I have moved you to seat 3A" - ``3A`` is what
+  the call asked for and no executed record holds);
+- the state the call would have produced ("your booking is now cancelled");
+- an argument only the call holds, as the new value ("your new seat is 3A").
+
+That is NOT_EXECUTED - unless an executed call did the same (a retry that went through).
+A claim that says the call's action was not done, or was refused, matches the record.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Final
 
 from streamproc.events import VerdictLabel
-from streamproc.judge.records.common import Record, claim_entity
+from streamproc.judge.records.case_facts import CaseFacts
+from streamproc.judge.records.claim_values import tokens
+from streamproc.judge.records.common import Record
 from streamproc.judge.records.findings import RecordFinding, RecordReason
-from streamproc.judge.text.features import word_set
+from streamproc.judge.records.lifecycles import Lifecycles
+from streamproc.judge.records.reports import ClaimReading
+from streamproc.judge.text.stems import stem, words
 
-__all__ = [
-    "call_actions",
-    "not_executed",
-    "refusal_reported",
-    "reported_actions",
-    "reports_call",
-]
+__all__ = ["Call", "LOOKUP_VERBS", "calls_of", "refusal_acknowledged", "reported_done"]
 
-
-_ACTIONS: Final[Mapping[str, str]] = {
-    "refund": "refund", "refunded": "refund", "reimbursed": "refund",
-    "cancel": "cancel", "cancelled": "cancel", "canceled": "cancel", "cancellation": "cancel",
-    "ship": "ship", "shipped": "ship", "reshipped": "ship", "dispatched": "ship",
-    "approve": "approve", "approved": "approve", "approval": "approve",
-    "issue": "issue", "issued": "issue", "reset": "reset", "update": "update",
-    "updated": "update", "change": "change", "changed": "change", "book": "book",
-    "booked": "book", "transfer": "transfer", "transferred": "transfer", "pay": "pay",
-    "paid": "pay", "payment": "pay", "payout": "pay", "escalate": "escalate",
-    "escalated": "escalate", "send": "send", "sent": "send", "credit": "credit",
-    "credited": "credit", "replace": "replace", "replaced": "replace",
-    "replacement": "replace", "return": "return", "returned": "return", "close": "close",
-    "closed": "close", "reopen": "reopen", "reopened": "reopen", "unblock": "unblock",
-    "unblocked": "unblock", "release": "release", "released": "release",
-    "delete": "delete", "deleted": "delete", "create": "create", "created": "create",
-    "schedule": "schedule", "scheduled": "schedule", "upgrade": "upgrade",
-    "upgraded": "upgrade", "process": "process", "processed": "process",
-    "waive": "waive", "waived": "waive", "apply": "apply", "applied": "apply",
-    "completed": "complete", "made": "make", "initiated": "initiate",
-    "executed": "execute", "finalized": "finalize", "finalised": "finalize",
-}  # fmt: skip
-# Verbs that say something was done to a noun: "your refund has been issued/sent".
-_GENERIC_ACTIONS: Final = frozenset(
-    {"issue", "process", "complete", "make", "initiate", "execute", "apply", "finalize", "send"}
+LOOKUP_VERBS: Final = frozenset(
+    stem(w)
+    for w in (
+        "get lookup look fetch read list search query find retrieve check show view status "
+        "verify validate inspect describe count see pull open note"
+    ).split()
 )
-_LOOKUP = re.compile(
-    r"\b(?:get|lookup|look up|fetch|read|list|search|query|find|retrieve|check|show|view"
-    r"|status)\b",
-    re.IGNORECASE,
+# Verbs that say an action was carried out, whatever the action: "your refund has been
+# processed" reports ``issue_refund`` done.
+GENERIC_DONE: Final = frozenset(
+    stem(w)
+    for w in (
+        "processed completed done executed finalised finalized carried actioned handled "
+        "sorted arranged applied put gone went"
+    ).split()
 )
-_CALL_NAME_FIELDS: Final = word_set(
-    "tool tool_name name action function operation call method endpoint intent"
+_NAME_FIELDS: Final = frozenset(
+    "tool tool_name toolname name action function operation call method endpoint "
+    "intent command".split()
 )
-_DONE_VERBS = "|".join(w for w in _ACTIONS if w.endswith(("ed", "sent", "paid", "reset", "made")))
-# "I have refunded", "I've cancelled", "has been issued", "was processed", "I refunded"
-_REPORTED_ACTION = re.compile(
-    r"\b(?:i|we|i've|we've|has|have|had|was|were|been|is|are|successfully|just|now|already)"
-    rf"\s+(?:(?:been|now|already|successfully|just|fully)\s+)*(?P<verb>{_DONE_VERBS})\b",
-    re.IGNORECASE,
+_ARGUMENT_FIELDS: Final = frozenset(
+    "arguments args params parameters request input payload changes new body".split()
 )
-_NOT_DONE = re.compile(
-    r"\b(?:not|never|unable|cannot|requested|request|tried|attempted|submitted|pending"
-    r"|review|will|would|can|could|should|may|might|must|if|once|when)\b|n't\b",
-    re.IGNORECASE,
-)
-_ACKNOWLEDGES_REFUSAL = re.compile(
-    r"\b(?:refused|denied|declined|rejected|not executed|blocked)\b", re.IGNORECASE
+_META_FIELDS: Final = frozenset(
+    "tool tool_name toolname name action function operation call method endpoint intent "
+    "command outcome status result error reason refusal message detail details code "
+    "executed policy gate decision".split()
 )
 
 
-def _action_words(text: str) -> set[str]:
-    words = re.findall(r"[a-z]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower())
-    return {_ACTIONS[w] for w in words if w in _ACTIONS}
+@dataclass(frozen=True, slots=True)
+class Call:
+    """What one tool call does: its verbs, the things it acts on, its arguments."""
+
+    record: Record
+    verbs: frozenset[str]
+    things: frozenset[str]
+    arguments: frozenset[str]  # normalised argument values
+    lifecycles: tuple[str, ...]
+    effects: frozenset[str]  # states its verb names in its things' lifecycles
+
+    @property
+    def acts(self) -> bool:
+        """A lookup (``get_refund``) changes nothing and can be refused harmlessly."""
+        return bool(self.verbs)
 
 
-def reported_actions(claim: str) -> set[str]:
-    """Actions the claim says were done - not requested, refused or negated. After a
-    generic verb ("has been processed", "was issued") the action is the noun it is
-    about ("your refund"), so the nouns of the claim count too."""
-    text = claim.replace("\u2019", "'")
-    if _ACKNOWLEDGES_REFUSAL.search(text):
-        return set()  # "the refund was requested but refused": matches the evidence
-    done = set()
-    for match in _REPORTED_ACTION.finditer(text):
-        if _NOT_DONE.search(text[max(0, match.start() - 40) : match.start("verb")]):
-            continue
-        done.add(_ACTIONS[match["verb"].lower()])
-    if done & _GENERIC_ACTIONS:
-        done |= _action_words(text)
-    return done
+def _normal(text: str) -> str:
+    """An argument as compared: letters and digits, upper case; a number in its shortest
+    form (42.00 and 42.0 are "42")."""
+    try:
+        number = Decimal(text)
+    except (InvalidOperation, ValueError):
+        return "".join(c for c in text.upper() if c.isalnum())
+    if not number.is_finite():
+        return text.upper()
+    return format(number.normalize(), "f").rstrip(".") if number == number else text
 
 
-def call_actions(record: Record) -> set[str]:
-    """What a tool call does, from its name: the item's id and source and fields such as
-    ``tool``; only when those name no action, from all its keys and text."""
-    named = [record.item.id, record.item.source or ""]
-    named += [
-        str(leaf.value)
-        for leaf in record.leaves
-        if leaf.path and str(leaf.path[-1]).lower() in _CALL_NAME_FIELDS
-    ]
-    name = " ".join(named)
-    if _LOOKUP.search(re.sub(r"([a-z])([A-Z])", r"\1 \2", name).replace("_", " ")):
-        return set()  # "get_refund" reads a refund, it does not make one
-    actions = _action_words(name)
-    if actions:
-        return actions
-    rest = [record.item.text] + [str(p) for leaf in record.leaves for p in leaf.path]
-    return _action_words(" ".join(rest))
+def _call_name(record: Record) -> str:
+    for leaf in record.leaves:
+        if leaf.path and str(leaf.path[-1]).lower() in _NAME_FIELDS and isinstance(
+            leaf.value, str
+        ):
+            return leaf.value
+    return record.item.source or record.item.id
 
 
-def reports_call(done: set[str], call: set[str]) -> bool:
-    """ "I have refunded" reports ``issue_refund``; "I sent you an email" does not report
-    ``send_refund``: every specific action of the call must be reported."""
-    specific = call - _GENERIC_ACTIONS
-    return specific <= done if specific else bool(call & done)
-
-
-def not_executed(claim: str, records: Sequence[Record]) -> RecordFinding | None:
-    done = reported_actions(claim)
-    if not done:
-        return None
-    executed = [call_actions(r) for r in records if r.executed]
+def calls_of(records: Sequence[Record], lifecycles: Lifecycles) -> list[Call]:
+    """Each call's profile, from its name, its arguments and the lifecycles."""
+    out = []
     for record in records:
-        if record.executed:
+        # a tool is named verb first: issue_refund, refund_charge, cancelBooking
+        name = [w.stem for w in words(_call_name(record)) if not w.text.isdigit()]
+        lookup = bool(name) and name[0] in LOOKUP_VERBS
+        verb = frozenset() if lookup or not name else frozenset(name[:1])
+        things = frozenset(s for s in name[1:] if s not in LOOKUP_VERBS)
+        cycles = tuple(
+            dict.fromkeys(c for s in things for c in lifecycles.nouns.get((s,), ()))
+        )
+        effects = frozenset(
+            state
+            for cycle in cycles
+            for key, states in lifecycles.by_name[cycle].phrases.items()
+            if set(key) & verb
+            for state in states
+        )
+        arguments = frozenset(
+            _normal(str(leaf.value))
+            for leaf in record.leaves
+            if leaf.value not in (None, "", ())
+            and not isinstance(leaf.value, bool)
+            and (
+                any(str(p).lower() in _ARGUMENT_FIELDS for p in leaf.path[:-1])
+                or (leaf.path and str(leaf.path[-1]).lower() not in _META_FIELDS)
+            )
+            and len(_normal(str(leaf.value))) >= 2
+        )
+        out.append(Call(record, verb, things, arguments, cycles, effects))
+    return out
+
+
+def _specific_arguments(call: Call, facts: CaseFacts) -> frozenset[str]:
+    """The call's arguments no executed record holds: what only the refused call asked
+    for (the new seat, the new date), not the order it was about."""
+    held = {value for value, _ in facts.ids}
+    held |= {_normal(str(t.ref.leaf.value)) for _, t in facts.times}
+    held |= {
+        _normal(str(leaf.value)) for r in facts.executed for leaf in r.leaves[:500] if leaf.value
+    }
+    return frozenset(a for a in call.arguments if a not in held)
+
+
+def _mentions(text: str, arguments: frozenset[str]) -> bool:
+    pieces = {_normal(t.text) for t in tokens(text)}
+    joined = _normal(text)
+    return any(a in pieces or (len(a) >= 4 and a in joined) for a in arguments)
+
+
+def _effect_reported(reading: ClaimReading, call: Call) -> bool:
+    for state in reading.states:
+        if state.mode.negated or not state.mode.fact:
             continue
-        call = call_actions(record)
-        if not call or not reports_call(done, call):
+        if state.entity and not set(state.entity) & set(call.lifecycles):
             continue
-        if any(reports_call(done, other) for other in executed if other & call):
-            continue  # a refused call retried successfully: leave it to NLI
-        action = ", ".join(sorted(call & done))
+        for cycle in call.lifecycles:
+            if state.states.get(cycle, frozenset()) & call.effects:
+                return True
+    return False
+
+
+def _action_reported(text: str, reading: ClaimReading, call: Call, specific: frozenset[str]) -> bool:
+    for action in reading.actions:
+        if not action.done or action.mode.negated or not action.mode.fact:
+            continue
+        about = bool(call.things & reading.stems) or _mentions(text, specific)
+        if action.verb in call.verbs and (about or not call.things):
+            return True
+        if action.verb in GENERIC_DONE and about and action.verb not in LOOKUP_VERBS:
+            return True
+        if action.agentive and _mentions(text, specific) and action.verb not in LOOKUP_VERBS:
+            return True  # "I have moved you to seat 3A": the call asked for 3A
+    return False
+
+
+def _new_value_reported(text: str, reading: ClaimReading, specific: frozenset[str]) -> bool:
+    """ "Your new seat is 3A": a value only the refused call holds, said to hold now."""
+    if reading.refusal or reading.request or not specific:
+        return False
+    if any(not a.mode.fact for a in reading.actions) or any(
+        not s.mode.fact for s in reading.states
+    ):
+        return False
+    return bool(reading.stems & {"new", "now"}) and _mentions(text, specific)
+
+
+def reported_done(
+    text: str, reading: ClaimReading, facts: CaseFacts, calls: Sequence[Call]
+) -> RecordFinding | None:
+    """NOT_EXECUTED when ``text`` reports a refused call's effect as done."""
+    executed = [c for c in calls if c.record.executed]
+    for call in calls:
+        if call.record.executed or not call.acts:
+            continue
+        if any(not a.done and a.verb in call.verbs for a in reading.actions):
+            continue  # "I couldn't cancel it: it had been submitted": the refusal, told
+        specific = _specific_arguments(call, facts)
+        if not (
+            _action_reported(text, reading, call, specific)
+            or _effect_reported(reading, call)
+            or _new_value_reported(text, reading, specific)
+        ):
+            continue
+        if any(e.verbs == call.verbs and e.things == call.things for e in executed):
+            continue  # retried and done: the record of the retry decides
+        action = " ".join(sorted(call.verbs | call.things)) or call.record.item.id
         return RecordFinding(
             RecordReason.NOT_EXECUTED,
             VerdictLabel.CONTRADICTED,
-            f"the claim reports '{action}' done, but call {record.item.id} was refused",
-            evidence_id=record.item.id,
+            f"the claim reports '{action}' done, but call {call.record.item.id} was refused",
+            evidence_id=call.record.item.id,
             claim_value=action,
             record_value="not executed",
         )
     return None
 
 
-def refusal_reported(claim: str, records: Sequence[Record]) -> Record | None:
-    """ "Your refund was refused": true when a refused call is about that action."""
-    words = _action_words(claim) | ({e} if (e := claim_entity(claim)) else set())
-    return next((r for r in records if not r.executed and call_actions(r) & words), None)
+def refusal_acknowledged(
+    text: str, reading: ClaimReading, facts: CaseFacts, calls: Sequence[Call]
+) -> RecordFinding | None:
+    """A refused call the claim reports as not done or refused: what the record shows."""
+    for call in calls:
+        if call.record.executed or not call.acts:
+            continue
+        about = (
+            bool((call.things | call.verbs) & reading.stems)
+            or _mentions(text, _specific_arguments(call, facts))
+        )
+        undone = any(
+            not a.done or a.mode.negated for a in reading.actions if a.verb in call.verbs
+        )
+        if about and (undone or reading.refusal):
+            return RecordFinding(
+                RecordReason.RECORD_CONFIRMED,
+                None,
+                f"call {call.record.item.id} was refused, as the claim says",
+                evidence_id=call.record.item.id,
+                claim_value=" ".join(sorted(call.verbs | call.things)),
+                record_value="not executed",
+            )
+    return None

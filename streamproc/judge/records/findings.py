@@ -22,9 +22,16 @@ class RecordReason(StrEnum):
     CLAIM_WITHOUT_TOOL_EVIDENCE = "CLAIM_WITHOUT_TOOL_EVIDENCE"
     IDENTIFIER_MISMATCH = "IDENTIFIER_MISMATCH"
     AMOUNT_MISMATCH = "AMOUNT_MISMATCH"
+    DATE_MISMATCH = "DATE_MISMATCH"
+    TIME_MISMATCH = "TIME_MISMATCH"
+    COUNT_MISMATCH = "COUNT_MISMATCH"
+    NAME_MISMATCH = "NAME_MISMATCH"
     RECORD_STATE_MISMATCH = "RECORD_STATE_MISMATCH"
     NOT_EXECUTED = "NOT_EXECUTED"
     RECORD_CONFIRMED = "RECORD_CONFIRMED"
+    FIELD_UNPARSED = "FIELD_UNPARSED"
+    """A field that should hold a value of a type (a date) and does not read as one:
+    reported, never read as a match."""
 
 
 @dataclass(frozen=True, slots=True)

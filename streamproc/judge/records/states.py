@@ -1,156 +1,154 @@
-"""Record states: "your order has been shipped" against the record's ``status``.
+"""Record states: "your refund has been issued" against ``status: queued_for_review``.
 
-NLI cannot see a state machine, so a state the claim reports as a present fact ("is
-pending", "has been shipped" - not "will be", not "not yet") is mapped to a family and
-checked against the state fields about the same thing (the order, not the refund). A
-record family that implies the claim's one satisfies it (delivered is shipped). A call on
-record that did what the claim reports overrides a lagging status, and "was refused" is
-confirmed by a refused call; those two read :mod:`.execution`.
+A state the claim reports as a fact (:mod:`.reports`) is checked against the state field
+of the thing it is about - the refund's status, not the order's - in that thing's
+lifecycle (:mod:`.lifecycles`): supported when the recorded state is the claimed one or
+implies it ("waiting for a review" under ``queued_for_review``, "shipped" under
+``DELIVERED``), RECORD_STATE_MISMATCH otherwise; a negated claim ("has not been issued
+yet") the other way round. A recorded value the lifecycle does not know settles nothing
+and is reported as such. An executed call that did what the claim reports outranks a
+status field that has not caught up.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
-from typing import Final
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from streamproc.events import VerdictLabel
-from streamproc.judge.records.common import Record, claim_entity, confirm, field_entities
-from streamproc.judge.records.execution import (
-    call_actions,
-    refusal_reported,
-    reported_actions,
-    reports_call,
-)
+from streamproc.judge.records.case_facts import CaseFacts, Typed
+from streamproc.judge.records.execution import Call
 from streamproc.judge.records.findings import RecordFinding, RecordReason
-from streamproc.judge.text.evidence import FieldLeaf
+from streamproc.judge.records.lifecycles import Lifecycles
+from streamproc.judge.records.reports import ClaimReading, StateReport
+from streamproc.judge.text.stems import stem, words
 
-__all__ = [
-    "check_states",
-    "claim_states",
-]
-
-
-# claim word -> its family; a record value maps to a family by the same words
-_STATE_WORDS: Final[Mapping[str, str]] = {
-    "pending": "pending", "queued": "pending", "awaiting": "pending", "on hold": "pending",
-    "under review": "pending", "in review": "pending", "waiting": "pending",
-    "processing": "processing", "in progress": "processing", "being processed": "processing",
-    "shipped": "shipped", "dispatched": "shipped", "in transit": "shipped",
-    "delivered": "delivered", "refunded": "refunded", "issued": "issued",
-    "cancelled": "cancelled", "canceled": "cancelled", "voided": "cancelled",
-    "approved": "approved", "accepted": "approved", "authorized": "approved",
-    "authorised": "approved", "rejected": "rejected", "denied": "rejected",
-    "declined": "rejected", "refused": "rejected", "paid": "paid", "settled": "paid",
-    "unpaid": "unpaid", "overdue": "unpaid", "outstanding": "unpaid",
-    "completed": "completed", "complete": "completed", "fulfilled": "completed",
-    "closed": "closed", "resolved": "closed", "open": "open", "reopened": "open",
-    "failed": "failed", "escalated": "escalated", "returned": "returned",
-    "blocked": "blocked", "suspended": "blocked",
-}  # fmt: skip
-# claim family -> record families under which the claim is true
-_SATISFIED_BY: Final[Mapping[str, frozenset[str]]] = {
-    "shipped": frozenset({"shipped", "delivered"}),
-    "issued": frozenset({"issued", "refunded", "paid", "completed"}),
-    "approved": frozenset({"approved", "issued", "paid", "refunded", "completed"}),
-    "paid": frozenset({"paid", "completed", "refunded"}),
-    "completed": frozenset({"completed", "closed", "delivered", "refunded", "paid", "issued"}),
-    "closed": frozenset({"closed", "completed"}),
-    "pending": frozenset({"pending", "processing"}),
-    "processing": frozenset({"processing", "pending"}),
-    "open": frozenset({"open", "pending", "processing", "escalated"}),
-    "escalated": frozenset({"escalated", "pending"}),
-    "failed": frozenset({"failed", "rejected"}),
-}
-_STATE_ALTERNATION = "|".join(sorted(_STATE_WORDS, key=len, reverse=True)).replace(" ", r"\s+")
-# The state reported as a fact: "has been shipped", "is pending", "status is approved".
-_REPORTED_STATE = re.compile(
-    r"\b(?:is|are|was|were|been|has|have|had|got|now|already|being|status\s+is|status:)"
-    rf"\s+(?:(?:now|already|successfully|fully|just|been)\s+)?(?P<state>{_STATE_ALTERNATION})\b",
-    re.IGNORECASE,
-)
-_NEGATION = re.compile(r"\b(?:not|never|no|yet to be)\b|n't\b", re.IGNORECASE)
-_MODAL = re.compile(r"\b(?:will|would|can|could|should|may|might|must|shall)\b", re.IGNORECASE)
-_STATE_FIELD_ENDS: Final = frozenset({"status", "state", "stage"})
+__all__ = ["StateCheck", "check_states"]
 
 
-def _family(value: str) -> str | None:
-    text = re.sub(r"[_\-]+", " ", value.strip().lower())
-    if re.search(r"\b(?:not|no|never)\b", text):
-        return None  # "not_shipped" is no state of the "shipped" family
-    if text in _STATE_WORDS:
-        return _STATE_WORDS[text]
-    families = {f for w, f in _STATE_WORDS.items() if re.search(rf"\b{w}\b", text)}
-    return families.pop() if len(families) == 1 else None  # "queued for review" -> pending
+@dataclass(frozen=True, slots=True)
+class StateCheck:
+    mismatch: RecordFinding | None = None
+    confirmation: RecordFinding | None = None
+    unknown: tuple[str, ...] = ()  # recorded states no lifecycle knows, for the audit
 
 
-def claim_states(claim: str) -> list[tuple[str, str]]:
-    """(word as written, family) for each state the claim reports as a present fact."""
-    found = []
-    for match in _REPORTED_STATE.finditer(claim):
-        before = claim[max(0, match.start() - 30) : match.start("state")]
-        if _NEGATION.search(before) or _MODAL.search(before):
-            continue
-        written = re.sub(r"\s+", " ", match["state"].lower())
-        found.append((match["state"], _STATE_WORDS[written]))
-    return found
+def _field_lifecycles(typed: Typed, lifecycles: Lifecycles) -> tuple[str, ...]:
+    """Whose state a field holds: its own key ("refund_status"), else its record's (the
+    id, source or tool name, the other keys: ``refund_id``)."""
+    record = typed.ref.record
+    leaves = record.leaves[:200]
+    named = [
+        str(leaf.value)
+        for leaf in leaves
+        if leaf.path
+        and isinstance(leaf.path[-1], str)
+        and leaf.path[-1].lower() in {"tool", "tool_name", "type", "kind", "object", "entity"}
+    ]
+    own = [s for p in typed.ref.leaf.path[-1:] if isinstance(p, str) for s in _path_stems([p])]
+    parents = [s for p in typed.ref.leaf.path[:-1] if isinstance(p, str) for s in _path_stems([p])]
+    tiers = [
+        own[::-1],  # its own key, head noun last: "refund_status", "replacementShipment"
+        parents[::-1],
+        [w.stem for w in words(f"{record.item.id} {record.item.source or ''} {' '.join(named)}")],
+        # keys named after a thing ("flight": "AC 113", "booking_ref")
+        [s for leaf in leaves for s in _path_stems(leaf.path)],
+        [w.stem for w in words(record.item.text[:300])],
+    ]
+    for number, tier in enumerate(tiers):  # the nearest that names a thing decides
+        found = [c for s in tier for c in lifecycles.nouns.get((s,), ())]
+        if found and number < 2:
+            return tuple(dict.fromkeys(found))[:1]  # a key's head noun: one thing
+        if found:
+            return tuple(dict.fromkeys(found))
+    return ()
 
 
-def _state_fields(claim: str, records: Sequence[Record]) -> list[tuple[Record, FieldLeaf, str]]:
-    """The state fields about what the claim is about, whose value is a state we know
-    ("state": "CA" is an address). A claim naming nothing we know is matched only
-    against a record with a single state field."""
-    entity = claim_entity(claim)
-    out = []
-    for record in records:
-        for leaf in record.leaves:
-            words = record.words(leaf)
-            if words and words[-1] in _STATE_FIELD_ENDS and isinstance(leaf.value, str):
-                family = _family(leaf.value)
-                if family is not None:
-                    out.append((record, leaf, family))
-    if entity is None:
-        return out if len(out) == 1 else []
-    return [f for f in out if entity in field_entities(f[0], f[1])]
+def _path_stems(path: Sequence[str | int]) -> list[str]:
+    return [stem(w.lower) for p in path if isinstance(p, str) for w in words(p)]
+
+
+def _done_by_call(report: StateReport, calls: Sequence[Call], cycle: str) -> bool:
+    """An executed call did what the claim reports: its effect is the claimed state, or
+    its verb is the claim's ("I've refunded it" beside ``refund_charge``)."""
+    wanted = report.states.get(cycle, frozenset())
+    said = {w.stem for w in words(report.phrase)}
+    return any(
+        c.record.executed and ((cycle in c.lifecycles and c.effects & wanted) or c.verbs & said)
+        for c in calls
+    )
 
 
 def check_states(
-    claim: str, records: Sequence[Record]
-) -> tuple[RecordFinding | None, RecordFinding | None]:
-    fields = _state_fields(claim, [r for r in records if r.executed])
-    done = reported_actions(claim)
-    if done and any(reports_call(done, call_actions(r)) for r in records if r.executed):
-        fields = []  # a call that did it is on record; a lagging status is not proof
+    reading: ClaimReading,
+    facts: CaseFacts,
+    lifecycles: Lifecycles,
+    calls: Sequence[Call],
+    named_records: frozenset[str] = frozenset(),
+) -> StateCheck:
+    fields: list[tuple[Typed, str, frozenset[str]]] = []  # (field, lifecycle, its states)
+    unknown: list[str] = []
+    for typed in facts.states:
+        value = str(typed.ref.leaf.value)
+        known = False
+        for cycle in _field_lifecycles(typed, lifecycles):
+            states = lifecycles.by_name[cycle].record_state(value)
+            if states:
+                fields.append((typed, cycle, states))
+                known = True
+        if not known:
+            unknown.append(f"{typed.ref.evidence_id} {typed.ref.name} = {value}")
     confirmation = None
-    for written, family in claim_states(claim):
-        if family == "rejected" and (refusal := refusal_reported(claim, records)):
+    for report in reading.states:
+        if not report.mode.fact:
+            continue
+        cycles = [c for c in report.states if not report.entity or c in report.entity]
+        candidates = [f for f in fields if f[1] in cycles]
+        if named_records:  # the claim names the record ("your request RQ-7781 is ...")
+            candidates += [
+                f
+                for f in fields
+                if f[0].ref.evidence_id in named_records and f[1] in report.states
+                and f not in candidates
+            ]
+        if not candidates and not report.entity and len(fields) == 1:
+            candidates = fields if fields[0][1] in report.states else []
+        if not candidates:
+            continue
+        typed, cycle, recorded = candidates[0]
+        claimed = report.states[cycle]
+        holds = any(
+            lifecycles.by_name[c].allows(report.states[c], r) for _, c, r in candidates
+        )
+        if report.mode.negated:
+            holds = not holds
+        if holds:
             confirmation = confirmation or RecordFinding(
                 RecordReason.RECORD_CONFIRMED,
                 None,
-                f"call {refusal.item.id} was refused, as the claim says",
-                evidence_id=refusal.item.id,
-                claim_value=written,
-                record_value="not executed",
+                f"record {typed.ref.evidence_id} {typed.ref.name} is {typed.ref.leaf.value}, "
+                f"as the claim says ({report.phrase})",
+                evidence_id=typed.ref.evidence_id,
+                field=typed.ref.name,
+                claim_value=report.phrase,
+                record_value=str(typed.ref.leaf.value),
             )
             continue
-        if not fields:
-            continue
-        allowed = _SATISFIED_BY.get(family, frozenset({family}))
-        match = next(((r, lf) for r, lf, f in fields if f in allowed), None)
-        if match is not None:
-            confirmation = confirmation or confirm(match[0], match[1], written)
-            continue
-        record, leaf, _ = fields[0]
-        return (
+        if not report.mode.negated and _done_by_call(report, calls, cycle):
+            continue  # the call that did it is on record; its status has not caught up
+        said = f"not {report.phrase}" if report.mode.negated else report.phrase
+        return StateCheck(
             RecordFinding(
                 RecordReason.RECORD_STATE_MISMATCH,
                 VerdictLabel.CONTRADICTED,
-                f"claim says {written}, record {record.item.id} {leaf.name} is {leaf.value}",
-                evidence_id=record.item.id,
-                field=leaf.name,
-                claim_value=written,
-                record_value=str(leaf.value),
+                f"claim says {said}, record {typed.ref.evidence_id} {typed.ref.name} is "
+                f"{typed.ref.leaf.value} ({cycle} lifecycle)",
+                evidence_id=typed.ref.evidence_id,
+                field=typed.ref.name,
+                claim_value=said,
+                record_value=str(typed.ref.leaf.value),
             ),
             None,
+            tuple(unknown),
         )
-    return None, confirmation
+    return StateCheck(None, confirmation, tuple(unknown))

@@ -1,0 +1,377 @@
+"""What an answer's records and tool results hold, as typed values, read once per answer.
+
+Every field of every record and executed tool result is typed by its key and its value:
+money (a number under an amount-like key, or a string such as "EUR 1.249,90", in the
+currency its record names), counts (numbers of things, and the length of a list:
+``"drivers": [...]``), dates and times, identifiers, names of people and places, and
+states. Refused calls are kept apart: what they asked for never happened, so it confirms
+nothing. A field whose key says it is a date but whose value does not read as one is
+kept as *unparsed*: it is reported, never read as a match.
+
+The work is bounded whatever a producer sends: at most ``MAX_FIELDS`` fields are typed
+(the rest only searched as text) and a string longer than ``MAX_VALUE_CHARS`` is text,
+not a value; :attr:`CaseFacts.capped` says when a cap was hit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from itertools import combinations
+from typing import Final
+
+from streamproc.events import EvidenceItem, EvidenceKind
+from streamproc.judge.records.calendar import DateMention, RecordedTime
+from streamproc.judge.records.claim_values import ValueReaders, read_values, tokens
+from streamproc.judge.records.common import Record
+from streamproc.judge.records.money import Money
+from streamproc.judge.text.evidence import FieldLeaf, record_leaves
+from streamproc.judge.text.name_forms import fold
+from streamproc.judge.text.stems import stem, words
+
+__all__ = [
+    "MAX_FIELDS",
+    "MAX_VALUE_CHARS",
+    "CaseFacts",
+    "FieldRef",
+    "Typed",
+]
+
+MAX_FIELDS: Final = 2_000
+MAX_VALUE_CHARS: Final = 200
+MAX_TEXT_CHARS: Final = 4_000  # of one evidence text searched for dates
+_MAX_DERIVED: Final = 40  # money values combined pairwise (sums, differences)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldRef:
+    """Where a value was read: the record (or tool result) and the field."""
+
+    record: Record
+    leaf: FieldLeaf
+
+    @property
+    def evidence_id(self) -> str:
+        return self.record.item.id
+
+    @property
+    def name(self) -> str:
+        return self.leaf.name or "(value)"
+
+    @property
+    def shown(self) -> str:
+        return f"record {self.evidence_id} {self.name} is {self.leaf.value}"
+
+
+@dataclass(frozen=True, slots=True)
+class Typed:
+    """One typed value of a field: ``keys`` are the stems of its key path."""
+
+    ref: FieldRef
+    keys: frozenset[str]
+
+
+def _stems(parts: Iterable[str | int]) -> frozenset[str]:
+    return frozenset(stem(w.lower) for p in parts if isinstance(p, str) for w in words(p))
+
+
+def _key_words(*names: str) -> frozenset[str]:
+    return frozenset(stem(w) for name in names for w in name.split())
+
+
+_MONEY_KEYS: Final = _key_words(
+    "amount total subtotal price cost fee charge charges balance paid due refund refunded "
+    "deposit deductible excess payout credit fare tax vat discount surcharge premium fine "
+    "penalty compensation reimbursement outstanding owed payable sum value quote limit "
+    "overdraft installment instalment payment waiver voucher"
+)
+_CURRENCY_KEYS: Final = _key_words("currency ccy currencycode")
+_ID_KEYS: Final = _key_words(
+    "id number no nr num ref reference code pnr locator confirmation tracking awb iban "
+    "sku serial plate registration imei"
+)
+_STATE_KEYS: Final = _key_words("status state stage phase result outcome decision")
+_PERSON_KEYS: Final = _key_words(
+    "name doctor dentist physician surgeon nurse therapist physiotherapist optician "
+    "hygienist practitioner provider consultant specialist vet technician engineer mechanic "
+    "installer agent adviser advisor representative rep manager supervisor adjuster "
+    "assessor inspector handler courier driver drivers stylist coordinator contact owner "
+    "assignee assigned analyst officer host passenger passengers guest guests holder "
+    "customer recipient escalated signed"
+)
+_PLACE_KEYS: Final = _key_words(
+    "city airport origin destination from to branch clinic practice location site depot "
+    "hub warehouse store shop office station terminal address hotel property venue "
+    "pickup dropoff return facility centre center region country locker point"
+)
+_DATE_HINTS: Final = _key_words(
+    "date time at on day deadline due expiry expires expiration start end from until "
+    "departure arrival scheduled slot window created updated requested"
+)
+_TEXT_KINDS: Final = frozenset({EvidenceKind.PASSAGE, EvidenceKind.POLICY})
+_DURATION_UNITS: Final = {
+    "minute": timedelta(minutes=1), "min": timedelta(minutes=1), "hour": timedelta(hours=1),
+    "hr": timedelta(hours=1), "day": timedelta(days=1), "night": timedelta(days=1),
+    "week": timedelta(weeks=1), "fortnight": timedelta(weeks=2),
+}  # fmt: skip
+
+
+class CaseFacts:
+    """One answer's case evidence, typed. Built once per answer; read per claim."""
+
+    def __init__(
+        self,
+        evidence: Sequence[EvidenceItem],
+        question: str | None,
+        now: datetime,
+        readers: ValueReaders,
+    ) -> None:
+        self.now = now
+        self.readers = readers
+        records = [
+            Record(item, tuple(record_leaves(item)))
+            for item in evidence
+            if item.kind in (EvidenceKind.RECORD, EvidenceKind.TOOL_RESULT)
+        ]
+        self.executed = [r for r in records if r.executed]
+        self.refused = [r for r in records if not r.executed]
+        self.has_fields = any(r.item.fields for r in records) or any(
+            r.item.kind is EvidenceKind.TOOL_RESULT for r in records
+        )
+        self.capped = False
+        self.money: list[tuple[Decimal, str | None, Typed]] = []
+        self.quantities: list[tuple[Decimal, Typed]] = []
+        self.times: list[tuple[RecordedTime, Typed]] = []
+        self.ids: list[tuple[str, Typed]] = []
+        self.names: list[tuple[str, str, Typed]] = []  # (folded value, role, typed)
+        self.states: list[Typed] = []
+        self.unparsed: list[Typed] = []
+        self.vocabulary: set[str] = set()
+        budget = MAX_FIELDS
+        for record in self.executed:
+            budget = self._read(record, budget)
+        self.refused_times = [
+            recorded
+            for record in self.refused
+            for leaf in record.leaves[:MAX_FIELDS]
+            if (recorded := readers.dates.recorded(leaf.value)) is not None
+        ]
+        texts = [item.text for item in evidence] + [question or ""]
+        self.folded_text = fold(" ".join(texts)) + " " + fold(
+            " ".join(str(leaf.value) for r in records for leaf in r.leaves[:MAX_FIELDS])
+        )
+        self._words = frozenset(w.lower for w in words(self.folded_text))
+        self._normal_text = _normal(self.folded_text)
+        # where a date or time may be written as text: every item's text, the question,
+        # and the sentences of refused calls ("allocated to another booking from ...")
+        self._all_texts = texts + [
+            str(leaf.value)
+            for record in self.refused
+            for leaf in record.leaves[:MAX_FIELDS]
+            if isinstance(leaf.value, str) and 8 < len(leaf.value) <= MAX_TEXT_CHARS
+        ]
+        self._text_dates: list[DateMention] | None = None
+        self.texts = [item.text for item in evidence if item.kind in _TEXT_KINDS]
+        if question:
+            self.texts.append(question)
+        self.text_money = []
+        for text in self.texts:
+            read = read_values(text, readers, now, dates=False)
+            self.text_money += [money for money, _, _ in (*read.money, *read.limits)]
+        self.durations = _durations(" ".join(texts))
+        self.derived_money = _derived(self.money, self.quantities)
+        self.refused_values = {
+            _normal(str(leaf.value))
+            for record in self.refused
+            for leaf in record.leaves
+            if leaf.value not in (None, "", ())
+        }
+
+    # -- reading ------------------------------------------------------------------------
+
+    def _read(self, record: Record, budget: int) -> int:
+        item = record.item
+        self.vocabulary |= {w.stem for w in words(f"{item.id} {item.source or ''}")}
+        currency = _currency(record)
+        lists: dict[tuple[str | int, ...], int] = {}
+        for leaf in record.leaves:
+            if budget <= 0:
+                self.capped = True
+                break
+            budget -= 1
+            keys = _stems(leaf.path)
+            self.vocabulary |= keys
+            for position, part in enumerate(leaf.path):
+                if isinstance(part, int):
+                    parent = leaf.path[:position]
+                    lists[parent] = max(lists.get(parent, 0), part + 1)
+            self._type(Typed(FieldRef(record, leaf), keys), currency)
+        for path, length in lists.items():
+            keys = _stems(path)
+            if keys:
+                leaf = FieldLeaf(path, length)
+                self.quantities.append((Decimal(length), Typed(FieldRef(record, leaf), keys)))
+        return budget
+
+    def _type(self, typed: Typed, currency: str | None) -> None:
+        value = typed.ref.leaf.value
+        keys = typed.keys
+        last = _stems(typed.ref.leaf.path[-1:]) if typed.ref.leaf.path else frozenset()
+        if isinstance(value, bool) or value is None or value == ():
+            return
+        if isinstance(value, int | float):
+            number = _decimal(value)
+            if number is None:
+                return
+            if keys & _ID_KEYS and isinstance(value, int):
+                self.ids.append((_normal(str(value)), typed))
+            if keys & _MONEY_KEYS or (currency and not keys & _ID_KEYS):
+                self.money.append((number, currency, typed))
+            self.quantities.append((number, typed))
+            return
+        if not isinstance(value, str):
+            return
+        text = value.strip()
+        if len(text) > MAX_VALUE_CHARS:
+            return
+        self.vocabulary |= {w.stem for w in words(text) if len(text) <= 60}
+        if last & _STATE_KEYS:
+            self.states.append(typed)
+        amount = self.readers.money.amount(text)
+        if amount is not None:
+            value_, code = amount
+            if code is not None or keys & _MONEY_KEYS:
+                self.money.append((value_, code or currency, typed))
+            elif not keys & _ID_KEYS:
+                self.quantities.append((value_, typed))
+        recorded = self.readers.dates.recorded(text)
+        if recorded is not None and (recorded.day is not None or recorded.clock):
+            self.times.append((recorded, typed))
+        elif last & _DATE_HINTS and any(c.isdigit() for c in text) and amount is None:
+            if not keys & _ID_KEYS:
+                self.unparsed.append(typed)
+        if any(c.isdigit() for c in text) and (keys & _ID_KEYS or _mixed(text)):
+            self.ids.append((_normal(text), typed))
+        if keys & (_PERSON_KEYS | _PLACE_KEYS) and any(c.isalpha() for c in text):
+            role = "person" if keys & _PERSON_KEYS else "place"
+            self.names.append((fold(text), role, typed))
+
+    # -- questions the checks ask -------------------------------------------------------
+
+    def in_text(self, written: str) -> bool:
+        """Is ``written`` (folded) anywhere in the evidence, the question or a field?"""
+        folded = fold(written).strip()
+        return bool(folded) and folded in self.folded_text
+
+    def money_known(self, money: Money) -> FieldRef | bool:
+        """The field that holds this amount, True when a text or a sum of fields does,
+        False when nothing does."""
+        for value, currency, typed in self.money:
+            if money.matches(value, currency):
+                return typed.ref
+        if any(money.matches(m.value, m.currency) for m in self.text_money):
+            return True
+        return any(money.matches(value, None) for value in self.derived_money)
+
+    def has_word(self, word: str) -> bool:
+        """Is the (folded) word one of the evidence's words?"""
+        return word in self._words
+
+    def has_word_like(self, word: str) -> bool:
+        """A word the evidence writes in another form: the same first five letters, for
+        names a language inflects ("Wroclaw" beside "Wroclawskie")."""
+        if len(word) < 6:
+            return False
+        return any(w.startswith(word[:5]) and len(w) >= 6 for w in self._words)
+
+    def in_normal_text(self, normal: str) -> bool:
+        """Is an id (letters and digits only, upper case) written anywhere?"""
+        return normal in self._normal_text
+
+    def text_dates(self) -> list[DateMention]:
+        """Dates and times the evidence's texts and the question write (read on first
+        use: only a claim's date or time that no field holds needs them)."""
+        if self._text_dates is None:
+            self._text_dates = [
+                mention
+                for text in self._all_texts
+                if text
+                for mention in self.readers.dates.mentions(text[:MAX_TEXT_CHARS], self.now)
+            ]
+        return self._text_dates
+
+    @property
+    def carries_money(self) -> bool:
+        return any(typed.keys & _MONEY_KEYS for _, _, typed in self.money)
+
+    def date_fields(self) -> list[tuple[RecordedTime, Typed]]:
+        return [(t, typed) for t, typed in self.times if t.day is not None]
+
+    def clock_fields(self) -> list[tuple[RecordedTime, Typed]]:
+        return [(t, typed) for t, typed in self.times if t.clock]
+
+
+def _decimal(value: float) -> Decimal | None:
+    try:
+        number = Decimal(str(value))
+    except InvalidOperation:
+        return None
+    return number if number.is_finite() else None
+
+
+def _normal(text: str) -> str:
+    return "".join(c for c in text.upper() if c.isalnum())
+
+
+def _mixed(text: str) -> bool:
+    """ "RF-2291", "LX1583": letters and digits in one token."""
+    return (
+        " " not in text.strip()
+        and any(c.isalpha() for c in text)
+        and any(c.isdigit() for c in text)
+        and len(text) <= 40
+    )
+
+
+def _currency(record: Record) -> str | None:
+    for leaf in record.leaves[:MAX_FIELDS]:
+        if _stems(leaf.path[-1:]) & _CURRENCY_KEYS and isinstance(leaf.value, str):
+            code = leaf.value.strip().upper()
+            if len(code) == 3 and code.isalpha():
+                return code
+    return None
+
+
+def _derived(
+    money: Sequence[tuple[Decimal, str | None, Typed]], quantities: Sequence[tuple[Decimal, Typed]]
+) -> frozenset[Decimal]:
+    """Amounts a reader works out from the record: the sum or difference of two amounts,
+    an amount times a small count ("4 x 38.50")."""
+    values = list(dict.fromkeys(abs(v) for v, _, _ in money))[:_MAX_DERIVED]
+    out = set(values)
+    for a, b in combinations(values, 2):
+        out |= {a + b, abs(a - b)}
+    counts = [q for q, _ in quantities if q == q.to_integral_value() and 1 < q <= 50][:20]
+    out |= {v * c for v in values for c in counts}
+    return frozenset(out)
+
+
+def _durations(text: str) -> frozenset[timedelta]:
+    """Spans of time the evidence writes ("14 days", "48-hour", "3 hours", "5 business
+    days"): a claim may count from a recorded date or time by one of them."""
+    out = set()
+    pieces = tokens(text)
+    for index, token in enumerate(pieces):
+        number, _, unit = token.lower.partition("-")
+        if not unit and index + 1 < len(pieces):
+            unit = pieces[index + 1].lower
+            if unit in {"business", "working", "calendar"} and index + 2 < len(pieces):
+                unit = pieces[index + 2].lower
+        if not number.isdigit() or len(number) > 4:
+            continue
+        base = _DURATION_UNITS.get(unit.rstrip("s")) or _DURATION_UNITS.get(unit)
+        if base is not None:
+            out.add(int(number) * base)
+    return frozenset(out)

@@ -1,0 +1,327 @@
+"""A claim's typed values against the records' typed fields, one value type at a time.
+
+Each value the claim states (:mod:`.claim_values`) is looked up among the fields of its
+type (:mod:`.case_facts`): a field that holds it confirms it; a value the evidence writes
+elsewhere (a policy's "EUR 500", the question), or works out from the records (a sum of
+two amounts, a recorded date plus a period the evidence names) is no finding; a value
+nothing holds, where the records do hold values of its type, is a mismatch with its
+reason code: AMOUNT_MISMATCH, IDENTIFIER_MISMATCH, DATE_MISMATCH, TIME_MISMATCH,
+COUNT_MISMATCH, NAME_MISMATCH. Comparisons are by type: amounts at the claim's
+precision and in its currency, dates by the parts written, times as 12- or 24-hour
+readings, identifiers exactly (one transposed digit is another id), names word by word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from typing import Final
+
+from streamproc.events import VerdictLabel
+from streamproc.judge.records.calendar import DateMention
+from streamproc.judge.records.case_facts import CaseFacts, FieldRef, Typed
+from streamproc.judge.records.claim_values import ClaimValues, CountValue, IdValue, NameValue
+from streamproc.judge.records.findings import RecordFinding, RecordReason
+from streamproc.judge.records.money import Money
+from streamproc.judge.text.name_forms import fold
+from streamproc.judge.text.stems import words
+
+__all__ = ["ValueCheck", "check_values"]
+
+_MAX_DAY_CANDIDATES: Final = 4_000
+
+
+@dataclass(frozen=True, slots=True)
+class ValueCheck:
+    mismatch: RecordFinding | None = None
+    confirmations: tuple[RecordFinding, ...] = ()
+    unconfirmed: int = 0  # values nothing confirmed (found in a text at most)
+
+
+def _mismatch(
+    reason: RecordReason, written: str, kind: str, ref: FieldRef | None
+) -> RecordFinding:
+    where = f" ({ref.shown})" if ref is not None else ""
+    return RecordFinding(
+        reason,
+        VerdictLabel.CONTRADICTED,
+        f"claim says {written}, no {kind} of the records holds it{where}",
+        evidence_id=ref.evidence_id if ref else None,
+        field=ref.name if ref else None,
+        claim_value=written,
+        record_value=None if ref is None else str(ref.leaf.value),
+    )
+
+
+def _confirm(ref: FieldRef, written: str) -> RecordFinding:
+    return RecordFinding(
+        RecordReason.RECORD_CONFIRMED,
+        None,
+        f"record {ref.evidence_id} {ref.name} confirms {written}",
+        evidence_id=ref.evidence_id,
+        field=ref.name,
+        claim_value=written,
+        record_value=str(ref.leaf.value),
+    )
+
+
+def _nearest(candidates: Sequence[Typed], stems: frozenset[str]) -> FieldRef | None:
+    """The field to show beside a mismatch: the one whose key shares most with the claim."""
+    if not candidates:
+        return None
+    return max(candidates, key=lambda t: len(t.keys & stems)).ref
+
+
+class _Result:
+    def __init__(self) -> None:
+        self.mismatch: RecordFinding | None = None
+        self.confirmations: list[RecordFinding] = []
+        self.unconfirmed = 0
+
+    def confirm(self, ref: FieldRef, written: str) -> None:
+        self.confirmations.append(_confirm(ref, written))
+
+    def fail(self, finding: RecordFinding) -> None:
+        self.mismatch = self.mismatch or finding
+
+
+def check_values(values: ClaimValues, facts: CaseFacts, stems: frozenset[str]) -> ValueCheck:
+    """Every typed value of one claim against the records; the first mismatch wins."""
+    result = _Result()
+    _ids(values.ids, facts, result)
+    _money(values.money, facts, stems, result)
+    _counts(values.counts, facts, result)
+    _dates(values.dates, facts, stems, result)
+    _names(values.names, facts, result)
+    return ValueCheck(result.mismatch, tuple(result.confirmations), result.unconfirmed)
+
+
+# -------------------------------------------------------------------------------- ids
+
+
+def _ids(ids: Sequence[IdValue], facts: CaseFacts, result: _Result) -> None:
+    for ident in ids:
+        normal = ident.normal
+        held = [t for value, t in facts.ids if value == normal]
+        if held:
+            result.confirm(held[0].ref, ident.written)
+            continue
+        if facts.in_text(ident.written) or (len(normal) >= 4 and facts.in_normal_text(normal)):
+            result.unconfirmed += 1
+            continue
+        if normal in facts.refused_values:
+            continue  # what a refused call asked for: the refused-call check's to judge
+        same_kind = [t for value, t in facts.ids if _same_kind(ident, value, t)]
+        if same_kind:
+            result.fail(_mismatch(RecordReason.IDENTIFIER_MISMATCH, ident.written, "id", same_kind[0].ref))
+
+
+def _shape(value: str) -> tuple[str, int]:
+    letters = ""
+    for char in value:
+        if not char.isalpha():
+            break
+        letters += char
+    return letters, len(value) - len(letters)
+
+
+def _same_kind(ident: IdValue, value: str, typed: Typed) -> bool:
+    """A field that holds ids of the claim's kind: its key names the kind ("order_id"
+    for "order 10442"), or its value has the same shape (letters, then as many digits:
+    "RF-2219" beside "RF-2291")."""
+    if ident.kind & typed.keys:
+        return True
+    mine, theirs = _shape(ident.normal), _shape(value)
+    return bool(mine[0]) and mine == theirs
+
+
+# ------------------------------------------------------------------------------ money
+
+
+def _money(
+    amounts: Sequence[tuple[Money, int, int]],
+    facts: CaseFacts,
+    stems: frozenset[str],
+    result: _Result,
+) -> None:
+    for money, _, _ in amounts:
+        known = facts.money_known(money)
+        if isinstance(known, FieldRef):
+            result.confirm(known, money.written)
+        elif known:
+            result.unconfirmed += 1
+        elif facts.carries_money:
+            candidates = [t for _, _, t in facts.money]
+            result.fail(
+                _mismatch(
+                    RecordReason.AMOUNT_MISMATCH, money.written, "amount",
+                    _nearest(candidates, stems),
+                )
+            )  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- counts
+
+
+def _counts(counts: Sequence[CountValue], facts: CaseFacts, result: _Result) -> None:
+    """A count against the fields named like its thing ("2 checked bags" against
+    ``checked_bags``); counts of one thing whose siblings a record holds ("80 of 100
+    pieces" beside ``ordered: 100``) against that record's other numbers."""
+    matched_records = set()
+    pending: list[CountValue] = []
+    for count in counts:
+        named = [t for value, t in facts.quantities if count.nouns & t.keys]
+        hit = next((t for value, t in facts.quantities if count.nouns & t.keys and value == count.value), None)
+        if hit is not None:
+            result.confirm(hit.ref, count.written)
+            matched_records.add(hit.ref.record.item.id)
+            continue
+        if named:
+            if facts.in_text(f"{count.written} ") or _count_in_texts(count, facts):
+                result.unconfirmed += 1
+                continue
+            result.fail(_mismatch(RecordReason.COUNT_MISMATCH, count.written, "count", named[0].ref))
+            continue
+        pending.append(count)
+    for count in pending:  # nothing is named like the thing: read it beside its siblings
+        whole = [t for value, t in facts.quantities if value == count.value]
+        if whole:
+            result.confirm(whole[0].ref, count.written)
+            matched_records.add(whole[0].ref.record.item.id)
+    for count in pending:
+        siblings = [c for c in pending if c is not count and c.nouns == count.nouns]
+        if not siblings or any(value == count.value for value, _ in facts.quantities):
+            continue
+        if _count_in_texts(count, facts):
+            continue
+        beside = [
+            t
+            for value, t in facts.quantities
+            if t.ref.record.item.id in matched_records
+            and value == value.to_integral_value()
+            and all(value != s.value for s in siblings)
+        ]
+        if beside:
+            result.fail(_mismatch(RecordReason.COUNT_MISMATCH, count.written, "count", beside[0].ref))
+
+
+def _count_in_texts(count: CountValue, facts: CaseFacts) -> bool:
+    number = str(count.value)
+    return any(number in text.split() for text in facts.texts)
+
+
+# ------------------------------------------------------------------------------ dates
+
+
+def _add_business_days(day: date, count: int) -> date:
+    step = 1 if count >= 0 else -1
+    left = abs(count)
+    while left:
+        day += timedelta(days=step)
+        if day.weekday() < 5:
+            left -= 1
+    return day
+
+
+def _candidate_days(facts: CaseFacts) -> list[tuple[date, FieldRef | None]]:
+    """Recorded days, the answer's day, and each moved by a period the evidence names."""
+    base: list[tuple[date, FieldRef | None]] = [(t.day, typed.ref) for t, typed in facts.date_fields() if t.day]
+    base.append((facts.now.date(), None))
+    out = list(base)
+    days = [d for d in facts.durations if d >= timedelta(days=1) and d.seconds == 0]
+    for day, ref in base:
+        for period in days:
+            out += [(day + period, ref), (day - period, ref)]
+            out.append((_add_business_days(day, period.days), ref))
+        if len(out) > _MAX_DAY_CANDIDATES:
+            break
+    return out
+
+
+def _candidate_clocks(facts: CaseFacts) -> list[tuple[time, FieldRef | None]]:
+    base: list[tuple[time, FieldRef | None]] = [
+        (clock, typed.ref) for t, typed in facts.clock_fields() for clock in t.clock
+    ]
+    now = facts.now
+    base.append((time(now.hour, now.minute), None))
+    out = list(base)
+    periods = [d for d in facts.durations if d < timedelta(days=1)]
+    for clock, ref in base:
+        moment = datetime.combine(date(2000, 1, 2), clock)
+        for period in periods:
+            out += [((moment + period).time(), ref), ((moment - period).time(), ref)]
+    return out
+
+
+def _dates(
+    mentions: Sequence[DateMention], facts: CaseFacts, stems: frozenset[str], result: _Result
+) -> None:
+    days = None
+    clocks = None
+    for mention in mentions:
+        if mention.has_date:
+            days = days if days is not None else _candidate_days(facts)
+            hit = next(((d, ref) for d, ref in days if mention.date_matches(d)), None)
+            if hit is not None:
+                if hit[1] is not None:
+                    result.confirm(hit[1], mention.shown)
+            elif facts.in_text(mention.shown) or _date_in_texts(mention, facts):
+                result.unconfirmed += 1
+            elif facts.date_fields():
+                ref = _nearest([t for _, t in facts.date_fields()], stems)
+                result.fail(_mismatch(RecordReason.DATE_MISMATCH, mention.shown, "date", ref))
+        if mention.has_time:
+            clocks = clocks if clocks is not None else _candidate_clocks(facts)
+            hit_clock = next(((c, ref) for c, ref in clocks if mention.time_matches(c)), None)
+            if hit_clock is not None:
+                if hit_clock[1] is not None:
+                    result.confirm(hit_clock[1], mention.shown)
+            elif _time_in_texts(mention, facts):
+                result.unconfirmed += 1
+            elif facts.clock_fields():
+                ref = _nearest([t for _, t in facts.clock_fields()], stems)
+                result.fail(_mismatch(RecordReason.TIME_MISMATCH, mention.shown, "time", ref))
+
+
+def _date_in_texts(mention: DateMention, facts: CaseFacts) -> bool:
+    """A date the evidence writes as text, or a refused call asked about."""
+    if any(t.day is not None and mention.date_matches(t.day) for t in facts.refused_times):
+        return True
+    for other in facts.text_dates():
+        if other.days and any(mention.date_matches(d) for d in other.days):
+            return True
+    return False
+
+
+def _time_in_texts(mention: DateMention, facts: CaseFacts) -> bool:
+    if any(mention.time_matches(c) for t in facts.refused_times for c in t.clock):
+        return True
+    for other in facts.text_dates():
+        if any(mention.time_matches(time(h, m)) for h, m in other.clocks):
+            return True
+    return False
+
+
+# ------------------------------------------------------------------------------ names
+
+
+def _name_words(written: str) -> list[str]:
+    """ "DPD's Wrocław-Bielany" -> ["dpd", "wroclaw", "bielany"]."""
+    out = [fold(w.text) for w in words(written)]
+    return [w for i, w in enumerate(out) if not (w == "s" and i)]
+
+
+def _names(names: Iterable[NameValue], facts: CaseFacts, result: _Result) -> None:
+    for name in names:
+        parts = _name_words(name.written)
+        if parts and all(facts.has_word(p) or facts.has_word_like(p) for p in parts):
+            held = [t for value, role, t in facts.names if all(p in value for p in parts)]
+            if held:
+                result.confirm(held[0].ref, name.written)
+            continue
+        same_role = [t for value, role, t in facts.names if role == name.role]
+        if name.role == "person" and name.cue - {"title"}:
+            same_role = [t for t in same_role if t.keys & name.cue] or same_role
+        if same_role:
+            result.fail(_mismatch(RecordReason.NAME_MISMATCH, name.written, "name", same_role[0].ref))
