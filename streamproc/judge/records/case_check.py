@@ -43,7 +43,7 @@ __all__ = ["CaseCheck", "CaseChecker", "CaseContext", "check_record"]
 
 # Objects too general to ground an action on their own: "I've updated your account".
 _GENERAL: frozenset[str] = frozenset(
-    {"account", "case", "request", "detail", "inform", "file", "record", "system", "note"}
+    {"account", "case", "request", "detail", "inform", "file", "record", "system"}
 )
 
 
@@ -111,7 +111,7 @@ class CaseContext:
         if reading.entities:
             self._carried = reading.last_entity
         about_case = facts.has_fields or reading.first_person or reading.addresses_customer
-        refused = reported_done(claim, reading, facts, self.calls)
+        refused = reported_done(claim, reading, facts, self.calls, self.checker.lifecycles)
         if refused is not None:
             return CaseCheck(refused)
         if about_case:
@@ -121,7 +121,7 @@ class CaseContext:
         values = read_values(claim, self.checker.readers, self.answer.occurred_at, dates=bool(facts.times))
         if not about_case and not values.ids:
             return CaseCheck()
-        checked = check_values(values, facts, reading.stems)
+        checked = check_values(values, facts, reading.stems, claim)
         notes = tuple(
             f"{RecordReason.FIELD_UNPARSED.value}: {t.ref.evidence_id} {t.ref.name} = "
             f"{str(t.ref.leaf.value)[:60]!r} is not a date or time"

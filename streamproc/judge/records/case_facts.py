@@ -33,6 +33,7 @@ from streamproc.judge.text.stems import stem, words
 
 __all__ = [
     "MAX_FIELDS",
+    "durations",
     "MAX_VALUE_CHARS",
     "CaseFacts",
     "FieldRef",
@@ -180,7 +181,7 @@ class CaseFacts:
         for text in self.texts:
             read = read_values(text, readers, now, dates=False)
             self.text_money += [money for money, _, _ in (*read.money, *read.limits)]
-        self.durations = _durations(" ".join(texts))
+        self.durations = durations(" ".join(texts))
         self.derived_money = _derived(self.money, self.quantities)
         self.refused_values = {
             _normal(str(leaf.value))
@@ -358,7 +359,7 @@ def _derived(
     return frozenset(out)
 
 
-def _durations(text: str) -> frozenset[timedelta]:
+def durations(text: str) -> frozenset[timedelta]:
     """Spans of time the evidence writes ("14 days", "48-hour", "3 hours", "5 business
     days"): a claim may count from a recorded date or time by one of them."""
     out = set()

@@ -195,6 +195,9 @@ _NOT_NAMES: Final = frozenset(
      "am pm eur usd gbp chf dkk sek nok pln czk").split()
 )  # fmt: skip
 _MAX_ID_CHARS: Final = 40
+_TIME_UNITS: Final = frozenset(
+    stem(w) for w in "second minute min hour hr day week fortnight month year".split()
+)
 
 
 def read_values(
@@ -213,7 +216,7 @@ def read_values(
     taken += [(s, e) for _, s, e in money + limits]
     ids = _ids(pieces, free)
     taken += [(i.start, i.end) for i in ids]
-    counts = _counts(pieces, free)
+    counts = _counts(pieces, free, readers.money)
     names = _names(text, pieces, free)
     return ClaimValues(
         tuple(money), tuple(limits), tuple(counts), tuple(ids), tuple(mentions), tuple(names)
@@ -285,10 +288,7 @@ def _ids(pieces: Sequence[Token], free: Callable[[Token], bool]) -> list[IdValue
         if index <= skip or not free(token):
             continue
         text = token.text.lstrip("#")
-        if not any(c.isdigit() for c in text) or len(text) > _MAX_ID_CHARS:
-            continue
         kind = _kind_before(pieces, index)
-        letters = "".join(c for c in text if c.isalpha())
         if index + 1 < len(pieces) and _airline_code(text) and _flight_digits(pieces[index + 1]):
             following = pieces[index + 1]
             found.append(
@@ -296,6 +296,9 @@ def _ids(pieces: Sequence[Token], free: Callable[[Token], bool]) -> list[IdValue
             )
             skip = index + 1
             continue
+        if not any(c.isdigit() for c in text) or len(text) > _MAX_ID_CHARS:
+            continue
+        letters = "".join(c for c in text if c.isalpha())
         if _decimal_like(text):
             continue
         if letters and len(text) >= 3 and any(c.isdigit() for c in text):
@@ -347,26 +350,33 @@ def _decimal_like(text: str) -> bool:
 # --------------------------------------------------------------------------------- counts
 
 
-def _counts(pieces: Sequence[Token], free: Callable[[Token], bool]) -> list[CountValue]:
+def _counts(
+    pieces: Sequence[Token], free: Callable[[Token], bool], reader: MoneyReader
+) -> list[CountValue]:
     found: list[CountValue] = []
     for index, token in enumerate(pieces):
         if not free(token):
             continue
-        value = _count_number(token.text)
+        value = _count_number(token.text, reader)
         if value is None or index + 1 >= len(pieces):
             continue
         nouns = _nouns_after(pieces, index + 1)
-        if not nouns:
-            continue
+        if not nouns or nouns & _TIME_UNITS:
+            continue  # "2 hours 45 minutes": a span of time, not a number of things
         found.append(CountValue(value, nouns, token.text, token.start, token.end))
     return found
 
 
-def _count_number(text: str) -> Decimal | None:
+def _count_number(text: str, reader: MoneyReader | None = None) -> Decimal | None:
+    """A whole number of things: "3", "1,500", "three"."""
     if text.isdigit():
         return Decimal(text) if len(text) <= 6 else None
     if text.isalpha():
         return number_word(text)
+    if reader is not None and any(c in text for c in ",.\u202f'") and text[:1].isdigit():
+        value = reader.number(text)
+        if value is not None and value == value.to_integral_value() and value < 10**7:
+            return value
     return None
 
 
@@ -376,7 +386,7 @@ def _nouns_after(pieces: Sequence[Token], index: int) -> frozenset[str]:
     words = [p.lower for p in pieces[index : index + 4]]
     if words[:1] == ["of"]:
         rest = [w for w in words[1:] if w not in {"the", "your", "my", "our", "its"}]
-        if rest and (_count_number(rest[0]) is not None):
+        if rest and (_count_number(rest[0], None) is not None):
             at = index + 1 + words[1:].index(rest[0]) + 1
             return _nouns_after(pieces, at)
     nouns = set()

@@ -166,12 +166,26 @@ def _effect_reported(reading: ClaimReading, call: Call) -> bool:
     return False
 
 
-def _action_reported(text: str, reading: ClaimReading, call: Call, specific: frozenset[str]) -> bool:
+def _names_effect(verb: str, call: Call, lifecycles: Lifecycles) -> bool:
+    """Does the claim's verb name the state the call would have made ("stopped" is a
+    cancelled transfer, "moved" a rescheduled delivery)?"""
+    return any(
+        lifecycles.by_name[cycle].phrases.get((verb,), frozenset()) & call.effects
+        for cycle in call.lifecycles
+    )
+
+
+def _action_reported(
+    text: str, reading: ClaimReading, call: Call, specific: frozenset[str], lifecycles: Lifecycles
+) -> bool:
     for action in reading.actions:
         if not action.done or action.mode.negated or not action.mode.fact:
             continue
         about = bool(call.things & reading.stems) or _mentions(text, specific)
-        if action.verb in call.verbs and (about or not call.things):
+        verbs = {action.verb} | ({"retri"} if action.again else set())
+        if verbs & call.verbs and (about or not call.things):
+            return True
+        if about and _names_effect(action.verb, call, lifecycles):
             return True
         if action.verb in GENERIC_DONE and about and action.verb not in LOOKUP_VERBS:
             return True
@@ -192,7 +206,11 @@ def _new_value_reported(text: str, reading: ClaimReading, specific: frozenset[st
 
 
 def reported_done(
-    text: str, reading: ClaimReading, facts: CaseFacts, calls: Sequence[Call]
+    text: str,
+    reading: ClaimReading,
+    facts: CaseFacts,
+    calls: Sequence[Call],
+    lifecycles: Lifecycles,
 ) -> RecordFinding | None:
     """NOT_EXECUTED when ``text`` reports a refused call's effect as done."""
     executed = [c for c in calls if c.record.executed]
@@ -203,7 +221,7 @@ def reported_done(
             continue  # "I couldn't cancel it: it had been submitted": the refusal, told
         specific = _specific_arguments(call, facts)
         if not (
-            _action_reported(text, reading, call, specific)
+            _action_reported(text, reading, call, specific, lifecycles)
             or _effect_reported(reading, call)
             or _new_value_reported(text, reading, specific)
         ):

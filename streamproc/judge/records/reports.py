@@ -42,6 +42,9 @@ _FUTURE_LEADS: Final = frozenset({"going", "expected", "due", "about", "likely",
 _CONDITIONS: Final = frozenset(
     {"if", "once", "when", "whenever", "unless", "until", "after", "before", "as", "whether"}
 )
+# Conditions wherever they stand in a clause ("it is released once the car is back");
+# "until", "after", "before" are as often plain time words ("extended until Thursday").
+_SUBORDINATORS: Final = frozenset({"if", "unless", "once", "whenever"})
 _REQUESTS: Final = frozenset(
     stem(w)
     for w in (
@@ -64,7 +67,7 @@ _AUX_PERFECT: Final = frozenset({"has", "have", "had", "ve"})
 _AUX_BE: Final = frozenset({"is", "are", "was", "were", "been", "be", "being", "s", "re", "got"})
 _ADVERBS: Final = frozenset(
     ("now already successfully just fully also since then today yesterday finally "
-     "officially automatically manually gone ahead and indeed actually both").split()
+     "officially automatically manually gone ahead and indeed actually both re").split()
 )  # fmt: skip
 _IRREGULAR_PAST: Final = frozenset(
     ("paid sent made done did given gave taken took held kept left found bought sold told "
@@ -106,6 +109,7 @@ class ActionReport:
     agentive: bool  # "I/we ..." (the agent says it did it)
     objects: frozenset[str]  # stems of the words the action is about
     done: bool = True  # False: reported as not done ("I couldn't cancel")
+    again: bool = False  # "re-submitted": done once more (a retry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +200,7 @@ def _mode(lowers: Sequence[str], first: int, at: int, last: int | None = None) -
         negated=negated,
         modal=modal,
         requested=bool(stems & _REQUESTS),
-        conditional=bool(set(clause) & _CONDITIONS - {"as", "after", "before"})
+        conditional=bool(set(clause) & _SUBORDINATORS)
         or (bool(window) and window[0] in _CONDITIONS),
         refusal=bool(stems & _REFUSALS),
     )
@@ -287,15 +291,17 @@ def _actions(ws: Sequence[Word], lowers: Sequence[str], starts: Sequence[int]) -
             agentive = False
         if not done or (before == "be" and back > 0 and lowers[back - 1] == "to"):
             continue  # "has to be sent": an obligation, not a deed
-        objects = _objects_after(lowers, index, starts)
+        objects = _objects_after(lowers, index, starts, [w.text for w in ws])
         if not agentive:  # passive: the thing acted on is the subject, before the verb
             objects |= _subject_before(lowers, starts[index], back)
+        again = index > 0 and lowers[index - 1] == "re"  # "re-submitted": done again
         out.append(
             ActionReport(
                 verb=stem(word),
                 written=ws[index].text,
                 start=ws[index].start,
                 end=ws[index].end,
+                again=again,
                 mode=_mode(lowers, starts[index], index, _clause_end(starts, index)),
                 agentive=agentive,
                 objects=objects,
@@ -305,6 +311,25 @@ def _actions(ws: Sequence[Word], lowers: Sequence[str], starts: Sequence[int]) -
 
 
 _ABLE: Final = frozenset({"able", "unable", "possible", "allowed", "permitted"})
+_MANAGED: Final = frozenset({"able", "managed"})
+
+
+def _managed(
+    ws: Sequence[Word], lowers: Sequence[str], starts: Sequence[int], index: int
+) -> ActionReport | None:
+    """ "I was able to stop the transfer", "I managed to move it": done, unless negated."""
+    mode = _mode(lowers, starts[index], index, _clause_end(starts, index))
+    if mode.negated or lowers[index - 2] == "unable":
+        return None
+    return ActionReport(
+        verb=stem(lowers[index]),
+        written=ws[index].text,
+        start=ws[index].start,
+        end=ws[index].end,
+        mode=mode,
+        agentive=bool(set(lowers[starts[index] : index]) & _FIRST_PERSON),
+        objects=_objects_after(lowers, index, starts, [w.text for w in ws]),
+    )
 
 
 def _undone(ws: Sequence[Word], lowers: Sequence[str], starts: Sequence[int]) -> list[ActionReport]:
@@ -313,6 +338,11 @@ def _undone(ws: Sequence[Word], lowers: Sequence[str], starts: Sequence[int]) ->
     out = []
     for index in range(1, len(lowers)):
         before = lowers[index - 1]
+        if before == "to" and index >= 2 and lowers[index - 2] in _MANAGED:
+            managed = _managed(ws, lowers, starts, index)
+            if managed is not None:
+                out.append(managed)
+            continue
         if before == "to":
             if index < 2 or lowers[index - 2] not in _ABLE:
                 continue
@@ -334,7 +364,7 @@ def _undone(ws: Sequence[Word], lowers: Sequence[str], starts: Sequence[int]) ->
                 end=ws[index].end,
                 mode=Mode(negated=True, refusal=True),
                 agentive=bool(set(lowers[starts[index] : index]) & _FIRST_PERSON),
-                objects=_objects_after(lowers, index, starts),
+                objects=_objects_after(lowers, index, starts, [w.text for w in ws]),
                 done=False,
             )
         )
@@ -349,7 +379,9 @@ _OBJECT_STOPS: Final = frozenset(
 )
 
 
-def _objects_after(lowers: Sequence[str], index: int, starts: Sequence[int]) -> frozenset[str]:
+def _objects_after(
+    lowers: Sequence[str], index: int, starts: Sequence[int], raw: Sequence[str] | None = None
+) -> frozenset[str]:
     """Stems of the words right after a verb, up to a preposition ("added a 10 EUR
     voucher to your account" -> {voucher}; numbers and currency words skipped)."""
     out = set()
@@ -361,8 +393,8 @@ def _objects_after(lowers: Sequence[str], index: int, starts: Sequence[int]) -> 
             break
         if word in _DETERMINERS or word in {"you", "it", "them", "me", "us"} or not word.isalpha():
             continue
-        if len(word) <= 3 and word.isupper():
-            continue
+        if raw is not None and raw[at].isupper() and len(raw[at]) <= 3:
+            continue  # "EUR", "UTC": a unit, not what the action is about
         out.add(stem(word))
     return frozenset(out)
 
@@ -410,7 +442,13 @@ def _states(
             continue
         width, named = match
         index, end = kept[at], kept[at + width - 1]
-        if _asserted(lowers, index, starts, entities) and starts[end] == starts[index]:
+        hyphenated = text[ws[end].end : ws[end].end + 1] == "-"  # "missed-appointment fee"
+        if (
+            not hyphenated
+            and _asserted(lowers, index, starts, entities)
+            and starts[end] == starts[index]
+            and not _generic(ws, lowers, entities, starts[index], index)
+        ):
             entity = _subject(entities, starts[index], index) or carried
             out.append(
                 StateReport(
@@ -443,5 +481,32 @@ def _asserted(
     window = lowers[max(starts[index], index - 3) : index]
     if any(w in _LINKS for w in window):
         return True
+    if not _past_form(word):
+        return False
+    # a past form as the clause's verb: "your parcel arrived", "RMA-77-0921 passed
+    # inspection" - after the thing or its id, not after another verb
     previous = {i for i, _ in entities}
-    return _past_form(word) and bool(previous & {index - 1, index - 2})
+    return bool(previous & set(range(index - 4, index))) or (
+        index > 0 and lowers[index - 1].isdigit() and len(lowers[index - 1]) >= 3
+    )
+
+
+_SPECIFIC: Final = frozenset("your the this that my our his her their its".split())
+
+
+def _generic(
+    ws: Sequence[Word],
+    lowers: Sequence[str],
+    entities: Sequence[tuple[int, tuple[str, ...]]],
+    first: int,
+    at: int,
+) -> bool:
+    """ "Claims are assessed in the order they come in": a rule about things of a kind
+    (a bare plural subject), not a report about this case's."""
+    subject = [i for i, _ in entities if first <= i < at]
+    if not subject:
+        return False
+    index = subject[0]
+    word = ws[index].text
+    bare = index == 0 or lowers[index - 1] not in _SPECIFIC
+    return bare and word.lower().endswith("s") and not word.lower().endswith("ss")

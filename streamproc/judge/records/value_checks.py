@@ -20,12 +20,12 @@ from typing import Final
 
 from streamproc.events import VerdictLabel
 from streamproc.judge.records.calendar import DateMention
-from streamproc.judge.records.case_facts import CaseFacts, FieldRef, Typed
+from streamproc.judge.records.case_facts import CaseFacts, FieldRef, Typed, durations
 from streamproc.judge.records.claim_values import ClaimValues, CountValue, IdValue, NameValue
 from streamproc.judge.records.findings import RecordFinding, RecordReason
 from streamproc.judge.records.money import Money
 from streamproc.judge.text.name_forms import fold
-from streamproc.judge.text.stems import words
+from streamproc.judge.text.stems import stem, words
 
 __all__ = ["ValueCheck", "check_values"]
 
@@ -86,13 +86,29 @@ class _Result:
         self.mismatch = self.mismatch or finding
 
 
-def check_values(values: ClaimValues, facts: CaseFacts, stems: frozenset[str]) -> ValueCheck:
-    """Every typed value of one claim against the records; the first mismatch wins."""
+_ROUNDING: Final = frozenset("about around approximately roughly approx circa".split())
+# Keys of a record's totals: "3,410 points" may be its balance, not one transaction's.
+_TOTAL_KEYS: Final = frozenset(
+    stem(w) for w in "balance available total remaining left count number quantity sum".split()
+)
+
+
+def check_values(
+    values: ClaimValues, facts: CaseFacts, stems: frozenset[str], claim: str = ""
+) -> ValueCheck:
+    """Every typed value of one claim against the records; the first mismatch wins.
+
+    A time may be a recorded one moved by a period the claim writes ("in 30 minutes"),
+    or - when the claim rounds ("should open again at about 16:01") - by one the evidence
+    writes (a 30-minute lock)."""
     result = _Result()
+    periods = set(durations(claim))
+    if {w.lower for w in words(claim)} & _ROUNDING:
+        periods |= facts.durations
     _ids(values.ids, facts, result)
     _money(values.money, facts, stems, result)
     _counts(values.counts, facts, result)
-    _dates(values.dates, facts, stems, result)
+    _dates(values.dates, facts, stems, result, periods)
     _names(values.names, facts, result)
     return ValueCheck(result.mismatch, tuple(result.confirmations), result.unconfirmed)
 
@@ -178,7 +194,17 @@ def _counts(counts: Sequence[CountValue], facts: CaseFacts, result: _Result) -> 
             matched_records.add(hit.ref.record.item.id)
             continue
         if named:
-            if facts.in_text(f"{count.written} ") or _count_in_texts(count, facts):
+            records = {t.ref.record.item.id for t in named}
+            beside = next(
+                (t for value, t in facts.quantities
+                 if value == count.value and t.ref.record.item.id in records
+                 and t.keys & _TOTAL_KEYS),
+                None,
+            )  # fmt: skip
+            if beside is not None:  # "3,410 points" is the record's balance_available
+                result.confirm(beside.ref, count.written)
+                continue
+            if _count_in_texts(count, facts) or _difference(count, named, facts):
                 result.unconfirmed += 1
                 continue
             result.fail(_mismatch(RecordReason.COUNT_MISMATCH, count.written, "count", named[0].ref))
@@ -206,6 +232,14 @@ def _counts(counts: Sequence[CountValue], facts: CaseFacts, result: _Result) -> 
             result.fail(_mismatch(RecordReason.COUNT_MISMATCH, count.written, "count", beside[0].ref))
 
 
+def _difference(count: CountValue, named: Sequence[Typed], facts: CaseFacts) -> bool:
+    """ "3 left" of 8 authorised and 5 used: a sum or difference of the thing's counts."""
+    values = [v for v, t in facts.quantities if t in named][:20]
+    return any(
+        count.value in (a + b, abs(a - b)) for i, a in enumerate(values) for b in values[i + 1 :]
+    )
+
+
 def _count_in_texts(count: CountValue, facts: CaseFacts) -> bool:
     number = str(count.value)
     return any(number in text.split() for text in facts.texts)
@@ -231,22 +265,23 @@ def _candidate_days(facts: CaseFacts) -> list[tuple[date, FieldRef | None]]:
     out = list(base)
     days = [d for d in facts.durations if d >= timedelta(days=1) and d.seconds == 0]
     for day, ref in base:
-        for period in days:
-            out += [(day + period, ref), (day - period, ref)]
-            out.append((_add_business_days(day, period.days), ref))
+        for period in days:  # a deadline or an arrival counted from a recorded day
+            out += [(day + period, ref), (_add_business_days(day, period.days), ref)]
         if len(out) > _MAX_DAY_CANDIDATES:
             break
     return out
 
 
-def _candidate_clocks(facts: CaseFacts) -> list[tuple[time, FieldRef | None]]:
+def _candidate_clocks(
+    facts: CaseFacts, periods: Iterable[timedelta]
+) -> list[tuple[time, FieldRef | None]]:
+    """Recorded times and the answer's own, each moved by a period the claim writes
+    ("held until 10:30 pm, three hours after pick-up")."""
     base: list[tuple[time, FieldRef | None]] = [
         (clock, typed.ref) for t, typed in facts.clock_fields() for clock in t.clock
     ]
-    now = facts.now
-    base.append((time(now.hour, now.minute), None))
     out = list(base)
-    periods = [d for d in facts.durations if d < timedelta(days=1)]
+    periods = [d for d in periods if d < timedelta(days=1)]
     for clock, ref in base:
         moment = datetime.combine(date(2000, 1, 2), clock)
         for period in periods:
@@ -255,7 +290,11 @@ def _candidate_clocks(facts: CaseFacts) -> list[tuple[time, FieldRef | None]]:
 
 
 def _dates(
-    mentions: Sequence[DateMention], facts: CaseFacts, stems: frozenset[str], result: _Result
+    mentions: Sequence[DateMention],
+    facts: CaseFacts,
+    stems: frozenset[str],
+    result: _Result,
+    periods: Iterable[timedelta] = (),
 ) -> None:
     days = None
     clocks = None
@@ -272,8 +311,10 @@ def _dates(
                 ref = _nearest([t for _, t in facts.date_fields()], stems)
                 result.fail(_mismatch(RecordReason.DATE_MISMATCH, mention.shown, "date", ref))
         if mention.has_time:
-            clocks = clocks if clocks is not None else _candidate_clocks(facts)
-            hit_clock = next(((c, ref) for c, ref in clocks if mention.time_matches(c)), None)
+            clocks = clocks if clocks is not None else _candidate_clocks(facts, periods)
+            now = (time(facts.now.hour, facts.now.minute), None)  # "a quarter of an hour ago"
+            options = [*clocks, now] if mention.relative else clocks
+            hit_clock = next(((c, ref) for c, ref in options if mention.time_matches(c)), None)
             if hit_clock is not None:
                 if hit_clock[1] is not None:
                     result.confirm(hit_clock[1], mention.shown)
