@@ -7,6 +7,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from streamproc.inference.manifest import ManifestError
 from streamproc.inference.registry import (
     MissingExtraError,
@@ -16,10 +18,18 @@ from streamproc.inference.registry import (
     default_models_dir,
 )
 from streamproc.judge.decision.calibrator import CalibratorError
+from streamproc.judge.records.lifecycles import LifecycleError
 
-__all__ = ["EXIT_MODEL_MISSING", "explain_model_error", "main"]
+__all__ = [
+    "EXIT_CONFIGURATION",
+    "EXIT_MODEL_MISSING",
+    "explain_model_error",
+    "explain_settings_error",
+    "main",
+]
 
 EXIT_MODEL_MISSING = 2
+EXIT_CONFIGURATION = 2
 MODEL_ERRORS = (
     UnknownModelError,
     ModelSourceError,
@@ -57,7 +67,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MODEL_ERRORS as exc:
         print(f"streamproc: {explain_model_error(exc)}", file=sys.stderr)
         return EXIT_MODEL_MISSING
+    except ValidationError as exc:
+        print(f"streamproc: configuration error: {explain_settings_error(exc)}", file=sys.stderr)
+        return EXIT_CONFIGURATION
+    except LifecycleError as exc:
+        print(f"streamproc: configuration error: {exc}", file=sys.stderr)
+        return EXIT_CONFIGURATION
     return result or 0
+
+
+def explain_settings_error(exc: ValidationError) -> str:
+    """One line per wrong setting, named as the environment variable that sets it:
+    "STREAMPROC_JUDGE__RECORDS: unknown locale 'xx' (e.g. en_US, de_DE)"."""
+    parts = []
+    for error in exc.errors():
+        name = "STREAMPROC_" + "__".join(str(p) for p in error["loc"]).upper()
+        message = str(error["msg"]).removeprefix("Value error, ")
+        parts.append(f"{name}: {message}")
+    return "; ".join(parts)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -28,6 +28,7 @@ __all__ = [
     "LabelSettings",
     "LimitSettings",
     "MetricsSettings",
+    "RecordSettings",
     "ReviewSettings",
     "SampleRate",
     "Settings",
@@ -38,8 +39,9 @@ __all__ = [
 ]
 
 Granularity = Literal["sentence", "atomic"]
-Regime = Literal["record", "question", "task"]
-"""What an answer is, known from the event: over a record, a reply to a question, a task."""
+Regime = Literal["record", "question", "task", "case"]
+"""What an answer is, known from the event: about a customer's case (records with fields,
+tool results), over a record, a reply to a question, a task."""
 
 
 class _Group(BaseModel):
@@ -224,6 +226,35 @@ class InferenceSettings(_Group):
     )
 
 
+class RecordSettings(_Group):
+    """How the record checks read a case: the locale amounts and dates are written in,
+    and the lifecycles of record states."""
+
+    locale: str = Field(
+        default="en_US",
+        description="Locale (Babel, e.g. en_US, en_GB, de_DE) in which an ambiguous amount "
+        "('1,200' / '1.200') or numeric date ('03/04/2026') is read; unambiguous forms read "
+        "in any.",
+    )
+    lifecycles: Path | None = Field(
+        default=None,
+        description="A TOML file of record-state lifecycles that adds to or replaces the "
+        "built-in ones, a whole lifecycle at a time (docs/records.md).",
+    )
+
+    @model_validator(mode="after")
+    def _known_locale(self) -> RecordSettings:
+        from babel import Locale, UnknownLocaleError
+
+        try:
+            Locale.parse(self.locale)
+        except (UnknownLocaleError, ValueError, TypeError):
+            raise ValueError(f"unknown locale {self.locale!r} (e.g. en_US, de_DE)") from None
+        if self.lifecycles is not None and not self.lifecycles.is_file():
+            raise ValueError(f"lifecycles file {self.lifecycles} does not exist")
+        return self
+
+
 class LimitSettings(_Group):
     """Caps on the work one answer may cost; a cap hit is named on the verdict and the
     claims left out are listed unchecked, never dropped."""
@@ -282,7 +313,7 @@ class JudgeSettings(_Group):
 
     name: Literal["rules", "nli"] = "nli"
     calibrator: str | None = Field(
-        default="verdict-calibrator-verifier-v2",
+        default="verdict-calibrator-verifier-v3",
         description="Verdict calibrator in models/calibrators/ (NLI judge); empty or None "
         "= the NLI judge's own rules decide.",
     )
@@ -339,6 +370,7 @@ class JudgeSettings(_Group):
         "checked for topic, 'the author argues that Y' is read as Y (false: read as written).",
     )
     inference: InferenceSettings = InferenceSettings()
+    records: RecordSettings = RecordSettings()
     limits: LimitSettings = LimitSettings()
     language: LanguageSettings = LanguageSettings()
     confidence: ConfidenceSettings = ConfidenceSettings()

@@ -285,6 +285,11 @@ class JudgeInfo(_Model):
     granularity: str
     thresholds: dict[str, float] = Field(default_factory=dict)
     models: dict[str, str] = Field(default_factory=dict, description="model name -> sha256")
+    options: dict[str, str] = Field(
+        default_factory=dict,
+        description="Other settings that decided: the locale amounts and dates were read "
+        "in, the record lifecycles (file and hash).",
+    )
 
 
 class Timings(_Model):

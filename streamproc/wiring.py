@@ -21,6 +21,7 @@ from streamproc.config import JudgeSettings, Settings
 from streamproc.judge.engine import ClaimJudge
 from streamproc.judge.limits import JudgeLimits
 from streamproc.judge.protocols import Judge, TextEmbedder
+from streamproc.judge.records.case_check import CaseChecker
 
 if TYPE_CHECKING:
     from streamproc.adapters.metrics import WorkerMetrics
@@ -50,12 +51,21 @@ __all__ = [
     "may_label",
     "measured_accuracy",
     "nli_options",
+    "record_checks",
 ]
 
 
 def judge_limits(settings: JudgeSettings) -> JudgeLimits:
     """The work caps ``STREAMPROC_JUDGE__LIMITS__*`` set, as the judge's own value."""
     return JudgeLimits(**settings.limits.model_dump())
+
+
+def record_checks(settings: JudgeSettings) -> CaseChecker:
+    """The record checks ``STREAMPROC_JUDGE__RECORDS__*`` configure: the locale, and the
+    built-in lifecycles with a deployment's file on top. A bad file is a ValueError."""
+    from streamproc.judge.records.lifecycles import load_lifecycles
+
+    return CaseChecker(settings.records.locale, load_lifecycles(settings.records.lifecycles))
 
 
 def _rules(settings: JudgeSettings) -> Judge:
@@ -68,6 +78,7 @@ def _rules(settings: JudgeSettings) -> Judge:
         version=RULES_VERSION,
         thresholds=checker.thresholds,
         limits=judge_limits(settings),
+        records=record_checks(settings),
     )
 
 
@@ -109,6 +120,7 @@ def build_nli_judge(
         nli_options(settings, scorer.manifest, soft_rules=soft_rules),
         calibrator=calibrator,
         answer_calibrator=answer_calibrator,
+        records=record_checks(settings),
     )
 
 

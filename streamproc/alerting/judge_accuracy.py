@@ -9,7 +9,8 @@ calibrator as it is today) have no entry: their rate cannot be corrected.
 
 Task types are EVALUATION.md's: ``QA`` (HaluEval QA), ``Summary`` and ``Data2txt``
 (RAGTruth). A live answer's type follows the calibrator's regime, known from the event
-(:data:`TASK_OF_REGIME`): a reply to a question is QA, an answer over structured records is
+(:data:`TASK_OF_REGIME`): an answer about a customer's case (records with fields, tool
+results) is Agent, a reply to a question is QA, an answer over other structured records is
 Data2txt, anything else over passages is read as Summary.
 """
 
@@ -32,7 +33,12 @@ __all__ = [
     "known_judges",
 ]
 
-TASK_OF_REGIME: Final = {"question": "QA", "record": "Data2txt", "task": "Summary"}
+TASK_OF_REGIME: Final = {
+    "question": "QA",
+    "record": "Data2txt",
+    "task": "Summary",
+    "case": "Agent",
+}
 """Calibrator regime (``judge.decision.calibrator.regime_of``) -> EVALUATION.md task type."""
 
 

@@ -37,6 +37,7 @@ from streamproc.judge.limits import (
     with_limits,
 )
 from streamproc.judge.protocols import ClaimChecker, PremiseCheck
+from streamproc.judge.records.case_check import CaseCheck, CaseChecker
 from streamproc.judge.rules.citations import assess_citations, citation_subsets
 from streamproc.judge.stage_times import stage
 from streamproc.judge.text.claims import Claim, Granularity
@@ -68,7 +69,8 @@ def premise(question: str | None, evidence: Sequence[EvidenceItem]) -> str:
 @dataclass(slots=True)
 class _Plan:
     """One answer's claims and the premise of every check they need: groundedness
-    against ``grounding``, citations against the premise of each cited subset."""
+    against ``grounding``, citations against the premise of each cited subset; and what
+    the records settled (claim index -> the record check)."""
 
     answer: AnswerEvent
     capped: CappedShape
@@ -76,6 +78,7 @@ class _Plan:
     grounding: str
     by_subset: dict[tuple[str, ...], str] = field(default_factory=dict)
     limits: tuple[str, ...] = ()
+    records: dict[int, CaseCheck] = field(default_factory=dict)
 
     def pairs(self) -> list[PremiseCheck]:
         out = []
@@ -98,15 +101,18 @@ class ClaimJudge:
         version: str = "1",
         thresholds: Mapping[str, float] | None = None,
         limits: JudgeLimits | None = None,
+        records: CaseChecker | None = None,
     ) -> None:
         self._checker = checker
         self._granularity: Granularity = granularity
         self._limits = limits or JudgeLimits()
+        self._records = records or CaseChecker()
         self._info = JudgeInfo(
             name=checker.name,
             version=version,
             granularity=granularity,
             thresholds=dict(thresholds or {}),
+            options=self._records.describe(),
         )
 
     @property
@@ -165,11 +171,14 @@ class ClaimJudge:
         plan = _Plan(
             answer, capped, clock, premise(question, evidence), limits=capped.limits + units.limits
         )
+        cases = self._records.for_answer(answer)
         for claim in capped.shape.claims:
             for subset in citation_subsets(claim.resolved):
                 if subset not in plan.by_subset:
                     items = [by_id[i] for i in subset]
                     plan.by_subset[subset] = premise(question, items)
+            if claim.checked:
+                plan.records[claim.index] = cases.check(claim.text)
             clock.check()
         return plan
 
@@ -205,6 +214,18 @@ class ClaimJudge:
     ) -> ClaimVerdict:
         pair = PremiseCheck(claim.text, plan.grounding)
         verdict, score = lookup[pair]
+        case = plan.records.get(claim.index)
+        if case is not None and case.hard and case.finding is not None:  # records decide
+            finding = case.finding
+            verdict, score = finding.verdict or verdict, 0.0
+            return unchecked_verdict(claim).model_copy(
+                update={
+                    "verdict": verdict,
+                    "score": score,
+                    "reasons": [finding.reason_text, *case.notes],
+                    "evidence_ids": [finding.evidence_id] if finding.evidence_id else evidence_ids,
+                }
+            )
 
         def supports(subset: tuple[str, ...]) -> bool:
             found = lookup[PremiseCheck(claim.text, plan.by_subset[subset])]

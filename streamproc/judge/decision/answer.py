@@ -27,7 +27,13 @@ from typing import Any, Final
 
 import numpy as np
 
-from streamproc.judge.decision.calibrator import REGIMES, CalibratorError, LinearPart
+from streamproc.judge.decision.calibrator import (
+    ALL_REGIMES,
+    REGIMES,
+    CalibratorError,
+    LinearPart,
+    part_for,
+)
 
 __all__ = ["ANSWER_FEATURES", "AnswerCalibrator", "AnswerCall", "answer_features"]
 
@@ -77,14 +83,16 @@ class AnswerCalibrator:
             raise CalibratorError(
                 f"answer calibrator {name!r} reads {features}, not {ANSWER_FEATURES}"
             )
-        if set(raw_parts) != set(REGIMES):
-            raise CalibratorError(f"answer calibrator needs exactly the regimes {list(REGIMES)}")
-        parts = {r: LinearPart.from_payload(raw_parts[r], len(features)) for r in REGIMES}
+        if not set(REGIMES) <= set(raw_parts) <= set(ALL_REGIMES):
+            raise CalibratorError(
+                f"answer calibrator needs the regimes {list(REGIMES)} (and may have 'case')"
+            )
+        parts = {r: LinearPart.from_payload(raw_parts[r], len(features)) for r in raw_parts}
         claim = payload.get("claim_calibrator")
         hard_only = payload.get("hard_only_regimes") or []
-        if not isinstance(hard_only, list) or not set(map(str, hard_only)) <= set(REGIMES):
+        if not isinstance(hard_only, list) or not set(map(str, hard_only)) <= set(ALL_REGIMES):
             raise CalibratorError(
-                f"answer calibrator {name!r}: hard_only_regimes must list regimes of {REGIMES}"
+                f"answer calibrator {name!r}: hard_only_regimes must list regimes of {ALL_REGIMES}"
             )
         return cls(
             name,
@@ -110,7 +118,7 @@ class AnswerCalibrator:
         answer's risk reaches the regime's threshold; no calibrated claim, no risk. In a
         hard-only regime, only ``hard_finding`` (some claim's reason is a hard reason
         code) flags it."""
-        part = self.parts[regime]
+        part = part_for(self.parts, regime)
         hard_only = regime in self.hard_only
         if not risks:
             return AnswerCall(hard_finding if hard_only else hard, None, part.threshold)
@@ -125,7 +133,7 @@ class AnswerCalibrator:
     def describe(self) -> dict[str, float]:
         """Thresholds an auditor needs to replay the decision (and, when any regime is
         hard-only, which: ``answer_hard_only_<regime>`` = 1.0)."""
-        out = {f"answer_threshold_{r}": p.threshold for r, p in sorted(self.parts.items())}
+        out = {f"answer_threshold_{r}": part_for(self.parts, r).threshold for r in ALL_REGIMES}
         if self.hard_only:
-            out.update({f"answer_hard_only_{r}": float(r in self.hard_only) for r in REGIMES})
+            out.update({f"answer_hard_only_{r}": float(r in self.hard_only) for r in ALL_REGIMES})
         return out

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "ALL_REGIMES",
+    "CASE_REGIME",
     "REGIMES",
     "CalibratorError",
     "LinearPart",
@@ -33,15 +35,28 @@ __all__ = [
 ]
 
 REGIMES = ("record", "question", "task")
+"""The regimes every calibrator is fitted for."""
+
+CASE_REGIME: Final = "case"
+"""An answer about a customer's case: its evidence holds records with fields or tool
+results. A calibrator without a part of its own for it reads it with its ``record``
+part (:data:`REGIME_FALLBACK`)."""
+
+ALL_REGIMES: Final = (*REGIMES, CASE_REGIME)
+REGIME_FALLBACK: Final = {CASE_REGIME: "record"}
 
 
 class CalibratorError(ValueError):
     """A calibrator payload that does not fit the signals this judge computes."""
 
 
-def regime(structured_evidence: bool, has_question: bool) -> str:
-    """``record`` (structured evidence), ``question`` (a reply to a question) or ``task``
-    (e.g. a summary of passages): what the answer is, known from the event itself."""
+def regime(structured_evidence: bool, has_question: bool, case_evidence: bool = False) -> str:
+    """``case`` (records with fields, tool results: an answer about a customer's case),
+    ``record`` (other structured evidence, e.g. a listing to describe), ``question`` (a
+    reply to a question) or ``task`` (e.g. a summary of passages): what the answer is,
+    known from the event itself."""
+    if case_evidence:
+        return CASE_REGIME
     if structured_evidence:
         return "record"
     return "question" if has_question else "task"
@@ -49,7 +64,17 @@ def regime(structured_evidence: bool, has_question: bool) -> str:
 
 def regime_of(signals: Mapping[str, float]) -> str:
     """:func:`regime` of a claim, from its signals."""
-    return regime(signals.get("structured_evidence", 0.0) > 0, signals.get("has_question", 0.0) > 0)
+    return regime(
+        signals.get("structured_evidence", 0.0) > 0,
+        signals.get("has_question", 0.0) > 0,
+        signals.get("case_evidence", 0.0) > 0,
+    )
+
+
+def part_for(parts: Mapping[str, LinearPart], name: str) -> LinearPart:
+    """A regime's part, or its fallback's when the payload has none of its own."""
+    found = parts.get(name)
+    return found if found is not None else parts[REGIME_FALLBACK[name]]
 
 
 def feature_row(signals: Mapping[str, float], features: Sequence[str]) -> list[float]:
@@ -118,9 +143,11 @@ class VerdictCalibrator:
             raw_parts = dict(payload["regimes"])
         except (KeyError, TypeError, ValueError) as error:
             raise CalibratorError(f"calibrator payload is incomplete: {error}") from None
-        if set(raw_parts) != set(REGIMES):
-            raise CalibratorError(f"calibrator needs exactly the regimes {list(REGIMES)}")
-        parts = {r: LinearPart.from_payload(raw_parts[r], len(features)) for r in REGIMES}
+        if not set(REGIMES) <= set(raw_parts) <= set(ALL_REGIMES):
+            raise CalibratorError(
+                f"calibrator needs the regimes {list(REGIMES)} (and may have {CASE_REGIME!r})"
+            )
+        parts = {r: LinearPart.from_payload(raw_parts[r], len(features)) for r in raw_parts}
         nli_model, embedding_model = payload.get("nli_model"), payload.get("embedding_model")
         return cls(
             name,
@@ -153,7 +180,7 @@ class VerdictCalibrator:
             raise CalibratorError(f"calibrator {self.name!r} needs unknown signals: {missing}")
 
     def threshold_for(self, signals: Mapping[str, float]) -> float:
-        return self.parts[regime_of(signals)].threshold
+        return part_for(self.parts, regime_of(signals)).threshold
 
     def probabilities(self, rows: Sequence[Mapping[str, float]]) -> NDArray[np.float64]:
         """One probability per signal row (vectorised per regime)."""
@@ -162,9 +189,10 @@ class VerdictCalibrator:
             return out
         x = np.array([feature_row(row, self.features) for row in rows], dtype=np.float64)
         regimes = np.array([regime_of(row) for row in rows])
-        for regime, part in self.parts.items():
+        for regime in ALL_REGIMES:
             mask = regimes == regime
             if mask.any():
+                part = part_for(self.parts, regime)
                 out[mask] = 1.0 / (1.0 + np.exp(-np.clip(part.logits(x[mask]), -30.0, 30.0)))
         return out
 
@@ -174,10 +202,13 @@ class VerdictCalibrator:
     def contributions(self, signals: Mapping[str, float], top: int = 3) -> list[tuple[str, float]]:
         """The features that pushed this claim's log-odds most, for the audit reason."""
         x = np.array(feature_row(signals, self.features), dtype=np.float64)
-        parts = self.parts[regime_of(signals)].contributions(x)
+        parts = part_for(self.parts, regime_of(signals)).contributions(x)
         order = np.argsort(-np.abs(parts))[:top]
         return [(self.features[i], round(float(parts[i]), 2)) for i in order if parts[i] != 0]
 
     def describe(self) -> dict[str, float]:
         """Thresholds an auditor needs to replay the decision."""
-        return {f"calibrator_threshold_{r}": p.threshold for r, p in sorted(self.parts.items())}
+        return {
+            f"calibrator_threshold_{r}": part_for(self.parts, r).threshold
+            for r in sorted(ALL_REGIMES)
+        }

@@ -1,5 +1,6 @@
 """Which reason codes are *hard findings*: a record, a value, a name or a number the
-evidence plainly contradicts or lacks - checks that need no model.
+evidence plainly contradicts or lacks, or a sentence the answering model was guessing at -
+checks that need no model.
 
 Where people's labels show that no threshold on the answer's risk reaches the precision
 a deployment asks for, the answer calibrator turns its regime *hard-only*
@@ -24,12 +25,19 @@ HARD_REASON_CODES: Final = frozenset(
         RecordReason.CLAIM_WITHOUT_TOOL_EVIDENCE.value,
         RecordReason.IDENTIFIER_MISMATCH.value,
         RecordReason.AMOUNT_MISMATCH.value,
+        RecordReason.DATE_MISMATCH.value,
+        RecordReason.TIME_MISMATCH.value,
+        RecordReason.COUNT_MISMATCH.value,
+        RecordReason.NAME_MISMATCH.value,
         RecordReason.RECORD_STATE_MISMATCH.value,
         RecordReason.NOT_EXECUTED.value,
         # values: a structured record's field says otherwise
         ValueReason.VALUE_MISMATCH.value,
         # which of two dated things came first, against the evidence's years
         "COMPARISON_CONTRADICTED",
+        # the two token-confidence cuts: a degenerate sentence, a guessed specific
+        "LOW_CONFIDENCE_SENTENCE",
+        "SHAKY_SPECIFIC",
         # names and numbers the evidence never states
         "NAME_NOT_IN_EVIDENCE",
         "NUMBER_MISMATCH",

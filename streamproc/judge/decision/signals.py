@@ -59,6 +59,8 @@ SIGNAL_NAMES: Final[tuple[str, ...]] = (
     "evidence_words_log",  # log(1 + words of evidence)
     "has_question",  # the answer replies to a question (QA) rather than a task
     "claims_log",  # log(1 + checked claims in the answer)
+    "case_evidence",  # records with fields or tool results: an answer about a case
+    "record_confirmed",  # values and states of the claim the case's records confirm
 )
 
 
@@ -80,6 +82,7 @@ SIGNAL_DIRECTIONS: Final[dict[str, int]] = {
     "field_not_in_record": 1,
     "value_confirmed": -1,
     "confidence_low": 1,
+    "record_confirmed": -1,
 }
 """Which way a signal may move the risk (+1 up, -1 down); unlisted signals are free.
 More support must never make a claim look worse, whatever a training set rewards."""
@@ -123,6 +126,8 @@ class ClaimEvidence:
     has_question: bool
     checked_claims: int
     contradiction_min_coverage: float = 0.5
+    case_evidence: bool = False
+    record_confirmed: int = 0
     candidates: Sequence[Candidate] = ()
     """Every retrieved candidate, scored or not (a claim decided on its top unit alone
     has one scored): the retrieval signals read them all. Empty: the scored ones."""
@@ -167,5 +172,7 @@ def claim_signals(found: ClaimEvidence) -> dict[str, float]:
         "evidence_words_log": math.log1p(found.evidence_words),
         "has_question": float(found.has_question),
         "claims_log": math.log1p(found.checked_claims),
+        "case_evidence": float(found.case_evidence),
+        "record_confirmed": float(min(found.record_confirmed, 3)),
     }
     return {name: round(values[name], 6) for name in SIGNAL_NAMES}

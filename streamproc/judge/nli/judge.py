@@ -53,7 +53,7 @@ from streamproc.judge.deadline import Deadline
 from streamproc.judge.decision.actions import decide
 from streamproc.judge.decision.answer import AnswerCalibrator
 from streamproc.judge.decision.calibrated import calibrated_decision
-from streamproc.judge.decision.calibrator import REGIMES, VerdictCalibrator
+from streamproc.judge.decision.calibrator import ALL_REGIMES, VerdictCalibrator
 from streamproc.judge.decision.hard_findings import has_hard_finding
 from streamproc.judge.decision.signals import SIGNAL_NAMES, ClaimEvidence, claim_signals
 from streamproc.judge.engine import citation_reasons
@@ -78,6 +78,8 @@ from streamproc.judge.nli.work import (
     needs_evidence,
 )
 from streamproc.judge.protocols import NliScore, PairScorer, TextEmbedder
+from streamproc.judge.records.case_check import CaseChecker, CaseContext
+from streamproc.judge.records.case_facts import MAX_FIELDS
 from streamproc.judge.records.confirmation import confirmed_values
 from streamproc.judge.records.record_values import ZeroLengthHours
 from streamproc.judge.records.structured import StructuredEvidence, ValueReason
@@ -111,11 +113,13 @@ class NliJudge:
         *,
         calibrator: VerdictCalibrator | None = None,
         answer_calibrator: AnswerCalibrator | None = None,
+        records: CaseChecker | None = None,
     ) -> None:
         """``options``: what to check and where the lines are (:class:`NliOptions`).
 
         ``calibrator`` decides supported / not supported from the claim's signals (hard
-        findings still settle claims). ``answer_calibrator`` decides whether the answer is
+        findings still settle claims). ``records``: the record checks (locale, lifecycles;
+        the built-in ones by default). ``answer_calibrator`` decides whether the answer is
         hallucinated from its calibrated claims' risks and their number
         (:mod:`streamproc.judge.decision.answer`); without one, any claim not supported
         flags it. It needs ``calibrator``.
@@ -130,6 +134,7 @@ class NliJudge:
             answer_calibrator.check_claim_calibrator(calibrator.name)
         self._calibrator = calibrator
         self._answer_calibrator = answer_calibrator
+        self._records = records or CaseChecker()
         soft_rules = options.soft_rules
         self._soft_rules = calibrator is not None if soft_rules is None else soft_rules
         self._scorer = scorer
@@ -170,6 +175,7 @@ class NliJudge:
                 ),
             },
             models={scorer.model_name: scorer.sha256, embedder.model_name: embedder.sha256},
+            options=self._records.describe(),
         )
         if calibrator is not None:
             self._info = self._info.model_copy(
@@ -308,11 +314,15 @@ class NliJudge:
         # "not entailed by what we read", never as "not in the evidence" (contradicted).
         all_text = " ".join(u.text for u in every_unit)
         clock.check()
+        cases = self._records.for_answer(answer)
+        case_regime = cases.case_evidence
         facts = EvidenceFacts(
             names_text=fold(all_text),
             numbers=frozenset().union(*(numbers(u.text) for u in every_unit)),
             words=content_words(all_text),
-            structured=StructuredEvidence.from_items(answer.evidence, self._zero_length_hours),
+            structured=StructuredEvidence.from_items(answer.evidence, self._zero_length_hours)
+            if not case_regime
+            else StructuredEvidence(()),
             word_count=len(all_text.split()),
         )
         clock.check()
@@ -323,7 +333,13 @@ class NliJudge:
                 thresholds = self._confidence_by_model.get(answer.model, self._confidence)
                 work.confidence = _confidence(answer, claim, thresholds)
                 work.prechecks = precheck(
-                    answer, claim, work.confidence, facts, soft_rules=self._soft_rules
+                    answer,
+                    claim,
+                    work.confidence,
+                    facts,
+                    soft_rules=self._soft_rules,
+                    case=cases.check(claim.text),
+                    case_regime=case_regime,
                 )
                 work.settled = work.prechecks.hard
             claims.append(work)
@@ -339,7 +355,8 @@ class NliJudge:
             checked_claims=sum(c.claim.checked for c in claims),
             structured_evidence=not facts.structured.empty
             or any(is_structured(e) for e in answer.evidence),
-            limits=capped.limits + kept.limits,
+            case_evidence=case_regime,
+            limits=capped.limits + kept.limits + _record_limits(cases),
         )
 
     # -- retrieval: one embedding call for the batch --------------------------------------
@@ -460,7 +477,8 @@ class NliJudge:
             return self._subset_supports(item, subset, work, lookup)
 
         cites = assess_citations(claim.resolved, work.shape.uses_citations, supports)
-        reasons = list(decision.reasons) + citation_reasons(claim, cites.supported)
+        notes = list(item.prechecks.notes) if item.prechecks else []
+        reasons = list(decision.reasons) + citation_reasons(claim, cites.supported) + notes
         mark = item.confidence.mark if item.confidence else None
         verdict = base.model_copy(
             update={
@@ -520,6 +538,8 @@ class NliJudge:
             checked_claims=work.checked_claims,
             contradiction_min_coverage=self._thresholds.contradiction_min_coverage,
             composed=None if item.composed is None else lookup[(item.composed.text, hypothesis)],
+            case_evidence=work.case_evidence,
+            record_confirmed=checks.record_confirmed,
         )
         return claim_signals(found)
 
@@ -560,9 +580,16 @@ class NliJudge:
 # ------------------------------------------------------------------------------ helpers
 
 
+def _record_limits(cases: CaseContext) -> tuple[str, ...]:
+    """A record too large to type whole is named on the judgement, as every cap is."""
+    if not cases.capped:
+        return ()
+    return (f"LIMIT_RECORD_FIELDS: only the first {MAX_FIELDS} record fields were typed",)
+
+
 def _regime_flags(name: str, regimes: Collection[str]) -> dict[str, float]:
     """``{name}_{regime}``: 1.0 where the behaviour is on, for every regime."""
-    return {f"{name}_{regime}": float(regime in regimes) for regime in REGIMES}
+    return {f"{name}_{regime}": float(regime in regimes) for regime in ALL_REGIMES}
 
 
 def _optional(name: str, value: float | None) -> dict[str, float]:

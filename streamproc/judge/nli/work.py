@@ -55,13 +55,14 @@ class AnswerWork:
     shortlist: list[int] | None = None
     checked_claims: int = 0
     structured_evidence: bool = False
+    case_evidence: bool = False
     limits: tuple[str, ...] = ()
 
     @property
     def regime(self) -> str:
-        """``record``, ``question`` or ``task`` (:func:`regime`),
-        as the claims' signals say it."""
-        return regime(self.structured_evidence, bool(self.answer.question))
+        """``case``, ``record``, ``question`` or ``task`` (:func:`regime`), as the claims'
+        signals say it."""
+        return regime(self.structured_evidence, bool(self.answer.question), self.case_evidence)
 
     @property
     def shape(self) -> Decomposition:

@@ -156,12 +156,16 @@ def _numeric_date(text: str) -> list[int] | None:
 
 
 def _clock_token(text: str) -> tuple[int, int] | None:
-    """(hour, minute) of "07:45", "9:45", "7.45" is not one (a decimal)."""
+    """(hour, minute) of "07:45", "9:45" ("7.45" is not one: a decimal). An hour written
+    with a leading zero is a 24-hour time: it comes back marked (plus ``_TWENTY_FOUR``),
+    so that :func:`_clock_readings` never reads it as 7:45 pm too."""
     hour, sep, minute = text.partition(":")
     if not sep or not hour.isdigit() or not minute[:2].isdigit() or len(hour) > 2:
         return None
     h, m = int(hour), int(minute[:2])
-    return (h, m) if h < 24 and m < 60 else None
+    if h >= 24 or m >= 60:
+        return None
+    return (h + _TWENTY_FOUR, m) if len(hour) == 2 and hour[0] == "0" else (h, m)
 
 
 class DateReader:
@@ -368,7 +372,14 @@ class DateReader:
         text = value.strip()
         if not text or len(text) > _MAX_FIELD_CHARS or not any(c.isdigit() for c in text):
             return None
+        if text.replace(" ", "").isdigit():
+            return None  # "4500017311": an id or a count, never a timestamp
+        if not (any(c in text for c in ":/-.") or self._names_a_month(text)):
+            return None  # "731 De La Guerra Plz": no date written
         return _recorded(text, self.languages[0], self.date_order)
+
+    def _names_a_month(self, text: str) -> bool:
+        return any(w.lower in self._vocabulary.months for w in words(text))
 
 
 def _next_to_number(tokens: Sequence[Word], index: int) -> bool:
@@ -406,12 +417,19 @@ def _numeric_readings(parts: list[int], order: str) -> tuple[date, ...]:
     return tuple(dict.fromkeys(out))
 
 
+_TWENTY_FOUR: Final = 100  # marks an hour written as "06": a 24-hour clock
+
+
 def _clock_readings(
     clocks: Sequence[tuple[int, int]], meridiem: str | None
 ) -> tuple[tuple[int, int], ...]:
+    """The (hour, minute) each clock may be: "7:45 pm" 19:45; "7:45" 07:45 or 19:45;
+    "07:45" 07:45 alone."""
     out: list[tuple[int, int]] = []
     for hour, minute in clocks:
-        if meridiem is not None and 1 <= hour <= 12:
+        if hour >= _TWENTY_FOUR:
+            out.append((hour - _TWENTY_FOUR, minute))
+        elif meridiem is not None and 1 <= hour <= 12:
             pm = meridiem.startswith("p")
             out.append(((hour % 12) + (12 if pm else 0), minute))
         elif hour <= 12 and meridiem is None:
@@ -474,6 +492,7 @@ def _time_range(text: str) -> tuple[time, ...]:
             else:
                 return ()
         hour, minute = clock
+        hour = hour - _TWENTY_FOUR if hour >= _TWENTY_FOUR else hour
         if meridiem is not None and 1 <= hour <= 12:
             hour = hour % 12 + (12 if meridiem == "pm" else 0)
         out.append(time(hour, minute))

@@ -39,7 +39,7 @@ from streamproc.judge.records.reports import ClaimReading, read_claim
 from streamproc.judge.records.states import check_states
 from streamproc.judge.records.value_checks import check_values
 
-__all__ = ["CaseCheck", "CaseChecker", "CaseContext", "check_record"]
+__all__ = ["CaseCheck", "CaseChecker", "CaseContext", "check_record", "is_case_evidence"]
 
 # Objects too general to ground an action on their own: "I've updated your account".
 _GENERAL: frozenset[str] = frozenset(
@@ -76,59 +76,85 @@ class CaseChecker:
         self.lifecycles = lifecycles or load_lifecycles()
         self.locale = self.readers.money.locale
 
-    def for_answer(self, answer: AnswerEvent) -> CaseContext | None:
-        """The checks for one answer's claims; None when it has no record or tool result."""
-        if not any(e.kind in (EvidenceKind.RECORD, EvidenceKind.TOOL_RESULT) for e in answer.evidence):
-            return None
+    def describe(self) -> dict[str, str]:
+        """What an auditor needs to replay a record check: the locale numbers and dates
+        were read in, and which lifecycles (files and a hash of their content)."""
+        return {"records_locale": self.locale, "lifecycles": self.lifecycles.describe()}
+
+    def for_answer(self, answer: AnswerEvent) -> CaseContext:
+        """The checks for one answer's claims (read nothing until a claim needs it)."""
         return CaseContext(self, answer)
+
+
+def is_case_evidence(evidence: Sequence[EvidenceItem]) -> bool:
+    """A customer's case: a tool result, or a record with fields (not a listing given
+    only as text to describe)."""
+    return any(
+        e.kind is EvidenceKind.TOOL_RESULT or (e.kind is EvidenceKind.RECORD and bool(e.fields))
+        for e in evidence
+    )
 
 
 @dataclass
 class CaseContext:
-    """One answer's typed evidence and the thing its last claim talked about."""
+    """One answer's typed evidence (read on first use) and the thing its last claim
+    talked about."""
 
     checker: CaseChecker
     answer: AnswerEvent
-    facts: CaseFacts = field(init=False)
-    calls: list[Call] = field(init=False)
+    case_evidence: bool = field(init=False)
+    has_records: bool = field(init=False)
+    _facts: CaseFacts | None = None
+    _calls: list[Call] | None = None
     _carried: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        self.facts = CaseFacts(
-            self.answer.evidence, self.answer.question, self.answer.occurred_at, self.checker.readers
+        self.case_evidence = is_case_evidence(self.answer.evidence)
+        self.has_records = any(
+            e.kind in (EvidenceKind.RECORD, EvidenceKind.TOOL_RESULT) for e in self.answer.evidence
         )
-        self.calls = calls_of(self.facts.executed + self.facts.refused, self.checker.lifecycles)
+
+    @property
+    def facts(self) -> CaseFacts:
+        if self._facts is None:
+            answer = self.answer
+            self._facts = CaseFacts(
+                answer.evidence, answer.question, answer.occurred_at, self.checker.readers
+            )
+        return self._facts
+
+    @property
+    def calls(self) -> list[Call]:
+        if self._calls is None:
+            facts = self.facts
+            self._calls = calls_of(facts.executed + facts.refused, self.checker.lifecycles)
+        return self._calls
 
     @property
     def capped(self) -> bool:
-        return self.facts.capped
+        return self._facts is not None and self._facts.capped
 
     def check(self, claim: str) -> CaseCheck:
         """The record check of one claim (claims of an answer are checked in order, so
         "it" can mean what the claim before named)."""
-        facts = self.facts
+        if not self.has_records:
+            return _without_records(claim, self.checker.lifecycles)
         reading = read_claim(claim, self.checker.lifecycles, self._carried)
         if reading.entities:
             self._carried = reading.last_entity
-        about_case = facts.has_fields or reading.first_person or reading.addresses_customer
+        about_case = self.case_evidence or reading.first_person or _names_an_id(claim)
+        if not about_case:
+            return CaseCheck()  # a listing's description: its values are the value checks'
+        facts = self.facts
         refused = reported_done(claim, reading, facts, self.calls, self.checker.lifecycles)
         if refused is not None:
             return CaseCheck(refused)
-        if about_case:
-            ungrounded = self._ungrounded(reading)
-            if ungrounded is not None:
-                return CaseCheck(ungrounded)
-        values = read_values(claim, self.checker.readers, self.answer.occurred_at, dates=bool(facts.times))
-        if not about_case and not values.ids:
-            return CaseCheck()
-        checked = check_values(values, facts, reading.stems, claim)
-        notes = tuple(
-            f"{RecordReason.FIELD_UNPARSED.value}: {t.ref.evidence_id} {t.ref.name} = "
-            f"{str(t.ref.leaf.value)[:60]!r} is not a date or time"
-            for t in facts.unparsed
-        ) if values.dates else ()
-        if checked.mismatch is not None:
-            return CaseCheck(checked.mismatch, checked.confirmations, notes)
+        values = read_values(
+            claim,
+            self.checker.readers,
+            self.answer.occurred_at,
+            dates=bool(facts.times or facts.unparsed),
+        )
         named = frozenset(
             typed.ref.evidence_id
             for ident in values.ids
@@ -136,6 +162,22 @@ class CaseContext:
             if normal == ident.normal
         )
         states = check_states(reading, facts, self.checker.lifecycles, self.calls, named)
+        if about_case:
+            settled_by_state = states.mismatch is not None or states.confirmation is not None
+            ungrounded = self._ungrounded(reading, settled_by_state)
+            if ungrounded is not None:
+                return CaseCheck(ungrounded)
+        reports_fact = any(
+            a.done and a.mode.fact for a in reading.actions
+        ) or any(s.mode.fact for s in reading.states)
+        checked = check_values(values, facts, reading.stems, claim, reports_fact=reports_fact)
+        notes = tuple(
+            f"{RecordReason.FIELD_UNPARSED.value}: {t.ref.evidence_id} {t.ref.name} = "
+            f"{str(t.ref.leaf.value)[:60]!r} is not a date or time"
+            for t in facts.unparsed
+        ) if values.dates else ()
+        if checked.mismatch is not None:
+            return CaseCheck(checked.mismatch, checked.confirmations, notes)
         if states.mismatch is not None:
             return CaseCheck(states.mismatch, checked.confirmations, notes)
         confirmations = list(checked.confirmations)
@@ -146,21 +188,24 @@ class CaseContext:
             confirmations.append(acknowledged)
         return CaseCheck(None, tuple(confirmations), notes, checked.unconfirmed)
 
-    def _ungrounded(self, reading: ClaimReading) -> RecordFinding | None:
+    def _ungrounded(self, reading: ClaimReading, settled_by_state: bool) -> RecordFinding | None:
         """An action the agent reports doing ("I've added a voucher", "a late fee has been
         added to your invoice") that neither a call, a record's state nor a record's
-        words account for."""
+        words account for. A verb that names a state a record holds ("your claim has
+        been submitted") is the state check's to judge."""
         facts = self.facts
         called = {s for call in self.calls if call.record.executed for s in call.verbs | call.things}
         for action in reading.actions:
             if not action.done or action.mode.negated or not action.mode.fact:
                 continue
-            if action.verb in LOOKUP_VERBS or not (action.agentive or reading.addresses_customer):
-                continue
+            if action.verb in LOOKUP_VERBS or not (action.agentive or action.yours):
+                continue  # only what the agent did, or what was done to "your ..."
             if action.verb in called or action.verb in facts.vocabulary:
                 continue
-            if any(s.start < action.end and action.start < s.end for s in reading.states):
-                continue  # a state phrase ("has been shipped"): the state check's to judge
+            if settled_by_state and any(
+                s.start < action.end and action.start < s.end for s in reading.states
+            ):
+                continue
             objects = action.objects - _GENERAL
             if not objects or objects & (facts.vocabulary | called):
                 continue
@@ -172,6 +217,49 @@ class CaseContext:
                 claim_value=action.written,
             )
         return None
+
+
+_PERSONAL: tuple[str, ...] = ("i ", "i'", "i\u2019", "we ", "we'", "we\u2019", "your ")
+
+
+def _without_records(claim: str, lifecycles: Lifecycles) -> CaseCheck:
+    """An answer with no record and no tool result: what the agent says it did ("I have
+    refunded your order") or what it says happened to the case ("your refund has been
+    issued") has nothing behind it. Other claims are the passages' to ground."""
+    lowered = f" {claim.lower()}"
+    if not any(f" {p}" in lowered for p in _PERSONAL):
+        return CaseCheck()
+    reading = read_claim(claim, lifecycles)
+    for action in reading.actions:
+        if not action.done or action.mode.negated or not action.mode.fact:
+            continue
+        if action.verb in LOOKUP_VERBS or not (action.agentive or action.yours):
+            continue
+        if not action.agentive and not any(
+            s.mode.fact and not s.mode.negated and s.start <= action.start < s.end
+            for s in reading.states
+        ):
+            continue  # "your X has been ..." counts when it names a state of the case
+        return CaseCheck(
+            RecordFinding(
+                RecordReason.CLAIM_WITHOUT_TOOL_EVIDENCE,
+                VerdictLabel.UNSUPPORTED,
+                f"the claim reports '{action.written}' done about this case; the answer "
+                "has no record or tool result",
+                claim_value=action.written,
+            )
+        )
+    return CaseCheck()
+
+
+def _names_an_id(claim: str) -> bool:
+    """A token with letters and digits, or a long digit run: perhaps this case's id."""
+    for piece in claim.split():
+        core = piece.strip(".,;:()[]#")
+        digits = sum(c.isdigit() for c in core)
+        if digits >= 4 or (digits and any(c.isalpha() for c in core) and len(core) >= 4):
+            return True
+    return False
 
 
 def check_record(
@@ -196,8 +284,7 @@ def check_record(
         answer=claim,
         evidence=list(evidence),
     )
-    context = (checker or _default_checker()).for_answer(event)
-    return None if context is None else context.check(claim).first
+    return (checker or _default_checker()).for_answer(event).check(claim).first
 
 
 _DEFAULT: list[CaseChecker] = []

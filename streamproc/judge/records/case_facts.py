@@ -91,7 +91,7 @@ _MONEY_KEYS: Final = _key_words(
 _CURRENCY_KEYS: Final = _key_words("currency ccy currencycode")
 _ID_KEYS: Final = _key_words(
     "id number no nr num ref reference code pnr locator confirmation tracking awb iban "
-    "sku serial plate registration imei"
+    "sku serial plate registration imei flight train seat room gate platform"
 )
 _STATE_KEYS: Final = _key_words("status state stage phase result outcome decision")
 _PERSON_KEYS: Final = _key_words(
@@ -105,7 +105,7 @@ _PERSON_KEYS: Final = _key_words(
 _PLACE_KEYS: Final = _key_words(
     "city airport origin destination from to branch clinic practice location site depot "
     "hub warehouse store shop office station terminal address hotel property venue "
-    "pickup dropoff return facility centre center region country locker point"
+    "pickup dropoff return facility centre center region country locker point club gym"
 )
 _DATE_HINTS: Final = _key_words(
     "date time at on day deadline due expiry expires expiration start end from until "
@@ -228,7 +228,8 @@ class CaseFacts:
                 return
             if keys & _ID_KEYS and isinstance(value, int):
                 self.ids.append((_normal(str(value)), typed))
-            if keys & _MONEY_KEYS or (currency and not keys & _ID_KEYS):
+                return  # "po": 4500017311 is a name, not a number of things
+            if keys & _MONEY_KEYS or currency:
                 self.money.append((number, currency, typed))
             self.quantities.append((number, typed))
             return
@@ -274,7 +275,7 @@ class CaseFacts:
                 return typed.ref
         if any(money.matches(m.value, m.currency) for m in self.text_money):
             return True
-        return any(money.matches(value, None) for value in self.derived_money)
+        return any(money.matches(value, currency) for value, currency in self.derived_money)
 
     def has_word(self, word: str) -> bool:
         """Is the (folded) word one of the evidence's words?"""
@@ -327,9 +328,12 @@ def _normal(text: str) -> str:
 
 
 def _mixed(text: str) -> bool:
-    """ "RF-2291", "LX1583": letters and digits in one token."""
+    """ "RF-2291", "LX1583", "AC 113": letters and digits in one code."""
+    parts = text.split()
+    if len(parts) == 2 and len(parts[0]) == 2 and parts[0].isalnum() and parts[1].isdigit():
+        return True  # a flight number written with a space
     return (
-        " " not in text.strip()
+        len(parts) == 1
         and any(c.isalpha() for c in text)
         and any(c.isdigit() for c in text)
         and len(text) <= 40
@@ -347,15 +351,17 @@ def _currency(record: Record) -> str | None:
 
 def _derived(
     money: Sequence[tuple[Decimal, str | None, Typed]], quantities: Sequence[tuple[Decimal, Typed]]
-) -> frozenset[Decimal]:
-    """Amounts a reader works out from the record: the sum or difference of two amounts,
-    an amount times a small count ("4 x 38.50")."""
-    values = list(dict.fromkeys(abs(v) for v, _, _ in money))[:_MAX_DERIVED]
-    out = set(values)
-    for a, b in combinations(values, 2):
-        out |= {a + b, abs(a - b)}
+) -> frozenset[tuple[Decimal, str | None]]:
+    """Amounts a reader works out from the records, with their currency (None when the
+    two differ or none is known): the sum or difference of two amounts, an amount times
+    a small count ("4 x 38.50")."""
+    values = list(dict.fromkeys((abs(v), c) for v, c, _ in money))[:_MAX_DERIVED]
+    out: set[tuple[Decimal, str | None]] = set()
+    for (a, ca), (b, cb) in combinations(values, 2):
+        currency = ca if ca == cb else None
+        out |= {(a + b, currency), (abs(a - b), currency)}
     counts = [q for q, _ in quantities if q == q.to_integral_value() and 1 < q <= 50][:20]
-    out |= {v * c for v in values for c in counts}
+    out |= {(v * n, c) for v, c in values for n in counts}
     return frozenset(out)
 
 

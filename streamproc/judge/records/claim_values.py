@@ -454,8 +454,8 @@ def _cue(pieces: Sequence[Token], first: int, last: int) -> tuple[str, frozenset
     if roles:
         return "person", frozenset(roles)
     inside = {stem(p.lower) for p in pieces[first : last + 1]} & _PLACE_WORDS
-    after = pieces[last + 1].lower if last + 1 < len(pieces) else ""
-    places = inside | ({stem(after)} & _PLACE_WORDS)
+    after = {stem(p.lower) for p in pieces[last + 1 : last + 3]} & _PLACE_WORDS
+    places = inside | after  # "our Milan service centre"
     if places:
         return "place", frozenset(places)
     if before and before[-1] in _PLACE_PREPOSITIONS:

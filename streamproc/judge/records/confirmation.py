@@ -2,8 +2,8 @@
 
 A number the model wrote with a low probability is accepted when a record carries it
 (``confirmed_values``), so sentence confidence does not count "$118.84" as shaky beside a
-refund of 118.84. Kept apart from :mod:`.case_check` because it judges no claim: it compares
-values the way :mod:`.amounts` and :mod:`.identifiers` do, over every executed record.
+refund of 118.84. Kept apart from :mod:`.case_check` because it judges no claim: it reads
+amounts as :mod:`.money` does and identifiers as written, over every executed record.
 """
 
 from __future__ import annotations
@@ -11,15 +11,30 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from streamproc.events import EvidenceItem
-from streamproc.judge.records.amounts import parse_amount, record_amounts
 from streamproc.judge.records.common import records_of
-from streamproc.judge.records.identifiers import norm_id, same_id
+from streamproc.judge.records.money import parse_amount
 from streamproc.judge.rules.confidence import specific_spans
 
 __all__ = [
     "confirmed_by_records",
     "confirmed_values",
+    "same_id",
 ]
+
+
+def _normal(value: str) -> str:
+    return "".join(c for c in value.upper() if c.isalnum())
+
+
+def _bare(normal: str) -> str:
+    """Without a kind prefix and leading zeros: "PO4500" and "04500" are "4500"."""
+    return normal.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ").lstrip("0")
+
+
+def same_id(a: str, b: str) -> bool:
+    """Equal up to case, separators, a kind prefix ("PO-4500" = "4500") or leading zeros."""
+    x, y = _normal(a), _normal(b)
+    return x == y or (bool(_bare(x)) and _bare(x) == _bare(y))
 
 
 def confirmed_by_records(evidence: Sequence[EvidenceItem]) -> Callable[[str], bool]:
@@ -30,9 +45,25 @@ def confirmed_by_records(evidence: Sequence[EvidenceItem]) -> Callable[[str], bo
     confirm: their arguments were asked for, not done.
     """
     records = [r for r in records_of(evidence) if r.executed]
-    amounts = [(value, currency) for r in records for _, value, currency in record_amounts(r)]
-    written = [str(leaf.value) for r in records for leaf in r.leaves if leaf.value is not None]
-    written += [n for r in records for n in r.numbers()]
+    amounts = []
+    written = []
+    for record in records:
+        currency = next(
+            (
+                str(leaf.value).strip().upper()
+                for leaf in record.leaves
+                if leaf.path and str(leaf.path[-1]).lower() == "currency"
+            ),
+            None,
+        )
+        for leaf in record.leaves:
+            if leaf.value is None or isinstance(leaf.value, bool):
+                continue
+            text = str(leaf.value)
+            written.append(text)
+            parsed = parse_amount(text) if len(text) <= 40 else None
+            if parsed is not None:
+                amounts.append((parsed[0], parsed[1] or currency))
 
     def confirmed(value: str) -> bool:
         parsed = parse_amount(value)
@@ -41,7 +72,7 @@ def confirmed_by_records(evidence: Sequence[EvidenceItem]) -> Callable[[str], bo
             for v, c in amounts
         ):
             return True
-        return bool(norm_id(value)) and any(same_id(value, w) for w in written)
+        return bool(_normal(value)) and any(same_id(value, w) for w in written)
 
     return confirmed
 

@@ -16,6 +16,7 @@ for review".
 
 from __future__ import annotations
 
+import hashlib
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -104,11 +105,14 @@ class Lifecycles:
     """Every lifecycle the judge knows, by name, with the lookups claims need built once:
     which lifecycles a noun names, and what each phrase names in each lifecycle."""
 
-    __slots__ = ("by_name", "longest_phrase", "nouns", "phrases", "progressive", "source")
+    __slots__ = (
+        "by_name", "longest_phrase", "nouns", "phrases", "progressive", "sha256", "source"
+    )  # fmt: skip
 
-    def __init__(self, by_name: Mapping[str, Lifecycle], source: str) -> None:
+    def __init__(self, by_name: Mapping[str, Lifecycle], source: str, sha256: str = "") -> None:
         self.by_name = dict(by_name)
         self.source = source
+        self.sha256 = sha256
         nouns: dict[tuple[str, ...], dict[str, None]] = {}
         phrases: dict[tuple[str, ...], dict[str, frozenset[str]]] = {}
         for cycle in self.by_name.values():
@@ -124,6 +128,10 @@ class Lifecycles:
         self.progressive = frozenset(
             key for cycle in self.by_name.values() for key in cycle.progressive
         )
+
+    def describe(self) -> str:
+        """ "lifecycles.toml sha256:1a2b..." - the files and a hash of their text."""
+        return f"{self.source} sha256:{self.sha256}" if self.sha256 else self.source
 
     def for_noun(self, noun: str) -> tuple[str, ...]:
         """The names of the lifecycles ``noun`` names ("parcel" -> shipment)."""
@@ -199,11 +207,15 @@ def load_lifecycles(extra: Path | None = None) -> Lifecycles:
     built_in = files("streamproc.judge.records").joinpath(BUILT_IN).read_text(encoding="utf-8")
     cycles = _parse(built_in, BUILT_IN)
     source = BUILT_IN
+    digest = hashlib.sha256(built_in.encode())
     if extra is not None:
         try:
             text = extra.read_text(encoding="utf-8")
         except OSError as error:
             raise LifecycleError(f"cannot read lifecycles file {extra}: {error.strerror}") from None
+        except UnicodeDecodeError:
+            raise LifecycleError(f"lifecycles file {extra} is not UTF-8 text") from None
         cycles.update(_parse(text, str(extra)))
-        source = f"{BUILT_IN} + {extra}"
-    return Lifecycles(cycles, source)
+        source = f"{BUILT_IN} + {extra.name}"
+        digest.update(text.encode())
+    return Lifecycles(cycles, source, digest.hexdigest()[:16])

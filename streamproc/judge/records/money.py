@@ -25,7 +25,7 @@ from typing import Final
 from babel import Locale, UnknownLocaleError
 from babel.numbers import NumberFormatError, get_currency_name, list_currencies, parse_decimal
 
-__all__ = ["DEFAULT_LOCALE", "Money", "MoneyReader"]
+__all__ = ["DEFAULT_LOCALE", "Money", "MoneyReader", "parse_amount"]
 
 DEFAULT_LOCALE: Final = "en_US"
 # Tried after the configured locale, for numbers only one of them can parse.
@@ -82,7 +82,7 @@ class MoneyReader:
         self._locales = tuple(dict.fromkeys((self.locale, *_FALLBACK_LOCALES)))
         self._codes = frozenset(list_currencies())
         self._symbols = _symbols((self.locale, *_SYMBOL_LOCALES))
-        self._names = _names(self._codes, parsed)
+        self._names = _names(self._codes, parsed, frozenset(self._symbols.values()))
 
     # -- numbers ------------------------------------------------------------------------
 
@@ -177,10 +177,14 @@ def _symbols(locales: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def _names(codes: Iterable[str], locale: Locale) -> dict[str, str | None]:
+def _names(
+    codes: Iterable[str], locale: Locale, common: frozenset[str]
+) -> dict[str, str | None]:
     """Lower-case currency name -> code, or None when names clash: "euro", "euros" ->
     EUR; "dollars" -> None (US, Canadian, Australian...). A whole name beats another
-    currency's last word ("euros" is EUR, though "WIR euros" end so too)."""
+    currency's last word ("euros" is EUR, though "WIR euros" end so too); a last word
+    counts only for currencies with a symbol of their own (not "units" of the Chilean
+    unit of account)."""
     whole: dict[str, set[str]] = {}
     last: dict[str, set[str]] = {}
     languages = dict.fromkeys((locale, Locale.parse("en")))
@@ -192,7 +196,19 @@ def _names(codes: Iterable[str], locale: Locale) -> dict[str, str | None]:
                 except (KeyError, ValueError):
                     continue
                 whole.setdefault(name, set()).add(code)
-                last.setdefault(name.split()[-1], set()).add(code)
+                if code in common:
+                    last.setdefault(name.split()[-1], set()).add(code)
     out = {name: (found.pop() if len(found) == 1 else None) for name, found in last.items()}
     out.update({name: found.pop() for name, found in whole.items() if len(found) == 1})
     return out
+
+
+@lru_cache(maxsize=4)
+def _reader(locale: str) -> MoneyReader:
+    return MoneyReader(locale)
+
+
+def parse_amount(text: str, locale: str = DEFAULT_LOCALE) -> tuple[Decimal, str | None] | None:
+    """ "€1,200.00" -> (1200.00, "EUR"), "1.200,50 €" -> (1200.50, "EUR"), "7" -> (7, None):
+    :meth:`MoneyReader.amount` in ``locale``."""
+    return _reader(locale).amount(text)

@@ -15,7 +15,7 @@ from typing import Any, Final, Literal
 
 from streamproc.events import EvidenceItem
 from streamproc.judge.records import value_parse as vp
-from streamproc.judge.records.amounts import parse_amount
+from streamproc.judge.records.money import parse_amount
 from streamproc.judge.records.value_parse import CONCEPTS, Concept
 from streamproc.judge.text.evidence import FieldLeaf, readable_field, record_leaves
 

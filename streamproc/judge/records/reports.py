@@ -49,7 +49,7 @@ _REQUESTS: Final = frozenset(
     stem(w)
     for w in (
         "asked ask requested request requesting tried try attempted attempt wanted want "
-        "wish submitted applied hoping wondering"
+        "wish hoping wondering"
     ).split()
 )
 _REFUSALS: Final = frozenset(
@@ -78,6 +78,7 @@ _NOUN_ENDINGS: Final = ("tion", "sion", "ment", "ance", "ence")
 _CLAUSE_BREAKS: Final = frozenset({"but", "however", "although", "though", "whereas", "while",
                                    "so", "because", "since", "and"})  # fmt: skip
 _PRONOUNS: Final = frozenset({"it", "this", "that", "they", "them"})
+_RELATIVE: Final = frozenset({"which", "who", "whom", "whose", "where"})
 _FIRST_PERSON: Final = frozenset({"i", "we"})
 
 
@@ -110,6 +111,7 @@ class ActionReport:
     objects: frozenset[str]  # stems of the words the action is about
     done: bool = True  # False: reported as not done ("I couldn't cancel")
     again: bool = False  # "re-submitted": done once more (a retry)
+    yours: bool = False  # a passive said of "your ..." ("your card has been charged")
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,8 +294,10 @@ def _actions(ws: Sequence[Word], lowers: Sequence[str], starts: Sequence[int]) -
         if not done or (before == "be" and back > 0 and lowers[back - 1] == "to"):
             continue  # "has to be sent": an obligation, not a deed
         objects = _objects_after(lowers, index, starts, [w.text for w in ws])
+        yours = False
         if not agentive:  # passive: the thing acted on is the subject, before the verb
             objects |= _subject_before(lowers, starts[index], back)
+            yours = "your" in lowers[:back]  # "Your manager, Sofia, has raised ..."
         again = index > 0 and lowers[index - 1] == "re"  # "re-submitted": done again
         out.append(
             ActionReport(
@@ -305,6 +309,7 @@ def _actions(ws: Sequence[Word], lowers: Sequence[str], starts: Sequence[int]) -
                 mode=_mode(lowers, starts[index], index, _clause_end(starts, index)),
                 agentive=agentive,
                 objects=objects,
+                yours=yours,
             )
         )
     return out
@@ -401,7 +406,7 @@ def _objects_after(
 
 def _subject_before(lowers: Sequence[str], first: int, aux: int) -> frozenset[str]:
     out = set()
-    skipped = _DETERMINERS | _LINKS | _OBJECT_STOPS | _NEGATIONS | _MODALS | _PRONOUNS
+    skipped = _DETERMINERS | _LINKS | _OBJECT_STOPS | _NEGATIONS | _MODALS | _PRONOUNS | _RELATIVE
     for at in range(max(first, aux - 4), aux):
         word = lowers[at]
         if word in skipped or not word.isalpha() or word in _CLAUSE_BREAKS:

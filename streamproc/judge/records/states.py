@@ -74,7 +74,8 @@ def _done_by_call(report: StateReport, calls: Sequence[Call], cycle: str) -> boo
     wanted = report.states.get(cycle, frozenset())
     said = {w.stem for w in words(report.phrase)}
     return any(
-        c.record.executed and ((cycle in c.lifecycles and c.effects & wanted) or c.verbs & said)
+        c.record.executed
+        and ((cycle in c.lifecycles and c.effects & wanted) or (c.verbs | c.things) & said)
         for c in calls
     )
 

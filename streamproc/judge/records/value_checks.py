@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
+from decimal import Decimal
 from typing import Final
 
 from streamproc.events import VerdictLabel
@@ -86,6 +87,10 @@ class _Result:
         self.mismatch = self.mismatch or finding
 
 
+_BARE_DAYS: Final = frozenset(
+    {"today", "tomorrow", "yesterday", "tonight", "this morning", "this afternoon",
+     "this evening", "later today", "today or tomorrow"}
+)  # fmt: skip
 _ROUNDING: Final = frozenset("about around approximately roughly approx circa".split())
 # Keys of a record's totals: "3,410 points" may be its balance, not one transaction's.
 _TOTAL_KEYS: Final = frozenset(
@@ -94,13 +99,20 @@ _TOTAL_KEYS: Final = frozenset(
 
 
 def check_values(
-    values: ClaimValues, facts: CaseFacts, stems: frozenset[str], claim: str = ""
+    values: ClaimValues,
+    facts: CaseFacts,
+    stems: frozenset[str],
+    claim: str = "",
+    *,
+    reports_fact: bool = True,
 ) -> ValueCheck:
     """Every typed value of one claim against the records; the first mismatch wins.
 
     A time may be a recorded one moved by a period the claim writes ("in 30 minutes"),
     or - when the claim rounds ("should open again at about 16:01") - by one the evidence
-    writes (a 30-minute lock)."""
+    writes (a 30-minute lock). A bare relative day ("today") is read only in a claim that
+    reports something done or a state ("it was delivered today"), not in advice ("it's
+    worth calling them today")."""
     result = _Result()
     periods = set(durations(claim))
     if {w.lower for w in words(claim)} & _ROUNDING:
@@ -108,7 +120,12 @@ def check_values(
     _ids(values.ids, facts, result)
     _money(values.money, facts, stems, result)
     _counts(values.counts, facts, result)
-    _dates(values.dates, facts, stems, result, periods)
+    mentions = [
+        m
+        for m in values.dates
+        if reports_fact or not (m.relative and m.written.strip().lower() in _BARE_DAYS)
+    ]
+    _dates(mentions, facts, stems, result, periods)
     _names(values.names, facts, result)
     return ValueCheck(result.mismatch, tuple(result.confirmations), result.unconfirmed)
 
@@ -228,8 +245,9 @@ def _counts(counts: Sequence[CountValue], facts: CaseFacts, result: _Result) -> 
             and value == value.to_integral_value()
             and all(value != s.value for s in siblings)
         ]
-        if beside:
-            result.fail(_mismatch(RecordReason.COUNT_MISMATCH, count.written, "count", beside[0].ref))
+        if beside:  # shown: the record's number nearest the claim's ("80" beside 90)
+            nearest = min(beside, key=lambda t: abs(_number(t.ref.leaf.value) - count.value))
+            result.fail(_mismatch(RecordReason.COUNT_MISMATCH, count.written, "count", nearest.ref))
 
 
 def _difference(count: CountValue, named: Sequence[Typed], facts: CaseFacts) -> bool:
@@ -238,6 +256,13 @@ def _difference(count: CountValue, named: Sequence[Typed], facts: CaseFacts) -> 
     return any(
         count.value in (a + b, abs(a - b)) for i, a in enumerate(values) for b in values[i + 1 :]
     )
+
+
+def _number(value: object) -> Decimal:
+    try:
+        return Decimal(str(value))
+    except ArithmeticError:
+        return Decimal(0)
 
 
 def _count_in_texts(count: CountValue, facts: CaseFacts) -> bool:
@@ -259,9 +284,10 @@ def _add_business_days(day: date, count: int) -> date:
 
 
 def _candidate_days(facts: CaseFacts) -> list[tuple[date, FieldRef | None]]:
-    """Recorded days, the answer's day, and each moved by a period the evidence names."""
-    base: list[tuple[date, FieldRef | None]] = [(t.day, typed.ref) for t, typed in facts.date_fields() if t.day]
-    base.append((facts.now.date(), None))
+    """Recorded days, and each moved by a period the evidence names."""
+    base: list[tuple[date, FieldRef | None]] = [
+        (t.day, typed.ref) for t, typed in facts.date_fields() if t.day
+    ]
     out = list(base)
     days = [d for d in facts.durations if d >= timedelta(days=1) and d.seconds == 0]
     for day, ref in base:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from streamproc.events import AnswerEvent, ClaimClass, ConfidenceMark, VerdictLabel
 from streamproc.judge.nli.retrieval import names
-from streamproc.judge.records.case_check import check_record
+from streamproc.judge.records.case_check import CaseCheck
 from streamproc.judge.records.structured import StructuredEvidence, ValueFinding, ValueReason
 from streamproc.judge.rules.comparisons import ComparisonFinding, check_comparison, parse_question
 from streamproc.judge.rules.confidence import SentenceConfidence
@@ -59,6 +59,9 @@ class Prechecks:
     unknown_numbers: int = 0
     unknown_names: int = 0
     values: tuple[ValueFinding, ...] = ()
+    notes: tuple[str, ...] = ()
+    """Said on the verdict whatever decides it (a record field that did not parse)."""
+    record_confirmed: int = 0
 
     def count(self, reason: ValueReason) -> int:
         return sum(v.reason is reason for v in self.values)
@@ -71,18 +74,34 @@ def precheck(
     facts: EvidenceFacts,
     *,
     soft_rules: bool,
+    case: CaseCheck | None = None,
+    case_regime: bool = False,
 ) -> Prechecks:
-    """Levels 1 and 2a, record values, then the name and number rules."""
+    """Levels 1 and 2a - token confidence, then the record checks (``case``, computed by
+    the caller for every claim of an answer with records, in order) - then record values
+    and the name and number rules. In the case regime (records with fields, tool
+    results) the typed record checks are the deterministic level: the name and number
+    rules stay signals there, never reasons or verdicts."""
     if confidence is not None and confidence.mark is ConfidenceMark.CUT:
         return Prechecks(Settled(VerdictLabel.UNSUPPORTED, 0.0, tuple(confidence.reasons)))
-    if claim.claim_class is ClaimClass.RECORD:
-        finding = check_record(claim.text, answer.evidence)
-        if finding is not None and finding.verdict is not None:
-            ids = (finding.evidence_id,) if finding.evidence_id else ()
-            return Prechecks(Settled(finding.verdict, 0.0, (finding.reason_text,), ids))
-    values = tuple(facts.structured.compare(claim.text)) if not facts.structured.empty else ()
+    notes = case.notes if case is not None else ()
+    confirmed = len(case.confirmations) if case is not None else 0
+    if case is not None and case.finding is not None and case.finding.verdict is not None:
+        finding = case.finding
+        ids = (finding.evidence_id,) if finding.evidence_id else ()
+        settled = Settled(finding.verdict, 0.0, (finding.reason_text,), ids)
+        return Prechecks(settled, notes=notes, record_confirmed=confirmed)
     unnamed = sorted(n for n in names(claim.text) if not known_name(n, facts.names_text))
     missing = sorted(numbers(claim.text) - facts.numbers)
+    if case_regime:
+        return Prechecks(
+            None,
+            unknown_numbers=len(missing),
+            unknown_names=len(unnamed),
+            notes=notes,
+            record_confirmed=confirmed,
+        )
+    values = tuple(facts.structured.compare(claim.text)) if not facts.structured.empty else ()
     if claim.claim_class is ClaimClass.DOCUMENT:
         topic = _topic_check(claim, facts, len(unnamed) + len(missing))
         if topic is not None:
@@ -112,7 +131,7 @@ def precheck(
     elif not soft_rules and number_reason is not None:
         verdict = VerdictLabel.CONTRADICTED if facts.numbers else VerdictLabel.UNSUPPORTED
         hard = Settled(verdict, 0.0, (number_reason,))
-    return Prechecks(hard, soft, len(missing), len(unnamed), values)
+    return Prechecks(hard, soft, len(missing), len(unnamed), values, notes, confirmed)
 
 
 def _topic_check(claim: Claim, facts: EvidenceFacts, unknown: int) -> Settled | None:

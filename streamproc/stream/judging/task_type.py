@@ -13,16 +13,19 @@ from __future__ import annotations
 from streamproc.alerting.judge_accuracy import TASK_OF_REGIME
 from streamproc.events import AnswerEvent, AnswerJudgement
 from streamproc.judge.decision.calibrator import regime_of
+from streamproc.judge.records.case_check import is_case_evidence
 from streamproc.judge.text.evidence import is_structured
 
 __all__ = ["task_type_of"]
 
 
 def task_type_of(answer: AnswerEvent, judgement: AnswerJudgement) -> str:
-    """``QA``, ``Summary`` or ``Data2txt``."""
+    """``Agent``, ``QA``, ``Summary`` or ``Data2txt``."""
     for claim in judgement.claims:
         if claim.signals:
             return TASK_OF_REGIME[regime_of(claim.signals)]
+    if is_case_evidence(answer.evidence):
+        return TASK_OF_REGIME["case"]
     if any(is_structured(item) for item in answer.evidence):
         return TASK_OF_REGIME["record"]
     return TASK_OF_REGIME["question" if answer.question else "task"]

@@ -1,15 +1,14 @@
-"""Level 2a record checks: each reason code, confirmations, and the cases left to NLI."""
+"""Level 2a record checks: every reason code, the confirmations, and what is left to NLI."""
 
 from __future__ import annotations
 
-import json
-from decimal import Decimal
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
-from streamproc.events import EvidenceItem, EvidenceKind, VerdictLabel
-from streamproc.judge.records.amounts import parse_amount
-from streamproc.judge.records.case_check import check_record
+from streamproc.events import AnswerEvent, EvidenceItem, EvidenceKind, VerdictLabel
+from streamproc.judge.records.case_check import CaseChecker, check_record
 from streamproc.judge.records.confirmation import confirmed_by_records
 from streamproc.judge.records.findings import RecordFinding, RecordReason
 
@@ -34,142 +33,321 @@ REFUND = EvidenceItem(
     fields={"order_id": "4500017311", "amount": 102.0},
 )
 POLICY = EvidenceItem(id="P1", text="Refunds are issued within 5 days.", kind=EvidenceKind.POLICY)
+NOW = datetime(2026, 3, 5, 10, 0, tzinfo=UTC)
 
 
-def reason(claim: str, evidence: list[EvidenceItem]) -> RecordReason | None:
-    finding = check_record(claim, evidence)
-    return finding.reason if finding else None
+def record(id_: str, kind: EvidenceKind = EvidenceKind.RECORD, **fields: Any) -> EvidenceItem:
+    return EvidenceItem(id=id_, text="", kind=kind, fields=fields)
 
 
-def test_a_state_the_record_does_not_hold_is_contradicted() -> None:
-    finding = check_record("Your order has been shipped.", [ORDER])
-    assert finding == RecordFinding(
+def call(tool: str, executed: bool, **arguments: Any) -> EvidenceItem:
+    outcome = {"result": {"status": "ok"}} if executed else {"outcome": "NOT EXECUTED"}
+    return EvidenceItem(
+        id=f"{tool}#1",
+        text="" if executed else f"NOT EXECUTED: {tool} refused",
+        kind=EvidenceKind.TOOL_RESULT,
+        executed=executed,
+        fields={"tool": tool, "arguments": arguments, **outcome},
+    )
+
+
+def finding(claim: str, evidence: list[EvidenceItem], **kwargs: Any) -> RecordFinding | None:
+    event = AnswerEvent(
+        event_id="e",
+        answer_id="a",
+        conversation_id="c",
+        tenant="t",
+        assistant_id="s",
+        model="m",
+        occurred_at=NOW,
+        answer=claim,
+        evidence=evidence,
+    )
+    return check_record(claim, evidence, answer=event, **kwargs)
+
+
+def reason(claim: str, evidence: list[EvidenceItem], **kwargs: Any) -> RecordReason | None:
+    found = finding(claim, evidence, **kwargs)
+    return found.reason if found else None
+
+
+# ---------------------------------------------------------------------------- states
+
+
+def test_a_state_the_record_rules_out_is_contradicted() -> None:
+    found = finding("Your order has been shipped.", [ORDER])
+    assert found == RecordFinding(
         reason=RecordReason.RECORD_STATE_MISMATCH,
         verdict=VerdictLabel.CONTRADICTED,
-        detail="claim says shipped, record R1 status is processing",
+        detail="claim says shipped, record R1 status is processing (order lifecycle)",
         evidence_id="R1",
         field="status",
         claim_value="shipped",
         record_value="processing",
     )
-    assert finding.reason_text.startswith("RECORD_STATE_MISMATCH: claim says shipped")
-    assert not finding.confirmed
+    assert reason("Your order is on its way.", [ORDER]) is RecordReason.RECORD_STATE_MISMATCH
 
 
 def test_the_course_example_issued_while_queued_for_review() -> None:
-    refund = EvidenceItem(
-        id="get_refund",
-        text="",
-        kind=EvidenceKind.TOOL_RESULT,
-        fields={"refund": {"status": "queued_for_review", "amount": 118.84}},
-    )
-    finding = check_record("Your refund of $118.84 has been issued.", [refund])
-    assert finding is not None
-    assert (finding.reason, finding.field, finding.record_value) == (
+    refund = record("get_refund", EvidenceKind.TOOL_RESULT, refund={"status": "queued_for_review"})
+    found = finding("Your refund of $118.84 has been issued.", [refund])
+    assert found is not None
+    assert (found.reason, found.field, found.record_value) == (
         RecordReason.RECORD_STATE_MISMATCH,
         "refund.status",
         "queued_for_review",
     )
+    same = finding("Your refund is waiting for a review.", [refund])
+    assert same is not None and same.confirmed
+    negated = finding("Your refund has not been issued yet.", [refund])
+    assert negated is not None and negated.confirmed
 
 
-def test_a_state_about_something_else_is_left_alone() -> None:
-    # the order record says nothing about a refund: no finding, NLI decides
-    assert check_record("Your refund has been issued.", [ORDER]) is None
-    assert reason("Your order is being processed.", [ORDER]) is RecordReason.RECORD_CONFIRMED
+def test_a_state_that_implies_the_claimed_one_supports_it() -> None:
+    parcel = record("TRK-1", status="DELIVERED", tracking="1Z999")
+    assert reason("Your parcel has been shipped.", [parcel]) is RecordReason.RECORD_CONFIRMED
+    assert reason("Your parcel has not arrived yet.", [parcel]) is (
+        RecordReason.RECORD_STATE_MISMATCH
+    )
+
+
+def test_the_state_of_the_thing_the_claim_is_about() -> None:
+    booking = record("B1", booking_ref="RSV-11", status="confirmed")
+    refund = record("RF1", refund_id="RF-9", status="pending")
+    evidence = [booking, refund]
+    assert reason("Your booking has been cancelled.", evidence) is (
+        RecordReason.RECORD_STATE_MISMATCH
+    )
+    assert reason("Your refund is still pending.", evidence) is RecordReason.RECORD_CONFIRMED
+    # "it" is what the claim before named: the caller checks an answer's claims in order
+    checker = CaseChecker()
+    event = AnswerEvent(
+        event_id="e",
+        answer_id="a",
+        conversation_id="c",
+        tenant="t",
+        assistant_id="s",
+        model="m",
+        occurred_at=NOW,
+        answer="",
+        evidence=evidence,
+    )
+    context = checker.for_answer(event)
+    context.check("Your refund RF-9 was requested on Monday.")
+    later = context.check("It has been issued.")
+    assert later.finding is not None
+    assert later.finding.reason is RecordReason.RECORD_STATE_MISMATCH
+
+
+def test_a_call_that_did_it_outranks_a_lagging_status() -> None:
+    done = call("cancel_booking", True, booking_ref="RSV-11")
+    booking = record("B1", booking_ref="RSV-11", status="confirmed")
+    assert reason("I have cancelled your booking.", [booking, done]) is None
+
+
+# ---------------------------------------------------------------------- refused calls
 
 
 def test_a_refused_call_reported_as_done_is_not_executed() -> None:
-    finding = check_record("I have refunded your order.", [ORDER, REFUND])
-    assert finding is not None
-    assert finding.reason is RecordReason.NOT_EXECUTED
-    assert finding.verdict is VerdictLabel.CONTRADICTED
-    assert (finding.evidence_id, finding.record_value) == ("T1", "not executed")
-    assert reason("Your refund has been processed.", [ORDER, REFUND]) is RecordReason.NOT_EXECUTED
-
-
-def test_saying_the_call_was_refused_is_what_the_record_shows() -> None:
-    finding = check_record("Your refund request was declined.", [ORDER, REFUND])
-    assert finding is not None and finding.confirmed and finding.evidence_id == "T1"
-    assert check_record("I have requested a refund for you.", [ORDER, REFUND]) is None
-    assert check_record("I have sent you a confirmation email.", [ORDER, REFUND]) is None
-
-
-def test_a_successful_retry_of_the_refused_call_is_left_to_nli() -> None:
-    retried = REFUND.model_copy(update={"id": "T2", "executed": True})
-    assert reason("I have refunded your order.", [ORDER, REFUND, retried]) is None
-
-
-def test_an_amount_no_field_carries_is_contradicted() -> None:
-    finding = check_record("Your order total is €120.", [ORDER])
-    assert finding is not None
-    assert finding.reason is RecordReason.AMOUNT_MISMATCH
-    assert finding.verdict is VerdictLabel.CONTRADICTED
-    assert (finding.field, finding.claim_value, finding.record_value) == ("total", "€120", "102.00")
-
-
-def test_amounts_compare_after_normalisation_and_currency() -> None:
-    record = EvidenceItem(
-        id="R9", text="", kind=EvidenceKind.RECORD, fields={"total": "1,200.00 USD"}
+    found = finding("I have refunded your order.", [ORDER, REFUND])
+    assert found is not None
+    assert (found.reason, found.verdict, found.evidence_id) == (
+        RecordReason.NOT_EXECUTED,
+        VerdictLabel.CONTRADICTED,
+        "T1",
     )
-    assert reason("Your invoice total is $1200.", [record]) is RecordReason.RECORD_CONFIRMED
-    assert reason("You were charged 1200 dollars.", [record]) is RecordReason.RECORD_CONFIRMED
-    assert reason("You were charged €1,200.", [record]) is RecordReason.AMOUNT_MISMATCH
+    assert reason("Your refund has been processed.", [ORDER, REFUND]) is (
+        RecordReason.NOT_EXECUTED
+    )
+
+
+def test_the_effect_of_a_refused_call_is_read_from_its_name_and_arguments() -> None:
+    seat = call("change_seat", False, booking="PNR7", seat="3A")
+    flight = record("PNR7", flight="LH 402", seat="17C", status="confirmed")
+    evidence = [flight, seat]
+    assert reason("I have moved you to seat 3A.", evidence) is RecordReason.NOT_EXECUTED
+    assert reason("Your new seat is 3A.", evidence) is RecordReason.NOT_EXECUTED
+    stop = call("cancel_transfer", False, transfer_id="TRF-1")
+    transfer = record("TRF", transfer_id="TRF-1", status="submitted", amount=50)
+    assert reason("I was able to stop your transfer.", [transfer, stop]) is (
+        RecordReason.NOT_EXECUTED
+    )
+
+
+def test_saying_the_call_could_not_be_done_is_what_the_record_shows() -> None:
+    move = call("reschedule_appointment", False, appointment="A-1", new_date="2026-03-13")
+    appointment = record("A-1", appointment_id="A-1", status="scheduled", date="2026-03-10")
+    for claim in (
+        "I could not move your appointment.",
+        "I wasn't able to reschedule your appointment.",
+        "Your request to reschedule was declined.",
+    ):
+        found = finding(claim, [appointment, move])
+        assert found is not None and found.confirmed, claim
+    assert reason("You asked to move your appointment to 13 March.", [appointment, move]) is None
+
+
+def test_a_successful_retry_of_the_refused_call_is_not_not_executed() -> None:
+    retried = REFUND.model_copy(update={"id": "T2", "executed": True})
+    assert reason("I have refunded your order.", [ORDER, REFUND, retried]) is not (
+        RecordReason.NOT_EXECUTED
+    )
+
+
+# ------------------------------------------------------------------------------ values
+
+
+def test_an_amount_no_field_holds_is_contradicted() -> None:
+    found = finding("Your order total is €120.", [ORDER])
+    assert found is not None
+    assert (found.reason, found.field, found.claim_value, found.record_value) == (
+        RecordReason.AMOUNT_MISMATCH,
+        "total",
+        "€120",
+        "102.00",
+    )
     assert reason("Your order total is €102.", [ORDER]) is RecordReason.RECORD_CONFIRMED
 
 
-def test_a_quantity_is_checked_against_quantity_fields() -> None:
-    assert reason("You ordered 3 units.", [ORDER]) is RecordReason.AMOUNT_MISMATCH
-    assert reason("You ordered 2 units.", [ORDER]) is RecordReason.RECORD_CONFIRMED
-    no_quantity = EvidenceItem(id="R2", text="", kind=EvidenceKind.RECORD, fields={"total": 5})
-    assert check_record("You ordered 3 units.", [no_quantity]) is None
+def test_amounts_compare_by_value_and_currency_in_the_locale() -> None:
+    total = record("R9", total="2500.00", currency="EUR")
+    for claim in ("You paid 2,500.00 EUR.", "You paid 2500 EUR.", "You paid EUR 2.500,00."):
+        assert reason(claim, [total]) is RecordReason.RECORD_CONFIRMED, claim
+    assert reason("You paid USD 2,500.", [total]) is RecordReason.AMOUNT_MISMATCH
+    german = CaseChecker(locale="de_DE")
+    ambiguous = record("R8", total=1200, currency="EUR")
+    assert reason("You paid EUR 1.200.", [ambiguous], checker=german) is (
+        RecordReason.RECORD_CONFIRMED
+    )
+    assert reason("You paid EUR 1.200.", [ambiguous]) is RecordReason.AMOUNT_MISMATCH
 
 
-def test_an_identifier_the_record_does_not_hold_is_contradicted() -> None:
-    finding = check_record("Your order 4500017312 is on its way.", [ORDER])
-    assert finding is not None
-    assert finding.reason is RecordReason.IDENTIFIER_MISMATCH
-    assert (finding.field, finding.claim_value, finding.record_value) == (
+def test_an_amount_rounded_as_the_claim_says_is_fair() -> None:
+    refund = record("RF", refund_id="RF-1", amount=118.84, currency="EUR")
+    assert reason("About 120 euros were refunded to you.", [refund]) is (
+        RecordReason.RECORD_CONFIRMED
+    )
+    assert reason("You were refunded 119 euros.", [refund]) is RecordReason.RECORD_CONFIRMED
+    assert reason("You were refunded 118.48 euros.", [refund]) is RecordReason.AMOUNT_MISMATCH
+
+
+def test_a_limit_or_a_policy_amount_is_no_case_amount() -> None:
+    limit = EvidenceItem(id="P2", text="Refunds over EUR 500 need approval.", kind="policy")
+    assert reason("Refunds over €500 need approval.", [ORDER, limit]) is None
+    assert reason("Your refund needs approval because it is over €100.", [ORDER]) is not (
+        RecordReason.AMOUNT_MISMATCH
+    )
+
+
+def test_dates_compare_by_what_the_claim_writes() -> None:
+    refund = record("RF", refund_id="RF-1", issued_on="2026-02-10", status="issued")
+    for claim in (
+        "Your refund was issued on 10 February 2026.",
+        "Your refund was issued on Feb 10th.",
+        "Your refund was issued on Tuesday.",
+    ):
+        assert reason(claim, [refund]) is RecordReason.RECORD_CONFIRMED, claim
+    found = finding("Your refund was issued on 12 February.", [refund])
+    assert found is not None and found.reason is RecordReason.DATE_MISMATCH
+    assert found.field == "issued_on"
+
+
+def test_relative_dates_are_read_against_the_answer_time() -> None:
+    parcel = record("P", tracking="1Z1", delivered_at="2026-03-04T15:20:00", status="delivered")
+    assert reason("Your parcel was delivered yesterday.", [parcel]) is (
+        RecordReason.RECORD_CONFIRMED
+    )
+    assert reason("Your parcel was delivered today.", [parcel]) is RecordReason.DATE_MISMATCH
+
+
+def test_times_compare_in_twelve_or_twenty_four_hours() -> None:
+    flight = record("F", flight="LH 402", departure="2026-03-12T07:45:00")
+    assert reason("Your flight LH 402 leaves at 7:45 am.", [flight]) is (
+        RecordReason.RECORD_CONFIRMED
+    )
+    assert reason("Your flight LH 402 leaves at 09:45.", [flight]) is RecordReason.TIME_MISMATCH
+    assert reason("Your flight LH 402 leaves at 7:45 pm.", [flight]) is RecordReason.TIME_MISMATCH
+
+
+def test_an_identifier_one_digit_off_is_contradicted() -> None:
+    found = finding("Your order 4500017312 is being processed.", [ORDER])
+    assert found is not None
+    assert (found.reason, found.field, found.claim_value, found.record_value) == (
+        RecordReason.IDENTIFIER_MISMATCH,
         "order_id",
         "4500017312",
         "4500017311",
     )
-    assert reason("Your order number is 4500017312.", [ORDER]) is RecordReason.IDENTIFIER_MISMATCH
+    flight = record("F", flight="AC 113", status="confirmed")
+    assert reason("You are booked on AC 131.", [flight]) is RecordReason.IDENTIFIER_MISMATCH
+    assert reason("You are booked on AC 113.", [flight]) is RecordReason.RECORD_CONFIRMED
 
 
-def test_identifiers_compare_up_to_prefix_case_and_separators() -> None:
-    po = EvidenceItem(
-        id="R3", text="", kind=EvidenceKind.RECORD, fields={"purchase_order_number": "PO-4500"}
+def test_counts_compare_with_the_fields_named_like_the_thing() -> None:
+    booking = record("B", booking_ref="X1", checked_bags=2, passengers=1)
+    assert reason("You have 2 checked bags.", [booking]) is RecordReason.RECORD_CONFIRMED
+    assert reason("You have three checked bags.", [booking]) is RecordReason.COUNT_MISMATCH
+    po = record("PO-4500017311", po="4500017311", ordered=100, received=90, status="BLOCKED")
+    found = finding("The supplier delivered 80 of 100 pieces.", [po])
+    assert found is not None and found.reason is RecordReason.COUNT_MISMATCH
+    assert (found.claim_value, found.field, found.record_value) == ("80", "received", "90")
+
+
+def test_names_compare_with_the_fields_of_their_role() -> None:
+    visit = record("A", appointment_id="A-7", doctor="Dr. Amara Okafor", clinic="Leeds Central")
+    assert reason("Your appointment is with Dr. Okafor.", [visit]) is (
+        RecordReason.RECORD_CONFIRMED
     )
-    assert reason("Your PO 4500 was received.", [po]) is RecordReason.RECORD_CONFIRMED
-    assert reason("Your purchase order po4500 was received.", [po]) is RecordReason.RECORD_CONFIRMED
-    assert reason("Your PO-4501 was received.", [po]) is RecordReason.IDENTIFIER_MISMATCH
-    # an invoice number says nothing about a record that only holds an order id
-    assert check_record("Your invoice INV-77 is ready.", [ORDER]) is None
+    assert reason("Your appointment is with Dr. Adeyemi.", [visit]) is (
+        RecordReason.NAME_MISMATCH
+    )
 
 
-def test_a_case_claim_without_any_record_is_unsupported() -> None:
-    finding = check_record("Your refund of $118.84 has been issued.", [POLICY])
-    assert finding is not None
-    assert finding.reason is RecordReason.CLAIM_WITHOUT_TOOL_EVIDENCE
-    assert finding.verdict is VerdictLabel.UNSUPPORTED
-    assert finding.claim_value == "$118.84, issued"
-    assert reason("Your order 4500017311 is delayed.", []) is (
+def test_a_field_that_does_not_parse_is_reported_never_matched() -> None:
+    refund = record("RF", refund_id="RF-1", issued_on="sometime in 2026Q1", status="issued")
+    event = AnswerEvent(
+        event_id="e",
+        answer_id="a",
+        conversation_id="c",
+        tenant="t",
+        assistant_id="s",
+        model="m",
+        occurred_at=NOW,
+        answer="",
+        evidence=[refund],
+    )
+    checked = CaseChecker().for_answer(event).check("Your refund was issued on 10 February.")
+    assert not any(c.field == "issued_on" for c in checked.confirmations)
+    assert any(n.startswith("FIELD_UNPARSED: RF issued_on") for n in checked.notes)
+
+
+# ------------------------------------------------------------------- case claims
+
+
+def test_an_action_no_record_grounds_is_unsupported() -> None:
+    found = finding("I've added a 10 EUR voucher to your account.", [ORDER])
+    assert found is not None
+    assert (found.reason, found.verdict) == (
+        RecordReason.CLAIM_WITHOUT_TOOL_EVIDENCE,
+        VerdictLabel.UNSUPPORTED,
+    )
+    assert reason("I have sent you a confirmation email.", [ORDER]) is (
+        RecordReason.CLAIM_WITHOUT_TOOL_EVIDENCE
+    )
+    assert reason("I've checked your order.", [ORDER]) is not (
         RecordReason.CLAIM_WITHOUT_TOOL_EVIDENCE
     )
 
 
-def test_a_record_confirms_a_value() -> None:
-    finding = check_record("Your order 4500017311 is on its way.", [ORDER])
-    assert finding == RecordFinding(
-        reason=RecordReason.RECORD_CONFIRMED,
-        verdict=None,
-        detail="record R1 order_id confirms 4500017311",
-        evidence_id="R1",
-        field="order_id",
-        claim_value="4500017311",
-        record_value="4500017311",
+def test_a_case_claim_without_any_record_is_unsupported() -> None:
+    found = finding("Your refund of $118.84 has been issued.", [POLICY])
+    assert found is not None
+    assert (found.reason, found.verdict) == (
+        RecordReason.CLAIM_WITHOUT_TOOL_EVIDENCE,
+        VerdictLabel.UNSUPPORTED,
     )
-    assert finding.confirmed
+    assert reason("I have cancelled your booking.", []) is RecordReason.CLAIM_WITHOUT_TOOL_EVIDENCE
+    assert reason("Refunds are issued within 5 days.", [POLICY]) is None
 
 
 @pytest.mark.parametrize(
@@ -178,22 +356,22 @@ def test_a_record_confirms_a_value() -> None:
         "Refunds over €500 need approval.",  # a rule with a limit
         "Orders are shipped within 2 days.",  # a rule about orders in general
         "Once your order has shipped, you get an email.",  # a condition
-        "Your order has not been shipped yet.",  # negated
         "Your order will be shipped tomorrow.",  # a promise
         "Thanks for your patience.",
         "The restaurant is closed on Mondays.",  # not about this case
     ],
 )
 def test_claims_that_are_not_reports_about_the_case_get_no_finding(claim: str) -> None:
-    assert check_record(claim, [ORDER]) is None
+    found = finding(claim, [ORDER])
+    assert found is None or found.verdict is None
     if "your" not in claim.lower():
-        assert check_record(claim, [POLICY]) is None
+        assert finding(claim, [POLICY]) is None
 
 
-def test_an_address_state_field_is_no_record_state() -> None:
+def test_a_listing_given_as_text_is_not_read_as_a_case() -> None:
     business = EvidenceItem(
         id="P1",
-        text=json.dumps({"name": "Killer B's", "state": "CA", "city": "Santa Barbara"}),
+        text='{"name": "Killer B\'s", "state": "CA", "city": "Santa Barbara"}',
         kind=EvidenceKind.RECORD,
     )
     assert check_record("Your table has been approved.", [business]) is None
@@ -208,13 +386,3 @@ def test_confirmed_by_records_is_the_predicate_for_token_confidence() -> None:
     assert not confirmed("March 3")
     refused_only = confirmed_by_records([REFUND])
     assert not refused_only("102")  # a refused call's arguments confirm nothing
-
-
-def test_parse_amount() -> None:
-    assert parse_amount("€1,200.00") == (Decimal("1200.00"), "EUR")
-    assert parse_amount("1.200,50 €") == (Decimal("1200.50"), "EUR")
-    assert parse_amount("102,50 EUR") == (Decimal("102.50"), "EUR")
-    assert parse_amount("12 dollars") == (Decimal("12"), "USD")
-    assert parse_amount("7") == (Decimal("7"), None)
-    assert parse_amount("A-17") is None
-    assert parse_amount("2013-12-18") is None
