@@ -168,9 +168,7 @@ class ClaimJudge:
         if units.limits:
             question, evidence = capped_evidence(answer.question, answer.evidence, units)
         by_id = {item.id: item for item in evidence}
-        plan = _Plan(
-            answer, capped, clock, premise(question, evidence), limits=capped.limits + units.limits
-        )
+        plan = _Plan(answer, capped, clock, premise(question, evidence))
         cases = self._records.for_answer(answer)
         for claim in capped.shape.claims:
             for subset in citation_subsets(claim.resolved):
@@ -180,6 +178,7 @@ class ClaimJudge:
             if claim.checked:
                 plan.records[claim.index] = cases.check(claim.text)
             clock.check()
+        plan.limits = capped.limits + units.limits + cases.limits()
         return plan
 
     def _assemble(

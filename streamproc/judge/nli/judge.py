@@ -78,8 +78,7 @@ from streamproc.judge.nli.work import (
     needs_evidence,
 )
 from streamproc.judge.protocols import NliScore, PairScorer, TextEmbedder
-from streamproc.judge.records.case_check import CaseChecker, CaseContext
-from streamproc.judge.records.case_facts import MAX_FIELDS
+from streamproc.judge.records.case_check import CaseChecker
 from streamproc.judge.records.confirmation import confirmed_values
 from streamproc.judge.records.record_values import ZeroLengthHours
 from streamproc.judge.records.structured import StructuredEvidence, ValueReason
@@ -356,7 +355,7 @@ class NliJudge:
             structured_evidence=not facts.structured.empty
             or any(is_structured(e) for e in answer.evidence),
             case_evidence=case_regime,
-            limits=capped.limits + kept.limits + _record_limits(cases),
+            limits=capped.limits + kept.limits + cases.limits(),
         )
 
     # -- retrieval: one embedding call for the batch --------------------------------------
@@ -578,13 +577,6 @@ class NliJudge:
 
 
 # ------------------------------------------------------------------------------ helpers
-
-
-def _record_limits(cases: CaseContext) -> tuple[str, ...]:
-    """A record too large to type whole is named on the judgement, as every cap is."""
-    if not cases.capped:
-        return ()
-    return (f"LIMIT_RECORD_FIELDS: only the first {MAX_FIELDS} record fields were typed",)
 
 
 def _regime_flags(name: str, regimes: Collection[str]) -> dict[str, float]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 from functools import lru_cache
 from typing import Any, Final
 
@@ -29,9 +29,13 @@ from dateparser.search import search_dates
 
 from streamproc.judge.text.stems import Word, words
 
-__all__ = ["DateMention", "DateReader", "RecordedTime"]
+__all__ = ["MAX_DATE_WORDS", "DateMention", "DateReader", "RecordedTime"]
 
 _MAX_FIELD_CHARS: Final = 64
+MAX_DATE_WORDS: Final = 12
+"""Date and time words read per text: dateparser costs milliseconds a date, and a claim
+or a passage naming more dates than this is read up to its twelfth."""
+_AFTER_LAST_CUE: Final = 24  # "March" + " 12, 2026 at 9:45 pm"
 _PARTS_OF_DAY: Final = {
     "morning": (5, 12), "afternoon": (12, 18), "evening": (17, 23), "night": (18, 30),
     "tonight": (18, 30), "noon": (12, 13), "midday": (12, 13), "midnight": (0, 1),
@@ -78,15 +82,17 @@ class DateMention:
         return bool(self.clocks or self.part_of_day)
 
     def date_matches(self, day: date) -> bool:
+        """Is ``day`` this mention's date, by every part it writes ("Friday 12 March" is
+        no Thursday 12 March)?"""
+        if self.weekday is not None and day.weekday() != self.weekday:
+            return False
         if self.days:
             return day in self.days
         if self.month_days:
             return (day.month, day.day) in self.month_days
         if self.month_year is not None:
             return (day.month, day.year) == self.month_year
-        if self.weekday is not None:
-            return day.weekday() == self.weekday
-        return False
+        return self.weekday is not None
 
     def time_matches(self, clock: time) -> bool:
         if self.clocks:
@@ -103,6 +109,7 @@ class DateMention:
 
 @dataclass(frozen=True, slots=True)
 class _Vocabulary:
+    day_phrases: dict[tuple[str, ...], int]  # "day after tomorrow" -> +2
     months: frozenset[str]
     ambiguous_months: frozenset[str]  # "may", "mar": a month only next to a number
     weekdays: dict[str, int]
@@ -125,9 +132,16 @@ def _vocabulary(language: str) -> _Vocabulary:
         if " " not in phrase
     }
     parts = {p.lower() for key in ("morning", "afternoon", "evening", "night") for p in info[key]}
+    day_phrases = {}
+    for key, phrases in info.get("relative-type", {}).items():
+        offset = _day_offset(key)  # "in 2 day" -> 2, "2 day ago" -> -2
+        for phrase in phrases:
+            if offset is not None and " " in phrase:
+                day_phrases[tuple(phrase.lower().split())] = offset
     meridiem = {m.lower().replace(".", "") for key in ("am", "pm") for m in info.get(key, [])}
     common_words = {"may", "mar", "sat", "sun", "wed", "mo", "jun", "jan", "dec", "aug"}
     return _Vocabulary(
+        day_phrases,
         frozenset(months),
         frozenset(m for m in months if m in common_words or len(m) <= 3),
         {d: i for d, i in weekdays.items() if len(d) > 3 or d in _DAY_ABBREVIATIONS},
@@ -135,6 +149,16 @@ def _vocabulary(language: str) -> _Vocabulary:
         frozenset(parts) | {"noon", "midnight", "midday"},
         frozenset(meridiem),
     )
+
+
+def _day_offset(key: str) -> int | None:
+    """The offset in days of a dateparser relative-type key ("in 2 day", "2 day ago")."""
+    parts = key.split()
+    if len(parts) == 3 and parts[0] == "in" and parts[1].isdigit() and parts[2] == "day":
+        return int(parts[1])
+    if len(parts) == 3 and parts[0].isdigit() and parts[1] == "day" and parts[2] == "ago":
+        return -int(parts[0])
+    return None
 
 
 def _date_order(locale: str) -> str:
@@ -186,8 +210,7 @@ class DateReader:
     def mentions(self, text: str, now: datetime) -> list[DateMention]:
         """The dates and times ``text`` writes, relative words read against ``now``."""
         tokens = list(words(text))
-        if not self._has_cue(text, tokens):
-            return []
+        cues = self._cues(tokens)
         base = now.replace(tzinfo=None)
         settings = {
             "RELATIVE_BASE": base,
@@ -195,10 +218,13 @@ class DateReader:
             "DATE_ORDER": self.date_order,
             "PREFER_DATES_FROM": "current_period",
         }
-        try:
-            found = search_dates(text, languages=self.languages, settings=settings) or []
-        except (ValueError, OverflowError, TypeError, KeyError, IndexError):
-            return []  # a text dateparser cannot search holds no date we could trust
+        found: list[tuple[str, datetime]] = []
+        if cues:  # words dateparser must read; numeric forms are read below without it
+            searched = text[: cues[min(len(cues), MAX_DATE_WORDS) - 1] + _AFTER_LAST_CUE]
+            try:
+                found = search_dates(searched, languages=self.languages, settings=settings) or []
+            except (ValueError, OverflowError, TypeError, KeyError, IndexError):
+                found = []  # a text dateparser cannot search: its numeric forms still count
         out = []
         at = 0
         for written, parsed in found:
@@ -252,9 +278,13 @@ class DateReader:
         "Tuesday"): the month word with its neighbours, parsed on their own."""
         vocabulary = self._vocabulary
         out: list[DateMention] = []
+        tried = 0
         for index, token in enumerate(tokens):
             if token.lower not in vocabulary.months or not _next_to_number(tokens, index):
                 continue
+            if len(found) + tried >= MAX_DATE_WORDS:
+                break  # as many dates as a text is read for
+            tried += 1
             if any(m.start <= token.start < m.end for m in (*found, *out)):
                 continue
             first = max(0, index - 1)
@@ -271,23 +301,25 @@ class DateReader:
                     out.append(mention)
         return out
 
-    def _has_cue(self, text: str, tokens: Sequence[Word]) -> bool:
+    def _cues(self, tokens: Sequence[Word]) -> list[int]:
+        """Where the date and time words end (month and day names, "yesterday", "pm"):
+        only a text with one is searched, and at most ``MAX_DATE_WORDS`` of them."""
         vocabulary = self._vocabulary
+        out = []
         for index, token in enumerate(tokens):
             lower = token.lower
-            if lower in vocabulary.weekdays or lower in vocabulary.relative:
-                return True
-            if lower in vocabulary.day_parts or lower in vocabulary.meridiem:
-                return True
-            if lower in vocabulary.months and (
-                lower not in vocabulary.ambiguous_months or _next_to_number(tokens, index)
+            if (
+                lower in vocabulary.weekdays
+                or lower in vocabulary.relative
+                or lower in vocabulary.day_parts
+                or lower in vocabulary.meridiem
+                or (
+                    lower in vocabulary.months
+                    and (lower not in vocabulary.ambiguous_months or _next_to_number(tokens, index))
+                )
             ):
-                return True
-            if token.text.isdigit() and token.end < len(text) and text[token.end] in ":/-.":
-                following = text[token.end + 1 : token.end + 2]
-                if following.isdigit():
-                    return True
-        return False
+                out.append(token.end)
+        return out
 
     def _mention(
         self, text: str, start: int, end: int, parsed: datetime, base: datetime
@@ -311,12 +343,16 @@ class DateReader:
             and (w not in vocabulary.ambiguous_months or _next_to_number(tokens, i))
         ]
         weekday = next((vocabulary.weekdays[w] for w in lowers if w in vocabulary.weekdays), None)
-        relative = any(w in vocabulary.relative for w in lowers) or (
-            any(w in _RELATIVE_MARKERS for w in lowers)
-            and (weekday is not None or "ago" in lowers or "week" in lowers)
-        )
         meridiem = next((w for w in lowers if w in vocabulary.meridiem), None)
         part = next((_PARTS_OF_DAY[w] for w in lowers if w in _PARTS_OF_DAY), None)
+        relative = (
+            any(w in vocabulary.relative for w in lowers)
+            or (
+                any(w in _RELATIVE_MARKERS for w in lowers)
+                and (weekday is not None or "ago" in lowers or "week" in lowers)
+            )
+            or (part is not None and "this" in lowers)  # "this morning"
+        )
         if not (numeric or clocks or months or weekday is not None or relative or part):
             return None  # "8 and 12", "4500017311": dateparser's reading, no date written
         if meridiem is not None and not clocks:
@@ -330,7 +366,7 @@ class DateReader:
         if numeric:
             days = _numeric_readings(numeric[0], self.date_order)
         elif relative:
-            days = (parsed.date(),)
+            days = (self._relative_day(lowers, base) or parsed.date(),)
             weekday = None
         elif months:
             year = _written_year(lowers, parsed.year)
@@ -357,11 +393,20 @@ class DateReader:
             days=days,
             month_days=month_days,
             month_year=month_year,
-            weekday=weekday if not days else None,
+            weekday=weekday,
             clocks=readings,
             part_of_day=part,
             relative=relative,
         )
+
+    def _relative_day(self, lowers: Sequence[str], base: datetime) -> date | None:
+        """ "the day after tomorrow": read from the language's own phrases, which the
+        search reads as "tomorrow" when it splits the phrase."""
+        for phrase, offset in self._vocabulary.day_phrases.items():
+            width = len(phrase)
+            if any(tuple(lowers[i : i + width]) == phrase for i in range(len(lowers) - width + 1)):
+                return (base + timedelta(days=offset)).date()
+        return None
 
     # -- records ------------------------------------------------------------------------
 
@@ -383,6 +428,11 @@ class DateReader:
 
 
 def _next_to_number(tokens: Sequence[Word], index: int) -> bool:
+    """A month word beside a day or year number ("May 5", "5 May"), not a code's letters
+    ("APR-1220", "MAR2026")."""
+    token = tokens[index]
+    if token.text.isupper() and len(token.text) <= 4:
+        return False
     around = [tokens[i].lower for i in (index - 1, index + 1) if 0 <= i < len(tokens)]
     return any(w[:1].isdigit() for w in around)
 

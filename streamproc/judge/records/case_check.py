@@ -23,23 +23,36 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from streamproc.events import AnswerEvent, EvidenceItem, EvidenceKind, VerdictLabel
-from streamproc.judge.records.case_facts import CaseFacts
+from streamproc.judge.records.case_facts import MAX_DATE_TEXT_CHARS, MAX_FIELDS, CaseFacts, Typed
 from streamproc.judge.records.claim_values import ValueReaders, read_values
 from streamproc.judge.records.execution import (
     LOOKUP_VERBS,
     Call,
     calls_of,
+    names_effect,
     refusal_acknowledged,
     reported_done,
 )
 from streamproc.judge.records.findings import RecordFinding, RecordReason
 from streamproc.judge.records.lifecycles import Lifecycles, load_lifecycles
 from streamproc.judge.records.money import DEFAULT_LOCALE
-from streamproc.judge.records.reports import ClaimReading, read_claim
+from streamproc.judge.records.reports import REFUSAL_VERBS, ClaimReading, read_claim
 from streamproc.judge.records.states import check_states
 from streamproc.judge.records.value_checks import check_values
+from streamproc.judge.text.stems import phrase_key, stem
 
-__all__ = ["CaseCheck", "CaseChecker", "CaseContext", "check_record", "is_case_evidence"]
+__all__ = [
+    "MAX_DATE_SEARCHES",
+    "CaseCheck",
+    "CaseChecker",
+    "CaseContext",
+    "check_record",
+    "is_case_evidence",
+]
+
+MAX_DATE_SEARCHES = 32
+"""Claims of one answer whose dates are read (dateparser costs milliseconds a date):
+an answer with more claims than this has the rest's dates left unread, and says so."""
 
 # Objects too general to ground an action on their own: "I've updated your account".
 _GENERAL: frozenset[str] = frozenset(
@@ -107,6 +120,7 @@ class CaseContext:
     _facts: CaseFacts | None = None
     _calls: list[Call] | None = None
     _carried: tuple[str, ...] = ()
+    _date_searches: int = MAX_DATE_SEARCHES
 
     def __post_init__(self) -> None:
         self.case_evidence = is_case_evidence(self.answer.evidence)
@@ -130,9 +144,21 @@ class CaseContext:
             self._calls = calls_of(facts.executed + facts.refused, self.checker.lifecycles)
         return self._calls
 
-    @property
-    def capped(self) -> bool:
-        return self._facts is not None and self._facts.capped
+    def limits(self) -> tuple[str, ...]:
+        """The caps that kept part of the records from being read, as the judgement's
+        ``limits`` name them (never silent)."""
+        out = []
+        facts = self._facts
+        if facts is not None and facts.capped:
+            out.append(f"LIMIT_RECORD_FIELDS: only the first {MAX_FIELDS} record fields were typed")
+        if facts is not None and facts.text_dates_capped:
+            out.append(
+                f"LIMIT_RECORD_TEXT: dates read in the first {MAX_DATE_TEXT_CHARS} characters "
+                "of the evidence's texts"
+            )
+        if self._date_searches < 0:
+            out.append(f"LIMIT_CLAIM_DATES: dates read in {MAX_DATE_SEARCHES} claims only")
+        return tuple(out)
 
     def check(self, claim: str) -> CaseCheck:
         """The record check of one claim (claims of an answer are checked in order, so
@@ -146,31 +172,45 @@ class CaseContext:
         if not about_case:
             return CaseCheck()  # a listing's description: its values are the value checks'
         facts = self.facts
-        refused = reported_done(claim, reading, facts, self.calls, self.checker.lifecycles)
+        wants_dates = bool(facts.times or facts.unparsed) and self._date_searches > 0
+        values = read_values(
+            claim, self.checker.readers, self.answer.occurred_at, dates=wants_dates
+        )
+        self._date_searches -= wants_dates
+        refused = reported_done(
+            claim, reading, facts, self.calls, self.checker.lifecycles, values
+        )
         if refused is not None:
             return CaseCheck(refused)
-        values = read_values(
-            claim,
-            self.checker.readers,
-            self.answer.occurred_at,
-            dates=bool(facts.times or facts.unparsed),
-        )
-        named = frozenset(
-            typed.ref.evidence_id
+        held = [
+            typed
             for ident in values.ids
             for normal, typed in facts.ids
             if normal == ident.normal
-        )
-        states = check_states(reading, facts, self.checker.lifecycles, self.calls, named)
+        ]
+        owned = frozenset(t.ref.evidence_id for t in held if _own_id(t))
+        if held and not owned:
+            # "the earlier invoice RE-26-039118 is now cancelled": an id a record only
+            # refers to - no record here holds that thing's state
+            states = check_states(reading, facts, self.checker.lifecycles, self.calls, owned, only=True)
+        else:
+            states = check_states(reading, facts, self.checker.lifecycles, self.calls, owned)
         if about_case:
             settled_by_state = states.mismatch is not None or states.confirmation is not None
-            ungrounded = self._ungrounded(reading, settled_by_state)
+            ungrounded = self._ungrounded(reading, settled_by_state, owned)
             if ungrounded is not None:
                 return CaseCheck(ungrounded)
         reports_fact = any(
             a.done and a.mode.fact for a in reading.actions
         ) or any(s.mode.fact for s in reading.states)
-        checked = check_values(values, facts, reading.stems, claim, reports_fact=reports_fact)
+        checked = check_values(
+            values,
+            facts,
+            reading.stems,
+            claim,
+            reports_fact=reports_fact,
+            promised=lambda mention: not reading.mode_at(mention.start).fact,
+        )
         notes = tuple(
             f"{RecordReason.FIELD_UNPARSED.value}: {t.ref.evidence_id} {t.ref.name} = "
             f"{str(t.ref.leaf.value)[:60]!r} is not a date or time"
@@ -188,26 +228,52 @@ class CaseContext:
             confirmations.append(acknowledged)
         return CaseCheck(None, tuple(confirmations), notes, checked.unconfirmed)
 
-    def _ungrounded(self, reading: ClaimReading, settled_by_state: bool) -> RecordFinding | None:
-        """An action the agent reports doing ("I've added a voucher", "a late fee has been
-        added to your invoice") that neither a call, a record's state nor a record's
-        words account for. A verb that names a state a record holds ("your claim has
-        been submitted") is the state check's to judge."""
+    def _ungrounded(
+        self, reading: ClaimReading, settled_by_state: bool, named: frozenset[str]
+    ) -> RecordFinding | None:
+        """An action reported done that nothing on record accounts for.
+
+        What the agent says it did ("I've added a voucher", "I've put you on the waiting
+        list") needs a call that did it: an executed call with that verb, or whose effect
+        the verb names, or that handled the thing acted on (``create_complaint`` for "I've
+        logged your complaint"), or a record in the state the verb names; the thing
+        existing on record (a shipping fee) is no proof it was refunded. What was done to
+        "your ..." ("a late fee has been added to your invoice") needs a record that
+        speaks of it. ``named``: records whose ids the claim names."""
         facts = self.facts
-        called = {s for call in self.calls if call.record.executed for s in call.verbs | call.things}
+        executed = [call for call in self.calls if call.record.executed]
+        called = {s for call in executed for s in call.verbs | call.things}
+        handled = {s for call in executed for s in call.things}
         for action in reading.actions:
             if not action.done or action.mode.negated or not action.mode.fact:
                 continue
             if action.verb in LOOKUP_VERBS or not (action.agentive or action.yours):
                 continue  # only what the agent did, or what was done to "your ..."
-            if action.verb in called or action.verb in facts.vocabulary:
+            if action.verb in REFUSAL_VERBS:
+                continue  # "the change was refused": a refusal reports nothing done
+            overlapping = [
+                s for s in reading.states if s.start < action.end and action.start < s.end
+            ]
+            if settled_by_state and overlapping:
                 continue
-            if settled_by_state and any(
-                s.start < action.end and action.start < s.end for s in reading.states
+            if action.verb in called or any(
+                names_effect(action.verb, call, self.checker.lifecycles) for call in executed
             ):
                 continue
             objects = action.objects - _GENERAL
-            if not objects or objects & (facts.vocabulary | called):
+            if not objects and action.by_agent:  # "I've put you on the waiting list"
+                objects = frozenset(
+                    w for s in reading.states if s.start >= action.start
+                    for w in phrase_key(s.phrase)
+                ) - _GENERAL  # fmt: skip
+            if not objects:
+                continue
+            if action.by_agent:
+                if objects <= handled or any(c.record.item.id in named for c in executed):
+                    continue
+                if action.verb in facts.vocabulary and objects <= facts.vocabulary:
+                    continue  # a record that says it ("complaint_logged": true)
+            elif action.verb in facts.vocabulary or objects & (facts.vocabulary | called):
                 continue
             return RecordFinding(
                 RecordReason.CLAIM_WITHOUT_TOOL_EVIDENCE,
@@ -250,6 +316,19 @@ def _without_records(claim: str, lifecycles: Lifecycles) -> CaseCheck:
             )
         )
     return CaseCheck()
+
+
+_REFERENCE_KEYS: frozenset[str] = frozenset(
+    stem(w)
+    for w in "previous original old earlier replaces replaced related parent linked prior "
+    "orig superseded cancelled".split()
+)
+
+
+def _own_id(typed: Typed) -> bool:
+    """Is the id its record's own (``invoice_no``, ``id``), not one it refers to
+    (``replaces``, ``original_invoice``)?"""
+    return not (typed.keys & _REFERENCE_KEYS)
 
 
 def _names_an_id(claim: str) -> bool:

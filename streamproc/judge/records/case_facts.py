@@ -43,6 +43,7 @@ __all__ = [
 MAX_FIELDS: Final = 2_000
 MAX_VALUE_CHARS: Final = 200
 MAX_TEXT_CHARS: Final = 4_000  # of one evidence text searched for dates
+MAX_DATE_TEXT_CHARS: Final = 20_000  # of all evidence texts searched for dates
 _MAX_DERIVED: Final = 40  # money values combined pairwise (sums, differences)
 
 
@@ -174,6 +175,7 @@ class CaseFacts:
             if isinstance(leaf.value, str) and 8 < len(leaf.value) <= MAX_TEXT_CHARS
         ]
         self._text_dates: list[DateMention] | None = None
+        self.text_dates_capped = False
         self.texts = [item.text for item in evidence if item.kind in _TEXT_KINDS]
         if question:
             self.texts.append(question)
@@ -256,8 +258,8 @@ class CaseFacts:
                 self.unparsed.append(typed)
         if any(c.isdigit() for c in text) and (keys & _ID_KEYS or _mixed(text)):
             self.ids.append((_normal(text), typed))
-        if keys & (_PERSON_KEYS | _PLACE_KEYS) and any(c.isalpha() for c in text):
-            role = "person" if keys & _PERSON_KEYS else "place"
+        role = _name_role(typed.ref.leaf.path)
+        if role is not None and any(c.isalpha() for c in text):
             self.names.append((fold(text), role, typed))
 
     # -- questions the checks ask -------------------------------------------------------
@@ -296,12 +298,15 @@ class CaseFacts:
         """Dates and times the evidence's texts and the question write (read on first
         use: only a claim's date or time that no field holds needs them)."""
         if self._text_dates is None:
-            self._text_dates = [
-                mention
-                for text in self._all_texts
-                if text
-                for mention in self.readers.dates.mentions(text[:MAX_TEXT_CHARS], self.now)
-            ]
+            self._text_dates = []
+            budget = MAX_DATE_TEXT_CHARS
+            for text in self._all_texts:
+                if budget <= 0:
+                    self.text_dates_capped = True
+                    break
+                piece = text[: min(MAX_TEXT_CHARS, budget)]
+                budget -= len(piece)
+                self._text_dates += self.readers.dates.mentions(piece, self.now)
         return self._text_dates
 
     @property
@@ -313,6 +318,27 @@ class CaseFacts:
 
     def clock_fields(self) -> list[tuple[RecordedTime, Typed]]:
         return [(t, typed) for t, typed in self.times if t.clock]
+
+
+_DIRECTIONS: Final = frozenset({"to", "from"})
+
+
+def _name_role(path: Sequence[str | int]) -> str | None:
+    """Whose name a field holds, from its own key and its parent's: a person
+    (``doctor``, ``assignee``, ``passenger.name``) or a place (``airport``,
+    ``return_branch``; "to" and "from" only as a whole key, so that ``charged_to`` is
+    no place)."""
+    own = [str(p) for p in path[-1:] if isinstance(p, str)]
+    words_ = [w.lower for p in own for w in words(p)]
+    if words_ in (["to"], ["from"]):
+        return "place"
+    stems = {stem(w) for w in words_ if w not in _DIRECTIONS}
+    stems |= _stems(path[-2:-1])
+    if stems & _PERSON_KEYS:
+        return "person"
+    if stems & _PLACE_KEYS:
+        return "place"
+    return None
 
 
 def _decimal(value: float) -> Decimal | None:

@@ -195,6 +195,7 @@ _NOT_NAMES: Final = frozenset(
      "am pm eur usd gbp chf dkk sek nok pln czk").split()
 )  # fmt: skip
 _MAX_ID_CHARS: Final = 40
+_LEGAL_FORMS: Final = frozenset("gmbh ltd limited inc llc plc ag sa sas bv nv oy ab as spa srl".split())
 _TIME_UNITS: Final = frozenset(
     stem(w) for w in "second minute min hour hr day week fortnight month year".split()
 )
@@ -403,11 +404,15 @@ def _nouns_after(pieces: Sequence[Token], index: int) -> frozenset[str]:
 
 
 def _capitalised(token: Token) -> bool:
+    """A word of a person's or a place's name: capitalised, letters only, not a date
+    word, and not an acronym ("VAT", "ID", "UTC") or a company's legal form."""
     text = token.text
     return (
         text[:1].isupper()
         and text.replace("-", "").replace("'", "").replace(".", "").isalpha()
         and text.lower().rstrip(".") not in _NOT_NAMES
+        and not (text.isupper() and len(text) <= 4)
+        and text.lower().rstrip(".") not in _LEGAL_FORMS
     )
 
 
@@ -423,7 +428,8 @@ def _names(text: str, pieces: Sequence[Token], free: Callable[[Token], bool]) ->
         while end + 1 < len(pieces) and _capitalised(pieces[end + 1]) and free(pieces[end + 1]):
             end += 1
         run = pieces[index : end + 1]
-        cue = _cue(pieces, index, end)
+        after = pieces[end + 1].lower.rstrip(".") if end + 1 < len(pieces) else ""
+        cue = None if after in _LEGAL_FORMS else _cue(pieces, index, end)  # a company
         if cue is not None:
             role, words = cue
             # a title is not part of the name; a trailing place word ("Leuven store") is

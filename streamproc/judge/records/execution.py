@@ -21,19 +21,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Final
 
 from streamproc.events import VerdictLabel
 from streamproc.judge.records.case_facts import CaseFacts
-from streamproc.judge.records.claim_values import tokens
+from streamproc.judge.records.claim_values import ClaimValues, tokens
 from streamproc.judge.records.common import Record
 from streamproc.judge.records.findings import RecordFinding, RecordReason
 from streamproc.judge.records.lifecycles import Lifecycles
 from streamproc.judge.records.reports import ClaimReading
 from streamproc.judge.text.stems import stem, words
 
-__all__ = ["Call", "LOOKUP_VERBS", "calls_of", "refusal_acknowledged", "reported_done"]
+__all__ = [
+    "LOOKUP_VERBS",
+    "Call",
+    "calls_of",
+    "names_effect",
+    "refusal_acknowledged",
+    "reported_done",
+]
 
 LOOKUP_VERBS: Final = frozenset(
     stem(w)
@@ -137,21 +145,56 @@ def calls_of(records: Sequence[Record], lifecycles: Lifecycles) -> list[Call]:
     return out
 
 
-def _specific_arguments(call: Call, facts: CaseFacts) -> frozenset[str]:
-    """The call's arguments no executed record holds: what only the refused call asked
-    for (the new seat, the new date), not the order it was about."""
+@dataclass(frozen=True, slots=True)
+class _Specific:
+    """What only a refused call asked for - the new seat, the new date, the amount - and no
+    executed record holds: as written, as days, as amounts."""
+
+    written: frozenset[str]
+    days: frozenset[date]
+    amounts: frozenset[Decimal]
+
+    def __bool__(self) -> bool:
+        return bool(self.written or self.days or self.amounts)
+
+
+def _specific_arguments(call: Call, facts: CaseFacts) -> _Specific:
     held = {value for value, _ in facts.ids}
     held |= {_normal(str(t.ref.leaf.value)) for _, t in facts.times}
     held |= {
         _normal(str(leaf.value)) for r in facts.executed for leaf in r.leaves[:500] if leaf.value
     }
-    return frozenset(a for a in call.arguments if a not in held)
+    held_days = {t.day for t, _ in facts.times if t.day is not None}
+    held_amounts = {abs(value) for value, _, _ in facts.money}
+    days, amounts = set(), set()
+    for leaf in call.record.leaves[:200]:
+        recorded = facts.readers.dates.recorded(leaf.value)
+        if recorded is not None and recorded.day is not None and recorded.day not in held_days:
+            days.add(recorded.day)
+        value = leaf.value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            number = Decimal(str(value))
+        elif isinstance(value, str) and (parsed := facts.readers.money.amount(value)) is not None:
+            number = parsed[0]
+        else:
+            continue
+        if abs(number) not in held_amounts and number:
+            amounts.add(abs(number))
+    written = frozenset(a for a in call.arguments if a not in held)
+    return _Specific(written, frozenset(days), frozenset(amounts))
 
 
-def _mentions(text: str, arguments: frozenset[str]) -> bool:
+def _mentions(text: str, specific: _Specific, values: ClaimValues | None = None) -> bool:
+    """Does the claim write one of the refused call's own values?"""
     pieces = {_normal(t.text) for t in tokens(text)}
     joined = _normal(text)
-    return any(a in pieces or (len(a) >= 4 and a in joined) for a in arguments)
+    if any(a in pieces or (len(a) >= 4 and a in joined) for a in specific.written):
+        return True
+    if values is None:
+        return False
+    if any(any(m.date_matches(d) for d in specific.days) for m in values.dates if m.has_date):
+        return True
+    return any(money.value in specific.amounts for money, _, _ in values.money)
 
 
 def _effect_reported(reading: ClaimReading, call: Call) -> bool:
@@ -166,7 +209,7 @@ def _effect_reported(reading: ClaimReading, call: Call) -> bool:
     return False
 
 
-def _names_effect(verb: str, call: Call, lifecycles: Lifecycles) -> bool:
+def names_effect(verb: str, call: Call, lifecycles: Lifecycles) -> bool:
     """Does the claim's verb name the state the call would have made ("stopped" is a
     cancelled transfer, "moved" a rescheduled delivery)?"""
     return any(
@@ -176,33 +219,47 @@ def _names_effect(verb: str, call: Call, lifecycles: Lifecycles) -> bool:
 
 
 def _action_reported(
-    text: str, reading: ClaimReading, call: Call, specific: frozenset[str], lifecycles: Lifecycles
+    text: str,
+    reading: ClaimReading,
+    call: Call,
+    specific: _Specific,
+    lifecycles: Lifecycles,
+    values: ClaimValues | None,
 ) -> bool:
     for action in reading.actions:
         if not action.done or action.mode.negated or not action.mode.fact:
             continue
-        about = bool(call.things & reading.stems) or _mentions(text, specific)
+        about = bool(call.things & reading.stems) or _mentions(text, specific, values)
         verbs = {action.verb} | ({"retri"} if action.again else set())
         if verbs & call.verbs and (about or not call.things):
             return True
-        if about and _names_effect(action.verb, call, lifecycles):
+        if about and names_effect(action.verb, call, lifecycles):
             return True
         if action.verb in GENERIC_DONE and about and action.verb not in LOOKUP_VERBS:
             return True
-        if action.agentive and _mentions(text, specific) and action.verb not in LOOKUP_VERBS:
+        if (
+            action.agentive
+            and _mentions(text, specific, values)
+            and action.verb not in LOOKUP_VERBS
+        ):
             return True  # "I have moved you to seat 3A": the call asked for 3A
     return False
 
 
-def _new_value_reported(text: str, reading: ClaimReading, specific: frozenset[str]) -> bool:
-    """ "Your new seat is 3A": a value only the refused call holds, said to hold now."""
+_NEW_VALUE: Final = frozenset({"new", "now", "instead", "will"})
+
+
+def _new_value_reported(
+    text: str, reading: ClaimReading, specific: _Specific, values: ClaimValues | None
+) -> bool:
+    """ "Your new seat is 3A", "it will be a Volvo XC40 instead": a value only the refused
+    call holds, said to hold now or to come - never "I can ask for 3A"."""
     if reading.refusal or reading.request or not specific:
         return False
-    if any(not a.mode.fact for a in reading.actions) or any(
-        not s.mode.fact for s in reading.states
-    ):
+    lowers = set(reading.lowers)
+    if lowers & {"can", "could", "may", "might", "try", "if", "would", "should"}:
         return False
-    return bool(reading.stems & {"new", "now"}) and _mentions(text, specific)
+    return bool(lowers & _NEW_VALUE) and _mentions(text, specific, values)
 
 
 def reported_done(
@@ -211,6 +268,7 @@ def reported_done(
     facts: CaseFacts,
     calls: Sequence[Call],
     lifecycles: Lifecycles,
+    values: ClaimValues | None = None,
 ) -> RecordFinding | None:
     """NOT_EXECUTED when ``text`` reports a refused call's effect as done."""
     executed = [c for c in calls if c.record.executed]
@@ -221,9 +279,9 @@ def reported_done(
             continue  # "I couldn't cancel it: it had been submitted": the refusal, told
         specific = _specific_arguments(call, facts)
         if not (
-            _action_reported(text, reading, call, specific, lifecycles)
+            _action_reported(text, reading, call, specific, lifecycles, values)
             or _effect_reported(reading, call)
-            or _new_value_reported(text, reading, specific)
+            or _new_value_reported(text, reading, specific, values)
         ):
             continue
         if any(e.verbs == call.verbs and e.things == call.things for e in executed):
@@ -247,9 +305,8 @@ def refusal_acknowledged(
     for call in calls:
         if call.record.executed or not call.acts:
             continue
-        about = (
-            bool((call.things | call.verbs) & reading.stems)
-            or _mentions(text, _specific_arguments(call, facts))
+        about = bool((call.things | call.verbs) & reading.stems) or _mentions(
+            text, _specific_arguments(call, facts)
         )
         undone = any(
             not a.done or a.mode.negated for a in reading.actions if a.verb in call.verbs

@@ -23,7 +23,7 @@ from typing import Final
 from streamproc.judge.records.lifecycles import Lifecycles
 from streamproc.judge.text.stems import SKIPPED_WORDS, Word, stem, words
 
-__all__ = ["ActionReport", "ClaimReading", "StateReport", "read_claim"]
+__all__ = ["REFUSAL_VERBS", "ActionReport", "ClaimReading", "StateReport", "read_claim"]
 
 _NEGATIONS: Final = frozenset(
     {"not", "never", "no", "cannot", "unable", "nothing", "neither", "nor", "without"}
@@ -52,6 +52,9 @@ _REQUESTS: Final = frozenset(
         "wish hoping wondering"
     ).split()
 )
+REFUSAL_VERBS: Final = frozenset(
+    stem(w) for w in "refused declined denied rejected blocked failed turned".split()
+)
 _REFUSALS: Final = frozenset(
     stem(w)
     for w in (
@@ -70,7 +73,7 @@ _ADVERBS: Final = frozenset(
      "officially automatically manually gone ahead and indeed actually both re").split()
 )  # fmt: skip
 _IRREGULAR_PAST: Final = frozenset(
-    ("paid sent made done did given gave taken took held kept left found bought sold told "
+    ("paid sent made done given gave taken took held kept left found bought sold told "
      "brought got gotten written wrote chosen frozen withdrawn spent lost met set put reset "
      "shut cut issued moved").split()
 )  # fmt: skip
@@ -78,7 +81,9 @@ _NOUN_ENDINGS: Final = ("tion", "sion", "ment", "ance", "ence")
 _CLAUSE_BREAKS: Final = frozenset({"but", "however", "although", "though", "whereas", "while",
                                    "so", "because", "since", "and"})  # fmt: skip
 _PRONOUNS: Final = frozenset({"it", "this", "that", "they", "them"})
-_RELATIVE: Final = frozenset({"which", "who", "whom", "whose", "where"})
+_RELATIVE: Final = frozenset(
+    {"which", "who", "whom", "whose", "where", "you", "i", "we", "me", "us", "re", "m", "s"}
+)
 _FIRST_PERSON: Final = frozenset({"i", "we"})
 
 
@@ -112,6 +117,7 @@ class ActionReport:
     done: bool = True  # False: reported as not done ("I couldn't cancel")
     again: bool = False  # "re-submitted": done once more (a retry)
     yours: bool = False  # a passive said of "your ..." ("your card has been charged")
+    by_agent: bool = False  # "I have ...": what the agent did in this conversation
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,10 +145,21 @@ class ClaimReading:
     refusal: bool  # the claim says something was refused or could not be done
     request: bool
     stems: frozenset[str]
+    lowers: tuple[str, ...] = ()
+    clause_starts: tuple[int, ...] = ()
 
     @property
     def last_entity(self) -> tuple[str, ...]:
         return self.entities[-1] if self.entities else ()
+
+    def mode_at(self, offset: int) -> Mode:
+        """The mode of the clause that holds character ``offset`` of the claim, read from
+        all of its words ("from tomorrow onwards every invoice will show it" is a promise)."""
+        index = next((i for i, w in enumerate(self.words) if w.end > offset), None)
+        if index is None:
+            return Mode()
+        last = _clause_end(self.clause_starts, index)
+        return _mode(self.lowers, self.clause_starts[index], last, last)
 
 
 def _normalised(ws: Sequence[Word]) -> list[str]:
@@ -151,6 +168,9 @@ def _normalised(ws: Sequence[Word]) -> list[str]:
     for index, word in enumerate(ws):
         lower = word.lower
         nxt = ws[index + 1].lower if index + 1 < len(ws) else ""
+        if lower == "may" and word.text == "May" and (index or nxt[:1].isdigit()):
+            out.append("may-month")  # "on 17 May": the month, not the modal
+            continue
         if nxt == "t" and lower in _NEGATED_AUX:
             out.append(_NEGATED_AUX[lower])
         elif lower == "t" and index and ws[index - 1].lower in _NEGATED_AUX:
@@ -174,8 +194,14 @@ def _clause_starts(text: str, ws: Sequence[Word], lowers: Sequence[str]) -> list
     for index, word in enumerate(ws):
         if index:
             between = text[ws[index - 1].end : word.start]
-            if any(c in ",;:()!?\u2014\u2013" for c in between) or (
-                "." in between and between.strip() not in {"."}
+            glued = not any(c.isspace() for c in between)  # "4,90", "1.249,90"
+            if glued and ws[index - 1].text.isdigit() and word.text.isdigit():
+                starts.append(current)
+                continue
+            if (
+                any(c in ",;:()!?\u2014\u2013" for c in between)
+                or ("." in between and between.strip() not in {"."})
+                or between.strip() == "-"  # "I couldn't reopen it - duplicates stay closed"
             ):
                 current = index
             elif lowers[index] in _CLAUSE_BREAKS:
@@ -203,9 +229,14 @@ def _mode(lowers: Sequence[str], first: int, at: int, last: int | None = None) -
         modal=modal,
         requested=bool(stems & _REQUESTS),
         conditional=bool(set(clause) & _SUBORDINATORS)
-        or (bool(window) and window[0] in _CONDITIONS),
+        or (bool(window) and window[0] in _CONDITIONS)
+        or _as_soon_as(clause),
         refusal=bool(stems & _REFUSALS),
     )
+
+
+def _as_soon_as(words: Sequence[str]) -> bool:
+    return any(words[i : i + 3] == ["as", "soon", "as"] for i in range(len(words) - 2))
 
 
 def _clause_end(starts: Sequence[int], index: int) -> int:
@@ -252,6 +283,8 @@ def read_claim(
         refusal=bool(stems & _REFUSALS) or "not" in lowers,
         request=bool(stems & _REQUESTS),
         stems=stems,
+        lowers=tuple(lowers),
+        clause_starts=tuple(starts),
     )
 
 
@@ -288,6 +321,7 @@ def _actions(ws: Sequence[Word], lowers: Sequence[str], starts: Sequence[int]) -
         agentive = before in _FIRST_PERSON or (
             before in _AUX_PERFECT and back > 0 and lowers[back - 1] in _FIRST_PERSON
         )
+        speaker = before if before in _FIRST_PERSON else (lowers[back - 1] if agentive else "")
         done = before in _AUX_PERFECT | _AUX_BE or before in _FIRST_PERSON
         if before in {"been"} and back > 0 and lowers[back - 1] in _AUX_PERFECT:
             agentive = False
@@ -310,6 +344,7 @@ def _actions(ws: Sequence[Word], lowers: Sequence[str], starts: Sequence[int]) -
                 agentive=agentive,
                 objects=objects,
                 yours=yours,
+                by_agent=agentive and speaker == "i",
             )
         )
     return out
@@ -343,6 +378,8 @@ def _undone(ws: Sequence[Word], lowers: Sequence[str], starts: Sequence[int]) ->
     out = []
     for index in range(1, len(lowers)):
         before = lowers[index - 1]
+        if index >= 2 and starts[index] != starts[index - 1]:
+            continue  # "I'm not able to: only one fee ..." - the verb is in another clause
         if before == "to" and index >= 2 and lowers[index - 2] in _MANAGED:
             managed = _managed(ws, lowers, starts, index)
             if managed is not None:
@@ -390,7 +427,7 @@ def _objects_after(
     """Stems of the words right after a verb, up to a preposition ("added a 10 EUR
     voucher to your account" -> {voucher}; numbers and currency words skipped)."""
     out = set()
-    for at in range(index + 1, min(len(lowers), index + 6)):
+    for at in range(index + 1, min(len(lowers), index + 9)):
         if starts[at] != starts[index]:
             break
         word = lowers[at]
@@ -448,6 +485,10 @@ def _states(
         width, named = match
         index, end = kept[at], kept[at + width - 1]
         hyphenated = text[ws[end].end : ws[end].end + 1] == "-"  # "missed-appointment fee"
+        following = lowers[end + 1] if end + 1 < len(lowers) else ""
+        if following[:1].isdigit() or (end + 1 < len(ws) and ws[end + 1].text.isupper()):
+            at += width  # "has paid NOK 6 500 of ...": an amount paid, no state of a thing
+            continue
         if (
             not hyphenated
             and _asserted(lowers, index, starts, entities)

@@ -86,7 +86,11 @@ def check_states(
     lifecycles: Lifecycles,
     calls: Sequence[Call],
     named_records: frozenset[str] = frozenset(),
+    *,
+    only: bool = False,
 ) -> StateCheck:
+    """``named_records``: the records whose own id the claim names; with ``only``, the
+    claim's states are read against those alone."""
     fields: list[tuple[Typed, str, frozenset[str]]] = []  # (field, lifecycle, its states)
     unknown: list[str] = []
     for typed in facts.states:
@@ -104,7 +108,7 @@ def check_states(
         if not report.mode.fact:
             continue
         cycles = [c for c in report.states if not report.entity or c in report.entity]
-        candidates = [f for f in fields if f[1] in cycles]
+        candidates = [] if only else [f for f in fields if f[1] in cycles]
         if named_records:  # the claim names the record ("your request RQ-7781 is ...")
             candidates += [
                 f

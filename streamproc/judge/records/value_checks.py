@@ -13,7 +13,7 @@ readings, identifiers exactly (one transposed digit is another id), names word b
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -91,6 +91,12 @@ _BARE_DAYS: Final = frozenset(
     {"today", "tomorrow", "yesterday", "tonight", "this morning", "this afternoon",
      "this evening", "later today", "today or tomorrow"}
 )  # fmt: skip
+def _bare_day(mention: DateMention) -> bool:
+    """ "today", "from tomorrow": a relative day with no date or time written."""
+    words_ = [w for w in mention.written.lower().split() if w not in {"from", "by", "on", "until"}]
+    return " ".join(words_) in _BARE_DAYS or (not mention.clocks and not mention.month_days)
+
+
 _ROUNDING: Final = frozenset("about around approximately roughly approx circa".split())
 # Keys of a record's totals: "3,410 points" may be its balance, not one transaction's.
 _TOTAL_KEYS: Final = frozenset(
@@ -105,6 +111,7 @@ def check_values(
     claim: str = "",
     *,
     reports_fact: bool = True,
+    promised: Callable[[DateMention], bool] | None = None,
 ) -> ValueCheck:
     """Every typed value of one claim against the records; the first mismatch wins.
 
@@ -123,7 +130,11 @@ def check_values(
     mentions = [
         m
         for m in values.dates
-        if reports_fact or not (m.relative and m.written.strip().lower() in _BARE_DAYS)
+        if not (
+            m.relative
+            and _bare_day(m)
+            and (not reports_fact or (promised is not None and promised(m)))
+        )
     ]
     _dates(mentions, facts, stems, result, periods)
     _names(values.names, facts, result)
@@ -355,7 +366,10 @@ def _date_in_texts(mention: DateMention, facts: CaseFacts) -> bool:
     """A date the evidence writes as text, or a refused call asked about."""
     if any(t.day is not None and mention.date_matches(t.day) for t in facts.refused_times):
         return True
-    for other in facts.text_dates():
+    texts = facts.text_dates()
+    if facts.text_dates_capped:
+        return True  # not all of the evidence was read: unknown, never a mismatch
+    for other in texts:
         if other.days and any(mention.date_matches(d) for d in other.days):
             return True
     return False
@@ -364,7 +378,10 @@ def _date_in_texts(mention: DateMention, facts: CaseFacts) -> bool:
 def _time_in_texts(mention: DateMention, facts: CaseFacts) -> bool:
     if any(mention.time_matches(c) for t in facts.refused_times for c in t.clock):
         return True
-    for other in facts.text_dates():
+    texts = facts.text_dates()
+    if facts.text_dates_capped:
+        return True
+    for other in texts:
         if any(mention.time_matches(time(h, m)) for h, m in other.clocks):
             return True
     return False
@@ -387,7 +404,11 @@ def _names(names: Iterable[NameValue], facts: CaseFacts, result: _Result) -> Non
             if held:
                 result.confirm(held[0].ref, name.written)
             continue
-        same_role = [t for value, role, t in facts.names if role == name.role]
+        same_role = [  # names, not addresses: "ul. Dobrego Pasterza 118" is no place name
+            t
+            for value, role, t in facts.names
+            if role == name.role and not any(c.isdigit() for c in value)
+        ]
         if name.role == "person" and name.cue - {"title"}:
             same_role = [t for t in same_role if t.keys & name.cue] or same_role
         if same_role:
