@@ -148,6 +148,7 @@ class CaseFacts:
         self.times: list[tuple[RecordedTime, Typed]] = []
         self.ids: list[tuple[str, Typed]] = []
         self.names: list[tuple[str, str, Typed]] = []  # (folded value, role, typed)
+        self.strings: list[tuple[str, Typed]] = []  # every short text field, folded
         self.states: list[Typed] = []
         self.unparsed: list[Typed] = []
         self.vocabulary: set[str] = set()
@@ -258,6 +259,8 @@ class CaseFacts:
                 self.unparsed.append(typed)
         if any(c.isdigit() for c in text) and (keys & _ID_KEYS or _mixed(text)):
             self.ids.append((_normal(text), typed))
+        if any(c.isalpha() for c in text) and len(text) <= 80:
+            self.strings.append((fold(text), typed))
         role = _name_role(typed.ref.leaf.path)
         if role is not None and any(c.isalpha() for c in text):
             self.names.append((fold(text), role, typed))

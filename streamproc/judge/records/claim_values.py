@@ -451,14 +451,18 @@ def _names(text: str, pieces: Sequence[Token], free: Callable[[Token], bool]) ->
 
 
 def _cue(pieces: Sequence[Token], first: int, last: int) -> tuple[str, frozenset[str]] | None:
-    """What introduces a name: a title ("Dr."), a role ("technician"), a place word
-    before or after ("airport", "store"), or a place preposition ("to Lisbon")."""
+    """What introduces a name: a title ("Dr."), a role ("technician", "account manager"),
+    what the person did ("approved by Aoife Brennan", "Kasper Holm signed for it"), a
+    place word before or after ("airport", "store"), or a place preposition ("to
+    Lisbon"). A person's cue holds the stems that say their role."""
     before = [p.lower.rstrip(",") for p in pieces[max(0, first - 2) : first]]
+    role = _role_words(pieces, first, last)
     if pieces[first].lower in _TITLES or (before and before[-1] in _TITLES):
-        return "person", frozenset({"title"})
-    roles = {stem(w) for w in before} & _PERSON_ROLES
-    if roles:
-        return "person", frozenset(roles)
+        return "person", frozenset({"title"}) | role
+    wide = {stem(p.lower.rstrip(",")) for p in pieces[max(0, first - 4) : first]}
+    roles = ({stem(w) for w in before} | wide) & _PERSON_ROLES
+    if roles or role:
+        return "person", frozenset(roles) | role
     inside = {stem(p.lower) for p in pieces[first : last + 1]} & _PLACE_WORDS
     after = {stem(p.lower) for p in pieces[last + 1 : last + 3]} & _PLACE_WORDS
     places = inside | after  # "our Milan service centre"
@@ -467,6 +471,33 @@ def _cue(pieces: Sequence[Token], first: int, last: int) -> tuple[str, frozenset
     if before and before[-1] in _PLACE_PREPOSITIONS:
         return "place", frozenset({before[-1]})
     return None
+
+
+_DEED: Final = frozenset({"by"})
+
+
+def _role_words(pieces: Sequence[Token], first: int, last: int) -> frozenset[str]:
+    """What the claim says the person did: the verb before "by" ("fitted on 8 January
+    by ...") or right after the name ("... signed for it")."""
+    out: set[str] = set()
+    if first and pieces[first - 1].lower == "by" or (
+        first > 1 and pieces[first - 2].lower == "by" and pieces[first - 1].lower in _TITLES
+    ):
+        at = first - 1 if pieces[first - 1].lower == "by" else first - 2
+        for back in range(at - 1, max(-1, at - 7), -1):
+            word = pieces[back].lower
+            if word.endswith("ed") or word in _DONE_FORMS:
+                out.add(stem(word))
+                break
+    for piece in pieces[last + 1 : last + 3]:
+        word = piece.lower
+        if word.endswith("ed") or word in _DONE_FORMS:
+            out.add(stem(word))
+            break
+    return frozenset(out)
+
+
+_DONE_FORMS: Final = frozenset("done made sent paid signed taken given".split())
 
 
 def iter_spans(values: ClaimValues) -> Iterator[tuple[int, int]]:

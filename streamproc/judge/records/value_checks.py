@@ -390,6 +390,31 @@ def _time_in_texts(mention: DateMention, facts: CaseFacts) -> bool:
 # ------------------------------------------------------------------------------ names
 
 
+def _in_another_role(name: NameValue, parts: Sequence[str], facts: CaseFacts) -> Typed | None:
+    """A name the records hold, but in another role than the claim gives it: "approved by
+    Aoife Brennan" where ``approved_by`` holds someone else and Aoife ``logged_by`` it.
+    The field of the claimed role is returned."""
+    role = name.cue - {"title"}
+    if name.role != "person" or not role:
+        return None
+
+    def plays(typed: Typed) -> bool:  # "assessor" plays "assessed", "approved_by" "approved"
+        return any(k.startswith(r) or r.startswith(k) for k in typed.keys for r in role)
+
+    holding = [t for value, t in facts.strings if all(p in value.split() for p in parts)]
+    if not holding or any(plays(t) for t in holding):
+        return None
+    people = {id(t) for _, kind, t in facts.names if kind == "person"}
+    claimed = [
+        t
+        for value, t in facts.strings
+        if (id(t) in people or "by" in t.keys)
+        and plays(t)
+        and not all(p in value.split() for p in parts)
+    ]
+    return claimed[0] if claimed else None
+
+
 def _name_words(written: str) -> list[str]:
     """ "DPD's Wrocław-Bielany" -> ["dpd", "wroclaw", "bielany"]."""
     out = [fold(w.text) for w in words(written)]
@@ -401,7 +426,12 @@ def _names(names: Iterable[NameValue], facts: CaseFacts, result: _Result) -> Non
         parts = _name_words(name.written)
         if parts and all(facts.has_word(p) or facts.has_word_like(p) for p in parts):
             held = [t for value, role, t in facts.names if all(p in value for p in parts)]
-            if held:
+            wrong_role = _in_another_role(name, parts, facts)
+            if wrong_role is not None:
+                result.fail(
+                    _mismatch(RecordReason.NAME_MISMATCH, name.written, "name", wrong_role.ref)
+                )
+            elif held:
                 result.confirm(held[0].ref, name.written)
             continue
         same_role = [  # names, not addresses: "ul. Dobrego Pasterza 118" is no place name
