@@ -56,7 +56,7 @@ def _require(condition: bool, where: str, message: str) -> None:
 
 
 def _check_evidence(items: Any, where: str) -> None:
-    _require(isinstance(items, list) and items, where, "evidence must be a non-empty list")
+    _require(isinstance(items, list) and bool(items), where, "evidence must be a non-empty list")
     ids = [item.get("id") for item in items]
     _require(len(set(ids)) == len(ids), where, f"evidence ids repeat: {ids}")
     kinds = Counter(item.get("kind") for item in items)
@@ -80,11 +80,13 @@ def _answer_event(
 ) -> dict[str, Any]:
     where = f"{kind} #{number} {variant}"
     text = answer.get("answer")
-    _require(isinstance(text, str) and text.strip() != "", where, "answer text missing")
+    if not isinstance(text, str) or not text.strip():
+        raise ScenarioError(f"{where}: answer text missing")
     spans: list[dict[str, Any]] = []
     if variant == "hallucinated":
         span = answer.get("span")
-        _require(isinstance(span, str) and span.strip() != "", where, "span missing")
+        if not isinstance(span, str) or not span.strip():
+            raise ScenarioError(f"{where}: span missing")
         _require(text.count(span) == 1, where, f"span {span!r} must occur exactly once")
         label_type = answer.get("label_type")
         _require(label_type in LABEL_TYPES, where, f"label_type {label_type!r} unknown")
@@ -137,7 +139,7 @@ def build(scenario_dir: Path = SCENARIOS) -> list[dict[str, Any]]:
             scenarios = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as error:
             raise ScenarioError(f"{path.name}: not JSON ({error})") from None
-        _require(isinstance(scenarios, list) and scenarios, path.name, "expected a list")
+        _require(isinstance(scenarios, list) and bool(scenarios), path.name, "expected a list")
         numbers = [s.get("scenario") for s in scenarios]
         _require(len(set(numbers)) == len(numbers), path.name, "scenario numbers repeat")
         for scenario in scenarios:

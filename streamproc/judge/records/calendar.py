@@ -118,11 +118,17 @@ class _Vocabulary:
     meridiem: frozenset[str]
 
 
+_MONTH_KEYS: Final = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+)  # fmt: skip
+_DAY_KEYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
 def _vocabulary(language: str) -> _Vocabulary:
     info = default_loader.get_locale(language).info
-    month_keys = ("january february march april may june july august september october "
-                  "november december").split()  # fmt: skip
-    day_keys = "monday tuesday wednesday thursday friday saturday sunday".split()
+    month_keys = _MONTH_KEYS
+    day_keys = _DAY_KEYS  # in order: the index is the weekday
     months = {m.lower() for key in month_keys for m in info.get(key, [])}
     weekdays = {d.lower(): i for i, key in enumerate(day_keys) for d in info.get(key, [])}
     relative = {
@@ -164,9 +170,7 @@ def _day_offset(key: str) -> int | None:
 def _date_order(locale: str) -> str:
     """DMY, MDY or YMD from the locale's short date pattern ("dd/MM/y" -> DMY)."""
     pattern = Locale.parse(locale).date_formats["short"].pattern
-    order = sorted(
-        (pattern.find(c), c) for c in "dMy" if pattern.find(c) >= 0
-    )
+    order = sorted((pattern.find(c), c) for c in "dMy" if pattern.find(c) >= 0)
     return "".join({"d": "D", "M": "M", "y": "Y"}[c] for _, c in order) or "MDY"
 
 
@@ -260,8 +264,14 @@ class DateReader:
                 continue
             clock = _clock_token(core)
             if clock is not None:
-                following = pieces[index + 1].lower().strip(".,;") if index + 1 < len(pieces) else ""
-                meridiem = following.replace(".", "") if following.replace(".", "") in {"am", "pm"} else None
+                following = (
+                    pieces[index + 1].lower().strip(".,;") if index + 1 < len(pieces) else ""
+                )
+                meridiem = (
+                    following.replace(".", "")
+                    if following.replace(".", "") in {"am", "pm"}
+                    else None
+                )
                 readings = _clock_readings([clock], meridiem)
                 out.append(DateMention(begin, begin + len(core), core, clocks=readings))
         return out
@@ -292,9 +302,7 @@ class DateReader:
             while last > index and not tokens[last].text[:1].isdigit():
                 last -= 1
             start, end = tokens[first].start, tokens[last].end
-            data = _parser(self.languages[0], self.date_order, base).get_date_data(
-                text[start:end]
-            )
+            data = _parser(self.languages[0], self.date_order, base).get_date_data(text[start:end])
             if data.date_obj is not None:
                 mention = self._mention(text, start, end, data.date_obj, base)
                 if mention is not None:
@@ -326,10 +334,14 @@ class DateReader:
     ) -> DateMention | None:
         span = text[start:end]
         first = span.split(maxsplit=1)
-        if len(first) == 2 and first[0].isdigit() and len(first[0]) > 2:
-            if not 1900 <= int(first[0]) <= 2200:  # "DY 1062 on 22 July": an id before it
-                start = end - len(first[1])
-                span = text[start:end]
+        if (  # "DY 1062 on 22 July": an id before the date
+            len(first) == 2
+            and first[0].isdigit()
+            and len(first[0]) > 2
+            and not 1900 <= int(first[0]) <= 2200
+        ):
+            start = end - len(first[1])
+            span = text[start:end]
         tokens = list(words(span))
         vocabulary = self._vocabulary
         lowers = [t.lower for t in tokens]
@@ -498,7 +510,9 @@ def _recorded(text: str, language: str, order: str) -> RecordedTime | None:
         moment = None
     if moment is not None:
         has_clock = len(text) > 10 and any(c in text[10:] for c in ":T")
-        return RecordedTime(moment.date(), (moment.time().replace(tzinfo=None),) if has_clock else ())
+        return RecordedTime(
+            moment.date(), (moment.time().replace(tzinfo=None),) if has_clock else ()
+        )
     clocks = _time_range(text)
     if clocks:
         return RecordedTime(None, clocks)
@@ -523,7 +537,7 @@ def _parser(language: str, order: str, base: datetime | None) -> DateDataParser:
 
 
 def _time_range(text: str) -> tuple[time, ...]:
-    """ "07:45", "7:45 AM", "09:30-10:00", "9:30 – 10:00": times of day, no date."""
+    """ "07:45", "7:45 AM", "09:30-10:00", "9:30 to 10:00": times of day, no date."""
     pieces = text.replace("\u2013", "-").replace(" to ", "-").split("-")
     if not 1 <= len(pieces) <= 2:
         return ()

@@ -39,6 +39,7 @@ from streamproc.judge.records.money import DEFAULT_LOCALE
 from streamproc.judge.records.reports import REFUSAL_VERBS, ClaimReading, read_claim
 from streamproc.judge.records.states import check_states
 from streamproc.judge.records.value_checks import check_values
+from streamproc.judge.text.features import word_set
 from streamproc.judge.text.stems import phrase_key, stem
 
 __all__ = [
@@ -177,22 +178,19 @@ class CaseContext:
             claim, self.checker.readers, self.answer.occurred_at, dates=wants_dates
         )
         self._date_searches -= wants_dates
-        refused = reported_done(
-            claim, reading, facts, self.calls, self.checker.lifecycles, values
-        )
+        refused = reported_done(claim, reading, facts, self.calls, self.checker.lifecycles, values)
         if refused is not None:
             return CaseCheck(refused)
         held = [
-            typed
-            for ident in values.ids
-            for normal, typed in facts.ids
-            if normal == ident.normal
+            typed for ident in values.ids for normal, typed in facts.ids if normal == ident.normal
         ]
         owned = frozenset(t.ref.evidence_id for t in held if _own_id(t))
         if held and not owned:
             # "the earlier invoice RE-26-039118 is now cancelled": an id a record only
             # refers to - no record here holds that thing's state
-            states = check_states(reading, facts, self.checker.lifecycles, self.calls, owned, only=True)
+            states = check_states(
+                reading, facts, self.checker.lifecycles, self.calls, owned, only=True
+            )
         else:
             states = check_states(reading, facts, self.checker.lifecycles, self.calls, owned)
         if about_case:
@@ -200,9 +198,9 @@ class CaseContext:
             ungrounded = self._ungrounded(reading, settled_by_state, owned)
             if ungrounded is not None:
                 return CaseCheck(ungrounded)
-        reports_fact = any(
-            a.done and a.mode.fact for a in reading.actions
-        ) or any(s.mode.fact for s in reading.states)
+        reports_fact = any(a.done and a.mode.fact for a in reading.actions) or any(
+            s.mode.fact for s in reading.states
+        )
         checked = check_values(
             values,
             facts,
@@ -211,11 +209,15 @@ class CaseContext:
             reports_fact=reports_fact,
             promised=lambda mention: not reading.mode_at(mention.start).fact,
         )
-        notes = tuple(
-            f"{RecordReason.FIELD_UNPARSED.value}: {t.ref.evidence_id} {t.ref.name} = "
-            f"{str(t.ref.leaf.value)[:60]!r} is not a date or time"
-            for t in facts.unparsed
-        ) if values.dates else ()
+        notes = (
+            tuple(
+                f"{RecordReason.FIELD_UNPARSED.value}: {t.ref.evidence_id} {t.ref.name} = "
+                f"{str(t.ref.leaf.value)[:60]!r} is not a date or time"
+                for t in facts.unparsed
+            )
+            if values.dates
+            else ()
+        )
         if checked.mismatch is not None:
             return CaseCheck(checked.mismatch, checked.confirmations, notes)
         if states.mismatch is not None:
@@ -320,8 +322,10 @@ def _without_records(claim: str, lifecycles: Lifecycles) -> CaseCheck:
 
 _REFERENCE_KEYS: frozenset[str] = frozenset(
     stem(w)
-    for w in "previous original old earlier replaces replaced related parent linked prior "
-    "orig superseded cancelled".split()
+    for w in word_set(
+        "previous original old earlier replaces replaced related parent linked prior "
+        "orig superseded cancelled"
+    )
 )
 
 

@@ -33,11 +33,11 @@ from streamproc.judge.text.stems import stem, words
 
 __all__ = [
     "MAX_FIELDS",
-    "durations",
     "MAX_VALUE_CHARS",
     "CaseFacts",
     "FieldRef",
     "Typed",
+    "durations",
 ]
 
 MAX_FIELDS: Final = 2_000
@@ -162,8 +162,10 @@ class CaseFacts:
             if (recorded := readers.dates.recorded(leaf.value)) is not None
         ]
         texts = [item.text for item in evidence] + [question or ""]
-        self.folded_text = fold(" ".join(texts)) + " " + fold(
-            " ".join(str(leaf.value) for r in records for leaf in r.leaves[:MAX_FIELDS])
+        self.folded_text = (
+            fold(" ".join(texts))
+            + " "
+            + fold(" ".join(str(leaf.value) for r in records for leaf in r.leaves[:MAX_FIELDS]))
         )
         self._words = frozenset(w.lower for w in words(self.folded_text))
         self._normal_text = _normal(self.folded_text)
@@ -254,9 +256,13 @@ class CaseFacts:
         recorded = self.readers.dates.recorded(text)
         if recorded is not None and (recorded.day is not None or recorded.clock):
             self.times.append((recorded, typed))
-        elif last & _DATE_HINTS and any(c.isdigit() for c in text) and amount is None:
-            if not keys & _ID_KEYS:
-                self.unparsed.append(typed)
+        elif (
+            last & _DATE_HINTS
+            and any(c.isdigit() for c in text)
+            and amount is None
+            and not keys & _ID_KEYS
+        ):
+            self.unparsed.append(typed)
         if any(c.isdigit() for c in text) and (keys & _ID_KEYS or _mixed(text)):
             self.ids.append((_normal(text), typed))
         if any(c.isalpha() for c in text) and len(text) <= 80:

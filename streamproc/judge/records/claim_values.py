@@ -14,7 +14,7 @@ One pass over the claim's tokens; every look-around is a fixed number of tokens.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -23,7 +23,7 @@ from typing import Final
 from streamproc.judge.records.calendar import DateMention, DateReader
 from streamproc.judge.records.money import Money, MoneyReader
 from streamproc.judge.records.value_parse import number_word
-from streamproc.judge.text.features import STOP_WORDS
+from streamproc.judge.text.features import STOP_WORDS, word_set
 from streamproc.judge.text.stems import stem
 
 __all__ = [
@@ -146,58 +146,66 @@ class ValueReaders:
         return cls(MoneyReader(locale), DateReader(locale))
 
 
-_HEDGES: Final = frozenset(
-    "about around roughly approximately approx. approx nearly almost circa some ~".split()
+_HEDGES: Final = word_set(
+    "about around roughly approximately approx. approx nearly almost circa some ~"
 )
-_HEDGE_PAIRS: Final = frozenset({("just", "under"), ("just", "over"), ("close", "to"),
-                                 ("a", "little"), ("just", "below"), ("just", "above")})  # fmt: skip
-_LIMITS: Final = frozenset(
+_HEDGE_PAIRS: Final = frozenset(
+    {
+        ("just", "under"),
+        ("just", "over"),
+        ("close", "to"),
+        ("a", "little"),
+        ("just", "below"),
+        ("just", "above"),
+    }
+)
+_LIMITS: Final = word_set(
     "over under above below exceeding exceeds exceed max maximum min minimum up per within "
-    "than least most limit".split()
+    "than least most limit"
 )
 _ID_KINDS: Final = frozenset(
     stem(w)
-    for w in (
+    for w in word_set(
         "order purchase po invoice ticket case claim policy booking reservation confirmation "
         "reference ref tracking shipment parcel account customer member membership "
         "transaction transfer payment refund return rma flight train ticket incident request "
         "complaint contract subscription plan quote quotation note receipt statement report "
         "job visit appointment card iban number no # id code pnr voucher coupon seat room "
         "rental vehicle plate registration gate terminal platform"
-    ).split()
+    )
 )
 _TITLES: Final = frozenset(
     {"dr", "dr.", "mr", "mr.", "mrs", "mrs.", "ms", "ms.", "prof", "prof.", "miss", "sir"}
 )
 _PERSON_ROLES: Final = frozenset(
     stem(w)
-    for w in (
+    for w in word_set(
         "doctor dentist physician surgeon nurse therapist physiotherapist optician hygienist "
         "practitioner consultant specialist vet veterinarian technician engineer mechanic "
         "installer fitter plumber electrician agent adviser advisor representative rep "
         "manager supervisor adjuster assessor inspector handler courier driver stylist "
         "coordinator contact colleague owner assignee analyst officer host guide instructor "
         "trainer captain pilot passenger guest holder name"
-    ).split()
+    )
 )
 _PLACE_WORDS: Final = frozenset(
     stem(w)
-    for w in (
+    for w in word_set(
         "airport terminal station branch store shop office clinic practice surgery hospital "
         "centre center depot hub warehouse locker point hotel desk counter garage workshop "
         "location site address street road avenue"
-    ).split()
+    )
 )
 _PLACE_PREPOSITIONS: Final = frozenset({"to", "from", "at", "in", "via", "into", "near"})
-_NOT_NAMES: Final = frozenset(
-    ("i monday tuesday wednesday thursday friday saturday sunday january february march "
-     "april may june july august september october november december utc gmt cet cest "
-     "am pm eur usd gbp chf dkk sek nok pln czk").split()
-)  # fmt: skip
+_NOT_NAMES: Final = word_set(
+    "i monday tuesday wednesday thursday friday saturday sunday january february march "
+    "april may june july august september october november december utc gmt cet cest "
+    "am pm eur usd gbp chf dkk sek nok pln czk"
+)
 _MAX_ID_CHARS: Final = 40
-_LEGAL_FORMS: Final = frozenset("gmbh ltd limited inc llc plc ag sa sas bv nv oy ab as spa srl".split())
+_LEGAL_FORMS: Final = word_set("gmbh ltd limited inc llc plc ag sa sas bv nv oy ab as spa srl")
 _TIME_UNITS: Final = frozenset(
-    stem(w) for w in "second minute min hour hr day week fortnight month year".split()
+    stem(w) for w in word_set("second minute min hour hr day week fortnight month year")
 )
 
 
@@ -243,9 +251,7 @@ def _money(
         used.update(range(first, last + 1))
         start, end = pieces[first].start, pieces[last].end
         before = [p.lower for p in pieces[max(0, first - 2) : first]]
-        hedged = bool(before) and (
-            before[-1] in _HEDGES or tuple(before[-2:]) in _HEDGE_PAIRS
-        )
+        hedged = bool(before) and (before[-1] in _HEDGES or tuple(before[-2:]) in _HEDGE_PAIRS)
         written = " ".join(p.text for p in pieces[first : last + 1])
         money = Money(value, currency, written, approximate=hedged)
         if not hedged and before and before[-1] in _LIMITS:
@@ -480,7 +486,7 @@ def _role_words(pieces: Sequence[Token], first: int, last: int) -> frozenset[str
     """What the claim says the person did: the verb before "by" ("fitted on 8 January
     by ...") or right after the name ("... signed for it")."""
     out: set[str] = set()
-    if first and pieces[first - 1].lower == "by" or (
+    if (first and pieces[first - 1].lower == "by") or (
         first > 1 and pieces[first - 2].lower == "by" and pieces[first - 1].lower in _TITLES
     ):
         at = first - 1 if pieces[first - 1].lower == "by" else first - 2
@@ -497,15 +503,4 @@ def _role_words(pieces: Sequence[Token], first: int, last: int) -> frozenset[str
     return frozenset(out)
 
 
-_DONE_FORMS: Final = frozenset("done made sent paid signed taken given".split())
-
-
-def iter_spans(values: ClaimValues) -> Iterator[tuple[int, int]]:
-    """Where the claim's values are (for what is left of it to be read as words)."""
-    for _, start, end in values.money:
-        yield start, end
-    for item in (*values.counts, *values.ids, *values.dates, *values.names):
-        yield item.start, item.end
-
-
-__all__ += ["iter_spans"]
+_DONE_FORMS: Final = word_set("done made sent paid signed taken given")

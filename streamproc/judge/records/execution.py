@@ -32,6 +32,7 @@ from streamproc.judge.records.common import Record
 from streamproc.judge.records.findings import RecordFinding, RecordReason
 from streamproc.judge.records.lifecycles import Lifecycles
 from streamproc.judge.records.reports import ClaimReading
+from streamproc.judge.text.features import word_set
 from streamproc.judge.text.stems import stem, words
 
 __all__ = [
@@ -45,31 +46,30 @@ __all__ = [
 
 LOOKUP_VERBS: Final = frozenset(
     stem(w)
-    for w in (
+    for w in word_set(
         "get lookup look fetch read list search query find retrieve check show view status "
         "verify validate inspect describe count see pull open note"
-    ).split()
+    )
 )
 # Verbs that say an action was carried out, whatever the action: "your refund has been
 # processed" reports ``issue_refund`` done.
 GENERIC_DONE: Final = frozenset(
     stem(w)
-    for w in (
+    for w in word_set(
         "processed completed done executed finalised finalized carried actioned handled "
         "sorted arranged applied put gone went"
-    ).split()
+    )
 )
-_NAME_FIELDS: Final = frozenset(
-    "tool tool_name toolname name action function operation call method endpoint "
-    "intent command".split()
+_NAME_FIELDS: Final = word_set(
+    "tool tool_name toolname name action function operation call method endpoint intent command"
 )
-_ARGUMENT_FIELDS: Final = frozenset(
-    "arguments args params parameters request input payload changes new body".split()
+_ARGUMENT_FIELDS: Final = word_set(
+    "arguments args params parameters request input payload changes new body"
 )
-_META_FIELDS: Final = frozenset(
+_META_FIELDS: Final = word_set(
     "tool tool_name toolname name action function operation call method endpoint intent "
     "command outcome status result error reason refusal message detail details code "
-    "executed policy gate decision".split()
+    "executed policy gate decision"
 )
 
 
@@ -104,9 +104,7 @@ def _normal(text: str) -> str:
 
 def _call_name(record: Record) -> str:
     for leaf in record.leaves:
-        if leaf.path and str(leaf.path[-1]).lower() in _NAME_FIELDS and isinstance(
-            leaf.value, str
-        ):
+        if leaf.path and str(leaf.path[-1]).lower() in _NAME_FIELDS and isinstance(leaf.value, str):
             return leaf.value
     return record.item.source or record.item.id
 
@@ -120,9 +118,7 @@ def calls_of(records: Sequence[Record], lifecycles: Lifecycles) -> list[Call]:
         lookup = bool(name) and name[0] in LOOKUP_VERBS
         verb = frozenset() if lookup or not name else frozenset(name[:1])
         things = frozenset(s for s in name[1:] if s not in LOOKUP_VERBS)
-        cycles = tuple(
-            dict.fromkeys(c for s in things for c in lifecycles.nouns.get((s,), ()))
-        )
+        cycles = tuple(dict.fromkeys(c for s in things for c in lifecycles.nouns.get((s,), ())))
         effects = frozenset(
             state
             for cycle in cycles
@@ -308,9 +304,7 @@ def refusal_acknowledged(
         about = bool((call.things | call.verbs) & reading.stems) or _mentions(
             text, _specific_arguments(call, facts)
         )
-        undone = any(
-            not a.done or a.mode.negated for a in reading.actions if a.verb in call.verbs
-        )
+        undone = any(not a.done or a.mode.negated for a in reading.actions if a.verb in call.verbs)
         if about and (undone or reading.refusal):
             return RecordFinding(
                 RecordReason.RECORD_CONFIRMED,

@@ -90,9 +90,9 @@ class MoneyReader:
         """A decimal as some locale writes it ("2,500.00", "2.500,00", "1 249,90"); the
         configured locale first. None for anything else."""
         text = text.strip()
-        if not text or len(text) > _MAX_NUMBER_CHARS or not text[0].isdigit():
-            if not (text[:1] in "-+" and text[1:2].isdigit()):
-                return None
+        signed = text[:1] in "-+" and text[1:2].isdigit()
+        if not text or len(text) > _MAX_NUMBER_CHARS or not (text[0].isdigit() or signed):
+            return None
         return _parse_number(text, self._locales)
 
     # -- currencies ---------------------------------------------------------------------
@@ -177,9 +177,7 @@ def _symbols(locales: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def _names(
-    codes: Iterable[str], locale: Locale, common: frozenset[str]
-) -> dict[str, str | None]:
+def _names(codes: Iterable[str], locale: Locale, common: frozenset[str]) -> dict[str, str | None]:
     """Lower-case currency name -> code, or None when names clash: "euro", "euros" ->
     EUR; "dollars" -> None (US, Canadian, Australian...). A whole name beats another
     currency's last word ("euros" is EUR, though "WIR euros" end so too); a last word

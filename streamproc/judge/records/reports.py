@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from streamproc.judge.records.lifecycles import Lifecycles
+from streamproc.judge.text.features import word_set
 from streamproc.judge.text.stems import SKIPPED_WORDS, Word, stem, words
 
 __all__ = ["REFUSAL_VERBS", "ActionReport", "ClaimReading", "StateReport", "read_claim"]
@@ -47,36 +48,36 @@ _CONDITIONS: Final = frozenset(
 _SUBORDINATORS: Final = frozenset({"if", "unless", "once", "whenever"})
 _REQUESTS: Final = frozenset(
     stem(w)
-    for w in (
+    for w in word_set(
         "asked ask requested request requesting tried try attempted attempt wanted want "
         "wish hoping wondering"
-    ).split()
+    )
 )
 REFUSAL_VERBS: Final = frozenset(
-    stem(w) for w in "refused declined denied rejected blocked failed turned".split()
+    stem(w) for w in word_set("refused declined denied rejected blocked failed turned")
 )
 _REFUSALS: Final = frozenset(
     stem(w)
-    for w in (
+    for w in word_set(
         "refused declined denied rejected blocked failed unsuccessful unable impossible "
         "prevented stopped disallowed unavailable ineligible couldn"
-    ).split()
+    )
 )
-_LINKS: Final = frozenset(
-    ("is are was were be been being has have had got gets now still already currently "
-     "remains remained shows showing shown listed marked status state s ve").split()
-)  # fmt: skip
+_LINKS: Final = word_set(
+    "is are was were be been being has have had got gets now still already currently "
+    "remains remained shows showing shown listed marked status state s ve"
+)
 _AUX_PERFECT: Final = frozenset({"has", "have", "had", "ve"})
 _AUX_BE: Final = frozenset({"is", "are", "was", "were", "been", "be", "being", "s", "re", "got"})
-_ADVERBS: Final = frozenset(
-    ("now already successfully just fully also since then today yesterday finally "
-     "officially automatically manually gone ahead and indeed actually both re").split()
-)  # fmt: skip
-_IRREGULAR_PAST: Final = frozenset(
-    ("paid sent made done given gave taken took held kept left found bought sold told "
-     "brought got gotten written wrote chosen frozen withdrawn spent lost met set put reset "
-     "shut cut issued moved").split()
-)  # fmt: skip
+_ADVERBS: Final = word_set(
+    "now already successfully just fully also since then today yesterday finally "
+    "officially automatically manually gone ahead and indeed actually both re"
+)
+_IRREGULAR_PAST: Final = word_set(
+    "paid sent made done given gave taken took held kept left found bought sold told "
+    "brought got gotten written wrote chosen frozen withdrawn spent lost met set put reset "
+    "shut cut issued moved"
+)
 _NOUN_ENDINGS: Final = ("tion", "sion", "ment", "ance", "ence")
 _CLAUSE_BREAKS: Final = frozenset({"but", "however", "although", "though", "whereas", "while",
                                    "so", "because", "since", "and"})  # fmt: skip
@@ -196,15 +197,12 @@ def _clause_starts(text: str, ws: Sequence[Word], lowers: Sequence[str]) -> list
             between = text[ws[index - 1].end : word.start]
             glued = not any(c.isspace() for c in between)  # "4,90", "1.249,90"
             if glued and ws[index - 1].text.isdigit() and word.text.isdigit():
-                starts.append(current)
-                continue
-            if (
+                pass
+            elif (
                 any(c in ",;:()!?\u2014\u2013" for c in between)
                 or ("." in between and between.strip() not in {"."})
                 or between.strip() == "-"  # "I couldn't reopen it - duplicates stay closed"
-            ):
-                current = index
-            elif lowers[index] in _CLAUSE_BREAKS:
+            ) or lowers[index] in _CLAUSE_BREAKS:
                 current = index
         starts.append(current)
     return starts
@@ -250,9 +248,7 @@ def _past_form(word: str) -> bool:
     return (word.endswith("ed") and len(word) > 4) or word in _IRREGULAR_PAST
 
 
-def read_claim(
-    text: str, lifecycles: Lifecycles, carried: tuple[str, ...] = ()
-) -> ClaimReading:
+def read_claim(text: str, lifecycles: Lifecycles, carried: tuple[str, ...] = ()) -> ClaimReading:
     """What ``text`` reports; ``carried`` is the thing an earlier claim named, for a
     pronoun here."""
     ws = tuple(words(text.replace("\u2019", "'")))
@@ -306,7 +302,9 @@ def _entity_before(entities: Sequence[tuple[int, tuple[str, ...]]], at: int) -> 
     return after[0] if after else ()
 
 
-def _actions(ws: Sequence[Word], lowers: Sequence[str], starts: Sequence[int]) -> list[ActionReport]:
+def _actions(
+    ws: Sequence[Word], lowers: Sequence[str], starts: Sequence[int]
+) -> list[ActionReport]:
     """Verbs in a done form: "have moved", "was cancelled", "I sent"."""
     out = []
     for index, word in enumerate(lowers):
@@ -388,9 +386,9 @@ def _undone(ws: Sequence[Word], lowers: Sequence[str], starts: Sequence[int]) ->
         if before == "to":
             if index < 2 or lowers[index - 2] not in _ABLE:
                 continue
-        elif before not in {"not", "cannot"} or index < 2:
-            continue
-        elif before == "not" and lowers[index - 2] not in _MODALS | {"did", "do", "does"}:
+        elif (before not in {"not", "cannot"} or index < 2) or (
+            before == "not" and lowers[index - 2] not in _MODALS | {"did", "do", "does"}
+        ):
             continue
         word = lowers[index]
         if not word.isalpha() or word in _LINKS or word in _DETERMINERS:
@@ -413,11 +411,11 @@ def _undone(ws: Sequence[Word], lowers: Sequence[str], starts: Sequence[int]) ->
     return out
 
 
-_DETERMINERS: Final = frozenset(
-    "a an the your my our his her their its this that these those some any one new".split()
+_DETERMINERS: Final = word_set(
+    "a an the your my our his her their its this that these those some any one new"
 )
-_OBJECT_STOPS: Final = frozenset(
-    "to for on in at by with from of and or but so as than into onto about until".split()
+_OBJECT_STOPS: Final = word_set(
+    "to for on in at by with from of and or but so as than into onto about until"
 )
 
 
@@ -537,7 +535,7 @@ def _asserted(
     )
 
 
-_SPECIFIC: Final = frozenset("your the this that my our his her their its".split())
+_SPECIFIC: Final = word_set("your the this that my our his her their its")
 
 
 def _generic(

@@ -113,18 +113,16 @@ def check_states(
             candidates += [
                 f
                 for f in fields
-                if f[0].ref.evidence_id in named_records and f[1] in report.states
+                if f[0].ref.evidence_id in named_records
+                and f[1] in report.states
                 and f not in candidates
             ]
         if not candidates and not report.entity and len(fields) == 1:
             candidates = fields if fields[0][1] in report.states else []
         if not candidates:
             continue
-        typed, cycle, recorded = candidates[0]
-        claimed = report.states[cycle]
-        holds = any(
-            lifecycles.by_name[c].allows(report.states[c], r) for _, c, r in candidates
-        )
+        typed, cycle, _ = candidates[0]
+        holds = any(lifecycles.by_name[c].allows(report.states[c], r) for _, c, r in candidates)
         if report.mode.negated:
             holds = not holds
         if holds:

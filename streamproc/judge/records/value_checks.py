@@ -25,6 +25,7 @@ from streamproc.judge.records.case_facts import CaseFacts, FieldRef, Typed, dura
 from streamproc.judge.records.claim_values import ClaimValues, CountValue, IdValue, NameValue
 from streamproc.judge.records.findings import RecordFinding, RecordReason
 from streamproc.judge.records.money import Money
+from streamproc.judge.text.features import word_set
 from streamproc.judge.text.name_forms import fold
 from streamproc.judge.text.stems import stem, words
 
@@ -40,9 +41,7 @@ class ValueCheck:
     unconfirmed: int = 0  # values nothing confirmed (found in a text at most)
 
 
-def _mismatch(
-    reason: RecordReason, written: str, kind: str, ref: FieldRef | None
-) -> RecordFinding:
+def _mismatch(reason: RecordReason, written: str, kind: str, ref: FieldRef | None) -> RecordFinding:
     where = f" ({ref.shown})" if ref is not None else ""
     return RecordFinding(
         reason,
@@ -91,16 +90,18 @@ _BARE_DAYS: Final = frozenset(
     {"today", "tomorrow", "yesterday", "tonight", "this morning", "this afternoon",
      "this evening", "later today", "today or tomorrow"}
 )  # fmt: skip
+
+
 def _bare_day(mention: DateMention) -> bool:
     """ "today", "from tomorrow": a relative day with no date or time written."""
     words_ = [w for w in mention.written.lower().split() if w not in {"from", "by", "on", "until"}]
     return " ".join(words_) in _BARE_DAYS or (not mention.clocks and not mention.month_days)
 
 
-_ROUNDING: Final = frozenset("about around approximately roughly approx circa".split())
+_ROUNDING: Final = word_set("about around approximately roughly approx circa")
 # Keys of a record's totals: "3,410 points" may be its balance, not one transaction's.
 _TOTAL_KEYS: Final = frozenset(
-    stem(w) for w in "balance available total remaining left count number quantity sum".split()
+    stem(w) for w in word_set("balance available total remaining left count number quantity sum")
 )
 
 
@@ -158,7 +159,9 @@ def _ids(ids: Sequence[IdValue], facts: CaseFacts, result: _Result) -> None:
             continue  # what a refused call asked for: the refused-call check's to judge
         same_kind = [t for value, t in facts.ids if _same_kind(ident, value, t)]
         if same_kind:
-            result.fail(_mismatch(RecordReason.IDENTIFIER_MISMATCH, ident.written, "id", same_kind[0].ref))
+            result.fail(
+                _mismatch(RecordReason.IDENTIFIER_MISMATCH, ident.written, "id", same_kind[0].ref)
+            )
 
 
 def _shape(value: str) -> tuple[str, int]:
@@ -216,7 +219,10 @@ def _counts(counts: Sequence[CountValue], facts: CaseFacts, result: _Result) -> 
     pending: list[CountValue] = []
     for count in counts:
         named = [t for value, t in facts.quantities if count.nouns & t.keys]
-        hit = next((t for value, t in facts.quantities if count.nouns & t.keys and value == count.value), None)
+        hit = next(
+            (t for value, t in facts.quantities if count.nouns & t.keys and value == count.value),
+            None,
+        )
         if hit is not None:
             result.confirm(hit.ref, count.written)
             matched_records.add(hit.ref.record.item.id)
@@ -235,7 +241,9 @@ def _counts(counts: Sequence[CountValue], facts: CaseFacts, result: _Result) -> 
             if _count_in_texts(count, facts) or _difference(count, named, facts):
                 result.unconfirmed += 1
                 continue
-            result.fail(_mismatch(RecordReason.COUNT_MISMATCH, count.written, "count", named[0].ref))
+            result.fail(
+                _mismatch(RecordReason.COUNT_MISMATCH, count.written, "count", named[0].ref)
+            )
             continue
         pending.append(count)
     for count in pending:  # nothing is named like the thing: read it beside its siblings
@@ -249,15 +257,15 @@ def _counts(counts: Sequence[CountValue], facts: CaseFacts, result: _Result) -> 
             continue
         if _count_in_texts(count, facts):
             continue
-        beside = [
+        others = [
             t
             for value, t in facts.quantities
             if t.ref.record.item.id in matched_records
             and value == value.to_integral_value()
             and all(value != s.value for s in siblings)
         ]
-        if beside:  # shown: the record's number nearest the claim's ("80" beside 90)
-            nearest = min(beside, key=lambda t: abs(_number(t.ref.leaf.value) - count.value))
+        if others:  # shown: the record's number nearest the claim's ("80" beside 90)
+            nearest = min(others, key=lambda t: abs(_number(t.ref.leaf.value) - count.value))
             result.fail(_mismatch(RecordReason.COUNT_MISMATCH, count.written, "count", nearest.ref))
 
 
@@ -369,10 +377,9 @@ def _date_in_texts(mention: DateMention, facts: CaseFacts) -> bool:
     texts = facts.text_dates()
     if facts.text_dates_capped:
         return True  # not all of the evidence was read: unknown, never a mismatch
-    for other in texts:
-        if other.days and any(mention.date_matches(d) for d in other.days):
-            return True
-    return False
+    return any(
+        bool(other.days) and any(mention.date_matches(d) for d in other.days) for other in texts
+    )
 
 
 def _time_in_texts(mention: DateMention, facts: CaseFacts) -> bool:
@@ -381,10 +388,7 @@ def _time_in_texts(mention: DateMention, facts: CaseFacts) -> bool:
     texts = facts.text_dates()
     if facts.text_dates_capped:
         return True
-    for other in texts:
-        if any(mention.time_matches(time(h, m)) for h, m in other.clocks):
-            return True
-    return False
+    return any(any(mention.time_matches(time(h, m)) for h, m in other.clocks) for other in texts)
 
 
 # ------------------------------------------------------------------------------ names
@@ -442,4 +446,6 @@ def _names(names: Iterable[NameValue], facts: CaseFacts, result: _Result) -> Non
         if name.role == "person" and name.cue - {"title"}:
             same_role = [t for t in same_role if t.keys & name.cue] or same_role
         if same_role:
-            result.fail(_mismatch(RecordReason.NAME_MISMATCH, name.written, "name", same_role[0].ref))
+            result.fail(
+                _mismatch(RecordReason.NAME_MISMATCH, name.written, "name", same_role[0].ref)
+            )

@@ -86,8 +86,8 @@ def precheck(
         return Prechecks(Settled(VerdictLabel.UNSUPPORTED, 0.0, tuple(confidence.reasons)))
     notes = case.notes if case is not None else ()
     confirmed = len(case.confirmations) if case is not None else 0
-    if case is not None and case.finding is not None and case.finding.verdict is not None:
-        finding = case.finding
+    finding = case.finding if case is not None else None
+    if finding is not None and finding.verdict is not None:
         ids = (finding.evidence_id,) if finding.evidence_id else ()
         settled = Settled(finding.verdict, 0.0, (finding.reason_text,), ids)
         return Prechecks(settled, notes=notes, record_confirmed=confirmed)

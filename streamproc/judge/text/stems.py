@@ -47,14 +47,15 @@ _IRREGULAR: Final = {
 # Words a phrase does without: "waiting for a review" is "waiting for review", "your
 # order" is "order".
 SKIPPED_WORDS: Final = frozenset(
-    "a an the your you're yours my our ours its their his her this that these those".split()
+    {"a", "an", "the", "your", "you're", "yours", "my", "our", "ours", "its", "their", "his"}
+    | {"her", "this", "that", "these", "those"}
 )
 
 
 @lru_cache(maxsize=32_768)
 def stem(word: str) -> str:
     """The stem of one lower-case word ("cancelled" -> "cancel", "paid" -> "pay")."""
-    return _STEMMER.stemWord(_IRREGULAR.get(word, word))
+    return str(_STEMMER.stemWord(_IRREGULAR.get(word, word)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,9 +25,9 @@ import pytest
 from streamproc.events import EvidenceItem, EvidenceKind, TokenLogprob
 from streamproc.judge.nli.retrieval import names, rank_candidates
 from streamproc.judge.records import value_parse as vp
-from streamproc.judge.records.money import parse_amount
 from streamproc.judge.records.case_check import check_record
 from streamproc.judge.records.confirmation import confirmed_values
+from streamproc.judge.records.money import parse_amount
 from streamproc.judge.records.record_values import RecordValues
 from streamproc.judge.records.structured import StructuredEvidence, ValueReason
 from streamproc.judge.rules.comparisons import Question, check_comparison, parse_question

@@ -156,9 +156,7 @@ def test_a_refused_call_reported_as_done_is_not_executed() -> None:
         VerdictLabel.CONTRADICTED,
         "T1",
     )
-    assert reason("Your refund has been processed.", [ORDER, REFUND]) is (
-        RecordReason.NOT_EXECUTED
-    )
+    assert reason("Your refund has been processed.", [ORDER, REFUND]) is (RecordReason.NOT_EXECUTED)
 
 
 def test_the_effect_of_a_refused_call_is_read_from_its_name_and_arguments() -> None:
@@ -298,9 +296,7 @@ def test_names_compare_with_the_fields_of_their_role() -> None:
     assert reason("Your appointment is with Dr. Okafor.", [visit]) is (
         RecordReason.RECORD_CONFIRMED
     )
-    assert reason("Your appointment is with Dr. Adeyemi.", [visit]) is (
-        RecordReason.NAME_MISMATCH
-    )
+    assert reason("Your appointment is with Dr. Adeyemi.", [visit]) is (RecordReason.NAME_MISMATCH)
 
 
 def test_a_field_that_does_not_parse_is_reported_never_matched() -> None:
