@@ -29,6 +29,15 @@ from streamproc.events import AnswerEvent  # noqa: E402
 
 SAMPLES = ROOT / "streamproc" / "samples"
 PER_GROUP = 9  # RAGTruth rows per (task, response label): 9 x 2 x 2 = 36
+AGENT_SET = ROOT / "datasets" / "agent_cases" / "agent_cases.jsonl"
+# Agent cases of the calibrate split the demo opens with: both answers of each, a record
+# mismatch caught and its faithful twin passed (the set's own README says how it was made).
+AGENT_DEMO_CASES = (
+    "agent-refund-01",
+    "agent-flight-04",
+    "agent-payment-03",
+    "agent-appointment-09",
+)
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -79,7 +88,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.out / "ragtruth.answers.jsonl",
         (benchmark_row_to_event(r, i) for i, r in enumerate(rows)),
     )
-    print(f"wrote {n_seed} seed-lab answers and {n_rag} RAGTruth answers to {args.out}")
+    agents = [
+        AnswerEvent.model_validate(row)
+        for row in _jsonl(AGENT_SET)
+        if row["conversation_id"] in AGENT_DEMO_CASES
+    ]
+    n_agent = _write(args.out / "agent_cases.answers.jsonl", agents)
+    print(
+        f"wrote {n_agent} agent answers, {n_seed} seed-lab answers and {n_rag} RAGTruth "
+        f"answers to {args.out}"
+    )
     return 0
 
 

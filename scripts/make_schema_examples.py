@@ -1,13 +1,19 @@
-"""Write one example per schema to schemas/examples/, from a real run of the judge.
+"""Write one example per schema to schemas/examples/, from a real run of the default judge.
 
-Deterministic (fixed clock), so rerunning gives the same files:
-    .venv/bin/python scripts/make_schema_examples.py
+The answer event is the one the README and docs/gate.md use (a supplier said to have
+delivered 80 of 100 pieces, where the purchase order's record says 90); the verdict,
+flag, audit record, outcome, window aggregate, review item and gate reply are what the
+default judge makes of it. Deterministic (fixed clock and judge time), so rerunning gives
+the same files, and ``tests/integration/test_schema_examples.py`` checks they are current:
+    .venv/bin/python scripts/make_schema_examples.py [--check]
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,6 +23,8 @@ from streamproc.alerting.judge_accuracy import judge_accuracy
 from streamproc.audit.record import AuditRecord, applied_settings
 from streamproc.config import JudgeSettings, Settings, WindowSettings
 from streamproc.events import AnswerEvent, Timings
+from streamproc.gate.policy import decide_reply
+from streamproc.gate_events import GateReply
 from streamproc.label_events import (
     AccuracyCell,
     ClaimLabel,
@@ -35,7 +43,7 @@ from streamproc.stream.judging.stage import IncomingMessage, StageLimits, judge_
 from streamproc.stream.output.dead_letter import MessageOrigin
 from streamproc.stream.windows.index import PartitionIndex
 from streamproc.stream.windows.table import close_due, count_outcome, window_timing
-from streamproc.wiring import build_judge
+from streamproc.wiring import build_judge, judge_key_of
 
 OUT = Path(__file__).resolve().parents[1] / "schemas" / "examples"
 NOW = datetime(2026, 1, 5, 9, 0, 30, tzinfo=UTC)
@@ -82,8 +90,10 @@ ANSWER = AnswerEvent.model_validate(
 )
 
 
-def main() -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
+def examples() -> dict[str, BaseModel]:
+    """Every example, by schema name, from one run of the default judge."""
+    settings = JudgeSettings()
+    key = judge_key_of(settings)
     raw = ANSWER.model_dump_json(exclude_none=True).encode()
     output = judge_messages(
         [
@@ -97,13 +107,11 @@ def main() -> None:
                 MessageOrigin("assistant.answers", 1, 3, b"conv-43"),
             ),
         ],
-        build_judge(JudgeSettings(name="rules")),
+        build_judge(settings),
         limits=StageLimits(
             max_event_bytes=512 * 1024,
-            audit_settings=applied_settings(
-                Settings.model_construct(judge=JudgeSettings(name="rules"))
-            ),
-            review=ReviewSampling(rate=0.02, judge_key="rules"),
+            audit_settings=applied_settings(Settings.model_construct(judge=settings)),
+            review=ReviewSampling(rate=0.02, judge_key=key),
         ),
         now=NOW,
     )
@@ -113,7 +121,7 @@ def main() -> None:
     timing = window_timing(
         WindowSettings(hopping=[]),
         max_event_age_s=7 * 24 * 3600,
-        accuracy=judge_accuracy("rules"),
+        accuracy=judge_accuracy(key),
     )
     table: dict[str, object] = {}
     index = PartitionIndex(timing)
@@ -126,7 +134,18 @@ def main() -> None:
     record = AuditRecord.model_validate_json(audit.value or b"")
     record = record.model_copy(update=fixed)  # the measured judge time, fixed as above
     item = output.review_items[0].model_copy(update={"judge": verdict.judge})
-    examples: dict[str, BaseModel] = {
+    decision = decide_reply(ANSWER.answer, verdict.judgement, "fail-open")
+    reply = GateReply(
+        decision=decision.action,
+        verified=verdict.judgement.verified,
+        reason=verdict.judgement.unverified_reason,
+        answer_text=decision.answer_text,
+        verdict=verdict,
+        latency_ms=41.7,
+        budget_ms=300.0,
+        policy="fail-open",
+    )
+    return {
         "answer-event": ANSWER,
         "verdict": verdict,
         "flag": output.flags[0],
@@ -134,15 +153,38 @@ def main() -> None:
         "dead-letter": letter,
         "audit-record": record,
         "answer-outcome": outcome,
-        **_review_examples(item),
+        "gate-reply": reply,
+        **_review_examples(item, key),
     }
-    for name, model in examples.items():
-        document = model.model_dump(mode="json", exclude_none=name == "answer-event")
-        (OUT / f"{name}.json").write_text(json.dumps(document, indent=2) + "\n")
-        print(f"wrote {OUT / f'{name}.json'}")
 
 
-def _review_examples(item: ReviewItem) -> dict[str, BaseModel]:
+def rendered(name: str, model: BaseModel) -> str:
+    document = model.model_dump(mode="json", exclude_none=name == "answer-event")
+    return json.dumps(document, indent=2) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="compare, write nothing")
+    args = parser.parse_args(argv)
+    stale = []
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name, model in examples().items():
+        path = OUT / f"{name}.json"
+        text = rendered(name, model)
+        if args.check:
+            if not path.is_file() or path.read_text() != text:
+                stale.append(path.name)
+            continue
+        path.write_text(text)
+        print(f"wrote {path}")
+    if stale:
+        print(f"stale examples (run scripts/make_schema_examples.py): {', '.join(stale)}")
+        return 1
+    return 0
+
+
+def _review_examples(item: ReviewItem, key: str) -> dict[str, BaseModel]:
     """The reviewers' loop: one reviewer disagreeing with the judge on one claim."""
     label = LabelEvent(
         label_id="lbl-0001",
@@ -161,7 +203,7 @@ def _review_examples(item: ReviewItem) -> dict[str, BaseModel]:
         tenant=item.tenant,
         assistant_id=item.assistant_id,
         task_type=item.task_type or "unknown",
-        judge_key="rules",
+        judge_key=key,
     )
     entry = LabelAuditEntry(
         answer_id=item.answer_id,
@@ -169,7 +211,7 @@ def _review_examples(item: ReviewItem) -> dict[str, BaseModel]:
         assistant_id=item.assistant_id,
         label=label,
         label_sha256=hashlib.sha256(label.model_dump_json().encode()).hexdigest(),
-        judge_key="rules",
+        judge_key=key,
         judge_hallucinated=item.judgement.hallucinated,
         agrees_with_judge=item.judgement.hallucinated,
         claims_disagreeing=[],
@@ -233,4 +275,4 @@ def _review_examples(item: ReviewItem) -> dict[str, BaseModel]:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -142,6 +142,8 @@ def _print(record: OutputRecord) -> None:
         for claim in judgement.claims:
             if claim.verdict not in (None, VerdictLabel.SUPPORTED):
                 print(f"           {claim.verdict.value:<12} {claim.text[:90]}", flush=True)
+                if claim.reasons:  # what decided it: "COUNT_MISMATCH: claim says 80, ..."
+                    print(f"           {'':<12} {claim.reasons[0][:110]}", flush=True)
     elif isinstance(event, DeadLetter):
         print(
             f"dead     offset {event.offset} on {event.topic}: {event.reason.value}: "

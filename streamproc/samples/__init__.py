@@ -9,11 +9,19 @@ from pathlib import Path
 
 from streamproc.events import AnswerEvent
 
-__all__ = ["RAGTRUTH", "SAMPLES_DIR", "SEED_LAB", "load_answers", "load_sample_answers"]
+__all__ = [
+    "AGENT_CASES",
+    "RAGTRUTH",
+    "SAMPLES_DIR",
+    "SEED_LAB",
+    "load_answers",
+    "load_sample_answers",
+]
 
 SAMPLES_DIR = Path(__file__).resolve().parent
 SEED_LAB = SAMPLES_DIR / "seed_lab.answers.jsonl"
 RAGTRUTH = SAMPLES_DIR / "ragtruth.answers.jsonl"
+AGENT_CASES = SAMPLES_DIR / "agent_cases.answers.jsonl"
 
 
 def load_answers(path: Path) -> list[AnswerEvent]:
@@ -23,5 +31,6 @@ def load_answers(path: Path) -> list[AnswerEvent]:
 
 
 def load_sample_answers() -> list[AnswerEvent]:
-    """The seed lab cases followed by the RAGTruth rows."""
-    return load_answers(SEED_LAB) + load_answers(RAGTRUTH)
+    """The agent answers over records and tool results first (what the demo's first
+    screen shows), then the seed lab cases and the RAGTruth rows."""
+    return load_answers(AGENT_CASES) + load_answers(SEED_LAB) + load_answers(RAGTRUTH)

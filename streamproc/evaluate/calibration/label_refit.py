@@ -173,17 +173,21 @@ def _inputs_sha(files: Sequence[Path]) -> dict[str, str]:
 def refit_payload(
     name: str, base_payload: Mapping[str, Any], points: Mapping[str, OperatingPoint]
 ) -> dict[str, Any]:
-    """The base calibrator's weights with the refit thresholds and hard-only regimes."""
+    """The base calibrator's weights with the refit thresholds and hard-only regimes; a
+    regime the labels do not refit (the case regime) keeps the base's part as it is."""
     regimes = {
         r: {**dict(base_payload["regimes"][r]), "threshold": points[r].threshold} for r in REGIMES
     }
+    kept = {r: dict(p) for r, p in base_payload["regimes"].items() if r not in REGIMES}
+    hard_only = {r for r, p in points.items() if p.hard_only}
+    hard_only |= {r for r in base_payload.get("hard_only_regimes", []) if r in kept}
     return {
         "name": name,
         "kind": base_payload.get("kind", "logistic_regression_per_regime"),
         "features": list(ANSWER_FEATURES),
         "claim_calibrator": base_payload.get("claim_calibrator"),
-        "regimes": regimes,
-        "hard_only_regimes": sorted(r for r, p in points.items() if p.hard_only),
+        "regimes": {**regimes, **kept},
+        "hard_only_regimes": sorted(hard_only),
     }
 
 
@@ -207,7 +211,9 @@ def manifest_text(result: Refit, sha: str, inputs: Mapping[str, str]) -> str:
     held-out before / after (the shape of the trained calibrators' manifests)."""
     points = result.points
     thresholds = ", ".join(f"{r} = {points[r].threshold}" for r in REGIMES)
-    hard_only = sorted(r for r, p in points.items() if p.hard_only)
+    hard_only = sorted(
+        {r for r, p in points.items() if p.hard_only} | (result.base.hard_only - set(REGIMES))
+    )
     fit_rows = sum(in_fit_half(r.row_id, result.seed) for r in result.rows)
     notes = [f"{r}: {points[r].note}" for r in REGIMES]
     lines = [

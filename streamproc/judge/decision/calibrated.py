@@ -24,7 +24,8 @@ def risk_reason(probability: float, threshold: float, drivers: Sequence[tuple[st
     sign = ">=" if probability >= threshold else "<"
     pushed = ", ".join(f"{name} {value:+.2f}" for name, value in drivers)
     tail = f" ({pushed})" if pushed else ""
-    return f"CALIBRATED_RISK: {probability:.2f} {sign} {threshold:.2f}{tail}"
+    line = f"{threshold:.2f}" if round(threshold, 2) == threshold else f"{threshold:.4g}"
+    return f"CALIBRATED_RISK: {probability:.2f} {sign} {line}{tail}"
 
 
 def calibrated_decision(

@@ -367,6 +367,12 @@ class DateReader:
         )
         if not (numeric or clocks or months or weekday is not None or relative or part):
             return None  # "8 and 12", "4500017311": dateparser's reading, no date written
+        if (
+            weekday is not None
+            and not (numeric or months or relative)
+            and _in_day_range(text, start, self._vocabulary)
+        ):
+            return None  # "Monday to Friday from 8am": opening hours, no date
         if meridiem is not None and not clocks:
             hour = next((int(w) for w in lowers if w.isdigit() and 1 <= int(w) <= 12), None)
             if hour is not None:
@@ -437,6 +443,20 @@ class DateReader:
 
     def _names_a_month(self, text: str) -> bool:
         return any(w.lower in self._vocabulary.months for w in words(text))
+
+
+def _in_day_range(text: str, start: int, vocabulary: _Vocabulary) -> bool:
+    """Is the weekday at ``start`` one end of a range of days ("Monday to Friday",
+    "Mon-Fri", "from Tuesday through Saturday")?"""
+    around = list(words(text[max(0, start - 24) : start + 28]))
+    lowers = [w.lower for w in around]
+    days = [i for i, w in enumerate(lowers) if w in vocabulary.weekdays]
+    if len(days) < 2:
+        return False
+    between = lowers[days[0] + 1 : days[-1]]
+    return any(w in {"to", "through", "till", "until", "thru"} for w in between) or (
+        "-" in text[max(0, start - 24) : start + 28] and days[-1] - days[0] == 1
+    )
 
 
 def _next_to_number(tokens: Sequence[Word], index: int) -> bool:

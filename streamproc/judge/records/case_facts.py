@@ -27,6 +27,7 @@ from streamproc.judge.records.calendar import DateMention, RecordedTime
 from streamproc.judge.records.claim_values import ValueReaders, read_values, tokens
 from streamproc.judge.records.common import Record
 from streamproc.judge.records.money import Money
+from streamproc.judge.records.value_parse import number_word
 from streamproc.judge.text.evidence import FieldLeaf, record_leaves
 from streamproc.judge.text.name_forms import fold
 from streamproc.judge.text.stems import stem, words
@@ -173,9 +174,11 @@ class CaseFacts:
         # and the sentences of refused calls ("allocated to another booking from ...")
         self._all_texts = texts + [
             str(leaf.value)
-            for record in self.refused
+            for record in records
             for leaf in record.leaves[:MAX_FIELDS]
-            if isinstance(leaf.value, str) and 8 < len(leaf.value) <= MAX_TEXT_CHARS
+            if isinstance(leaf.value, str)
+            and 12 < len(leaf.value) <= MAX_TEXT_CHARS
+            and " " in leaf.value.strip()  # a note ("on leave 2026-05-09 to 2026-05-24")
         ]
         self._text_dates: list[DateMention] | None = None
         self.text_dates_capped = False
@@ -187,7 +190,16 @@ class CaseFacts:
             read = read_values(text, readers, now, dates=False)
             self.text_money += [money for money, _, _ in (*read.money, *read.limits)]
         self.durations = durations(" ".join(texts))
-        self.derived_money = _derived(self.money, self.quantities)
+        # amounts a refused call asked for: written on record, so no claim's invention
+        refused_money = [
+            (number, None)
+            for record in self.refused
+            for leaf in record.leaves[:MAX_FIELDS]
+            if (number := _amount_of(leaf.value, readers)) is not None
+        ]
+        self.derived_money = _derived(self.money, self.quantities) | _combined(
+            refused_money, [(abs(v), c) for v, c, _ in self.money]
+        )
         self.refused_values = {
             _normal(str(leaf.value))
             for record in self.refused
@@ -219,7 +231,28 @@ class CaseFacts:
             if keys:
                 leaf = FieldLeaf(path, length)
                 self.quantities.append((Decimal(length), Typed(FieldRef(record, leaf), keys)))
+        self._group_counts(record, lists)
         return budget
+
+    def _group_counts(self, record: Record, lists: dict[tuple[str | int, ...], int]) -> None:
+        """How many items of a list are in each state: "three of your four requests are
+        settled" counts the requests whose status is paid."""
+        for path in lists:
+            keys = _stems(path)
+            groups: dict[str, int] = {}
+            for leaf in record.leaves[:MAX_FIELDS]:
+                tail = leaf.path[len(path) :]
+                if (
+                    leaf.path[: len(path)] == path
+                    and len(tail) == 2
+                    and isinstance(tail[0], int)
+                    and _stems(tail[1:]) & _STATE_KEYS
+                    and isinstance(leaf.value, str)
+                ):
+                    groups[leaf.value] = groups.get(leaf.value, 0) + 1
+            for value, count in groups.items():
+                leaf = FieldLeaf((*path, value), count)
+                self.quantities.append((Decimal(count), Typed(FieldRef(record, leaf), keys)))
 
     def _type(self, typed: Typed, currency: str | None) -> None:
         value = typed.ref.leaf.value
@@ -384,6 +417,28 @@ def _currency(record: Record) -> str | None:
     return None
 
 
+def _amount_of(value: object, readers: ValueReaders) -> Decimal | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return _decimal(value)
+    if isinstance(value, str) and len(value) <= 40:
+        parsed = readers.money.amount(value)
+        return parsed[0] if parsed is not None else None
+    return None
+
+
+def _combined(
+    first: Sequence[tuple[Decimal, str | None]], second: Sequence[tuple[Decimal, str | None]]
+) -> frozenset[tuple[Decimal, str | None]]:
+    """The values of ``first`` and their sums and differences with ``second``'s."""
+    out = set(first)
+    for a, _ in first[:_MAX_DERIVED]:
+        for b, _ in second[:_MAX_DERIVED]:
+            out |= {(a + b, None), (abs(a - b), None)}
+    return frozenset(out)
+
+
 def _derived(
     money: Sequence[tuple[Decimal, str | None, Typed]], quantities: Sequence[tuple[Decimal, Typed]]
 ) -> frozenset[tuple[Decimal, str | None]]:
@@ -395,8 +450,9 @@ def _derived(
     for (a, ca), (b, cb) in combinations(values, 2):
         currency = ca if ca == cb else None
         out |= {(a + b, currency), (abs(a - b), currency)}
-    counts = [q for q, _ in quantities if q == q.to_integral_value() and 1 < q <= 50][:20]
-    out |= {(v * n, c) for v, c in values for n in counts}
+    counts = [q for q, _ in quantities if 0 < q <= 100][:20]
+    out |= {(v * n, c) for v, c in values for n in counts}  # 4 x 38.50
+    out |= {(v / n, c) for v, c in values for n in counts if n != 1}  # 273 for 3.5 hours
     return frozenset(out)
 
 
@@ -411,9 +467,10 @@ def durations(text: str) -> frozenset[timedelta]:
             unit = pieces[index + 1].lower
             if unit in {"business", "working", "calendar"} and index + 2 < len(pieces):
                 unit = pieces[index + 2].lower
-        if not number.isdigit() or len(number) > 4:
+        count = int(number) if number.isdigit() and len(number) <= 4 else number_word(number)
+        if count is None:
             continue
         base = _DURATION_UNITS.get(unit.rstrip("s")) or _DURATION_UNITS.get(unit)
         if base is not None:
-            out.add(int(number) * base)
+            out.add(int(count) * base)
     return frozenset(out)

@@ -248,12 +248,14 @@ def _money(
         if parsed is None:
             continue
         value, currency, first, last = parsed
+        number_at = first if reader.number(pieces[first].text) is not None else last
+        readings = reader.readings(reader.split_symbol(pieces[number_at].text)[1])
         used.update(range(first, last + 1))
         start, end = pieces[first].start, pieces[last].end
         before = [p.lower for p in pieces[max(0, first - 2) : first]]
         hedged = bool(before) and (before[-1] in _HEDGES or tuple(before[-2:]) in _HEDGE_PAIRS)
         written = " ".join(p.text for p in pieces[first : last + 1])
-        money = Money(value, currency, written, approximate=hedged)
+        money = Money(value, currency, written, approximate=hedged, readings=readings)
         if not hedged and before and before[-1] in _LIMITS:
             limits.append((money, start, end))
         else:
@@ -367,6 +369,8 @@ def _counts(
         value = _count_number(token.text, reader)
         if value is None or index + 1 >= len(pieces):
             continue
+        if token.text.isdigit() and len(token.text) == 4 and 1900 <= value <= 2100:
+            continue  # "the Summer 2026 issue": a year
         nouns = _nouns_after(pieces, index + 1)
         if not nouns or nouns & _TIME_UNITS:
             continue  # "2 hours 45 minutes": a span of time, not a number of things
@@ -413,6 +417,8 @@ def _capitalised(token: Token) -> bool:
     """A word of a person's or a place's name: capitalised, letters only, not a date
     word, and not an acronym ("VAT", "ID", "UTC") or a company's legal form."""
     text = token.text
+    if text.lower().startswith(("i'", "i\u2019")):
+        return False  # "I've", "I'm": the agent, no name
     return (
         text[:1].isupper()
         and text.replace("-", "").replace("'", "").replace(".", "").isalpha()

@@ -229,9 +229,15 @@ def _action_reported(
         verbs = {action.verb} | ({"retri"} if action.again else set())
         if verbs & call.verbs and (about or not call.things):
             return True
-        if about and names_effect(action.verb, call, lifecycles):
+        if action.verb in call.things and action.agentive:
+            return True  # "I have refunded your order" beside ``issue_refund``
+        # a verb that names the call's effect, or a generic one ("processed"), said of the
+        # call's thing: "your refund has been processed", not "your case is handled by
+        # our solicitors" beside a refused ``appoint_own_solicitor``
+        acted_on = bool(call.things & action.objects) or _mentions(text, specific, values)
+        if acted_on and names_effect(action.verb, call, lifecycles):
             return True
-        if action.verb in GENERIC_DONE and about and action.verb not in LOOKUP_VERBS:
+        if action.verb in GENERIC_DONE and acted_on and action.verb not in LOOKUP_VERBS:
             return True
         if (
             action.agentive

@@ -44,12 +44,19 @@ class Money:
     currency: str | None
     written: str
     approximate: bool = False
+    readings: tuple[Decimal, ...] = ()
+    """Every value the written number may be ("1.200": 1200 in de_DE, 1.2 in en_US);
+    ``value`` is the configured locale's."""
 
     def matches(self, value: Decimal, currency: str | None) -> bool:
-        """Is ``value`` (a record's) this amount, at the precision written here?"""
+        """Is ``value`` (a record's) this amount, at the precision written here, in any
+        reading of it?"""
         if self.currency and currency and self.currency != currency:
             return False
-        return same_at_precision(self.value, value, approximate=self.approximate)
+        return any(
+            same_at_precision(reading, value, approximate=self.approximate)
+            for reading in (self.readings or (self.value,))
+        )
 
 
 def same_at_precision(claimed: Decimal, recorded: Decimal, *, approximate: bool) -> bool:
@@ -94,6 +101,20 @@ class MoneyReader:
         if not text or len(text) > _MAX_NUMBER_CHARS or not (text[0].isdigit() or signed):
             return None
         return _parse_number(text, self._locales)
+
+    def readings(self, text: str) -> tuple[Decimal, ...]:
+        """Every value ``text`` has in some locale, the configured locale's first
+        ("1.200": 1.2 and 1200 under en_US)."""
+        first = self.number(text)
+        if first is None:
+            return ()
+        text = text.strip()
+        out = [first]
+        for locale in self._locales:
+            reading = _parse_number(text, (locale,))
+            if reading is not None and reading not in out:
+                out.append(reading)
+        return tuple(out)
 
     # -- currencies ---------------------------------------------------------------------
 

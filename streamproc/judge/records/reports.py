@@ -215,9 +215,8 @@ def _mode(lowers: Sequence[str], first: int, at: int, last: int | None = None) -
     clause = lowers[first : len(lowers) if last is None else last]
     stems = {stem(w) for w in window}
     negated = any(w in _NEGATIONS for w in window) or "yet" in window[-2:]
-    modal = any(w in _MODALS for w in window) and not (
-        negated and any(w in {"could", "can"} for w in window)
-    )
+    # "could not" reports a past attempt (a fact); "can't be booked" is a rule (a modal)
+    modal = any(w in _MODALS for w in window) and not (negated and "could" in window)
     modal = modal or any(
         w in _FUTURE_LEADS and i + 1 < len(window) and window[i + 1] == "to"
         for i, w in enumerate(window)
@@ -320,7 +319,9 @@ def _actions(
             before in _AUX_PERFECT and back > 0 and lowers[back - 1] in _FIRST_PERSON
         )
         speaker = before if before in _FIRST_PERSON else (lowers[back - 1] if agentive else "")
-        done = before in _AUX_PERFECT | _AUX_BE or before in _FIRST_PERSON
+        done = (before in _AUX_PERFECT | _AUX_BE and before != "being") or (
+            before in _FIRST_PERSON
+        )  # "is being handled": under way, not done
         if before in {"been"} and back > 0 and lowers[back - 1] in _AUX_PERFECT:
             agentive = False
         if not done or (before == "be" and back > 0 and lowers[back - 1] == "to"):
@@ -520,6 +521,11 @@ def _asserted(
     word = lowers[index]
     if word.endswith(_NOUN_ENDINGS) or (index and lowers[index - 1] in {"to", "a", "an", "the"}):
         return False
+    if index > 1 and lowers[index - 1] == "be" and lowers[index - 2] == "to":
+        return False  # "waiting to be paid out": what is to come
+    following = lowers[index + 1] if index + 1 < len(lowers) else ""
+    if following in _MEANS and index and lowers[index - 1] in {"is", "are"}:
+        return False  # "is paid by direct debit", "is charged monthly": how, not what
     if index + 1 < len(lowers) and lowers[index + 1] in {"you", "me", "us"}:
         return False  # "I have moved you": an action on the customer, not a thing's state
     window = lowers[max(starts[index], index - 3) : index]
@@ -535,6 +541,7 @@ def _asserted(
     )
 
 
+_MEANS: Final = word_set("by via through using every each monthly weekly yearly annually daily")
 _SPECIFIC: Final = word_set("your the this that my our his her their its")
 
 

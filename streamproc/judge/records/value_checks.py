@@ -302,12 +302,25 @@ def _add_business_days(day: date, count: int) -> date:
     return day
 
 
-def _candidate_days(facts: CaseFacts) -> list[tuple[date, FieldRef | None]]:
-    """Recorded days, and each moved by a period the evidence names."""
+def _candidate_days(
+    facts: CaseFacts, periods: Iterable[timedelta] = ()
+) -> list[tuple[date, FieldRef | None]]:
+    """Recorded days, each moved by a period the evidence names, and recorded moments
+    moved by a period the claim writes ("before 3 pm tomorrow, 48 hours before pick-up")."""
     base: list[tuple[date, FieldRef | None]] = [
         (t.day, typed.ref) for t, typed in facts.date_fields() if t.day
     ]
     out = list(base)
+    for t, typed in facts.date_fields():
+        for clock in t.clock[:1]:
+            if t.day is None:
+                continue
+            moment = datetime.combine(t.day, clock)
+            for period in periods:
+                out += [
+                    ((moment - period).date(), typed.ref),
+                    ((moment + period).date(), typed.ref),
+                ]
     days = [d for d in facts.durations if d >= timedelta(days=1) and d.seconds == 0]
     for day, ref in base:
         for period in days:  # a deadline or an arrival counted from a recorded day
@@ -345,7 +358,7 @@ def _dates(
     clocks = None
     for mention in mentions:
         if mention.has_date:
-            days = days if days is not None else _candidate_days(facts)
+            days = days if days is not None else _candidate_days(facts, periods)
             hit = next(((d, ref) for d, ref in days if mention.date_matches(d)), None)
             if hit is not None:
                 if hit[1] is not None:

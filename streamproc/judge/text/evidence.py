@@ -21,6 +21,7 @@ from streamproc.events import EvidenceItem, EvidenceKind
 from streamproc.judge.text.sentences import split_sentences
 
 __all__ = [
+    "MAX_FIELD_DEPTH",
     "NOT_EXECUTED_PREFIX",
     "QUESTION_ID",
     "EvidenceUnit",
@@ -117,8 +118,15 @@ def _label(path: Path) -> str:
     return " ".join(words)
 
 
+MAX_FIELD_DEPTH: Final = 64
+"""Levels of a record's fields that are read (as the stream's intake allows): what is
+nested deeper is read as an empty value, so a record nested thousands deep is no crash."""
+
+
 def _leaves(value: Any, path: Path) -> Iterator[FieldLeaf]:
-    if isinstance(value, Mapping) and value:
+    if len(path) >= MAX_FIELD_DEPTH:
+        yield FieldLeaf(path, ())
+    elif isinstance(value, Mapping) and value:
         for key, inner in value.items():
             yield from _leaves(inner, (*path, str(key)))
     elif isinstance(value, list | tuple) and value:
@@ -181,6 +189,9 @@ def _is_scalar(value: Any) -> bool:
 def _record_lines(value: Any, path: Path) -> Iterator[str]:
     """ "label: value" sentences. A list of scalars is one sentence ("tags: a, b"); a
     string of several sentences is split, its first sentence carrying the label."""
+    if len(path) >= MAX_FIELD_DEPTH:
+        yield _labelled(path, "none")
+        return
     if isinstance(value, Mapping) and value:
         for key, inner in value.items():
             yield from _record_lines(inner, (*path, str(key)))

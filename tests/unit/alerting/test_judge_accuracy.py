@@ -16,7 +16,7 @@ from streamproc.alerting.judge_accuracy import (
     known_judges,
 )
 from streamproc.config import JudgeSettings
-from streamproc.judge.decision.calibrator import REGIMES
+from streamproc.judge.decision.calibrator import ALL_REGIMES
 from streamproc.wiring import judge_key_of
 
 EVALUATION = Path(__file__).resolve().parents[3] / "EVALUATION.md"
@@ -98,5 +98,5 @@ def test_unmeasured_judges_have_no_counts() -> None:
 
 
 def test_every_calibrator_regime_maps_to_a_measured_task_type() -> None:
-    assert set(TASK_OF_REGIME) == set(REGIMES)
+    assert set(TASK_OF_REGIME) == set(ALL_REGIMES)
     assert set(TASK_OF_REGIME.values()) == set(TASKS)
