@@ -208,6 +208,7 @@ class CaseContext:
             claim,
             reports_fact=reports_fact,
             promised=lambda mention: not reading.mode_at(mention.start).fact,
+            deeds=frozenset(a.verb for a in reading.actions if a.done and a.mode.fact),
         )
         notes = (
             tuple(

@@ -102,7 +102,8 @@ _PERSON_KEYS: Final = _key_words(
     "installer agent adviser advisor representative rep manager supervisor adjuster "
     "assessor inspector handler courier driver drivers stylist coordinator contact owner "
     "assignee assigned analyst officer host passenger passengers guest guests holder "
-    "customer recipient escalated signed"
+    "customer recipient escalated signed approver reviewer requester signer sender author "
+    "creator verifier examiner authoriser authorizer"
 )
 _PLACE_KEYS: Final = _key_words(
     "city airport origin destination from to branch clinic practice location site depot "
@@ -264,7 +265,7 @@ class CaseFacts:
             number = _decimal(value)
             if number is None:
                 return
-            if keys & _ID_KEYS and isinstance(value, int):
+            if keys & _ID_KEYS and isinstance(value, int) and not _plural(typed.ref.leaf.path):
                 self.ids.append((_normal(str(value)), typed))
                 return  # "po": 4500017311 is a name, not a number of things
             if keys & _MONEY_KEYS or currency:
@@ -310,6 +311,11 @@ class CaseFacts:
         """Is ``written`` (folded) anywhere in the evidence, the question or a field?"""
         folded = fold(written).strip()
         return bool(folded) and folded in self.folded_text
+
+    def records_named(self, normal: str) -> list[str]:
+        """The evidence ids of the records an id names (``DMG-2290`` names the record
+        ``DMG-2290``), compared without separators."""
+        return [r.item.id for r in self.executed if _normal(r.item.id) == normal]
 
     def money_known(self, money: Money) -> FieldRef | bool:
         """The field that holds this amount, True when a text or a sum of fields does,
@@ -365,17 +371,26 @@ class CaseFacts:
 _DIRECTIONS: Final = frozenset({"to", "from"})
 
 
+def _plural(path: Sequence[str | int]) -> bool:
+    """ "roomsInBlock", "seats_left": a key that counts things an id would name one of."""
+    own = [w.lower for p in path[-1:] if isinstance(p, str) for w in words(p)]
+    return any(w.endswith("s") and len(w) > 3 and stem(w) in _ID_KEYS for w in own)
+
+
 def _name_role(path: Sequence[str | int]) -> str | None:
     """Whose name a field holds, from its own key and its parent's: a person
     (``doctor``, ``assignee``, ``passenger.name``) or a place (``airport``,
-    ``return_branch``; "to" and "from" only as a whole key, so that ``charged_to`` is
-    no place)."""
+    ``return_branch``, ``depot.name``; "to" and "from" only as a whole key, so that
+    ``charged_to`` is no place)."""
     own = [str(p) for p in path[-1:] if isinstance(p, str)]
     words_ = [w.lower for p in own for w in words(p)]
     if words_ in (["to"], ["from"]):
         return "place"
     stems = {stem(w) for w in words_ if w not in _DIRECTIONS}
-    stems |= _stems(path[-2:-1])
+    parent = _stems(path[-2:-1])
+    if stems <= {"name"} and parent & _PLACE_KEYS:
+        return "place"  # ``collection_store.name``, ``depot.name``
+    stems |= parent
     if stems & _PERSON_KEYS:
         return "person"
     if stems & _PLACE_KEYS:

@@ -91,6 +91,7 @@ class CountValue:
     written: str
     start: int
     end: int
+    remainder: bool = False  # "two more", "the remaining 3", "nine are still open"
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +113,7 @@ class NameValue:
     """A person's or place's name and the role it was introduced with."""
 
     written: str
-    role: str  # "person" or "place"
+    role: str  # "person", "place", or "any" (two capitalised words and no cue)
     cue: frozenset[str]  # stems of the title / role / place word
     start: int
     end: int
@@ -372,10 +373,20 @@ def _counts(
         if token.text.isdigit() and len(token.text) == 4 and 1900 <= value <= 2100:
             continue  # "the Summer 2026 issue": a year
         nouns = _nouns_after(pieces, index + 1)
-        if not nouns or nouns & _TIME_UNITS:
+        before = pieces[index - 1].lower if index else ""
+        after = {p.lower for p in pieces[index + 1 : index + 3]}
+        remainder = before in _REMAINDER_BEFORE or bool(after & _REMAINDER_AFTER)
+        unit = pieces[index + 1].lower
+        if (stem(unit) in _TIME_UNITS and not unit.endswith("ly")) or not (nouns or remainder):
             continue  # "2 hours 45 minutes": a span of time, not a number of things
-        found.append(CountValue(value, nouns, token.text, token.start, token.end))
+        found.append(
+            CountValue(value, nouns - _REMAINDER_AFTER, token.text, token.start, token.end, remainder)
+        )
     return found
+
+
+_REMAINDER_BEFORE: Final = word_set("remaining")
+_REMAINDER_AFTER: Final = word_set("more left remaining still outstanding")
 
 
 def _count_number(text: str, reader: MoneyReader | None = None) -> Decimal | None:
@@ -433,7 +444,13 @@ def _names(text: str, pieces: Sequence[Token], free: Callable[[Token], bool]) ->
     index = 0
     while index < len(pieces):
         token = pieces[index]
-        if not free(token) or not _capitalised(token) or index == 0:
+        initial = (  # "E. Yilmaz"
+            len(token.text) == 1
+            and token.text.isupper()
+            and index + 1 < len(pieces)
+            and _capitalised(pieces[index + 1])
+        )
+        if not free(token) or not (initial or _capitalised(token)) or index == 0:
             index += 1
             continue
         end = index
@@ -441,9 +458,12 @@ def _names(text: str, pieces: Sequence[Token], free: Callable[[Token], bool]) ->
             end += 1
         run = pieces[index : end + 1]
         after = pieces[end + 1].lower.rstrip(".") if end + 1 < len(pieces) else ""
-        cue = None if after in _LEGAL_FORMS else _cue(pieces, index, end)  # a company
-        if cue is not None:
-            role, words = cue
+        if after in _LEGAL_FORMS:  # a company
+            index = end + 1
+            continue
+        cue = _cue(pieces, index, end)
+        if cue is not None or end > index:
+            role, words = cue or ("any", frozenset())
             # a title is not part of the name; a trailing place word ("Leuven store") is
             names = [p for p in run if p.lower not in _TITLES]
             if role == "place":

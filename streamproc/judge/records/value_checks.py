@@ -41,12 +41,19 @@ class ValueCheck:
     unconfirmed: int = 0  # values nothing confirmed (found in a text at most)
 
 
-def _mismatch(reason: RecordReason, written: str, kind: str, ref: FieldRef | None) -> RecordFinding:
+def _mismatch(
+    reason: RecordReason, written: str, kind: str, ref: FieldRef | None, *, held: bool = False
+) -> RecordFinding:
     where = f" ({ref.shown})" if ref is not None else ""
+    said = (
+        f"the records hold {written} in another role or object than the claim gives it"
+        if held
+        else f"no {kind} of the records holds it"
+    )
     return RecordFinding(
         reason,
         VerdictLabel.CONTRADICTED,
-        f"claim says {written}, no {kind} of the records holds it{where}",
+        f"claim says {written}, {said}{where}",
         evidence_id=ref.evidence_id if ref else None,
         field=ref.name if ref else None,
         claim_value=written,
@@ -73,14 +80,41 @@ def _nearest(candidates: Sequence[Typed], stems: frozenset[str]) -> FieldRef | N
     return max(candidates, key=lambda t: len(t.keys & stems)).ref
 
 
+_Scope = tuple[str, tuple[str | int, ...]]
+
+
+def _scope(ref: FieldRef) -> _Scope:
+    """The object a field sits in: one record, or one element of a record's list."""
+    return ref.evidence_id, tuple(ref.leaf.path[:-1])
+
+
+def _twins(ref: FieldRef, facts: CaseFacts) -> set[_Scope]:
+    """The objects holding the same value under the same key: a value every element of
+    a list shares (each request was EUR 42.50) anchors none of them alone."""
+    key, value = ref.leaf.path[-1:], ref.leaf.value
+    return {
+        (record.item.id, tuple(leaf.path[:-1]))
+        for record in facts.executed
+        for leaf in record.leaves
+        if leaf.path[-1:] == key and leaf.value == value
+    }
+
+
 class _Result:
-    def __init__(self) -> None:
+    def __init__(self, facts: CaseFacts) -> None:
+        self.facts = facts
         self.mismatch: RecordFinding | None = None
         self.confirmations: list[RecordFinding] = []
+        # the objects each value of the claim was found in (several where a list's
+        # elements share it), and the records its ids name
+        self.anchors: list[set[_Scope]] = []
+        self.named: set[_Scope] = set()
         self.unconfirmed = 0
 
-    def confirm(self, ref: FieldRef, written: str) -> None:
+    def confirm(self, ref: FieldRef, written: str, *, anchors: bool = True) -> None:
         self.confirmations.append(_confirm(ref, written))
+        if anchors:  # a name does not anchor the next: "Mila Novak and Hannah Lind paid"
+            self.anchors.append(_twins(ref, self.facts))
 
     def fail(self, finding: RecordFinding) -> None:
         self.mismatch = self.mismatch or finding
@@ -113,6 +147,7 @@ def check_values(
     *,
     reports_fact: bool = True,
     promised: Callable[[DateMention], bool] | None = None,
+    deeds: frozenset[str] = frozenset(),
 ) -> ValueCheck:
     """Every typed value of one claim against the records; the first mismatch wins.
 
@@ -120,14 +155,15 @@ def check_values(
     or - when the claim rounds ("should open again at about 16:01") - by one the evidence
     writes (a 30-minute lock). A bare relative day ("today") is read only in a claim that
     reports something done or a state ("it was delivered today"), not in advice ("it's
-    worth calling them today")."""
-    result = _Result()
+    worth calling them today"). ``deeds`` are the stems of the verbs the claim reports
+    done: a count is read against the fields named for them."""
+    result = _Result(facts)
     periods = set(durations(claim))
     if {w.lower for w in words(claim)} & _ROUNDING:
         periods |= facts.durations
     _ids(values.ids, facts, result)
     _money(values.money, facts, stems, result)
-    _counts(values.counts, facts, result)
+    _counts(values.counts, facts, deeds, result)
     mentions = [
         m
         for m in values.dates
@@ -138,7 +174,7 @@ def check_values(
         )
     ]
     _dates(mentions, facts, stems, result, periods)
-    _names(values.names, facts, result)
+    _names(values.names, facts, result, claim)
     return ValueCheck(result.mismatch, tuple(result.confirmations), result.unconfirmed)
 
 
@@ -151,6 +187,8 @@ def _ids(ids: Sequence[IdValue], facts: CaseFacts, result: _Result) -> None:
         held = [t for value, t in facts.ids if value == normal]
         if held:
             result.confirm(held[0].ref, ident.written)
+            result.anchors[-1].update((t.ref.evidence_id, ()) for t in held)  # the whole call
+            result.named.update((record, ()) for record in facts.records_named(normal))
             continue
         if facts.in_text(ident.written) or (len(normal) >= 4 and facts.in_normal_text(normal)):
             result.unconfirmed += 1
@@ -211,18 +249,25 @@ def _money(
 # ----------------------------------------------------------------------------- counts
 
 
-def _counts(counts: Sequence[CountValue], facts: CaseFacts, result: _Result) -> None:
+def _counts(
+    counts: Sequence[CountValue], facts: CaseFacts, deeds: frozenset[str], result: _Result
+) -> None:
     """A count against the fields named like its thing ("2 checked bags" against
-    ``checked_bags``); counts of one thing whose siblings a record holds ("80 of 100
-    pieces" beside ``ordered: 100``) against that record's other numbers."""
+    ``checked_bags``; "we've received all eight books" against ``items_received`` where
+    the record also has ``items_ordered``); counts of one thing whose siblings a record
+    holds ("80 of 100 pieces" beside ``ordered: 100``) against that record's other
+    numbers."""
     matched_records = set()
     pending: list[CountValue] = []
     for count in counts:
         named = [t for value, t in facts.quantities if count.nouns & t.keys]
-        hit = next(
-            (t for value, t in facts.quantities if count.nouns & t.keys and value == count.value),
-            None,
-        )
+        most = max((len(count.nouns & t.keys) for t in named), default=0)
+        named = [t for t in named if len(count.nouns & t.keys) == most]  # "qualifying nights"
+        done = [t for t in named if t.keys & deeds] or [  # "all eight books received"
+            t for _, t in facts.quantities if t.keys & deeds and not named
+        ]
+        named = done or named
+        hit = next((t for t in named if _number(t.ref.leaf.value) == count.value), None)
         if hit is not None:
             result.confirm(hit.ref, count.written)
             matched_records.add(hit.ref.record.item.id)
@@ -252,6 +297,13 @@ def _counts(counts: Sequence[CountValue], facts: CaseFacts, result: _Result) -> 
             result.confirm(whole[0].ref, count.written)
             matched_records.add(whole[0].ref.record.item.id)
     for count in pending:
+        if count.remainder and not _derivable(count, facts):
+            nearest = min(
+                (t for _, t in facts.quantities[:_MAX_TERMS]),
+                key=lambda t: abs(_number(t.ref.leaf.value) - count.value),
+            )
+            result.fail(_mismatch(RecordReason.COUNT_MISMATCH, count.written, "count", nearest.ref))
+            continue
         siblings = [c for c in pending if c is not count and c.nouns == count.nouns]
         if not siblings or any(value == count.value for value, _ in facts.quantities):
             continue
@@ -267,6 +319,30 @@ def _counts(counts: Sequence[CountValue], facts: CaseFacts, result: _Result) -> 
         if others:  # shown: the record's number nearest the claim's ("80" beside 90)
             nearest = min(others, key=lambda t: abs(_number(t.ref.leaf.value) - count.value))
             result.fail(_mismatch(RecordReason.COUNT_MISMATCH, count.written, "count", nearest.ref))
+
+
+_MAX_TERMS: Final = 30  # pairs of a record's numbers tried for a remainder: 435 at most
+
+
+def _derivable(count: CountValue, facts: CaseFacts) -> bool:
+    """ "You need eleven more", "the remaining 3": a remainder is a recorded number, the
+    difference of two, or a number the texts write. With fewer than two recorded numbers
+    nothing says what remains, and the count passes."""
+    if _count_in_texts(count, facts) or any(count.value == v for v, _ in facts.quantities):
+        return True
+    left = [v for v, t in facts.quantities if t.keys & _REMAINDER_KEYS]
+    if left:  # the record says what remains: ``roomsRemaining``, ``backordered_qty``
+        return count.value in left
+    values = [v for v, t in facts.quantities[:_MAX_TERMS] if not t.keys & _ORDINAL_KEYS]
+    if len(values) < 2:
+        return True
+    return any(count.value == abs(a - b) for i, a in enumerate(values) for b in values[i + 1 :])
+
+
+_REMAINDER_KEYS: Final = frozenset(
+    stem(w) for w in word_set("remaining left outstanding open available backordered pending")
+)
+_ORDINAL_KEYS: Final = frozenset(stem(w) for w in word_set("n no nr index seq sequence position"))
 
 
 def _difference(count: CountValue, named: Sequence[Typed], facts: CaseFacts) -> bool:
@@ -409,27 +485,79 @@ def _time_in_texts(mention: DateMention, facts: CaseFacts) -> bool:
 
 def _in_another_role(name: NameValue, parts: Sequence[str], facts: CaseFacts) -> Typed | None:
     """A name the records hold, but in another role than the claim gives it: "approved by
-    Aoife Brennan" where ``approved_by`` holds someone else and Aoife ``logged_by`` it.
-    The field of the claimed role is returned."""
-    role = name.cue - {"title"}
-    if name.role != "person" or not role:
+    Aoife Brennan" where ``approved_by`` holds someone else and Aoife ``logged_by`` it;
+    "our Tilburg store" where Tilburg is where returns are processed and ``dropoffStore``
+    names another. The field of the claimed role is returned."""
+    role = name.cue - _NO_ROLE
+    if not role:
         return None
 
     def plays(typed: Typed) -> bool:  # "assessor" plays "assessed", "approved_by" "approved"
         return any(k.startswith(r) or r.startswith(k) for k in typed.keys for r in role)
 
-    holding = [t for value, t in facts.strings if all(p in value.split() for p in parts)]
+    holding = [t for value, t in facts.strings if _holds(value, parts)]
     if not holding or any(plays(t) for t in holding):
         return None
-    people = {id(t) for _, kind, t in facts.names if kind == "person"}
+    named = {id(t) for _, kind, t in facts.names if kind == name.role}
     claimed = [
         t
         for value, t in facts.strings
-        if (id(t) in people or "by" in t.keys)
+        if (id(t) in named or (name.role == "person" and "by" in t.keys))
         and plays(t)
-        and not all(p in value.split() for p in parts)
+        and not _holds(value, parts)
     ]
     return claimed[0] if claimed else None
+
+
+# A cue that names no role: a title, or the preposition before a place ("in Leuven").
+_NO_ROLE: Final = frozenset({"title", "to", "from", "at", "in", "via", "into", "near"})
+_GENERIC_KEYS: Final = frozenset(stem(w) for w in word_set("name result value data item"))
+
+
+
+
+def _inside(ref: FieldRef, scopes: set[_Scope]) -> bool:
+    """Is the field in one of the objects (or an object inside one), or in a record an id
+    of the claim names?"""
+    record, path = _scope(ref)
+    return any((record, path[:depth]) in scopes for depth in range(len(path) + 1))
+
+
+def _own_keys(ref: FieldRef) -> frozenset[str]:
+    """The stems of a field's own key and its parent's (``payees[0].name``: payee), less
+    the generic ones."""
+    parts = [p for p in ref.leaf.path if isinstance(p, str)][-2:]
+    return frozenset(stem(w.lower) for p in parts for w in words(p)) - _GENERIC_KEYS
+
+
+def _in_another_scope(parts: Sequence[str], facts: CaseFacts, result: _Result) -> Typed | None:
+    """A name held elsewhere than an object another value of the claim was read from:
+    "the car was checked at pick-up on 15 April by Javier Molina" where the pick-up
+    sheet of 15 April names another inspector and Javier inspected the return. That
+    object's field of the same kind is returned. A record the claim names by its id
+    is never elsewhere."""
+    holding = [t for value, t in facts.strings if _holds(value, parts)]
+    if not holding or any(_inside(t.ref, result.named) for t in holding):
+        return None
+    kinds = frozenset().union(*(_own_keys(t.ref) for t in holding))
+    named = {id(t) for _, _, t in facts.names}
+    for scopes in result.anchors:
+        if any(_inside(t.ref, scopes) for t in holding):
+            continue
+        same_kind = [
+            typed
+            for _, typed in facts.strings
+            if _scope(typed.ref) in scopes and _own_keys(typed.ref) & kinds
+        ]
+        if same_kind:
+            return min(same_kind, key=lambda t: id(t) not in named)
+    return None
+
+
+def _holds(value: str, parts: Sequence[str]) -> bool:
+    """Does a folded field value hold every word of a name ("e. yilmaz" holds E Yilmaz)?"""
+    held = set(_name_words(value))
+    return all(p in held for p in parts)
 
 
 def _name_words(written: str) -> list[str]:
@@ -438,18 +566,38 @@ def _name_words(written: str) -> list[str]:
     return [w for i, w in enumerate(out) if not (w == "s" and i)]
 
 
-def _names(names: Iterable[NameValue], facts: CaseFacts, result: _Result) -> None:
+_DENIALS: Final = word_set("not never no nor")
+
+
+def _denied(name: NameValue, claim: str) -> bool:
+    """ "... and not to Thomas Ekdahl": a name the claim rules out."""
+    return bool({w.lower for w in list(words(claim[: name.start]))[-3:]} & _DENIALS)
+
+
+def _names(names: Iterable[NameValue], facts: CaseFacts, result: _Result, claim: str) -> None:
     for name in names:
         parts = _name_words(name.written)
         if parts and all(facts.has_word(p) or facts.has_word_like(p) for p in parts):
             held = [t for value, role, t in facts.names if all(p in value for p in parts)]
-            wrong_role = _in_another_role(name, parts, facts)
+            wrong_role = None
+            if name.role == "any" and not (
+                held or any(_name_words(value) == parts for value, _ in facts.strings)
+            ):
+                continue  # "Rally Bar": capitalised, but no name the records know
+            if not _denied(name, claim):
+                wrong_role = _in_another_role(name, parts, facts) or _in_another_scope(
+                    parts, facts, result
+                )
             if wrong_role is not None:
                 result.fail(
-                    _mismatch(RecordReason.NAME_MISMATCH, name.written, "name", wrong_role.ref)
+                    _mismatch(
+                        RecordReason.NAME_MISMATCH, name.written, "name", wrong_role.ref, held=True
+                    )
                 )
             elif held:
-                result.confirm(held[0].ref, name.written)
+                result.confirm(held[0].ref, name.written, anchors=False)
+            continue
+        if name.role == "any":
             continue
         same_role = [  # names, not addresses: "ul. Dobrego Pasterza 118" is no place name
             t
