@@ -471,21 +471,36 @@ def _derived(
     return frozenset(out)
 
 
-def durations(text: str) -> frozenset[timedelta]:
+def durations(text: str, *, offsets: bool = False) -> frozenset[timedelta]:
     """Spans of time the evidence writes ("14 days", "48-hour", "3 hours", "5 business
-    days"): a claim may count from a recorded date or time by one of them."""
+    days"): a claim may count from a recorded date or time by one of them. With
+    ``offsets`` only spans written as a shift ("in 30 minutes", "three hours after
+    pick-up") count, not how long something lasts ("the visit lasts two hours")."""
     out = set()
     pieces = tokens(text)
     for index, token in enumerate(pieces):
         number, _, unit = token.lower.partition("-")
+        last = index
         if not unit and index + 1 < len(pieces):
-            unit = pieces[index + 1].lower
+            unit, last = pieces[index + 1].lower, index + 1
             if unit in {"business", "working", "calendar"} and index + 2 < len(pieces):
-                unit = pieces[index + 2].lower
+                unit, last = pieces[index + 2].lower, index + 2
         count = int(number) if number.isdigit() and len(number) <= 4 else number_word(number)
         if count is None:
             continue
         base = _DURATION_UNITS.get(unit.rstrip("s")) or _DURATION_UNITS.get(unit)
-        if base is not None:
-            out.add(int(count) * base)
+        if base is None:
+            continue
+        if offsets:
+            before = {p.lower for p in pieces[max(0, index - 2) : index]}
+            after = {p.lower for p in pieces[last + 1 : last + 3]}
+            if not (before & _SHIFT_BEFORE or after & _SHIFT_AFTER):
+                continue
+        out.add(int(count) * base)
     return frozenset(out)
+
+
+_SHIFT_BEFORE: Final = frozenset({"in", "within"})
+_SHIFT_AFTER: Final = frozenset(
+    {"after", "before", "later", "earlier", "ago", "prior", "from", "beforehand", "afterwards"}
+)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
-from typing import Final
+from typing import Final, TypeVar
 
 from streamproc.events import VerdictLabel
 from streamproc.judge.records.calendar import DateMention
@@ -25,7 +25,7 @@ from streamproc.judge.records.case_facts import CaseFacts, FieldRef, Typed, dura
 from streamproc.judge.records.claim_values import ClaimValues, CountValue, IdValue, NameValue
 from streamproc.judge.records.findings import RecordFinding, RecordReason
 from streamproc.judge.records.money import Money
-from streamproc.judge.text.features import word_set
+from streamproc.judge.text.features import STOP_WORDS, word_set
 from streamproc.judge.text.name_forms import fold
 from streamproc.judge.text.stems import stem, words
 
@@ -158,22 +158,21 @@ def check_values(
     worth calling them today"). ``deeds`` are the stems of the verbs the claim reports
     done: a count is read against the fields named for them."""
     result = _Result(facts)
-    periods = set(durations(claim))
-    if {w.lower for w in words(claim)} & _ROUNDING:
-        periods |= facts.durations
+    periods = set(durations(claim, offsets=True))
     _ids(values.ids, facts, result)
     _money(values.money, facts, stems, result)
     _counts(values.counts, facts, deeds, result)
     mentions = [
         m
         for m in values.dates
-        if not (
+        if not _recurring(claim, m)
+        and not (
             m.relative
             and _bare_day(m)
             and (not reports_fact or (promised is not None and promised(m)))
         )
     ]
-    _dates(mentions, facts, stems, result, periods)
+    _dates(mentions, facts, stems, result, periods, claim, _lead_ins(claim, values.dates))
     _names(values.names, facts, result, claim)
     return ValueCheck(result.mismatch, tuple(result.confirmations), result.unconfirmed)
 
@@ -429,34 +428,134 @@ def _dates(
     stems: frozenset[str],
     result: _Result,
     periods: Iterable[timedelta] = (),
+    claim: str = "",
+    lead_ins: dict[int, frozenset[str]] | None = None,
 ) -> None:
-    days = None
-    clocks = None
+    """Each date and time against the recorded ones. Where the words leading into it
+    name date fields ("arrives" names ``arrival``), only those fields can hold it."""
+    exact: tuple[list[tuple[date, FieldRef | None]], list[tuple[time, FieldRef | None]]] | None
+    exact = rounded = None
+    lead_ins = lead_ins or {}
     for mention in mentions:
+        lead_in = lead_ins.get(id(mention), frozenset())
+        if _rounds(claim, mention):  # "at about 16:01": a recorded time moved by a period
+            rounded = rounded or _candidates(facts, {*periods, *facts.durations})
+            days, clocks = rounded
+        else:
+            exact = exact or _candidates(facts, periods)
+            days, clocks = exact
         if mention.has_date:
-            days = days if days is not None else _candidate_days(facts, periods)
-            hit = next(((d, ref) for d, ref in days if mention.date_matches(d)), None)
+            named = _named_times(facts, lead_in, "date")
+            day_options = _only(days, named)
+            hit = next(((d, ref) for d, ref in day_options if mention.date_matches(d)), None)
             if hit is not None:
                 if hit[1] is not None:
                     result.confirm(hit[1], mention.shown)
-            elif facts.in_text(mention.shown) or _date_in_texts(mention, facts):
+            elif facts.in_text(mention.shown) or (not named and _date_in_texts(mention, facts)):
                 result.unconfirmed += 1
             elif facts.date_fields():
-                ref = _nearest([t for _, t in facts.date_fields()], stems)
+                ref = named[0] if named else _nearest([t for _, t in facts.date_fields()], stems)
                 result.fail(_mismatch(RecordReason.DATE_MISMATCH, mention.shown, "date", ref))
         if mention.has_time:
-            clocks = clocks if clocks is not None else _candidate_clocks(facts, periods)
+            named = _named_times(facts, lead_in, "time")
             now = (time(facts.now.hour, facts.now.minute), None)  # "a quarter of an hour ago"
-            options = [*clocks, now] if mention.relative else clocks
+            options = _only([*clocks, now] if mention.relative else clocks, named)
             hit_clock = next(((c, ref) for c, ref in options if mention.time_matches(c)), None)
             if hit_clock is not None:
                 if hit_clock[1] is not None:
                     result.confirm(hit_clock[1], mention.shown)
-            elif _time_in_texts(mention, facts):
+            elif not named and _time_in_texts(mention, facts):
                 result.unconfirmed += 1
             elif facts.clock_fields():
-                ref = _nearest([t for _, t in facts.clock_fields()], stems)
+                ref = named[0] if named else _nearest([t for _, t in facts.clock_fields()], stems)
                 result.fail(_mismatch(RecordReason.TIME_MISMATCH, mention.shown, "time", ref))
+
+
+_T = TypeVar("_T")
+
+
+def _only(
+    options: Sequence[tuple[_T, FieldRef | None]], named: Sequence[FieldRef]
+) -> Sequence[tuple[_T, FieldRef | None]]:
+    """The options the named fields (or the answer's own time) give; all without names."""
+    if not named:
+        return options
+    holders = {id(r) for r in named}
+    return [(value, ref) for value, ref in options if ref is None or id(ref) in holders]
+
+
+# Words of a date field's key that say nothing of whose date it is.
+_TIME_WORDS: Final = frozenset(
+    stem(w)
+    for w in word_set(
+        "date time at on day days created updated modified timestamp ts utc local when "
+        "start end from until by"
+    )
+)
+
+
+def _candidates(
+    facts: CaseFacts, periods: Iterable[timedelta]
+) -> tuple[list[tuple[date, FieldRef | None]], list[tuple[time, FieldRef | None]]]:
+    return _candidate_days(facts, periods), _candidate_clocks(facts, periods)
+
+
+def _rounds(claim: str, mention: DateMention) -> bool:
+    """Is the date written as an estimate ("at about 16:01", "around 9")?"""
+    near = {w.lower() for w in claim[: mention.start].split()[-2:]}
+    return bool(near & _ROUNDING or {w.lower for w in words(mention.written)} & _ROUNDING)
+
+
+_RECURRENCE: Final = word_set("every each")
+
+
+def _recurring(claim: str, mention: DateMention) -> bool:
+    """ "We pay claims every Tuesday": a weekly rule, not a date."""
+    before = claim[: mention.start].split()[-1:]
+    return bool(before) and before[0].lower() in _RECURRENCE
+
+
+_CLAUSE_BREAKS: Final = frozenset({",", ";", ":", "and", "but", "or", "while", "when", "then"})
+
+
+def _lead_ins(claim: str, mentions: Sequence[DateMention]) -> dict[int, frozenset[str]]:
+    """Each date's lead-in; a date that follows another ("arrive tomorrow, Tuesday 23
+    June, at 9:30 am") shares the first one's."""
+    out: dict[int, frozenset[str]] = {}
+    lead_in: frozenset[str] = frozenset()
+    end = -1
+    for mention in mentions:
+        between = set(claim[end : mention.start].replace(",", " ").split()) if end >= 0 else None
+        if not (lead_in and between is not None and between <= {"at", "on", "from"}):
+            lead_in = _lead_in(claim, mention)
+        out[id(mention)] = lead_in
+        end = mention.end
+    return out
+
+
+def _lead_in(claim: str, mention: DateMention) -> frozenset[str]:
+    """The stems of the words that lead into a date in its own clause: "the shuttle runs
+    from" of "the shuttle runs from 6:30 am"."""
+    out: list[str] = []
+    for word in reversed(claim[: mention.start].replace(",", " , ").split()[-5:]):
+        if word.lower() in _CLAUSE_BREAKS:
+            break
+        word = word.lower().strip(".;:()'\"")
+        if word not in STOP_WORDS:
+            out.append(stem(word))
+    return frozenset(out)
+
+
+def _named_times(facts: CaseFacts, stems: frozenset[str], kind: str) -> list[FieldRef]:
+    """The date (or time) fields the words before a date name: "the shuttle runs from
+    6:30" names ``shuttle.first_departure``, "completed yesterday" ``completed_at``."""
+    wanted = stems - _TIME_WORDS
+    return [
+        typed.ref
+        for recorded, typed in facts.times
+        if wanted & (_own_keys(typed.ref) - _TIME_WORDS)
+        and (recorded.day is not None if kind == "date" else bool(recorded.clock))
+    ]
 
 
 def _date_in_texts(mention: DateMention, facts: CaseFacts) -> bool:
