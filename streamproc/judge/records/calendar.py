@@ -247,13 +247,17 @@ class DateReader:
         """Numeric dates and clock times the search passed over (it gives up on a text
         with codes such as "AX-27-QP" in it): "2026-04-29", "29/04/2026", "08:00"."""
         out: list[DateMention] = []
-        pieces = text.split()
+        pieces = _split_hour_ranges(text.split())
         at = 0
         for index, piece in enumerate(pieces):
             start = text.find(piece, at)
             at = start + len(piece)
             core = piece.strip(".,;:()[]")
             begin = start + piece.find(core)
+            hours = _meridiem_hours(pieces, index)
+            if hours and not any(m.start <= begin < m.end and m.clocks for m in found):
+                out.append(DateMention(begin, begin + len(core), core, clocks=hours))
+                continue
             if any(m.start <= begin < m.end for m in found):
                 continue
             numeric = _numeric_date(core)
@@ -500,6 +504,46 @@ def _numeric_readings(parts: list[int], order: str) -> tuple[date, ...]:
 
 
 _TWENTY_FOUR: Final = 100  # marks an hour written as "06": a 24-hour clock
+
+
+_MERIDIEMS: Final = frozenset({"am", "pm"})
+_RANGE_WORDS: Final = frozenset({"and", "to", "-", "until", "till"})
+
+
+def _split_hour_ranges(pieces: list[str]) -> list[str]:
+    """ "8am-6pm" -> "8am", "-", "6pm" (a date such as "2026-04-29" stays whole)."""
+    out: list[str] = []
+    for piece in pieces:
+        parts = piece.split("-")
+        if len(parts) == 2 and any(p.lower().rstrip(".,;)").endswith(("am", "pm")) for p in parts):
+            out += [parts[0], "-", parts[1]]
+        else:
+            out.append(piece)
+    return out
+
+
+def _meridiem_hours(pieces: Sequence[str], index: int) -> tuple[tuple[int, int], ...]:
+    """ "9 pm", "9pm", "9:30pm", and the first hour of "between 8 and 9 pm": an hour
+    dateparser's search passes over, read with the am/pm written after it."""
+    core = pieces[index].lower().strip(".,;:()[]")
+    glued = next((m for m in _MERIDIEMS if core.endswith(m) and core[:-2]), None)
+    number = core[:-2] if glued else core
+    clock = _clock_token(number) if ":" in number else None
+    if clock is None and not (number.isdigit() and 1 <= int(number) <= 12):
+        return ()
+    hour_minute = clock or (int(number), 0)
+    if glued:
+        return _clock_readings([hour_minute], glued)
+    after = [p.lower().strip(".,;:()[]").replace(".", "") for p in pieces[index + 1 : index + 4]]
+    if after[:1] and after[0] in _MERIDIEMS:
+        return _clock_readings([hour_minute], after[0])
+    if len(after) >= 3 and after[0] in _RANGE_WORDS and after[2] in _MERIDIEMS:
+        return _clock_readings([hour_minute], after[2])  # "between 8 and 9 pm"
+    if len(after) >= 2 and after[0] in _RANGE_WORDS:
+        glued_after = next((m for m in _MERIDIEMS if after[1].endswith(m)), None)
+        if glued_after and after[1][:-2].replace(":", "").isdigit():
+            return _clock_readings([hour_minute], glued_after)  # "8 to 9pm"
+    return ()
 
 
 def _clock_readings(
