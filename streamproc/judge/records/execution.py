@@ -176,8 +176,17 @@ def _specific_arguments(call: Call, facts: CaseFacts) -> _Specific:
             continue
         if abs(number) not in held_amounts and number:
             amounts.add(abs(number))
-    written = frozenset(a for a in call.arguments if a not in held)
-    return _Specific(written, frozenset(days), frozenset(amounts))
+    written = set(a for a in call.arguments if a not in held)
+    held_words = {
+        _normal(w) for r in facts.executed for leaf in r.leaves[:500]
+        if isinstance(leaf.value, str) for w in leaf.value.split()
+    }  # fmt: skip
+    for leaf in call.record.leaves[:200]:  # "under your name, Sophie": one word of a name
+        if isinstance(leaf.value, str) and _normal(leaf.value) in written:
+            words_ = [_normal(w) for w in leaf.value.split()]
+            if len(words_) > 1:
+                written |= {w for w in words_ if len(w) >= 4 and w.isalpha() and w not in held_words}
+    return _Specific(frozenset(written), frozenset(days), frozenset(amounts))
 
 
 def _mentions(text: str, specific: _Specific, values: ClaimValues | None = None) -> bool:
