@@ -272,8 +272,11 @@ class CaseContext:
             if not objects:
                 continue
             if action.by_agent:
-                if objects <= handled or any(c.record.item.id in named for c in executed):
-                    continue
+                if objects <= handled or any(
+                    c.record.item.id in named and c.record.item.kind is EvidenceKind.TOOL_RESULT
+                    for c in executed
+                ):
+                    continue  # a call on the thing the claim names did it
                 if action.verb in facts.vocabulary and objects <= facts.vocabulary:
                     continue  # a record that says it ("complaint_logged": true)
             elif action.verb in facts.vocabulary or objects & (facts.vocabulary | called):

@@ -88,7 +88,7 @@ _MONEY_KEYS: Final = _key_words(
     "amount total subtotal price cost fee charge charges balance paid due refund refunded "
     "deposit deductible excess payout credit fare tax vat discount surcharge premium fine "
     "penalty compensation reimbursement outstanding owed payable sum value quote limit "
-    "overdraft installment instalment payment waiver voucher"
+    "overdraft installment instalment payment waiver voucher advance"
 )
 _CURRENCY_KEYS: Final = _key_words("currency ccy currencycode")
 _ID_KEYS: Final = _key_words(
@@ -359,7 +359,12 @@ class CaseFacts:
 
     @property
     def carries_money(self) -> bool:
-        return any(typed.keys & _MONEY_KEYS for _, _, typed in self.money)
+        """Does a field hold an amount: under an amount's key, or written with its
+        currency ("advance": "1.249,90 EUR")?"""
+        return any(
+            typed.keys & _MONEY_KEYS or isinstance(typed.ref.leaf.value, str)
+            for _, _, typed in self.money
+        )
 
     def date_fields(self) -> list[tuple[RecordedTime, Typed]]:
         return [(t, typed) for t, typed in self.times if t.day is not None]
