@@ -529,7 +529,7 @@ def _meridiem_hours(pieces: Sequence[str], index: int) -> tuple[tuple[int, int],
     glued = next((m for m in _MERIDIEMS if core.endswith(m) and core[:-2]), None)
     number = core[:-2] if glued else core
     clock = _clock_token(number) if ":" in number else None
-    if clock is None and not (number.isdigit() and 1 <= int(number) <= 12):
+    if clock is None and not (number.isdigit() and len(number) <= 2 and 1 <= int(number) <= 12):
         return ()
     hour_minute = clock or (int(number), 0)
     if glued:

@@ -14,7 +14,8 @@ One pass over the claim's tokens; every look-around is a fixed number of tokens.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -217,15 +218,25 @@ def read_values(
     which relative dates are read. ``dates=False`` skips the date search."""
     pieces = tokens(text)
     mentions = readers.dates.mentions(text, now) if dates else []
-    taken = [(m.start, m.end) for m in mentions]
+    starts = [p.start for p in pieces]
+    taken: set[int] = set()  # the starts of the tokens a value already holds
+
+    def take(spans: Iterable[tuple[int, int]]) -> None:
+        for start, end in spans:  # the tokens overlapping [start, end), found by bisection
+            index = max(0, bisect_left(starts, start) - 1)
+            while index < len(pieces) and pieces[index].start < end:
+                if start < pieces[index].end:
+                    taken.add(pieces[index].start)
+                index += 1
 
     def free(token: Token) -> bool:
-        return not any(s < token.end and token.start < e for s, e in taken)
+        return token.start not in taken
 
+    take((m.start, m.end) for m in mentions)
     money, limits = _money(pieces, readers.money, free)
-    taken += [(s, e) for _, s, e in money + limits]
+    take((s, e) for _, s, e in money + limits)
     ids = _ids(pieces, free)
-    taken += [(i.start, i.end) for i in ids]
+    take((i.start, i.end) for i in ids)
     counts = _counts(pieces, free, readers.money)
     names = _names(text, pieces, free)
     return ClaimValues(
@@ -374,13 +385,15 @@ def _counts(
             continue  # "the Summer 2026 issue": a year
         nouns = _nouns_after(pieces, index + 1)
         before = pieces[index - 1].lower if index else ""
-        after = {p.lower for p in pieces[index + 1 : index + 3]}
+        after = {p.lower for p in pieces[index + 1 : index + 4]}
         remainder = before in _REMAINDER_BEFORE or bool(after & _REMAINDER_AFTER)
         unit = pieces[index + 1].lower
         if (stem(unit) in _TIME_UNITS and not unit.endswith("ly")) or not (nouns or remainder):
             continue  # "2 hours 45 minutes": a span of time, not a number of things
         found.append(
-            CountValue(value, nouns - _REMAINDER_AFTER, token.text, token.start, token.end, remainder)
+            CountValue(
+                value, nouns - _REMAINDER_AFTER, token.text, token.start, token.end, remainder
+            )
         )
     return found
 

@@ -185,7 +185,9 @@ def _specific_arguments(call: Call, facts: CaseFacts) -> _Specific:
         if isinstance(leaf.value, str) and _normal(leaf.value) in written:
             words_ = [_normal(w) for w in leaf.value.split()]
             if len(words_) > 1:
-                written |= {w for w in words_ if len(w) >= 4 and w.isalpha() and w not in held_words}
+                written |= {
+                    w for w in words_ if len(w) >= 4 and w.isalpha() and w not in held_words
+                }
     return _Specific(frozenset(written), frozenset(days), frozenset(amounts))
 
 

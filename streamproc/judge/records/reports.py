@@ -211,8 +211,10 @@ def _clause_starts(text: str, ws: Sequence[Word], lowers: Sequence[str]) -> list
 def _mode(lowers: Sequence[str], first: int, at: int, last: int | None = None) -> Mode:
     """The mode of the word at ``at``, read from its clause (``first`` to ``last``):
     negation, modal and request words before it, a condition anywhere in it."""
+    first = max(first, at - _MODE_WORDS)  # a clause of thousands of words: read near ``at``
+    end = len(lowers) if last is None else last
     window = lowers[first:at]
-    clause = lowers[first : len(lowers) if last is None else last]
+    clause = lowers[first : min(end, at + _MODE_WORDS)]
     stems = {stem(w) for w in window}
     negated = any(w in _NEGATIONS for w in window) or "yet" in window[-2:]
     # "could not" reports a past attempt (a fact); "can't be booked" is a rule (a modal)
@@ -236,9 +238,12 @@ def _as_soon_as(words: Sequence[str]) -> bool:
     return any(words[i : i + 3] == ["as", "soon", "as"] for i in range(len(words) - 2))
 
 
+_MODE_WORDS: Final = 48  # the words either side of a verb its mode is read from
+
+
 def _clause_end(starts: Sequence[int], index: int) -> int:
     end = index + 1
-    while end < len(starts) and starts[end] == starts[index]:
+    while end < len(starts) and starts[end] == starts[index] and end - index < _MODE_WORDS:
         end += 1
     return end
 

@@ -282,6 +282,12 @@ def _counts(
             if beside is not None:  # "3,410 points" is the record's balance_available
                 result.confirm(beside.ref, count.written)
                 continue
+            left = [t for t in named if t.keys & _REMAINDER_KEYS]
+            if count.remainder and left:  # "nine rooms still open" beside roomsRemaining: 8
+                result.fail(
+                    _mismatch(RecordReason.COUNT_MISMATCH, count.written, "count", left[0].ref)
+                )
+                continue
             if _count_in_texts(count, facts) or _difference(count, named, facts):
                 result.unconfirmed += 1
                 continue
@@ -611,8 +617,6 @@ def _in_another_role(name: NameValue, parts: Sequence[str], facts: CaseFacts) ->
 # A cue that names no role: a title, or the preposition before a place ("in Leuven").
 _NO_ROLE: Final = frozenset({"title", "to", "from", "at", "in", "via", "into", "near"})
 _GENERIC_KEYS: Final = frozenset(stem(w) for w in word_set("name result value data item"))
-
-
 
 
 def _inside(ref: FieldRef, scopes: set[_Scope]) -> bool:

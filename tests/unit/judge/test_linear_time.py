@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import json
 import time
+from datetime import UTC, datetime
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
@@ -22,13 +23,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from streamproc.events import EvidenceItem, EvidenceKind, TokenLogprob
+from streamproc.events import AnswerEvent, EvidenceItem, EvidenceKind, TokenLogprob
 from streamproc.judge.nli.retrieval import names, rank_candidates
 from streamproc.judge.records import value_parse as vp
-from streamproc.judge.records.case_check import check_record
+from streamproc.judge.records.calendar import DateReader
+from streamproc.judge.records.case_check import CaseChecker, check_record
+from streamproc.judge.records.claim_values import read_values
 from streamproc.judge.records.confirmation import confirmed_values
 from streamproc.judge.records.money import parse_amount
 from streamproc.judge.records.record_values import RecordValues
+from streamproc.judge.records.reports import read_claim
 from streamproc.judge.records.structured import StructuredEvidence, ValueReason
 from streamproc.judge.rules.comparisons import Question, check_comparison, parse_question
 from streamproc.judge.rules.confidence import sentence_confidence, specific_spans
@@ -156,6 +160,11 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "either_or": lambda n: "Who was born first, Alan " + "or " * n,
     "titles": lambda n: "President Barack " * n + "Obama",
     "accents": lambda n: "Chávez " * n,
+    "capital_runs": lambda n: "approved by Marta Kowalczyk and " * n,
+    "meridiem_ranges": lambda n: "between 8 and 9 pm, " * n,
+    "hour_ranges": lambda n: "8am-6pm " * n,
+    "remainders": lambda n: "two more are still open, " * n,
+    "dates": lambda n: "on 10 February 2026 at 07:45, " * n,
 }
 
 # ---------------------------------------------------------------------- entry points
@@ -191,6 +200,36 @@ _ORDER = [
     ),
 ]
 _PASSAGE = [EvidenceItem(id="P1", text="The shop is open daily. It is near the park.")]
+_CASE = [
+    EvidenceItem(
+        id="CHK-1",
+        kind=EvidenceKind.RECORD,
+        text="pick-up sheet",
+        fields={
+            "checked_at": "2026-02-15 10:20",
+            "inspected_by": "Rocío Navarro",
+            "rooms_remaining": 8,
+            "pickup": {"name": "Leuven Bondgenotenlaan", "window": "17:00-21:00"},
+        },
+    ),
+    *_ORDER,
+]
+_CHECKER = CaseChecker()
+_NOW = datetime(2026, 2, 16, 9, 0, tzinfo=UTC)
+_DATES = DateReader()
+
+
+def _case_facts(text: str) -> object:
+    """A record whose one field is the adversarial text, read into typed facts."""
+    item = EvidenceItem(id="R", kind=EvidenceKind.RECORD, text=text, fields={"notes": text})
+    return CaseChecker().for_answer(_event(text, [item])).facts.text_dates()
+
+
+def _event(answer: str, evidence: list[EvidenceItem]) -> AnswerEvent:
+    return AnswerEvent(
+        event_id="e", answer_id="a", conversation_id="c", tenant="t", assistant_id="s",
+        model="m", occurred_at=_NOW, answer=answer, evidence=evidence,
+    )  # fmt: skip
 
 
 def _tokens(text: str) -> list[TokenLogprob]:
@@ -239,6 +278,11 @@ ENTRIES: dict[str, Callable[[str], object]] = {
         EvidenceItem(id="R", text=json.dumps({"notes": t, "weight": t, "price": t}))
     ),
     "check_record": lambda t: check_record("Your order " + t, _ORDER),
+    "check_case": lambda t: check_record("I've checked: " + t, _CASE),
+    "read_values": lambda t: read_values(t, _CHECKER.readers, _NOW),
+    "read_claim": lambda t: read_claim(t, _CHECKER.lifecycles, None),
+    "date_mentions": lambda t: _DATES.mentions(t, _NOW),
+    "case_facts": _case_facts,
     "confirmed_values": lambda t: confirmed_values(t, _ORDER),
     "parse_amount": parse_amount,
     "content_words": content_words,
@@ -289,6 +333,16 @@ CASES: dict[str, tuple[str, ...]] = {
     ),
     "record_values": ("km", "hours", "dollar"),
     "check_record": ("dollar", "digit_commas", "id_then_spaces", "and", "semicolons"),
+    "check_case": (
+        "capital_runs", "meridiem_ranges", "remainders", "dates", "initials", "hour_ranges",
+    ),
+    "read_values": (
+        "capital_runs", "meridiem_ranges", "hour_ranges", "remainders", "dates", "initials",
+        "dollar", "digit_commas",
+    ),
+    "read_claim": ("capital_runs", "remainders", "and", "sentences"),
+    "date_mentions": ("meridiem_ranges", "hour_ranges", "dates", "times", "hours"),
+    "case_facts": ("dates", "hour_ranges", "meridiem_ranges", "long_word"),
     "confirmed_values": ("dollar", "digits", "hours"),
     "parse_amount": ("digits", "digit_commas", "spaces"),
     "content_words": ("long_word", "and"),

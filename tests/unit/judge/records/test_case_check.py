@@ -386,3 +386,97 @@ def test_confirmed_by_records_is_the_predicate_for_token_confidence() -> None:
     assert not confirmed("March 3")
     refused_only = confirmed_by_records([REFUND])
     assert not refused_only("102")  # a refused call's arguments confirm nothing
+
+
+# ------------------------------------------------- names and dates in their own object
+
+
+def passes(claim: str, evidence: list[EvidenceItem]) -> bool:
+    """No finding, or a confirmation: nothing the checks hold against the claim."""
+    found = finding(claim, evidence)
+    return found is None or found.reason is RecordReason.RECORD_CONFIRMED
+
+
+SHEETS = [
+    record(
+        "CHK-1",
+        checked_at="2026-02-15 10:20",
+        inspected_by="Rocío Navarro",
+        customer="Hamza El Idrissi",
+    ),
+    record("RET-1", inspected_at="2026-02-20 18:05", inspected_by="Javier Molina"),
+]
+
+
+def test_a_name_from_another_object_than_the_claims_date_is_a_name_mismatch() -> None:
+    wrong = finding("The car was checked at pick-up on 15 February by Javier Molina.", SHEETS)
+    assert wrong is not None and wrong.reason is RecordReason.NAME_MISMATCH
+    assert wrong.evidence_id == "CHK-1" and wrong.field == "inspected_by"
+    assert passes("Rocío Navarro checked the car on 15 February.", SHEETS)
+
+
+def test_a_value_every_list_element_shares_anchors_none_of_them() -> None:
+    requests = record(
+        "REQ",
+        requests=[
+            {"to": "Mila Novak", "amount": "€42.50", "status": "PAID"},
+            {"to": "Hannah Lind", "amount": "€42.50", "status": "PAID"},
+        ],
+    )
+    assert passes("Mila Novak and Hannah Lind have each paid their €42.50.", [requests])
+
+
+def test_a_place_word_names_the_field_of_that_place() -> None:
+    created = EvidenceItem(
+        id="create_return#1",
+        text="",
+        kind=EvidenceKind.TOOL_RESULT,
+        fields={
+            "tool": "create_return",
+            "arguments": {"order": "NL-640288"},
+            "result": {"dropoffStore": "Utrecht Centraal", "processedAt": "Tilburg DC"},
+        },
+    )
+    assert reason("You can hand the coat in at our Tilburg store.", [created]) is (
+        RecordReason.NAME_MISMATCH
+    )
+    assert reason("You can hand the coat in at our Utrecht store.", [created])
+
+
+def test_a_remainder_is_what_the_record_says_remains() -> None:
+    block = record("BLK", roomsInBlock=25, roomsPickedUp=17, roomsRemaining=8)
+    assert reason("Nine rooms are still open in your block.", [block]) is (
+        RecordReason.COUNT_MISMATCH
+    )
+    assert reason("Eight rooms are still open in your block.", [block])
+
+
+def test_a_count_is_read_against_the_field_of_the_verb_the_claim_reports() -> None:
+    returned = record("WH-1", rma="RB-7410", items_ordered=8, items_received=5)
+    assert reason("We've received all eight books from your return RB-7410.", [returned]) is (
+        RecordReason.COUNT_MISMATCH
+    )
+    assert reason("We've received five books from your return RB-7410.", [returned])
+
+
+def test_a_time_is_read_against_the_field_its_lead_in_names() -> None:
+    visit = record("VIS-1", arrival="07:30", visit_date="2026-03-06", firm="Keystone")
+    assert reason("The surveyor will arrive tomorrow, 6 March, at 9:30 am.", [visit]) is (
+        RecordReason.TIME_MISMATCH
+    )
+    assert reason("The surveyor will arrive tomorrow, 6 March, at 7:30 am.", [visit])
+
+
+def test_a_duration_shifts_a_recorded_time_only_where_written_as_a_shift() -> None:
+    visit = record("VIS-1", arrival="07:30", visit_date="2026-03-06")
+    lasting = "The surveyor arrives at 9:30 am on 6 March and stays about two hours."
+    assert reason(lasting, [visit]) is RecordReason.TIME_MISMATCH
+    assert reason("Please be ready two hours after 7:30, at 9:30 am on 6 March.", [visit])
+
+
+def test_hours_written_with_am_or_pm_are_read() -> None:
+    order = record("ORD-1", order_no="GR-992641", delivery_window="2026-03-06 18:00")
+    assert reason("Your order GR-992641 arrives tomorrow between 8 and 9 pm.", [order]) is (
+        RecordReason.TIME_MISMATCH
+    )
+    assert reason("Your order GR-992641 arrives tomorrow at 6 pm.", [order])

@@ -35,7 +35,8 @@ scalars = st.one_of(
     st.text(max_size=60),
     st.sampled_from(
         ["2026-02-10", "EUR 1.249,90", "07:45", "queued_for_review", "4500017311", "Dr. Okafor",
-         "not a date 2026Q1", "\uff11\uff12\uff13", "\x00", "31/02/2026", "99:99", "NaN", "-0", "1e309"]
+         "not a date 2026Q1", "\uff11\uff12\uff13", "\x00", "31/02/2026", "99:99", "NaN",
+         "-0", "1e309"]
     ),
 )  # fmt: skip
 keys = st.one_of(
