@@ -15,8 +15,8 @@ from __future__ import annotations
 import gc
 import json
 import time
-from datetime import UTC, datetime
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
