@@ -280,7 +280,7 @@ ENTRIES: dict[str, Callable[[str], object]] = {
     "check_record": lambda t: check_record("Your order " + t, _ORDER),
     "check_case": lambda t: check_record("I've checked: " + t, _CASE),
     "read_values": lambda t: read_values(t, _CHECKER.readers, _NOW),
-    "read_claim": lambda t: read_claim(t, _CHECKER.lifecycles, None),
+    "read_claim": lambda t: read_claim(t, _CHECKER.lifecycles),
     "date_mentions": lambda t: _DATES.mentions(t, _NOW),
     "case_facts": _case_facts,
     "confirmed_values": lambda t: confirmed_values(t, _ORDER),
