@@ -32,11 +32,13 @@ PER_GROUP = 9  # RAGTruth rows per (task, response label): 9 x 2 x 2 = 36
 AGENT_SET = ROOT / "datasets" / "agent_cases" / "agent_cases.jsonl"
 # Agent cases of the calibrate split the demo opens with: both answers of each, a record
 # mismatch caught and its faithful twin passed (the set's own README says how it was made).
+# Their answers write no relative date ("yesterday", "on Monday"): the demo re-stamps
+# every answer to the moment it runs, and these read the same at any time.
 AGENT_DEMO_CASES = (
     "agent-refund-01",
-    "agent-flight-04",
+    "agent-hotel_booking-12",
     "agent-payment-03",
-    "agent-appointment-09",
+    "agent-invoice-02",
 )
 
 
