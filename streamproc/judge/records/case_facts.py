@@ -187,7 +187,14 @@ class CaseFacts:
         if question:
             self.texts.append(question)
         self.text_money = []
-        for text in self.texts:
+        refusals = [  # what a refused call says why ("available balance EUR 18.72")
+            str(leaf.value)
+            for record in self.refused
+            for leaf in record.leaves[:MAX_FIELDS]
+            if isinstance(leaf.value, str) and " " in leaf.value.strip()
+            and len(leaf.value) <= MAX_TEXT_CHARS
+        ]  # fmt: skip
+        for text in [*self.texts, *refusals]:
             read = read_values(text, readers, now, dates=False)
             self.text_money += [money for money, _, _ in (*read.money, *read.limits)]
         self.durations = durations(" ".join(texts))

@@ -260,8 +260,10 @@ def _money(
         if parsed is None:
             continue
         value, currency, first, last = parsed
-        number_at = first if reader.number(pieces[first].text) is not None else last
-        readings = reader.readings(reader.split_symbol(pieces[number_at].text)[1])
+        number = "".join(
+            p.text for p in pieces[first : last + 1] if not reader.is_currency_word(p.text)
+        )  # "4 920" of "SEK 4 920" as one number
+        readings = reader.readings(reader.split_symbol(number)[1])
         used.update(range(first, last + 1))
         start, end = pieces[first].start, pieces[last].end
         before = [p.lower for p in pieces[max(0, first - 2) : first]]
@@ -286,17 +288,35 @@ def _amount_at(
         value = reader.number(rest)
         return (value, glued, index, index) if value is not None else None
     if reader.is_currency_word(token) and index + 1 < len(pieces):
-        value = reader.number(pieces[index + 1].text)
+        written, last = _space_grouped(pieces, index + 1)
+        value = reader.number(written)
         if value is not None:
-            return value, reader.currency(token), index, index + 1
+            return value, reader.currency(token), index, last
         return None
-    value = reader.number(token)
-    if value is None or index + 1 >= len(pieces):
+    written, last = _space_grouped(pieces, index)
+    value = reader.number(written)
+    if value is None or last + 1 >= len(pieces):
         return None
-    following = pieces[index + 1].text
+    following = pieces[last + 1].text
     if reader.is_currency_word(following):
-        return value, reader.currency(following), index, index + 1
+        return value, reader.currency(following), index, last + 1
     return None
+
+
+def _space_grouped(pieces: Sequence[Token], index: int) -> tuple[str, int]:
+    """A number whose thousands are set apart by spaces ("SEK 4 920", "2 460,00 kr"),
+    joined, and the index of its last piece; any other token as it is."""
+    text, last = pieces[index].text, index
+    if not (text.isdigit() and len(text) <= 3):
+        return text, last
+    while last + 1 < len(pieces) and len(pieces[last + 1].text) >= 3:
+        group = pieces[last + 1].text
+        if not (group[:3].isdigit() and (len(group) == 3 or group[3] in ",.")):
+            break
+        if pieces[last + 1].start != pieces[last].end + 1:
+            break  # one space between the groups, nothing else
+        text, last = text + group, last + 1
+    return text, last
 
 
 # ---------------------------------------------------------------------------- identifiers
@@ -513,8 +533,8 @@ def _cue(pieces: Sequence[Token], first: int, last: int) -> tuple[str, frozenset
     places = inside | after  # "our Milan service centre"
     if places:
         return "place", frozenset(places)
-    if before and before[-1] in _PLACE_PREPOSITIONS:
-        return "place", frozenset({before[-1]})
+    if before and before[-1] in _PLACE_PREPOSITIONS:  # "to Lisbon"; "the depot in Olesnica"
+        return "place", frozenset({before[-1], *({stem(w) for w in before[:-1]} & _PLACE_WORDS)})
     return None
 
 
@@ -536,10 +556,13 @@ def _role_words(pieces: Sequence[Token], first: int, last: int) -> frozenset[str
                 break
     for piece in pieces[last + 1 : last + 3]:
         word = piece.lower
+        if word in _CONJUNCTIONS:
+            break  # "sold by Iberia but operated by Vueling": the verb is another's
         if word.endswith("ed") or word in _DONE_FORMS:
             out.add(stem(word))
             break
     return frozenset(out)
 
 
+_CONJUNCTIONS: Final = word_set("but and or while whereas though although")
 _DONE_FORMS: Final = word_set("done made sent paid signed taken given")

@@ -270,7 +270,7 @@ def _new_value_reported(
     if reading.refusal or reading.request or not specific:
         return False
     lowers = set(reading.lowers)
-    if lowers & {"can", "could", "may", "might", "try", "if", "would", "should"}:
+    if lowers & {"can", "could", "may", "might", "try", "if", "would", "should", "welcome"}:
         return False
     return bool(lowers & _NEW_VALUE) and _mentions(text, specific, values)
 

@@ -147,7 +147,7 @@ class MoneyReader:
     def amount(self, text: str) -> tuple[Decimal, str | None] | None:
         """A record's value read as an amount: "118.84", "EUR 1.249,90", "$75.00",
         "118,84 €". None when the text is anything more than a number and a currency."""
-        parts = text.split()
+        parts = _join_space_groups(text.split())
         if not 1 <= len(parts) <= 3:
             return None
         currency: str | None = None
@@ -166,6 +166,24 @@ class MoneyReader:
         if len(numbers) != 1:
             return None
         return numbers[0], currency
+
+
+def _join_space_groups(parts: list[str]) -> list[str]:
+    """ "NOK 6 500" -> ["NOK", "6500"]: thousands set apart by spaces, joined."""
+    out: list[str] = []
+    for part in parts:
+        grouped = (
+            bool(out)
+            and out[-1].isdigit()
+            and len(part) >= 3
+            and part[:3].isdigit()
+            and (len(part) == 3 or part[3] in ",.")
+        )
+        if grouped:
+            out[-1] += part
+        else:
+            out.append(part)
+    return out
 
 
 @lru_cache(maxsize=8_192)

@@ -39,7 +39,8 @@ _MODALS: Final = frozenset(
     {"will", "would", "can", "could", "should", "may", "might", "must", "shall", "ll"}
 )
 _FUTURE_LEADS: Final = frozenset({"going", "expected", "due", "about", "likely", "scheduled",
-                                  "set", "supposed", "planned", "aiming", "hoping"})  # fmt: skip
+                                  "set", "supposed", "planned", "aiming", "hoping",
+                                  "welcome", "free"})  # fmt: skip
 _CONDITIONS: Final = frozenset(
     {"if", "once", "when", "whenever", "unless", "until", "after", "before", "as", "whether"}
 )
@@ -288,6 +289,9 @@ def read_claim(text: str, lifecycles: Lifecycles, carried: tuple[str, ...] = ())
     )
 
 
+_OTHER: Final = ("(other)",)  # a thing no lifecycle knows: matches no state field
+
+
 def _subject(
     entities: Sequence[tuple[int, tuple[str, ...]]], first: int, at: int
 ) -> tuple[str, ...]:
@@ -335,7 +339,10 @@ def _actions(
         yours = False
         if not agentive:  # passive: the thing acted on is the subject, before the verb
             objects |= _subject_before(lowers, starts[index], back)
-            yours = "your" in lowers[:back]  # "Your manager, Sofia, has raised ..."
+            # "Your manager, Sofia, has raised ...", "your card was charged": "your" in
+            # the verb's clause or six words before it, not far back ("Your payment was
+            # settled on Thursday 5 February, so the money has left")
+            yours = "your" in lowers[max(0, starts[index] - 6) : back]
         again = index > 0 and lowers[index - 1] == "re"  # "re-submitted": done again
         out.append(
             ActionReport(
@@ -439,10 +446,47 @@ def _objects_after(
             break
         if word in _DETERMINERS or word in {"you", "it", "them", "me", "us"} or not word.isalpha():
             continue
+        if word in _DATE_WORDS:
+            continue  # "was made on Tuesday 3 March": when, not what
         if raw is not None and raw[at].isupper() and len(raw[at]) <= 3:
             continue  # "EUR", "UTC": a unit, not what the action is about
         out.add(stem(word))
     return frozenset(out)
+
+
+_DATE_WORDS: Final = frozenset(
+    [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "today",
+        "tomorrow",
+        "yesterday",
+        "morning",
+        "afternoon",
+        "evening",
+        "night",
+        "week",
+        "month",
+        "year",
+    ]
+)
 
 
 def _subject_before(lowers: Sequence[str], first: int, aux: int) -> frozenset[str]:
@@ -499,7 +543,9 @@ def _states(
             and starts[end] == starts[index]
             and not _generic(ws, lowers, entities, starts[index], index)
         ):
-            entity = _subject(entities, starts[index], index) or carried
+            entity = _subject(entities, starts[index], index) or (
+                _OTHER if _subject_before(lowers, starts[index], index) else carried
+            )  # "the ferry was cancelled": a thing no lifecycle knows, not the last one named
             out.append(
                 StateReport(
                     phrase=text[ws[index].start : ws[end].end],

@@ -288,6 +288,9 @@ def _counts(
                     _mismatch(RecordReason.COUNT_MISMATCH, count.written, "count", left[0].ref)
                 )
                 continue
+            if count.remainder and _derivable(count, facts):  # 27 seats, 22 names: 5 more
+                result.unconfirmed += 1
+                continue
             if _count_in_texts(count, facts) or _difference(count, named, facts):
                 result.unconfirmed += 1
                 continue
@@ -411,6 +414,30 @@ def _candidate_days(
     return out
 
 
+_MAX_SPAN_DAYS: Final = 31
+
+
+def _days_between(facts: CaseFacts) -> list[tuple[date, FieldRef | None]]:
+    """The days inside a span one object records (``arrival`` 16 October, ``departure``
+    19 October: "no twin rooms for Friday and Saturday night"), for spans of a month at
+    most. Read for a bare weekday only: a dated claim inside a stay names its own day."""
+    by_scope: dict[_Scope, list[tuple[date, FieldRef]]] = {}
+    for recorded, typed in facts.date_fields():
+        if recorded.day is not None:
+            by_scope.setdefault(_scope(typed.ref), []).append((recorded.day, typed.ref))
+    out: list[tuple[date, FieldRef | None]] = []
+    for days in by_scope.values():
+        if len(days) < 2:
+            continue
+        (first, ref), (last, _) = min(days, key=lambda d: d[0]), max(days, key=lambda d: d[0])
+        span = (last - first).days
+        if 1 < span <= _MAX_SPAN_DAYS:
+            out += [(first + timedelta(days=n), ref) for n in range(1, span)]
+        if len(out) > _MAX_DAY_CANDIDATES:
+            break
+    return out
+
+
 def _candidate_clocks(
     facts: CaseFacts, periods: Iterable[timedelta]
 ) -> list[tuple[time, FieldRef | None]]:
@@ -454,6 +481,11 @@ def _dates(
             named = _named_times(facts, lead_in, "date")
             day_options = _only(days, named)
             hit = next(((d, ref) for d, ref in day_options if mention.date_matches(d)), None)
+            if hit is None and mention.weekday is not None and not mention.month_days:
+                # "no rooms for Friday and Saturday night": a weekday inside a stay
+                hit = next(
+                    ((d, ref) for d, ref in _days_between(facts) if mention.date_matches(d)), None
+                )
             if hit is not None:
                 if hit[1] is not None:
                     result.confirm(hit[1], mention.shown)
@@ -610,6 +642,7 @@ def _in_another_role(name: NameValue, parts: Sequence[str], facts: CaseFacts) ->
         if (id(t) in named or (name.role == "person" and "by" in t.keys))
         and plays(t)
         and not _holds(value, parts)
+        and any(c.isupper() for c in str(t.ref.leaf.value))  # a name, not "learner"
     ]
     return claimed[0] if claimed else None
 
@@ -657,6 +690,27 @@ def _in_another_scope(parts: Sequence[str], facts: CaseFacts, result: _Result) -
     return None
 
 
+_DIRECTION_KEYS: Final = {
+    "to": frozenset(stem(w) for w in word_set("to destination dest arrival")),
+    "from": frozenset(stem(w) for w in word_set("from origin departure")),
+}
+
+
+def _place_keys(cue: frozenset[str]) -> frozenset[str]:
+    """The key words of the field a place cue names: "store" a store's, "to" a
+    destination's; "in" or "at" alone name no field ("it lands in Warsaw")."""
+    out = set(cue - _NO_ROLE)
+    for word in cue & _DIRECTION_KEYS.keys():
+        out |= _DIRECTION_KEYS[word]
+    return frozenset(out)
+
+
+def _code(typed: Typed) -> bool:
+    """ "WAW", "GRX": a code standing for a place, not its name."""
+    value = str(typed.ref.leaf.value).strip()
+    return value.isupper() and value.isalpha() and len(value) <= 4
+
+
 def _holds(value: str, parts: Sequence[str]) -> bool:
     """Does a folded field value hold every word of a name ("e. yilmaz" holds E Yilmaz)?"""
     held = set(_name_words(value))
@@ -702,13 +756,15 @@ def _names(names: Iterable[NameValue], facts: CaseFacts, result: _Result, claim:
             continue
         if name.role == "any":
             continue
-        same_role = [  # names, not addresses: "ul. Dobrego Pasterza 118" is no place name
+        same_role = [  # names, not addresses ("ul. Dobrego Pasterza 118") or codes ("WAW")
             t
             for value, role, t in facts.names
-            if role == name.role and not any(c.isdigit() for c in value)
+            if role == name.role and not any(c.isdigit() for c in value) and not _code(t)
         ]
         if name.role == "person" and name.cue - {"title"}:
             same_role = [t for t in same_role if t.keys & name.cue] or same_role
+        elif name.role == "place":  # only the field of the place the claim names
+            same_role = [t for t in same_role if t.keys & _place_keys(name.cue)]
         if same_role:
             result.fail(
                 _mismatch(RecordReason.NAME_MISMATCH, name.written, "name", same_role[0].ref)
