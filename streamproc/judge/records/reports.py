@@ -454,38 +454,10 @@ def _objects_after(
     return frozenset(out)
 
 
-_DATE_WORDS: Final = frozenset(
-    [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-        "today",
-        "tomorrow",
-        "yesterday",
-        "morning",
-        "afternoon",
-        "evening",
-        "night",
-        "week",
-        "month",
-        "year",
-    ]
+_DATE_WORDS: Final = word_set(
+    "january february march april may june july august september october november december "
+    "monday tuesday wednesday thursday friday saturday sunday today tomorrow yesterday "
+    "morning afternoon evening night week month year"
 )
 
 
