@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
+from functools import cached_property
 from itertools import combinations
 from typing import Final
 
@@ -163,17 +164,11 @@ class CaseFacts:
             for leaf in record.leaves[:MAX_FIELDS]
             if (recorded := readers.dates.recorded(leaf.value)) is not None
         ]
-        texts = [item.text for item in evidence] + [question or ""]
-        self.folded_text = (
-            fold(" ".join(texts))
-            + " "
-            + fold(" ".join(str(leaf.value) for r in records for leaf in r.leaves[:MAX_FIELDS]))
-        )
-        self._words = frozenset(w.lower for w in words(self.folded_text))
-        self._normal_text = _normal(self.folded_text)
+        self._records = records
+        self._texts = [item.text for item in evidence] + [question or ""]
         # where a date or time may be written as text: every item's text, the question,
         # and the sentences of refused calls ("allocated to another booking from ...")
-        self._all_texts = texts + [
+        self._all_texts = self._texts + [
             str(leaf.value)
             for record in records
             for leaf in record.leaves[:MAX_FIELDS]
@@ -186,34 +181,62 @@ class CaseFacts:
         self.texts = [item.text for item in evidence if item.kind in _TEXT_KINDS]
         if question:
             self.texts.append(question)
-        self.text_money = []
-        refusals = [  # what a refused call says why ("available balance EUR 18.72")
-            str(leaf.value)
-            for record in self.refused
-            for leaf in record.leaves[:MAX_FIELDS]
-            if isinstance(leaf.value, str) and " " in leaf.value.strip()
-            and len(leaf.value) <= MAX_TEXT_CHARS
-        ]  # fmt: skip
-        for text in [*self.texts, *refusals]:
-            read = read_values(text, readers, now, dates=False)
-            self.text_money += [money for money, _, _ in (*read.money, *read.limits)]
-        self.durations = durations(" ".join(texts))
-        # amounts a refused call asked for: written on record, so no claim's invention
-        refused_money = [
-            (number, None)
-            for record in self.refused
-            for leaf in record.leaves[:MAX_FIELDS]
-            if (number := _amount_of(leaf.value, readers)) is not None
-        ]
-        self.derived_money = _derived(self.money, self.quantities) | _combined(
-            refused_money, [(abs(v), c) for v, c, _ in self.money]
-        )
         self.refused_values = {
             _normal(str(leaf.value))
             for record in self.refused
             for leaf in record.leaves
             if leaf.value not in (None, "", ())
         }
+
+    # -- read on first use: most claims ask none of these ---------------------------------
+
+    @cached_property
+    def folded_text(self) -> str:
+        leaves = (str(leaf.value) for r in self._records for leaf in r.leaves[:MAX_FIELDS])
+        return fold(" ".join(self._texts)) + " " + fold(" ".join(leaves))
+
+    @cached_property
+    def _words(self) -> frozenset[str]:
+        return frozenset(w.lower for w in words(self.folded_text))
+
+    @cached_property
+    def _normal_text(self) -> str:
+        return _normal(self.folded_text)
+
+    @cached_property
+    def text_money(self) -> list[Money]:
+        """Amounts the texts write, and what a refused call says why ("available
+        balance EUR 18.72")."""
+        refusals = [
+            str(leaf.value)
+            for record in self.refused
+            for leaf in record.leaves[:MAX_FIELDS]
+            if isinstance(leaf.value, str) and " " in leaf.value.strip()
+            and len(leaf.value) <= MAX_TEXT_CHARS
+        ]  # fmt: skip
+        out: list[Money] = []
+        for text in [*self.texts, *refusals]:
+            read = read_values(text, self.readers, self.now, dates=False)
+            out += [money for money, _, _ in (*read.money, *read.limits)]
+        return out
+
+    @cached_property
+    def durations(self) -> frozenset[timedelta]:
+        return durations(" ".join(self._texts))
+
+    @cached_property
+    def derived_money(self) -> frozenset[tuple[Decimal, str | None]]:
+        """Sums, differences and products of recorded amounts; amounts a refused call
+        asked for (written on record, so no claim's invention)."""
+        refused_money = [
+            (number, None)
+            for record in self.refused
+            for leaf in record.leaves[:MAX_FIELDS]
+            if (number := _amount_of(leaf.value, self.readers)) is not None
+        ]
+        return _derived(self.money, self.quantities) | _combined(
+            refused_money, [(abs(v), c) for v, c, _ in self.money]
+        )
 
     # -- reading ------------------------------------------------------------------------
 
