@@ -322,6 +322,8 @@ def _without_records(claim: str, lifecycles: Lifecycles) -> CaseCheck:
             continue
         if action.verb in LOOKUP_VERBS or not (action.agentive or action.yours):
             continue
+        if action.written[:1].isupper():
+            continue  # "(Till) I Kissed You": a title, not a report
         if not action.agentive and not any(
             s.mode.fact and not s.mode.negated and s.start <= action.start < s.end
             for s in reading.states

@@ -22,6 +22,7 @@ from streamproc.wiring import judge_key_of
 EVALUATION = Path(__file__).resolve().parents[3] / "EVALUATION.md"
 MODELS = Path(__file__).resolve().parents[3] / "models" / "README.md"
 TASKS = ("QA", "Summary", "Data2txt")
+WITH_AGENT = (*TASKS, "Agent")  # measured on the agent set too
 
 
 def _table_after(document: Path, marker: str) -> dict[str, ConfusionCounts]:
@@ -43,32 +44,44 @@ def _table_after(document: Path, marker: str) -> dict[str, ConfusionCounts]:
 
 
 @pytest.mark.parametrize(
-    ("key", "document", "marker"),
+    ("key", "document", "marker", "tasks"),
     [
         (
-            "nli+verdict-calibrator-verifier-v2+answer-calibrator-v1",
+            "nli+verdict-calibrator-verifier-v3+answer-calibrator-v2",
             EVALUATION,
             "The full answer-level table of the default judge",
+            WITH_AGENT,
         ),
-        ("nli+verdict-calibrator-verifier-v1", MODELS, "The same judge with calibrator v1"),
-        ("nli+verdict-calibrator-l3-embedder-v1", MODELS, "The 3-layer embedder's judge"),
-        ("rules", EVALUATION, "**Rules judge** (the course's word-overlap baseline), same rows"),
+        (
+            "nli+verdict-calibrator-verifier-v2+answer-calibrator-v1",
+            MODELS,
+            "The previous default, calibrator v2 with answer calibrator v1",
+            TASKS,
+        ),
+        ("nli+verdict-calibrator-verifier-v1", MODELS, "The same judge with calibrator v1", TASKS),
+        ("nli+verdict-calibrator-l3-embedder-v1", MODELS, "The 3-layer embedder's judge", TASKS),
+        (
+            "rules",
+            EVALUATION,
+            "**Rules judge** (the course's word-overlap baseline), same rows",
+            WITH_AGENT,
+        ),
     ],
 )
 def test_shipped_counts_are_the_documented_report_split_tables(
-    key: str, document: Path, marker: str
+    key: str, document: Path, marker: str, tasks: tuple[str, ...]
 ) -> None:
     table = _table_after(document, marker)
     accuracy = judge_accuracy(key)
     assert accuracy is not None
-    for task in TASKS:
+    for task in tasks:
         assert accuracy.for_task(task) == table[task], task
-    assert set(accuracy.tasks) == set(TASKS)
+    assert set(accuracy.tasks) == set(tasks)
 
 
 def test_the_default_judge_settings_find_their_counts() -> None:
     key = judge_key_of(JudgeSettings())
-    assert key == "nli+verdict-calibrator-verifier-v2+answer-calibrator-v1"
+    assert key == "nli+verdict-calibrator-verifier-v3+answer-calibrator-v2"
     accuracy = judge_accuracy(key)
     assert accuracy is not None
     qa = accuracy.for_task("QA")
@@ -78,6 +91,8 @@ def test_the_default_judge_settings_find_their_counts() -> None:
     assert corrected_rate(60, 1000, qa).identifiable
     summary = accuracy.for_task("Summary")
     assert summary is not None and not corrected_rate(60, 1000, summary).identifiable
+    agent = accuracy.for_task("Agent")
+    assert agent is not None and agent.sensitivity == pytest.approx(206 / 334)
     assert accuracy.for_task("dialogue") is None
 
 
@@ -93,10 +108,11 @@ def test_unmeasured_judges_have_no_counts() -> None:
         "nli+verdict-calibrator-l3-embedder-v1",
         "nli+verdict-calibrator-verifier-v1",
         "nli+verdict-calibrator-verifier-v2+answer-calibrator-v1",
+        "nli+verdict-calibrator-verifier-v3+answer-calibrator-v2",
         "rules",
     )
 
 
 def test_every_calibrator_regime_maps_to_a_measured_task_type() -> None:
     assert set(TASK_OF_REGIME) == set(ALL_REGIMES)
-    assert set(TASK_OF_REGIME.values()) == set(TASKS)
+    assert set(TASK_OF_REGIME.values()) == set(WITH_AGENT)

@@ -480,3 +480,10 @@ def test_hours_written_with_am_or_pm_are_read() -> None:
         RecordReason.TIME_MISMATCH
     )
     assert reason("Your order GR-992641 arrives tomorrow at 6 pm.", [order])
+
+
+def test_a_title_in_an_answer_without_records_reports_nothing() -> None:
+    assert finding("(Till) I Kissed You", []) is None
+    assert reason("I have kissed the refund goodbye.", []) is (
+        RecordReason.CLAIM_WITHOUT_TOOL_EVIDENCE
+    )
