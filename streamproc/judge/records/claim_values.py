@@ -25,7 +25,7 @@ from streamproc.judge.records.calendar import DateMention, DateReader
 from streamproc.judge.records.money import Money, MoneyReader
 from streamproc.judge.records.value_parse import number_word
 from streamproc.judge.text.features import STOP_WORDS, word_set
-from streamproc.judge.text.stems import stem
+from streamproc.judge.text.stems import Word, stem
 
 __all__ = [
     "ClaimValues",
@@ -39,17 +39,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
-    """A whitespace-separated piece of the claim, its edge punctuation stripped."""
-
-    start: int
-    end: int
-    text: str
-
-    @property
-    def lower(self) -> str:
-        return self.text.lower()
+Token = Word  # a whitespace-separated piece of the claim, its edge punctuation stripped
 
 
 _EDGE = "()[]{}\"'\u201c\u201d\u2018\u2019,;:!?*"

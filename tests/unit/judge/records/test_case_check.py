@@ -51,8 +51,8 @@ def call(tool: str, executed: bool, **arguments: Any) -> EvidenceItem:
     )
 
 
-def finding(claim: str, evidence: list[EvidenceItem], **kwargs: Any) -> RecordFinding | None:
-    event = AnswerEvent(
+def answer_event(answer: str, evidence: list[EvidenceItem]) -> AnswerEvent:
+    return AnswerEvent(
         event_id="e",
         answer_id="a",
         conversation_id="c",
@@ -60,10 +60,13 @@ def finding(claim: str, evidence: list[EvidenceItem], **kwargs: Any) -> RecordFi
         assistant_id="s",
         model="m",
         occurred_at=NOW,
-        answer=claim,
+        answer=answer,
         evidence=evidence,
     )
-    return check_record(claim, evidence, answer=event, **kwargs)
+
+
+def finding(claim: str, evidence: list[EvidenceItem], **kwargs: Any) -> RecordFinding | None:
+    return check_record(claim, evidence, answer=answer_event(claim, evidence), **kwargs)
 
 
 def reason(claim: str, evidence: list[EvidenceItem], **kwargs: Any) -> RecordReason | None:
@@ -121,17 +124,7 @@ def test_the_state_of_the_thing_the_claim_is_about() -> None:
     assert reason("Your refund is still pending.", evidence) is RecordReason.RECORD_CONFIRMED
     # "it" is what the claim before named: the caller checks an answer's claims in order
     checker = CaseChecker()
-    event = AnswerEvent(
-        event_id="e",
-        answer_id="a",
-        conversation_id="c",
-        tenant="t",
-        assistant_id="s",
-        model="m",
-        occurred_at=NOW,
-        answer="",
-        evidence=evidence,
-    )
+    event = answer_event("", evidence)
     context = checker.for_answer(event)
     context.check("Your refund RF-9 was requested on Monday.")
     later = context.check("It has been issued.")
@@ -305,17 +298,7 @@ def test_names_compare_with_the_fields_of_their_role() -> None:
 
 def test_a_field_that_does_not_parse_is_reported_never_matched() -> None:
     refund = record("RF", refund_id="RF-1", issued_on="sometime in 2026Q1", status="issued")
-    event = AnswerEvent(
-        event_id="e",
-        answer_id="a",
-        conversation_id="c",
-        tenant="t",
-        assistant_id="s",
-        model="m",
-        occurred_at=NOW,
-        answer="",
-        evidence=[refund],
-    )
+    event = answer_event("", [refund])
     checked = CaseChecker().for_answer(event).check("Your refund was issued on 10 February.")
     assert not any(c.field == "issued_on" for c in checked.confirmations)
     assert any(n.startswith("FIELD_UNPARSED: RF issued_on") for n in checked.notes)
