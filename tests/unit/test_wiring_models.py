@@ -129,8 +129,8 @@ def test_judge_info_names_every_model_and_the_calibrator_with_hashes(judge: Judg
     expected = {
         "minilm-verifier-int8",
         "minilm-l6-v2-pt8",
-        "verdict-calibrator-verifier-v2",
-        "answer-calibrator-v1",
+        "verdict-calibrator-verifier-v3",
+        "answer-calibrator-v2",
     }
     assert set(models) == expected
     assert all(len(digest) == 64 for digest in models.values())
