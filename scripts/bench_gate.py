@@ -30,7 +30,7 @@ time to the reply, the share answered within the budget and within budget + 50 m
 shed share (``reason`` OVERLOADED), the verified share, requests left unanswered (must be
 0), the gate process's peak RSS (``VmHWM``), and the cores used on average during the
 level (``cpu_cores``: ``service`` the gate, ``load_generator`` this process, ``rest``
-the rest of the machine - mostly a private broker). Targets (issue 26) are printed with
+the rest of the machine - mostly a private broker). The gate's latency targets are printed with
 pass / fail.
 
 Paths: ``http`` (aiohttp client, gate with no Kafka), ``http-publish`` (the same with the
@@ -813,7 +813,7 @@ def _level(run: Mapping[str, Any], load: float) -> Mapping[str, Any] | None:
 
 
 def targets(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Issue 26's targets, one line per path and kind measured; ``passed`` None when the
+    """The gate's latency targets, one line per path and kind measured; ``passed`` None when the
     level needed was not run."""
     out: list[dict[str, Any]] = []
     alone = report.get("judge_alone", {})

@@ -11,7 +11,7 @@ published, its leaf hash, the previous head and the new head. Every
 publishes it to the audit topic, so a store whose tail was cut (checkpoints included)
 is still caught by ``verify`` given the topic's checkpoints.
 
-**Reviewers' labels** (issue 25) share the chain: a
+**Reviewers' labels** share the chain: a
 :class:`~streamproc.label_events.LabelAuditEntry` on the audit topic is a leaf like a
 record (``leaf = sha256(0x00 || canonical_json(entry))``), kept in ``audit_labels``. One
 seq space spans both tables per partition - the head is the highest seq of either - so

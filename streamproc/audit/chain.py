@@ -1,7 +1,7 @@
 """The tamper-evident hash chain of the audit trail, as plain functions (no I/O).
 
-Each stored audit record is a *leaf*, and so is each reviewer's label entry (issue 25:
-who agreed or disagreed with the judge); the records and labels of one audit-topic
+Each stored audit record is a *leaf*, and so is each reviewer's label entry (who
+agreed or disagreed with the judge); the records and labels of one audit-topic
 partition, in offset order, form one chain. The hashes follow RFC 6962 (Certificate
 Transparency) in using a one-byte domain prefix, so a leaf can never be confused with a
 chain link:

@@ -11,7 +11,7 @@ stored) and, per partition, in offset order:
 A crash between 1 and 2 redelivers the batch, and the store skips answer ids it already
 holds, so nothing is stored twice and nothing is lost.
 
-Reviewers' labels (issue 25) come the same way: the labels loop publishes each accepted
+Reviewers' labels come the same way: the labels loop publishes each accepted
 label to the audit topic (key ``label:<answer_id>:<label_id>``,
 :data:`~streamproc.stream.output.catalog.LABEL_KEY_PREFIX`), and the sink hands them to
 the store with the records, in offset order, where they join the partition's chain (the
