@@ -1,7 +1,7 @@
 """The topics streamproc reads and writes, created explicitly at start-up.
 
 We never rely on broker auto-creation: partition counts decide how far a consumer group
-can scale, so they are chosen here, from settings, on purpose. Keys (see README):
+can scale, so they are chosen here, from settings, on purpose. Keys (docs/stream.md):
 
 - answers (input): producers key by ``conversation_id`` so one conversation stays in
   order; streamproc does not depend on it.

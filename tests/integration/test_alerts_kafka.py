@@ -25,7 +25,7 @@ from streamproc.stream.topics import prepare_topics
 
 PER_MINUTE = 40
 # 12.5 % over 10 min and 5 min: the workbook's 14.4x over 1 h would need a 72 % rate at a
-# 5 % objective (README, "For on-call").
+# 5 % objective (docs/on-call.md, "Hallucination alerts").
 PAGE = [{"long_s": 600, "short_s": 300, "factor": 2.5}]
 
 

@@ -1,4 +1,4 @@
-"""The complaint walk of the README, end to end on real Kafka, as an auditor does it.
+"""The complaint walk of docs/audit.md, end to end on real Kafka, as an auditor does it.
 
 Answers go to the answers topic (one with the assistant's ``traceparent``, one the rules
 judge flags, evidence full of byte-sensitive text); a worker judges them and the

@@ -1,6 +1,6 @@
 """Every topic the worker writes, named, keyed and sized in one place.
 
-The keys are a contract with readers (README, "Topics"): verdicts, flags and audit
+The keys are a contract with readers (docs/stream.md, "Topics and keys"): verdicts, flags and audit
 records by ``answer_id`` - what auditors and products look an answer up by; outcomes and
 window aggregates (tumbling and hopping) by ``assistant_id``, so one assistant's
 outcomes meet in one partition and its windows arrive in order; alert events by
