@@ -181,18 +181,20 @@ class CaseContext:
         reading = read_claim(claim, self.checker.lifecycles, self._carried)
         if reading.entities:
             self._carried = reading.last_entity
-        about_case = self.case_evidence or reading.first_person or _names_an_id(claim)
-        if not about_case:
+        if not (self.case_evidence or reading.first_person or _names_an_id(claim)):
             return CaseCheck()  # a listing's description: its values are the value checks'
         facts = self.facts
         case_claim = self.case_evidence or reading.first_person
-        wants_dates = bool(facts.times or facts.unparsed) and self._date_searches > 0 and case_claim
+        dated = bool(facts.times or facts.unparsed) and case_claim
         values = read_values(
-            claim, self.checker.readers, self.answer.occurred_at, dates=wants_dates
+            claim,
+            self.checker.readers,
+            self.answer.occurred_at,
+            dates=dated and self._date_searches > 0,
         )
+        self._date_searches -= dated  # below 0: a claim's dates went unread (``limits``)
         if not case_claim:  # a listing's claim that writes a code: its ids and amounts only
             values = replace(values, counts=(), names=())
-        self._date_searches -= wants_dates
         refused = reported_done(claim, reading, facts, self.calls, self.checker.lifecycles, values)
         if refused is not None:
             return CaseCheck(refused)
@@ -208,11 +210,10 @@ class CaseContext:
             )
         else:
             states = check_states(reading, facts, self.checker.lifecycles, self.calls, owned)
-        if about_case:
-            settled_by_state = states.mismatch is not None or states.confirmation is not None
-            ungrounded = self._ungrounded(reading, settled_by_state, owned)
-            if ungrounded is not None:
-                return CaseCheck(ungrounded)
+        settled_by_state = states.mismatch is not None or states.confirmation is not None
+        ungrounded = self._ungrounded(reading, settled_by_state, owned)
+        if ungrounded is not None:
+            return CaseCheck(ungrounded)
         reports_fact = any(a.done and a.mode.fact for a in reading.actions) or any(
             s.mode.fact for s in reading.states
         )

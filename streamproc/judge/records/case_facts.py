@@ -29,7 +29,7 @@ from streamproc.judge.records.claim_values import ValueReaders, read_values, tok
 from streamproc.judge.records.common import Record
 from streamproc.judge.records.money import Money
 from streamproc.judge.records.value_parse import number_word
-from streamproc.judge.text.evidence import FieldLeaf, record_leaves
+from streamproc.judge.text.evidence import FieldLeaf, Path, record_leaves
 from streamproc.judge.text.name_forms import fold
 from streamproc.judge.text.stems import stem, words
 
@@ -40,6 +40,7 @@ __all__ = [
     "FieldRef",
     "Typed",
     "durations",
+    "name_words",
 ]
 
 MAX_FIELDS: Final = 2_000
@@ -342,6 +343,34 @@ class CaseFacts:
         folded = fold(written).strip()
         return bool(folded) and folded in self.folded_text
 
+    @cached_property
+    def _string_words(self) -> list[tuple[frozenset[str], tuple[str, ...], Typed]]:
+        return [(frozenset(ws), ws, t) for value, t in self.strings for ws in [name_words(value)]]
+
+    def holding(self, parts: Sequence[str]) -> list[Typed]:
+        """The text fields holding every word of a name ("e. yilmaz" holds E Yilmaz)."""
+        return [t for held, _, t in self._string_words if all(p in held for p in parts)]
+
+    def written_whole(self, parts: Sequence[str]) -> bool:
+        """Is a name some text field's whole value ("Beata Zielinska")?"""
+        wanted = tuple(parts)
+        return any(ws == wanted for _, ws, _ in self._string_words)
+
+    @cached_property
+    def _objects_by_value(self) -> dict[tuple[object, object], set[tuple[str, Path]]]:
+        out: dict[tuple[object, object], set[tuple[str, Path]]] = {}
+        for record in self.executed:
+            for leaf in record.leaves[:MAX_FIELDS]:
+                key = (leaf.path[-1] if leaf.path else None, leaf.value)
+                out.setdefault(key, set()).add((record.item.id, tuple(leaf.path[:-1])))
+        return out
+
+    def objects_holding(self, leaf: FieldLeaf) -> set[tuple[str, Path]]:
+        """The objects (record id, path) holding this leaf's value under its key: a value
+        every element of a list shares (each request was EUR 42.50) anchors none alone."""
+        key = (leaf.path[-1] if leaf.path else None, leaf.value)
+        return set(self._objects_by_value.get(key, ()))
+
     def records_named(self, normal: str) -> list[str]:
         """The evidence ids of the records an id names (``DMG-2290`` names the record
         ``DMG-2290``), compared without separators."""
@@ -404,6 +433,12 @@ class CaseFacts:
 
 
 _DIRECTIONS: Final = frozenset({"to", "from"})
+
+
+def name_words(written: str) -> tuple[str, ...]:
+    """ "DPD's Wrocław-Bielany" -> ("dpd", "wroclaw", "bielany")."""
+    out = [fold(w.text) for w in words(written)]
+    return tuple(w for i, w in enumerate(out) if not (w == "s" and i))
 
 
 def _plural(path: Sequence[str | int]) -> bool:

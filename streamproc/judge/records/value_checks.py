@@ -21,12 +21,17 @@ from typing import Final, TypeVar
 
 from streamproc.events import VerdictLabel
 from streamproc.judge.records.calendar import DateMention
-from streamproc.judge.records.case_facts import CaseFacts, FieldRef, Typed, durations
+from streamproc.judge.records.case_facts import (
+    CaseFacts,
+    FieldRef,
+    Typed,
+    durations,
+    name_words,
+)
 from streamproc.judge.records.claim_values import ClaimValues, CountValue, IdValue, NameValue
 from streamproc.judge.records.findings import RecordFinding, RecordReason
 from streamproc.judge.records.money import Money
 from streamproc.judge.text.features import STOP_WORDS, word_set
-from streamproc.judge.text.name_forms import fold
 from streamproc.judge.text.stems import stem, words
 
 __all__ = ["ValueCheck", "check_values"]
@@ -88,18 +93,6 @@ def _scope(ref: FieldRef) -> _Scope:
     return ref.evidence_id, tuple(ref.leaf.path[:-1])
 
 
-def _twins(ref: FieldRef, facts: CaseFacts) -> set[_Scope]:
-    """The objects holding the same value under the same key: a value every element of
-    a list shares (each request was EUR 42.50) anchors none of them alone."""
-    key, value = ref.leaf.path[-1:], ref.leaf.value
-    return {
-        (record.item.id, tuple(leaf.path[:-1]))
-        for record in facts.executed
-        for leaf in record.leaves
-        if leaf.path[-1:] == key and leaf.value == value
-    }
-
-
 class _Result:
     def __init__(self, facts: CaseFacts) -> None:
         self.facts = facts
@@ -114,7 +107,7 @@ class _Result:
     def confirm(self, ref: FieldRef, written: str, *, anchors: bool = True) -> None:
         self.confirmations.append(_confirm(ref, written))
         if anchors:  # a name does not anchor the next: "Mila Novak and Hannah Lind paid"
-            self.anchors.append(_twins(ref, self.facts))
+            self.anchors.append(self.facts.objects_holding(ref.leaf))
 
     def fail(self, finding: RecordFinding) -> None:
         self.mismatch = self.mismatch or finding
@@ -258,6 +251,7 @@ def _counts(
     numbers."""
     matched_records = set()
     pending: list[CountValue] = []
+    number_of = {id(t): value for value, t in facts.quantities}  # "1,500" read as 1500
     for count in counts:
         named = [t for value, t in facts.quantities if count.nouns & t.keys]
         most = max((len(count.nouns & t.keys) for t in named), default=0)
@@ -266,7 +260,7 @@ def _counts(
             t for _, t in facts.quantities if t.keys & deeds and not named
         ]
         named = done or named
-        hit = next((t for t in named if _number(t.ref.leaf.value) == count.value), None)
+        hit = next((t for t in named if number_of[id(t)] == count.value), None)
         if hit is not None:
             result.confirm(hit.ref, count.written)
             matched_records.add(hit.ref.record.item.id)
@@ -355,7 +349,8 @@ _ORDINAL_KEYS: Final = frozenset(stem(w) for w in word_set("n no nr index seq se
 
 def _difference(count: CountValue, named: Sequence[Typed], facts: CaseFacts) -> bool:
     """ "3 left" of 8 authorised and 5 used: a sum or difference of the thing's counts."""
-    values = [v for v, t in facts.quantities if t in named][:20]
+    ids = {id(t) for t in named}
+    values = [v for v, t in facts.quantities if id(t) in ids][:20]
     return any(
         count.value in (a + b, abs(a - b)) for i, a in enumerate(values) for b in values[i + 1 :]
     )
@@ -632,16 +627,17 @@ def _in_another_role(name: NameValue, parts: Sequence[str], facts: CaseFacts) ->
     def plays(typed: Typed) -> bool:  # "assessor" plays "assessed", "approved_by" "approved"
         return any(k.startswith(r) or r.startswith(k) for k in typed.keys for r in role)
 
-    holding = [t for value, t in facts.strings if _holds(value, parts)]
+    holding = facts.holding(parts)
     if not holding or any(plays(t) for t in holding):
         return None
     named = {id(t) for _, kind, t in facts.names if kind == name.role}
+    held = {id(t) for t in holding}
     claimed = [
         t
-        for value, t in facts.strings
+        for _, t in facts.strings
         if (id(t) in named or (name.role == "person" and "by" in t.keys))
         and plays(t)
-        and not _holds(value, parts)
+        and id(t) not in held
         and any(c.isupper() for c in str(t.ref.leaf.value))  # a name, not "learner"
     ]
     return claimed[0] if claimed else None
@@ -672,7 +668,7 @@ def _in_another_scope(parts: Sequence[str], facts: CaseFacts, result: _Result) -
     sheet of 15 April names another inspector and Javier inspected the return. That
     object's field of the same kind is returned. A record the claim names by its id
     is never elsewhere."""
-    holding = [t for value, t in facts.strings if _holds(value, parts)]
+    holding = facts.holding(parts)
     if not holding or any(_inside(t.ref, result.named) for t in holding):
         return None
     kinds = frozenset().union(*(_own_keys(t.ref) for t in holding))
@@ -711,18 +707,6 @@ def _code(typed: Typed) -> bool:
     return value.isupper() and value.isalpha() and len(value) <= 4
 
 
-def _holds(value: str, parts: Sequence[str]) -> bool:
-    """Does a folded field value hold every word of a name ("e. yilmaz" holds E Yilmaz)?"""
-    held = set(_name_words(value))
-    return all(p in held for p in parts)
-
-
-def _name_words(written: str) -> list[str]:
-    """ "DPD's Wrocław-Bielany" -> ["dpd", "wroclaw", "bielany"]."""
-    out = [fold(w.text) for w in words(written)]
-    return [w for i, w in enumerate(out) if not (w == "s" and i)]
-
-
 _DENIALS: Final = word_set("not never no nor")
 
 
@@ -733,13 +717,11 @@ def _denied(name: NameValue, claim: str) -> bool:
 
 def _names(names: Iterable[NameValue], facts: CaseFacts, result: _Result, claim: str) -> None:
     for name in names:
-        parts = _name_words(name.written)
+        parts = name_words(name.written)
         if parts and all(facts.has_word(p) or facts.has_word_like(p) for p in parts):
             held = [t for value, role, t in facts.names if all(p in value for p in parts)]
             wrong_role = None
-            if name.role == "any" and not (
-                held or any(_name_words(value) == parts for value, _ in facts.strings)
-            ):
+            if name.role == "any" and not (held or facts.written_whole(parts)):
                 continue  # "Rally Bar": capitalised, but no name the records know
             if not _denied(name, claim):
                 wrong_role = _in_another_role(name, parts, facts) or _in_another_scope(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from streamproc.events import AnswerEvent, EvidenceItem, EvidenceKind, VerdictLabel
-from streamproc.judge.records.case_check import CaseChecker, check_record
+from streamproc.judge.records.case_check import MAX_DATE_SEARCHES, CaseChecker, check_record
 from streamproc.judge.records.confirmation import confirmed_by_records
 from streamproc.judge.records.findings import RecordFinding, RecordReason
 
@@ -469,4 +469,16 @@ def test_a_title_in_an_answer_without_records_reports_nothing() -> None:
     assert finding("(Till) I Kissed You", []) is None
     assert reason("I have kissed the refund goodbye.", []) is (
         RecordReason.CLAIM_WITHOUT_TOOL_EVIDENCE
+    )
+
+
+def test_claims_past_the_date_budget_are_named_in_the_limits() -> None:
+    booking = record("B1", booking_ref="X1", check_in="2026-03-10")
+    context = CaseChecker().for_answer(answer_event("", [booking]))
+    for day in range(MAX_DATE_SEARCHES):
+        context.check(f"Your stay starts on {day % 28 + 1} March.")
+    assert context.limits() == ()
+    context.check("Your stay starts on 10 March.")
+    assert context.limits() == (
+        f"LIMIT_CLAIM_DATES: dates read in {MAX_DATE_SEARCHES} claims only",
     )
