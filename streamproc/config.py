@@ -626,6 +626,21 @@ class ReviewSettings(_Group):
         description="Mark the session cookie Secure although the page is reached over HTTP: "
         "set it behind a TLS-terminating proxy or ingress.",
     )
+    trust_forwarded_proto: bool = Field(
+        default=False,
+        description="Believe a request's X-Forwarded-Proto header: 'https' there marks the "
+        "session cookie Secure. Set it only behind a proxy that overwrites the header.",
+    )
+    tls_cert: Path | None = Field(
+        default=None, description="PEM certificate: serve the review page over HTTPS."
+    )
+    tls_key: Path | None = Field(default=None, description="PEM private key of tls_cert.")
+    session_max_age_s: int = Field(
+        default=12 * 3600,
+        ge=60,
+        description="A review page session ends this long after sign-in (sign-out ends it "
+        "at once).",
+    )
     store_url: str = Field(
         default="sqlite:///streamproc-review.db",
         description="SQLAlchemy URL of the review page's queue (items read from the queue "
