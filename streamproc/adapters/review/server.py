@@ -4,13 +4,24 @@
 form into a :class:`~streamproc.label_events.LabelEvent`, publishes it (and waits for the
 broker's acknowledgement), records who labelled the answer, and redirects to the next
 item. A reviewer signs in with its token (``/login``): the page keeps a signed session in
-an HttpOnly, SameSite=Strict cookie, never the token. Programs may send
+an HttpOnly, SameSite=Strict cookie, never the token; the cookie is Secure when the page
+is reached over HTTPS - served with TLS, or behind a proxy whose ``X-Forwarded-Proto`` the
+page is told to trust, or with ``secure_cookies``. Programs may send
 ``Authorization: Bearer <token>`` instead. A reviewer sees only its tenants' items; an
 item of another tenant answers 404, exactly like an unknown one.
 
-The session signing key is drawn when the page starts (``build_app(secret=...)`` may give
-one): a restart signs reviewers out, and replicas behind one address need sticky
-sessions, or bearer tokens.
+A cookie is good only while its session is open on the server
+(:class:`~streamproc.adapters.review.sessions.SessionBook`): signing out closes it, so a
+copy of the cookie is refused from then on, and every session ends ``session_max_age_s``
+after sign-in. The session signing key is drawn when the page starts
+(``build_app(secret=...)`` may give one) and the open sessions are kept in memory: a
+restart signs reviewers out, and replicas behind one address need sticky sessions, or
+bearer tokens.
+
+A label form is sent at most once per reviewer and answer, however often it is submitted
+(:mod:`~streamproc.adapters.review.submissions`): each rendered form carries a form token,
+the label id is derived from it, and only one request of a reviewer for an answer may
+publish; a repeat of the same form is answered like the first.
 
 Forms carry a per-session CSRF token, POSTs from another origin are refused, and every
 page is sent with a Content-Security-Policy that allows only the page's own stylesheet
@@ -25,8 +36,7 @@ import base64
 import hashlib
 import hmac
 import secrets
-import time
-import uuid
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -43,6 +53,13 @@ from streamproc.adapters.review.auth import Reviewer, Reviewers
 from streamproc.adapters.review.intake import ReviewIntake
 from streamproc.adapters.review.publisher import LabelPublisher
 from streamproc.adapters.review.queue_store import ReviewQueueStore
+from streamproc.adapters.review.sessions import SessionBook
+from streamproc.adapters.review.submissions import (
+    FORM_TOKEN,
+    KeyedLocks,
+    SubmissionKey,
+    SubmissionLedger,
+)
 from streamproc.adapters.review.view import item_view
 from streamproc.label_events import (
     MAX_NOTE_CHARS,
@@ -75,6 +92,10 @@ _TEMPLATES = web.AppKey("templates", jinja2.Environment)
 _INTAKE: web.AppKey[ReviewIntake | None] = web.AppKey("intake")
 _NOW: web.AppKey[Callable[[], datetime]] = web.AppKey("now")
 _SECURE_COOKIES: web.AppKey[bool] = web.AppKey("secure_cookies")
+_TRUST_FORWARDED: web.AppKey[bool] = web.AppKey("trust_forwarded_proto")
+_SESSIONS = web.AppKey("sessions", SessionBook)
+_LEDGER = web.AppKey("ledger", SubmissionLedger)
+_LOCKS = web.AppKey("locks", KeyedLocks)
 _NONCE = web.RequestKey("nonce", str)
 
 
@@ -85,6 +106,7 @@ class Session:
 
     reviewer: Reviewer
     csrf: str | None
+    sid: str | None = None
 
 
 def build_app(
@@ -96,12 +118,18 @@ def build_app(
     secret: bytes | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     secure_cookies: bool = False,
+    trust_forwarded_proto: bool = False,
+    sessions: SessionBook | None = None,
+    ledger: SubmissionLedger | None = None,
 ) -> web.Application:
     """The page's application. ``reviewers`` None (no tokens file): everyone is refused.
     ``publish`` sends one label and returns once the broker has it; ``intake``, when
     given, runs in the background for the application's lifetime. ``secure_cookies``:
     mark the session cookie Secure even on a plain-HTTP request - the page behind a
-    TLS-terminating proxy sees HTTP, while the browser is on HTTPS."""
+    TLS-terminating proxy sees HTTP, while the browser is on HTTPS;
+    ``trust_forwarded_proto``: the same, only for requests the proxy marks
+    ``X-Forwarded-Proto: https``. ``sessions`` (default: 12 h each) and ``ledger``
+    (default: in the store's database) are where sign-ins and label claims are kept."""
     app = web.Application(middlewares=[_security_headers, _same_origin_posts])
     app[_STORE] = store
     app[_REVIEWERS] = reviewers
@@ -117,6 +145,10 @@ def build_app(
     app[_INTAKE] = intake
     app[_NOW] = now
     app[_SECURE_COOKIES] = secure_cookies
+    app[_TRUST_FORWARDED] = trust_forwarded_proto
+    app[_SESSIONS] = sessions or SessionBook(max_age_s=SESSION_MAX_AGE_S)
+    app[_LEDGER] = ledger or SubmissionLedger(store.url)
+    app[_LOCKS] = KeyedLocks()
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/login", _login_page)
     app.router.add_post("/login", _login)
@@ -128,7 +160,13 @@ def build_app(
     app.router.add_static("/static", _HERE / "static", append_version=True)
     if intake is not None:
         app.cleanup_ctx.append(_run_intake)
+    if ledger is None:
+        app.on_cleanup.append(_close_ledger)
     return app
+
+
+async def _close_ledger(app: web.Application) -> None:
+    app[_LEDGER].close()
 
 
 async def _run_intake(app: web.Application) -> AsyncIterator[None]:
@@ -143,8 +181,15 @@ async def _run_intake(app: web.Application) -> AsyncIterator[None]:
 class ReviewServer(AppServer):
     """Serves an application on ``host:port`` (port 0: the OS picks; see :attr:`port`)."""
 
-    def __init__(self, app: web.Application, *, host: str, port: int) -> None:
-        super().__init__(host=host, port=port)
+    def __init__(
+        self,
+        app: web.Application,
+        *,
+        host: str,
+        port: int,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        super().__init__(host=host, port=port, ssl_context=ssl_context)
         self._app = app
 
     def _application(self) -> web.Application:
@@ -214,29 +259,49 @@ def _sign(secret: bytes, payload: str, reviewer: Reviewer) -> str:
     return hmac.new(secret, message, hashlib.sha256).hexdigest()
 
 
-def session_cookie(app: web.Application, reviewer: Reviewer, *, issued: int | None = None) -> str:
-    """The cookie value of a new session: name, issue time, CSRF token, signature."""
-    payload = f"{_b64(reviewer.name)}.{issued or int(time.time())}.{secrets.token_urlsafe(24)}"
+def session_cookie(app: web.Application, reviewer: Reviewer) -> str:
+    """The cookie value of a new session, opened in the app's session book: name, issue
+    time, session id, CSRF token, signature."""
+    opened = app[_SESSIONS].open(reviewer.name)
+    payload = f"{_b64(reviewer.name)}.{opened.issued}.{opened.sid}.{secrets.token_urlsafe(24)}"
     return f"{payload}.{_sign(app[_SECRET], payload, reviewer)}"
 
 
 def _from_cookie(app: web.Application, value: str) -> Session | None:
+    """The session of a cookie that is signed by us and still open on the server."""
     reviewers = app[_REVIEWERS]
     if reviewers is None:
         return None
     try:
-        name_b64, issued, csrf, signature = value.split(".")
+        name_b64, issued, sid, csrf, signature = value.split(".")
         name = _unb64(name_b64)
-        age = time.time() - int(issued)
+        issued_at = int(issued)
     except ValueError:
         return None
     reviewer = reviewers.by_name(name)
-    if reviewer is None or not 0 <= age <= SESSION_MAX_AGE_S:
+    if reviewer is None:
         return None
-    expected = _sign(app[_SECRET], f"{name_b64}.{issued}.{csrf}", reviewer)
+    expected = _sign(app[_SECRET], f"{name_b64}.{issued}.{sid}.{csrf}", reviewer)
     if not hmac.compare_digest(expected, signature):
         return None
-    return Session(reviewer, csrf)
+    if not app[_SESSIONS].is_open(sid, reviewer.name, issued_at):
+        return None  # signed out, expired, or opened by a page since restarted
+    return Session(reviewer, csrf, sid)
+
+
+def served_over_https(request: web.Request) -> bool:
+    """The browser reached the page over HTTPS: TLS here, or a trusted proxy says so."""
+    if request.secure:
+        return True
+    if not request.app[_TRUST_FORWARDED]:
+        return False
+    forwarded = request.headers.get("X-Forwarded-Proto", "")
+    return forwarded.split(",")[0].strip().lower() == "https"
+
+
+def _cookie_options(request: web.Request) -> dict[str, Any]:
+    secure = served_over_https(request) or request.app[_SECURE_COOKIES]
+    return {"httponly": True, "samesite": "Strict", "secure": secure, "path": "/"}
 
 
 def _session(request: web.Request) -> Session | None:
@@ -304,6 +369,7 @@ def _page(
         session=session,
         view=item_view(item),
         action_url=f"/items/{quote(item.answer_id, safe='')}/labels",
+        form_token=secrets.token_urlsafe(16),
         skip_url=f"/items/{quote(item.answer_id, safe='')}/skip",
         waiting=waiting,
         error=error,
@@ -369,11 +435,8 @@ async def _login(request: web.Request) -> web.Response:
     response.set_cookie(
         COOKIE,
         session_cookie(request.app, reviewer),
-        max_age=SESSION_MAX_AGE_S,
-        httponly=True,
-        samesite="Strict",
-        secure=request.secure or request.app[_SECURE_COOKIES],
-        path="/",
+        max_age=int(request.app[_SESSIONS].max_age_s),
+        **_cookie_options(request),
     )
     raise response
 
@@ -381,8 +444,12 @@ async def _login(request: web.Request) -> web.Response:
 async def _logout(request: web.Request) -> web.Response:
     session = _require(request)
     _check_csrf(session, await request.post())
+    if session.sid is not None:
+        request.app[_SESSIONS].close(session.sid, session.reviewer.name)
+        log.info("review_logout", reviewer=session.reviewer.name)
     response = web.HTTPSeeOther("/login")
-    response.del_cookie(COOKIE, path="/")
+    options = _cookie_options(request)
+    response.set_cookie(COOKIE, "", max_age=0, expires="Thu, 01 Jan 1970 00:00:00 GMT", **options)
     raise response
 
 
@@ -434,49 +501,75 @@ def _labels_from_form(item: ReviewItem, form: Any) -> tuple[str, list[ClaimLabel
     return choice, claims, note or None
 
 
+def _form_token(form: Any) -> str:
+    """The form's token; a program posting without one gets a fresh one (its request is
+    then one form of its own). A malformed one is refused."""
+    sent = form.get("form", "")
+    if not sent:
+        return secrets.token_urlsafe(16)
+    if not isinstance(sent, str) or FORM_TOKEN.fullmatch(sent) is None:
+        raise web.HTTPBadRequest(text="the form token is malformed")
+    return sent
+
+
 async def _submit_labels(request: web.Request) -> web.Response:
+    """Publish the form's label once: the first request of a reviewer for an answer
+    claims it; the same form sent again is answered like the first (303 to the next
+    item), another form for an answer already labelled gets 409."""
     session = _require(request)
     form = await request.post()
     _check_csrf(session, form)
     item = await _visible(request, session)
     store = request.app[_STORE]
+    ledger = request.app[_LEDGER]
     reviewer = session.reviewer.name
+    form_token = _form_token(form)
     waiting = await asyncio.to_thread(store.waiting, session.reviewer)
-    if await asyncio.to_thread(store.has_labelled, item.answer_id, reviewer):
-        return _page(request, session, item, waiting=waiting, status=409, already=True)
     try:
         choice, claims, note = _labels_from_form(item, form)
     except ValueError as exc:
         return _page(request, session, item, waiting=waiting, status=400, error=str(exc))
+    key = SubmissionKey(item.tenant, item.answer_id, reviewer)
     now = request.app[_NOW]
-    event = LabelEvent(
-        label_id=str(uuid.uuid4()),
-        answer_id=item.answer_id,
-        tenant=item.tenant,
-        reviewer=reviewer,
-        labelled_at=now(),
-        answer_label=_ANSWER_CHOICES[choice],
-        claims=claims,
-        note=note,
-        source="review-page",
-    )
-    publish = request.app[_PUBLISH]
-    try:
-        await publish(event)
-    except Exception as exc:  # noqa: BLE001 - the reviewer is told; nothing was recorded
-        log.warning("review_label_not_published", answer_id=item.answer_id, error=repr(exc))
-        return _page(
-            request,
-            session,
-            item,
-            waiting=waiting,
-            status=502,
-            error="The label could not be published (the broker did not acknowledge it). "
-            "Nothing was recorded; submit again.",
+    async with request.app[_LOCKS].hold(key):
+        claim = await asyncio.to_thread(ledger.claim, key, form_token, now())
+        if not claim.won:
+            if claim.form_token == form_token:
+                log.info("review_label_repeated", answer_id=item.answer_id, reviewer=reviewer)
+                raise web.HTTPSeeOther("/")
+            return _page(request, session, item, waiting=waiting, status=409, already=True)
+        if await asyncio.to_thread(store.has_labelled, item.answer_id, reviewer):
+            await asyncio.to_thread(ledger.release, key, form_token)
+            return _page(request, session, item, waiting=waiting, status=409, already=True)
+        event = LabelEvent(
+            label_id=claim.label_id,
+            answer_id=item.answer_id,
+            tenant=item.tenant,
+            reviewer=reviewer,
+            labelled_at=now(),
+            answer_label=_ANSWER_CHOICES[choice],
+            claims=claims,
+            note=note,
+            source="review-page",
         )
-    recorded = await asyncio.to_thread(
-        store.record_label, item.answer_id, reviewer, event.label_id, event.labelled_at
-    )
+        try:
+            await request.app[_PUBLISH](event)
+        except Exception as exc:  # noqa: BLE001 - the reviewer is told; nothing was recorded
+            await asyncio.to_thread(ledger.release, key, form_token)
+            log.warning("review_label_not_published", answer_id=item.answer_id, error=repr(exc))
+            return _page(
+                request,
+                session,
+                item,
+                waiting=waiting,
+                status=502,
+                error="The label could not be published (the broker did not acknowledge it). "
+                "Nothing was recorded; submit again.",
+            )
+        recorded = await asyncio.to_thread(
+            store.record_label, item.answer_id, reviewer, event.label_id, event.labelled_at
+        )
+        await asyncio.to_thread(ledger.published, key, form_token)
     log.info(
         "review_label_published",
         answer_id=item.answer_id,

@@ -126,8 +126,8 @@ async def test_signing_in_sets_a_strict_httponly_session_cookie_without_the_toke
 async def test_a_tampered_session_cookie_is_refused(page: Page) -> None:
     await sign_in(page)
     cookie = next(c for c in page.client.session.cookie_jar if c.key == COOKIE)
-    name, issued, csrf, signature = cookie.value.split(".")
-    forged = f"{name}.{issued}.{csrf}.{'0' * len(signature)}"
+    name, issued, sid, csrf, signature = cookie.value.split(".")
+    forged = f"{name}.{issued}.{sid}.{csrf}.{'0' * len(signature)}"
     page.client.session.cookie_jar.clear()
     page.client.session.cookie_jar.update_cookies({COOKIE: forged})
     assert (await page.client.get("/", allow_redirects=False)).status == 303
@@ -198,7 +198,7 @@ async def test_a_submitted_form_becomes_the_reviewers_label_event(page: Page) ->
     ]
     assert event.note == "shipped on 5 May, not 3"
     assert event.source == "review-page" and event.labelled_at == NOW
-    assert uuid.UUID(event.label_id).version == 4
+    assert uuid.UUID(event.label_id).version == 5  # derived from the form token
     assert page.store.has_labelled("a1", "alice")
     # The next page is the next item.
     assert 'id="answer-id">a2<' in await (await page.client.get("/")).text()
