@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from enum import Enum
 from pathlib import Path
 from typing import Literal
@@ -452,6 +453,18 @@ class WorkerSettings(_Group):
         le=65535,
         description="Serve /livez and /readyz on this port (0 = any free port); None = off.",
     )
+    dedup_horizon_s: float = Field(
+        default=3600.0,
+        ge=0,
+        description="A (tenant, event_id) judged within this many seconds is not judged "
+        "again: the repeat is acknowledged, counted and dropped. 0 = only within a batch.",
+    )
+    dedup_max_entries: int = Field(
+        default=100_000,
+        ge=1,
+        description="Most (tenant, event_id) marks kept per answers partition (oldest "
+        "forgotten first); changelogged to <app_id>.judge-dedup-changelog.",
+    )
 
 
 class KafkaSecurity(_Group):
@@ -793,6 +806,18 @@ class GateSettings(_Group):
         description="Caller tokens (TOML: [[caller]] name, tenants, token_sha256). Without "
         "it every request is refused (401).",
     )
+    reply_topic_pattern: str = Field(
+        default=r"gate\.replies\..+",
+        description="Kafka request / reply: a reply-topic header must match this regular "
+        "expression in full (or be replies_topic); a topic streamproc reads or writes is "
+        "refused whatever it matches.",
+    )
+    kafka_auth: Literal["token", "none"] = Field(
+        default="token",
+        description="Kafka request / reply: 'token' needs an 'authorization: Bearer <token>' "
+        "header naming a caller of tokens_file whose tenants hold the answer's tenant "
+        "(none configured: every request refused); 'none' trusts the topic's ACLs.",
+    )
     tls_cert: Path | None = Field(default=None, description="PEM certificate: serve HTTPS.")
     tls_key: Path | None = Field(default=None, description="PEM private key of tls_cert.")
 
@@ -802,6 +827,14 @@ class GateSettings(_Group):
         if self.kafka_reply_reserve_ms is not None:
             return self.kafka_reply_reserve_ms
         return _KAFKA_REPLY_RESERVE_MS[self.kafka_reply]
+
+    @model_validator(mode="after")
+    def _reply_topic_pattern_compiles(self) -> GateSettings:
+        try:
+            re.compile(self.reply_topic_pattern)
+        except re.error as exc:
+            raise ValueError(f"reply_topic_pattern is not a regular expression: {exc}") from None
+        return self
 
     def policy_for(self, tenant: str) -> FailurePolicy:
         """The tenant's failure policy: its override, else ``policy``."""

@@ -471,6 +471,11 @@ class DeadLetterReason(StrEnum):
     """A label for an answer that never entered the review queue (labels loop)."""
     LABEL_REFUSED = "label_refused"
     """A label from a reviewer not allowed to see the answer's tenant (labels loop)."""
+    REPLY_TOPIC_REFUSED = "reply_topic_refused"
+    """A gate request naming a reply topic outside ``gate.reply_topic_pattern`` or one
+    streamproc reads or writes (Kafka gate): nothing is written there."""
+    UNAUTHORIZED = "unauthorized"
+    """A Kafka gate request without a valid token, or for a tenant its token does not name."""
 
 
 class DeadLetter(_Model):

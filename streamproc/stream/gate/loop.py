@@ -39,9 +39,14 @@ rest, and the reply only where it could not be sent at once.
 
 A bad request never stops the loop: one with no usable ``reply-topic`` or
 ``correlation-id`` (absent, not a legal topic, an internal or a missing topic) becomes a
-dead letter (``schema_violation``, saying which header); one with a reply route but a
-bad budget or a bad event gets a :class:`~streamproc.gate_events.GateError` reply and a
-dead letter with its original bytes. A reply goes out when its request and every
+dead letter (``schema_violation``, saying which header); one whose reply topic is not
+allowed (:class:`~streamproc.stream.gate.access.ReplyTopicRule`) a dead letter
+``reply_topic_refused``, nothing written to that topic; one with a reply route but no
+valid ``authorization`` token, or a token whose caller may not see the answer's tenant
+(:class:`~streamproc.stream.gate.access.KafkaCallerCheck`), gets an ``unauthorized`` /
+``forbidden`` GateError reply and an ``unauthorized`` dead letter; one with a bad budget
+or a bad event gets a :class:`~streamproc.gate_events.GateError` reply and a dead letter
+with its original bytes. A reply goes out when its request and every
 request before it on its partition are decided: requests on one partition mostly have
 budgets that end in the order they were sent; a caller mixing very different budgets on
 one partition sees a short one answered when the long ones before it are.
@@ -75,6 +80,7 @@ from streamproc.gate_events import (
     GateError,
     GateErrorCode,
 )
+from streamproc.stream.gate.access import AUTHORIZATION_HEADER, KafkaCallerCheck, ReplyTopicRule
 from streamproc.stream.gate.immediate import ImmediateReplies
 from streamproc.stream.gate.reply_topics import ReplyTopics, unusable_reply_topic
 from streamproc.stream.loop.consumer import ConsumerLoop
@@ -196,6 +202,8 @@ class GateRequestLoop(ConsumerLoop):
         self._outputs = OutputTopics.from_settings(settings)
         self._max_reply_bytes = settings.topics.output_max_message_bytes - _REPLY_MARGIN_BYTES
         self.reply_topics = ReplyTopics(self._cluster_topics)
+        self._reply_rule = ReplyTopicRule.from_settings(settings)
+        self._access = KafkaCallerCheck.from_settings(settings)
         self.answered = 0
         self.refused = 0
 
@@ -390,8 +398,11 @@ class GateRequestLoop(ConsumerLoop):
             return _Refused(rejection, origin, record.value, trace_headers, route, error)
 
         route = await self._route(headers)
-        if isinstance(route, str):
-            return refused(DeadLetterReason.SCHEMA_VIOLATION, route, None, None)
+        if isinstance(route, Rejection):
+            return _Refused(route, origin, record.value, trace_headers, None, None)
+        caller = self._access.caller(_header(headers, AUTHORIZATION_HEADER))
+        if isinstance(caller, GateError):
+            return refused(DeadLetterReason.UNAUTHORIZED, caller.detail, route, caller)
         budget = self._service.budget(_header(headers, BUDGET_HEADER))
         if isinstance(budget, GateError):
             return refused(DeadLetterReason.SCHEMA_VIOLATION, budget.detail, route, budget)
@@ -402,6 +413,9 @@ class GateRequestLoop(ConsumerLoop):
                 error=_CODES.get(answer.reason, "bad_request"), detail=answer.error[:2000]
             )
             return _Refused(answer, origin, record.value, trace_headers, route, error)
+        forbidden = self._access.tenant_refusal(caller, answer.tenant)
+        if forbidden is not None:
+            return refused(DeadLetterReason.UNAUTHORIZED, forbidden.detail, route, forbidden)
         spent_s = max(0.0, now_wall - record.timestamp / 1000) if record.timestamp > 0 else 0.0
         traceparent = _header(headers, "traceparent") if ids is not None else None
         request = GateRequest(
@@ -416,8 +430,9 @@ class GateRequestLoop(ConsumerLoop):
         )
         return request, route
 
-    async def _route(self, headers: Sequence[tuple[str, bytes | None]]) -> _Route | str:
-        """The reply's route, or why the request has none."""
+    async def _route(self, headers: Sequence[tuple[str, bytes | None]]) -> _Route | Rejection:
+        """The reply's route, or why the request has none: a missing or malformed header,
+        or a topic no reply may go to (``gate.reply_topic_pattern``, never one of ours)."""
         raw_topic = _header(headers, REPLY_TOPIC_HEADER)
         correlation = _header(headers, CORRELATION_ID_HEADER)
         if raw_topic is None or correlation is None:
@@ -429,18 +444,27 @@ class GateRequestLoop(ConsumerLoop):
                 )
                 if value is None
             ]
-            return f"gate request without the {' and '.join(missing)} header: no reply possible"
+            return _malformed(
+                f"gate request without the {' and '.join(missing)} header: no reply possible"
+            )
         if not 0 < len(correlation) <= MAX_CORRELATION_ID_BYTES:
-            return (
+            return _malformed(
                 f"gate request with a {CORRELATION_ID_HEADER} header of {len(correlation)} "
                 f"bytes (1 to {MAX_CORRELATION_ID_BYTES} expected): no reply possible"
             )
         topic = raw_topic.decode("latin-1")
         unusable = unusable_reply_topic(topic)
+        if unusable is None:
+            refusal = self._reply_rule.refusal(topic)
+            if refusal is not None:
+                return Rejection(
+                    DeadLetterReason.REPLY_TOPIC_REFUSED,
+                    f"gate request whose {refusal}: nothing written there",
+                )
         if unusable is None and not await self.reply_topics.exists(topic):
             unusable = f"reply-topic {topic!r} does not exist"
         if unusable is not None:
-            return f"gate request whose {unusable}: no reply possible"
+            return _malformed(f"gate request whose {unusable}: no reply possible")
         return _Route(topic, correlation)
 
     # ------------------------------------------------------------------ records
@@ -531,6 +555,10 @@ def _code(refused: _Refused) -> GateErrorCode:
     if refused.error is not None:
         return refused.error.error
     return _CODES.get(refused.rejection.reason, "bad_request")
+
+
+def _malformed(detail: str) -> Rejection:
+    return Rejection(DeadLetterReason.SCHEMA_VIOLATION, detail)
 
 
 def _reply_record(route: _Route, value: str, headers: OutHeaders) -> OutboundRecord:

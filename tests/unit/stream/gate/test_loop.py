@@ -28,7 +28,7 @@ from streamproc.wiring import build_gate
 from tests.unit.gate.conftest import SlowScorer, event, settings, slow_nli
 
 REQUESTS = "groundedness.gate-requests"
-REPLIES = "caller.replies"
+REPLIES = "gate.replies.caller"
 CORRELATION = b"4bf92f3577b34da6a3ce929d0e0e4736"
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 TRACEPARENT = f"00-{TRACE_ID}-b7ad6b7169203331-01"
@@ -61,7 +61,9 @@ class Recorder:
         del path
 
 
-SETTINGS = Settings(judge={"name": "rules"})
+NO_TOKENS = {"kafka_auth": "none"}
+"""These tests are about routing and publishing; tokens: tests/unit/stream/gate/test_access.py."""
+SETTINGS = Settings(judge={"name": "rules"}, gate=NO_TOKENS)
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +182,10 @@ async def test_headers_are_found_whatever_their_case_and_the_budget_defaults(
         ),
         (_headers(reply_topic=b"no spaces allowed"), "is not a legal Kafka topic name"),
         (_headers(reply_topic=b"__consumer_offsets"), "is an internal topic"),
-        (_headers(reply_topic=b"nobody.made.this"), "'nobody.made.this' does not exist"),
+        (
+            _headers(reply_topic=b"gate.replies.nobody-made-this"),
+            "'gate.replies.nobody-made-this' does not exist",
+        ),
     ],
 )
 async def test_a_request_without_a_usable_reply_route_is_a_dead_letter_only(
@@ -308,7 +313,9 @@ async def test_a_check_that_raises_refuses_its_request_alone(
 async def test_a_reply_too_large_for_its_topic_becomes_an_oversized_error(
     service: GateService,
 ) -> None:
-    small = Settings(judge={"name": "rules"}, topics={"output_max_message_bytes": 64 * 1024})
+    small = Settings(
+        judge={"name": "rules"}, topics={"output_max_message_bytes": 64 * 1024}, gate=NO_TOKENS
+    )
     long_answer = " ".join([ANSWER] * 800)  # a verdict of ~800 claims
     loop = _loop(service, small)
     [reply] = _replies(await _outbound(loop, _record(_body(long_answer), _headers())))
@@ -504,7 +511,7 @@ class _AtOnce:
         return self.accepts
 
 
-IMMEDIATE = Settings(judge={"name": "rules"}, gate={"kafka_reply": "immediate"})
+IMMEDIATE = Settings(judge={"name": "rules"}, gate={"kafka_reply": "immediate", **NO_TOKENS})
 
 
 def _immediate(service: GateService, at_once: _AtOnce, **options: Any) -> GateRequestLoop:
