@@ -25,7 +25,8 @@ One micro-batch gives, following the messaging conventions for batch consumers:
 
 With telemetry off nothing is started or recorded and no propagator runs: each message's
 valid ``traceparent`` (with ``tracestate`` and ``baggage``) is handed on to its records as
-it came, so downstream consumers still continue the producer's trace.
+it came, so downstream consumers still continue the producer's trace. Either way a field
+beyond W3C's limits is dropped first; :attr:`MessageTrace.dropped` says which.
 """
 
 from __future__ import annotations
@@ -47,11 +48,12 @@ from streamproc.adapters.evaluation_log import evaluation_records
 from streamproc.adapters.log_context import bound_answer
 from streamproc.adapters.telemetry import Telemetry
 from streamproc.adapters.trace_headers import (
+    DroppedField,
     Headers,
     OutHeaders,
     extract,
     inject,
-    passthrough,
+    read_trace_context,
     traceparent_headers,
 )
 from streamproc.events import Verdict
@@ -166,13 +168,21 @@ class Tracing:
 class MessageTrace:
     """One message's span and what the records written for it carry."""
 
-    __slots__ = ("_headers", "_ids", "context", "message", "span", "verdict")
+    __slots__ = ("_headers", "_ids", "context", "dropped", "message", "span", "verdict")
 
-    def __init__(self, message: MessageRef, span: Span, context: Context) -> None:
+    def __init__(
+        self,
+        message: MessageRef,
+        span: Span,
+        context: Context,
+        dropped: tuple[DroppedField, ...] = (),
+    ) -> None:
         self.message = message
         self.span = span
         self.context = context
         """The span's context (with the producer's baggage): parent of stage spans."""
+        self.dropped = dropped
+        """Trace-context fields of the message left out for breaking W3C's limits."""
         self.verdict: Verdict | None = None
         self._headers: OutHeaders | None = None
         self._ids: tuple[str, str] | None = None
@@ -180,11 +190,18 @@ class MessageTrace:
     @classmethod
     def passthrough(cls, message: MessageRef) -> MessageTrace:
         """Telemetry off: no span, no propagator; the producer's valid ``traceparent``
-        (with its ``tracestate`` and ``baggage``) is handed on as it came, so tracing
-        off costs a header scan and one regular expression per message."""
-        traced = cls(message, trace.INVALID_SPAN, _EMPTY)
-        traced._ids, traced._headers = passthrough(message.headers)
+        (with its ``tracestate`` and ``baggage`` where they keep W3C's limits) is handed
+        on as it came, so tracing off costs a header scan and a few regular expressions
+        per message."""
+        bounded = read_trace_context(message.headers)
+        traced = cls(message, trace.INVALID_SPAN, _EMPTY, bounded.dropped)
+        traced._ids, traced._headers = bounded.ids, bounded.handed_on
         return traced
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """``TRACE_CONTEXT_DROPPED`` notes for the verdict's ``judgement.limits``."""
+        return tuple(dropped.note for dropped in self.dropped)
 
     @property
     def headers(self) -> OutHeaders:
@@ -260,7 +277,10 @@ class BatchTrace:
         }
 
     def _start_spans(self, messages: Sequence[MessageRef], start_ns: int) -> Span:
-        parents = [extract(message.headers) for message in messages]
+        bounded = [read_trace_context(message.headers) for message in messages]
+        parents = [
+            extract(message.headers, read) for message, read in zip(messages, bounded, strict=True)
+        ]
         batch_span = self._tracer.start_span(
             _batch_span_name(messages),
             context=Context(),
@@ -270,7 +290,7 @@ class BatchTrace:
             start_time=start_ns,
         )
         batch_link = [Link(batch_span.get_span_context())]
-        for message, parent in zip(messages, parents, strict=True):
+        for message, parent, read in zip(messages, parents, bounded, strict=True):
             span = self._tracer.start_span(
                 semconv.ANSWER_SPAN,
                 context=parent,
@@ -280,7 +300,7 @@ class BatchTrace:
                 start_time=start_ns,
             )
             context = trace.set_span_in_context(span, parent)
-            self._order.append(MessageTrace(message, span, context))
+            self._order.append(MessageTrace(message, span, context, read.dropped))
         return batch_span
 
     def __enter__(self) -> BatchTrace:
