@@ -44,6 +44,10 @@ class JudgingSensor(Protocol):
 
     def dead_letter(self, *reasons: DeadLetterReason | str) -> None: ...
 
+    def trace_context_dropped(self, header: str, reason: str) -> None:
+        """An input's trace-context field left out for breaking W3C's limits."""
+        ...
+
 
 class WindowSensor(Protocol):
     """What the window loop's hooks report: closed windows' rates, late events, alerts."""

@@ -235,6 +235,14 @@ class WorkerMetrics:
             ["reason"],
             registry=r,
         )
+        self._trace_context_dropped = Counter(
+            "streamproc_trace_context_dropped_total",
+            "Trace-context fields of inputs left out for breaking W3C's limits, by header "
+            "(traceparent, tracestate, baggage) and reason (invalid, too_long, "
+            "too_many_members).",
+            ["header", "reason"],
+            registry=r,
+        )
         self._judge_latency = Histogram(
             "streamproc_judge_latency_seconds",
             "Judge time of the micro-batch each answer was in, observed once per answer.",
@@ -417,6 +425,10 @@ class WorkerMetrics:
         loop's bad outcomes)."""
         for reason in reasons:
             self._dead_letters.labels(str(reason)).inc()
+
+    def trace_context_dropped(self, header: str, reason: str) -> None:
+        """An input's trace-context field left out (both labels are fixed lists)."""
+        self._trace_context_dropped.labels(header, reason).inc()
 
     # ------------------------------------------------------------------ windows loop
 

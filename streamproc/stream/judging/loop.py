@@ -230,6 +230,20 @@ class JudgeLoop(ConsumerLoop):
             self.watch.progress.acknowledged(judged.offsets, time.monotonic())
             self.judged += len(output.verdicts)
             _log_outputs(traced, output)
+            self._count_dropped(traced)
+
+    def _count_dropped(self, traced: BatchTrace) -> None:
+        """Count and log each trace-context field left out, once its batch is published."""
+        for message in traced.messages:
+            for dropped in message.dropped:
+                self._metrics.trace_context_dropped(dropped.header, dropped.reason)
+                with message.bound():
+                    log.warning(
+                        "trace_context_dropped",
+                        header=dropped.header,
+                        reason=dropped.reason,
+                        detail=dropped.detail,
+                    )
 
     # ------------------------------------------------------------------ unreadable data
 
@@ -294,6 +308,7 @@ def _incoming(record: ConsumerRecord[bytes, bytes], traced: MessageTrace) -> Inc
         origin=MessageOrigin(record.topic, record.partition, record.offset, record.key),
         trace_id=traced.trace_id,
         headers=traced.headers,
+        notes=traced.notes,
     )
 
 

@@ -70,6 +70,8 @@ class IncomingMessage:
     trace_id: str | None = None
     headers: OutHeaders = ()
     """What every record written for this message carries (its ``traceparent``)."""
+    notes: tuple[str, ...] = ()
+    """Added to its verdict's ``judgement.limits`` (e.g. a trace-context field dropped)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,6 +436,8 @@ def _build(
 ) -> _Built | Rejection:
     if isinstance(context.judge, Exception):
         raise context.judge
+    if message.notes:
+        judgement = judgement.model_copy(update={"limits": [*judgement.limits, *message.notes]})
     verdict = verdict_for(
         answer,
         judgement,
