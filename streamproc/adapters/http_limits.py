@@ -1,0 +1,292 @@
+"""What one HTTP connection may hold of an aiohttp server: each phase timed, the number
+of connections capped, and every error the server itself makes one short line of JSON.
+
+aiohttp 3.14 has a keep-alive timeout (which also closes a connection that never sends
+a byte) and limits on line and header sizes, but no timeout for a request head that
+arrives slowly, none for a slow body, and no connection cap. Here:
+
+- **head**: a connection must deliver a complete request head within
+  ``header_timeout_s`` of opening, and a later request's head within ``header_timeout_s``
+  of its first byte; else ``408`` (JSON) and the connection is closed;
+- **body**: a body must arrive within ``body_timeout_s`` of its head. A handler still
+  reading it gets :class:`BodyTimeout` (an ``HTTPRequestTimeout``, answered 408 JSON),
+  and the connection closes after that reply; a body nobody reads is cut off;
+- **idle**: aiohttp's ``keepalive_timeout`` is ``idle_timeout_s``;
+- **cap**: at most ``max_connections`` open (lowered to fit the open-file limit, so
+  ``accept`` never fails for want of descriptors). A new connection beyond it closes the
+  oldest one that is not in a request (waiting for a head, or idle), so a flood of
+  half-open connections cannot lock out a real caller; when every connection is in a
+  request, the new one is answered ``503`` (JSON) and closed;
+- **errors**: aiohttp's own replies (400 for a request it cannot parse, 500, 504) are
+  ``{"error": ..., "detail": ...}`` on one line, never an echo of the request.
+
+Connection events are logged on ``streamproc.http``, repeats folded by
+:mod:`streamproc.adapters.log_dedup`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import resource
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
+
+from aiohttp import web
+from aiohttp.streams import StreamReader
+from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_request import BaseRequest
+from aiohttp.web_response import StreamResponse
+
+from streamproc.config import HttpLimitSettings
+
+__all__ = ["BodyTimeout", "HttpLimits", "LimitedAppRunner", "error_body", "file_headroom"]
+
+log = logging.getLogger("streamproc.http")
+
+_JSON = "application/json"
+_FD_RESERVE = 64
+"""Descriptors kept back from the open-file limit for what else the process opens
+(broker connections, log files, the metrics server)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpLimits:
+    """The limits one server applies; :meth:`from_settings` reads them from settings."""
+
+    header_timeout_s: float = 5.0
+    body_timeout_s: float = 30.0
+    idle_timeout_s: float = 75.0
+    max_connections: int = 512
+
+    @classmethod
+    def from_settings(cls, http: HttpLimitSettings) -> HttpLimits:
+        return cls(
+            header_timeout_s=http.header_timeout_s,
+            body_timeout_s=http.body_timeout_s,
+            idle_timeout_s=http.idle_timeout_s,
+            max_connections=http.max_connections,
+        )
+
+
+def error_body(status: int, detail: str) -> str:
+    """One line of JSON naming ``status`` (``bad_request``, ...) with a short ``detail``
+    that never quotes the request."""
+    try:
+        name = HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
+    except ValueError:
+        name = "error"
+    return json.dumps({"error": name, "detail": detail[:300]}, separators=(",", ":"))
+
+
+def _raw_reply(status: int, detail: str) -> bytes:
+    """A whole HTTP/1.1 response that closes the connection, written straight to a
+    transport where no request object exists (a head that never came, a refused
+    connection)."""
+    body = error_body(status, detail).encode()
+    head = (
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
+        f"Content-Type: {_JSON}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+class BodyTimeout(web.HTTPRequestTimeout):
+    """Raised from a body read once ``body_timeout_s`` has passed since the head."""
+
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__(
+            text=error_body(408, f"the request body did not arrive within {timeout_s:g} s"),
+            content_type=_JSON,
+        )
+
+
+def file_headroom() -> int | None:
+    """Descriptors still free under the soft open-file limit, less a reserve; None when
+    the limit is unlimited or cannot be read."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        used = len(os.listdir("/proc/self/fd"))
+    except OSError:
+        used = 0
+    return max(1, soft - used - _FD_RESERVE)
+
+
+class _LimitedHandler(RequestHandler):
+    """aiohttp's connection protocol with the head and body timeouts and JSON errors.
+
+    It reads aiohttp's own per-connection state (``_messages``, ``_request_count``,
+    ``_request_in_progress``, ``_lingering_time``): tests/unit/adapters/test_http_limits.py
+    pins the behaviour that relies on it."""
+
+    def __init__(self, manager: _LimitedServer, *, limits: HttpLimits, **kwargs: Any) -> None:
+        super().__init__(manager, **kwargs)
+        self._limits = limits
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._body: StreamReader | None = None
+
+    # -- connection state, read by the server's cap
+
+    @property
+    def in_request(self) -> bool:
+        """A request head has arrived and its reply is not done (or is queued)."""
+        return bool(self._request_in_progress or self._messages or self._reading_body())
+
+    def _reading_body(self) -> bool:
+        return self._body is not None and not self._body.is_eof()
+
+    # -- protocol events
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        if not self._force_close:
+            self._start_head_timer()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._cancel_head_timer()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        was_reading_body = self._reading_body()
+        requests = self._request_count
+        super().data_received(data)
+        if self._request_count != requests:
+            self._cancel_head_timer()
+            message = self._messages[-1] if self._messages else None
+            if message is not None and not message[1].is_eof():
+                self._start_body_timer(message[1])
+        elif data and not was_reading_body and self._head_timer is None:
+            self._start_head_timer()
+
+    def _start_head_timer(self) -> None:
+        self._cancel_head_timer()
+        self._head_timer = self._loop.call_later(
+            self._limits.header_timeout_s, self._head_timed_out, self._request_count
+        )
+
+    def _cancel_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timed_out(self, requests: int) -> None:
+        self._head_timer = None
+        if self.transport is None or self._request_count != requests or self.in_request:
+            return
+        log.info("http_header_timeout after %g s", self._limits.header_timeout_s)
+        detail = f"the request head did not arrive within {self._limits.header_timeout_s:g} s"
+        self.transport.write(_raw_reply(408, detail))
+        self.force_close()
+
+    def _start_body_timer(self, body: StreamReader) -> None:
+        self._body = body
+        self._loop.call_later(self._limits.body_timeout_s, self._body_timed_out, body)
+
+    def _body_timed_out(self, body: StreamReader) -> None:
+        if body.is_eof() or self.transport is None:
+            return
+        log.info("http_body_timeout after %g s", self._limits.body_timeout_s)
+        if self._request_in_progress:
+            # The handler answers 408 from its read; no lingering for the rest of the
+            # body, and the connection closes after that reply.
+            self._lingering_time = 0.0
+            self.close()
+            body.set_exception(BodyTimeout(self._limits.body_timeout_s))
+        else:
+            self.force_close()
+
+    # -- errors aiohttp itself answers
+
+    def handle_error(
+        self,
+        request: BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> StreamResponse:
+        """aiohttp's reply to a request it cannot parse (400) or a handler that failed
+        outside any middleware (500, 504): one line of JSON that never echoes the
+        request, and one log line (a traceback only for a 500)."""
+        error = type(exc).__name__ if exc is not None else "none"
+        if status >= 500:
+            log.error("http_server_error status=%d error=%s", status, error, exc_info=exc)
+            detail = "the server failed on this request"
+        else:
+            log.info("http_bad_request status=%d error=%s", status, error)
+            detail = f"the request could not be parsed ({error})"
+        if request.writer.output_size > 0:
+            raise ConnectionError("the response has begun; no error reply can follow")
+        response = web.Response(status=status, text=error_body(status, detail), content_type=_JSON)
+        response.force_close()
+        return response
+
+
+class _LimitedServer(web.Server):
+    """aiohttp's server with :class:`_LimitedHandler` connections under a cap."""
+
+    def __init__(self, *args: Any, limits: HttpLimits, max_connections: int, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._limits = limits
+        self.max_connections = max_connections
+        self.refused = 0
+        self.evicted = 0
+
+    def __call__(self) -> RequestHandler:
+        return _LimitedHandler(self, loop=self._loop, limits=self._limits, **self._kwargs)
+
+    def connection_made(self, handler: RequestHandler, transport: asyncio.Transport) -> None:
+        if len(self._connections) >= self.max_connections and not self._evict_one():
+            self.refused += 1
+            log.warning("http_connection_refused open=%d", len(self._connections))
+            transport.write(_raw_reply(503, "too many open connections; retry shortly"))
+            handler.force_close()
+            return
+        super().connection_made(handler, transport)
+
+    def _evict_one(self) -> bool:
+        """Close the oldest connection that is not in a request; False when all are."""
+        for handler in self._connections:
+            if isinstance(handler, _LimitedHandler) and not handler.in_request:
+                self.evicted += 1
+                log.info("http_connection_evicted open=%d", len(self._connections))
+                handler.force_close()
+                # aiohttp forgets it once its task ends; it no longer counts now.
+                del self._connections[handler]
+                return True
+        return False
+
+
+class LimitedAppRunner(web.AppRunner):
+    """An ``AppRunner`` whose server applies :class:`HttpLimits`; access log off."""
+
+    def __init__(self, app: web.Application, limits: HttpLimits) -> None:
+        super().__init__(app, access_log=None, keepalive_timeout=limits.idle_timeout_s)
+        self._limits = limits
+
+    async def _make_server(self) -> web.Server:
+        plain = await super()._make_server()
+        headroom = file_headroom()
+        cap = self._limits.max_connections
+        if headroom is not None and headroom < cap:
+            log.warning(
+                "http_max_connections lowered from %d to %d to fit the open-file limit",
+                cap,
+                headroom,
+            )
+            cap = headroom
+        # The same handler, request factory and handler options aiohttp's own server got
+        # (the application builds them; Server keeps the options in _kwargs).
+        return _LimitedServer(
+            plain.request_handler,
+            request_factory=plain.request_factory,
+            handler_cancellation=plain.handler_cancellation,
+            loop=asyncio.get_running_loop(),
+            limits=self._limits,
+            max_connections=cap,
+            **plain._kwargs,
+        )

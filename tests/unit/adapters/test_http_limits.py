@@ -1,0 +1,194 @@
+"""Connection limits on a real socket: a slow head or body is cut off with a 408, an idle
+connection is closed, the cap makes room for a real request, and aiohttp's own errors are
+one line of JSON that never echoes the request."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from streamproc.adapters.http_limits import HttpLimits, error_body
+from streamproc.adapters.http_server import AppServer
+
+LIMITS = HttpLimits(header_timeout_s=0.3, body_timeout_s=0.5, idle_timeout_s=0.6, max_connections=4)
+
+
+class _Echo(AppServer):
+    """``GET /`` says hello; ``POST /`` reads the body and says its length;
+    ``GET /slow`` holds the request until :attr:`release` is set."""
+
+    def __init__(self, limits: HttpLimits) -> None:
+        super().__init__(host="127.0.0.1", port=0, limits=limits)
+        self.release = asyncio.Event()
+
+    def _application(self) -> web.Application:
+        async def hello(_: web.Request) -> web.Response:
+            return web.Response(text="hello")
+
+        async def length(request: web.Request) -> web.Response:
+            return web.Response(text=str(len(await request.read())))
+
+        async def slow(_: web.Request) -> web.Response:
+            await self.release.wait()
+            return web.Response(text="late")
+
+        app = web.Application()
+        app.router.add_get("/", hello)
+        app.router.add_post("/", length)
+        app.router.add_get("/slow", slow)
+        return app
+
+
+@pytest.fixture()
+async def server() -> AsyncIterator[_Echo]:
+    served = _Echo(LIMITS)
+    await served.start()
+    try:
+        yield served
+    finally:
+        served.release.set()
+        await served.stop()
+
+
+async def _connect(server: _Echo) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    assert server.port is not None
+    return await asyncio.open_connection("127.0.0.1", server.port)
+
+
+async def _reply(reader: asyncio.StreamReader, timeout_s: float = 3.0) -> tuple[int, bytes]:
+    """Status and body of one response read to the connection's end."""
+    raw = await asyncio.wait_for(reader.read(), timeout_s)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), body
+
+
+async def _get(server: _Echo, path: str = "/") -> tuple[int, bytes]:
+    reader, writer = await _connect(server)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    try:
+        return await _reply(reader)
+    finally:
+        writer.close()
+
+
+async def test_a_half_sent_head_is_answered_408_and_closed_within_the_header_timeout(
+    server: _Echo,
+) -> None:
+    reader, writer = await _connect(server)
+    started = time.monotonic()
+    writer.write(b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+    status, body = await _reply(reader)
+    elapsed = time.monotonic() - started
+    writer.close()
+    assert status == 408
+    assert json.loads(body)["error"] == "request_timeout"
+    assert LIMITS.header_timeout_s - 0.05 <= elapsed < LIMITS.header_timeout_s + 0.5
+
+
+async def test_a_connection_that_sends_nothing_is_closed_within_the_header_timeout(
+    server: _Echo,
+) -> None:
+    reader, writer = await _connect(server)
+    started = time.monotonic()
+    status, _ = await _reply(reader)
+    writer.close()
+    assert status == 408
+    assert time.monotonic() - started < LIMITS.header_timeout_s + 0.5
+
+
+async def test_a_head_trickled_byte_by_byte_is_cut_off_at_the_header_timeout(
+    server: _Echo,
+) -> None:
+    reader, writer = await _connect(server)
+    started = time.monotonic()
+    closed = asyncio.ensure_future(reader.read())
+    for byte in b"GET / HTTP/1.1\r\nHost: x\r\nX-Drip: " + b"a" * 100:
+        if closed.done():
+            break
+        writer.write(bytes([byte]))
+        await asyncio.sleep(0.02)
+    raw = await asyncio.wait_for(closed, 3)
+    writer.close()
+    assert raw.startswith(b"HTTP/1.1 408 ")
+    assert time.monotonic() - started < LIMITS.header_timeout_s + 0.5
+
+
+async def test_a_slow_body_is_answered_408_in_json_and_the_connection_closed(
+    server: _Echo,
+) -> None:
+    reader, writer = await _connect(server)
+    writer.write(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly-part")
+    started = time.monotonic()
+    status, body = await _reply(reader)
+    writer.close()
+    assert status == 408
+    assert json.loads(body) == json.loads(
+        error_body(408, f"the request body did not arrive within {LIMITS.body_timeout_s:g} s")
+    )
+    assert time.monotonic() - started < LIMITS.body_timeout_s + 0.5
+
+
+async def test_a_whole_body_is_read_and_the_connection_kept_then_closed_when_idle(
+    server: _Echo,
+) -> None:
+    reader, writer = await _connect(server)
+    writer.write(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 3)
+    assert head.startswith(b"HTTP/1.1 200 ")
+    assert await asyncio.wait_for(reader.readexactly(1), 3) == b"5"
+    # Kept alive past the header timeout (no new request begun), closed once idle.
+    started = time.monotonic()
+    rest = await asyncio.wait_for(reader.read(), 3)
+    writer.close()
+    assert rest == b""
+    assert LIMITS.idle_timeout_s - 0.1 <= time.monotonic() - started < LIMITS.idle_timeout_s + 1.0
+
+
+async def test_a_malformed_request_gets_one_line_of_json_that_does_not_echo_it(
+    server: _Echo,
+) -> None:
+    marker = b"SECRET-MARKER-" + b"x" * 4000
+    reader, writer = await _connect(server)
+    writer.write(b"GET / HTTP/1.1\r\nHost: x\r\nBad Header " + marker + b"\r\n\r\n")
+    status, body = await _reply(reader)
+    writer.close()
+    assert status == 400
+    assert b"\n" not in body.strip()
+    assert json.loads(body)["error"] == "bad_request"
+    assert b"SECRET-MARKER" not in body and len(body) < 300
+
+
+async def test_half_open_connections_past_the_cap_do_not_lock_out_a_real_request(
+    server: _Echo,
+) -> None:
+    idle = [await _connect(server) for _ in range(LIMITS.max_connections * 3)]
+    for _, writer in idle:
+        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n")  # never finished
+    started = time.monotonic()
+    status, body = await _get(server)
+    assert (status, body) == (200, b"hello")
+    assert time.monotonic() - started < LIMITS.header_timeout_s
+    for _, writer in idle:
+        writer.close()
+
+
+async def test_with_every_connection_in_a_request_a_new_one_gets_503(server: _Echo) -> None:
+    busy = [await _connect(server) for _ in range(LIMITS.max_connections)]
+    for _, writer in busy:
+        writer.write(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+    await asyncio.sleep(0.1)
+    status, body = await _get(server)
+    assert status == 503
+    assert json.loads(body)["error"] == "service_unavailable"
+    server.release.set()
+    for reader, writer in busy:
+        assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 3)).startswith(
+            b"HTTP/1.1 200 "
+        )
+        writer.close()
+    assert await _get(server) == (200, b"hello")
