@@ -181,6 +181,7 @@ async def serve(
 ) -> None:
     """Run the page until ``stop`` is set: the queue intake, the label publisher and the
     HTTP server; ``started`` is told the port once it listens."""
+    from streamproc.adapters.http_limits import HttpLimits
     from streamproc.adapters.review.intake import ReviewIntake
     from streamproc.adapters.review.publisher import KafkaLabelPublisher
     from streamproc.adapters.review.queue_store import ReviewQueueStore
@@ -213,7 +214,12 @@ async def serve(
             intake=intake,
             secure_cookies=review.secure_cookies,
         )
-        server = ReviewServer(app, host=review.host, port=review.port)
+        server = ReviewServer(
+            app,
+            host=review.host,
+            port=review.port,
+            limits=HttpLimits.from_settings(review.http),
+        )
         await server.start()
         assert server.port is not None
         if started is not None:

@@ -41,6 +41,7 @@ import structlog
 from aiohttp import HttpVersion11, hdrs, web
 
 from streamproc.adapters.gate.auth import Caller, Callers, callers_for
+from streamproc.adapters.http_limits import HttpLimits
 from streamproc.adapters.http_server import AppServer
 from streamproc.adapters.trace_headers import passthrough
 from streamproc.config import GateSettings, Settings
@@ -111,7 +112,12 @@ class GateServer(AppServer):
         sink: RecordSink | None,
     ) -> None:
         gate = settings.gate
-        super().__init__(host=gate.host, port=gate.port, ssl_context=tls_context(gate))
+        super().__init__(
+            host=gate.host,
+            port=gate.port,
+            ssl_context=tls_context(gate),
+            limits=HttpLimits.from_settings(gate.http),
+        )
         self._service = service
         self._sensor = sensor
         self._sink = sink

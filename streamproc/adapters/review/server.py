@@ -48,6 +48,7 @@ import jinja2
 import structlog
 from aiohttp import web
 
+from streamproc.adapters.http_limits import HttpLimits
 from streamproc.adapters.http_server import AppServer
 from streamproc.adapters.review.auth import Reviewer, Reviewers
 from streamproc.adapters.review.intake import ReviewIntake
@@ -188,8 +189,11 @@ class ReviewServer(AppServer):
         host: str,
         port: int,
         ssl_context: ssl.SSLContext | None = None,
+        limits: HttpLimits | None = None,
     ) -> None:
-        super().__init__(host=host, port=port, ssl_context=ssl_context)
+        super().__init__(
+            host=host, port=port, ssl_context=ssl_context, limits=limits or HttpLimits()
+        )
         self._app = app
 
     def _application(self) -> web.Application:
