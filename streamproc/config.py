@@ -865,6 +865,42 @@ class GateSettings(_Group):
     )
     tls_cert: Path | None = Field(default=None, description="PEM certificate: serve HTTPS.")
     tls_key: Path | None = Field(default=None, description="PEM private key of tls_cert.")
+    outbox_max_records: int = Field(
+        default=20_000,
+        ge=1,
+        description="HTTP: monitored records held for publishing at most; once reached, new "
+        "requests are answered at once by policy (OUTBOX_FULL) and /readyz is 503.",
+    )
+    outbox_max_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1,
+        description="HTTP: bytes of monitored records held for publishing at most (as "
+        "outbox_max_records).",
+    )
+    outbox_stall_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="HTTP: /readyz is 503 (broker_unavailable) while a record has waited "
+        "longer than this to be published, or publishing failed this recently.",
+    )
+    outbox_drain_s: float = Field(
+        default=10.0,
+        ge=0,
+        description="HTTP: on shutdown, wait at most this long for held records to be "
+        "published; what is left is logged and counted as lost.",
+    )
+    max_body_bytes_in_flight: int = Field(
+        default=8 * 1024 * 1024,
+        ge=1,
+        description="HTTP: request bodies held at once (read, queued or judged), in bytes; "
+        "beyond, a request is refused at once (503 busy, Retry-After).",
+    )
+    max_caller_body_bytes_in_flight: int = Field(
+        default=2 * 1024 * 1024,
+        ge=1,
+        description="HTTP: the same for one caller (token), so one caller's large bodies "
+        "cannot take the others' share (429 caller_busy, Retry-After).",
+    )
 
     http: HttpLimitSettings = Field(
         default_factory=HttpLimitSettings,

@@ -115,6 +115,9 @@ class UnverifiedReason(StrEnum):
     """The gate's expected wait already exceeded the request's budget: not queued."""
     JUDGE_ERROR = "JUDGE_ERROR"
     """The judge failed on the answer (the gate answers by policy)."""
+    OUTBOX_FULL = "OUTBOX_FULL"
+    """The gate's outbox of monitored records is full (the broker is away): answered at
+    once by policy, not judged, and no monitored record kept."""
 
 
 class LabelledSpan(_Incoming):

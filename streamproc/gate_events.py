@@ -54,6 +54,8 @@ GateErrorCode = Literal[
     "forbidden",
     "unsupported_media_type",
     "not_ready",
+    "busy",
+    "caller_busy",
 ]
 
 

@@ -4,10 +4,10 @@ SIGTERM or SIGINT stops them in order.
 
 Start order: telemetry and metrics (``/metrics`` on ``metrics.port``, as the worker's);
 the service (models loaded and warmed before anything listens, so a missing model fails
-at once); the topics and the record sink; the HTTP server; the Kafka request loop. Stop
-order is the reverse of what takes requests: the HTTP server and the request loop stop
-taking them, then the service answers what it still holds, then the sink and telemetry
-flush.
+at once); the topics, the record sink and the HTTP path's outbox; the HTTP server; the
+Kafka request loop. Stop order is the reverse of what takes requests: the HTTP server and
+the request loop stop taking them, then the service answers what it still holds, then
+the outbox drains (at most ``gate.outbox_drain_s``), then the sink and telemetry flush.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ import structlog
 
 from streamproc.adapters.kafka_security import aiokafka_options
 from streamproc.adapters.telemetry import Telemetry
-from streamproc.config import Settings
+from streamproc.config import GateSettings, Settings
+from streamproc.gate.outbox import Outbox, OutboxLimits
 from streamproc.wiring import build_gate
 
-__all__ = ["EXIT_REQUEST_LOOP_CRASHED", "main", "run_gate"]
+__all__ = ["EXIT_REQUEST_LOOP_CRASHED", "main", "outbox_limits", "run_gate"]
 
 log = structlog.get_logger(__name__)
 
@@ -58,6 +59,7 @@ async def run_gate(settings: Settings) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
     sink = None
+    outbox = None
     server = None
     requests = None
     requests_task: asyncio.Task[None] | None = None
@@ -73,7 +75,10 @@ async def run_gate(settings: Settings) -> int:
             await prepare_topics(settings)
             sink = KafkaRecordSink(settings, client_options=options)
             await sink.start()
-        server = GateServer(settings, service, sensor=sensor, sink=sink)
+            outbox = Outbox(sink, outbox_limits(gate))
+            outbox.start()
+            sensor.watch_outbox(outbox)
+        server = GateServer(settings, service, sensor=sensor, outbox=outbox)
         await server.start()
         if gate.publish and gate.kafka_requests:
             from streamproc.stream.gate.loop import GateRequestLoop
@@ -100,6 +105,8 @@ async def run_gate(settings: Settings) -> int:
         if requests_task is not None:
             await asyncio.gather(requests_task, return_exceptions=True)
         await service.close()
+        if outbox is not None:
+            await outbox.close()
         if sink is not None:
             await sink.stop()
         if metrics_server is not None:
@@ -107,8 +114,24 @@ async def run_gate(settings: Settings) -> int:
         await asyncio.to_thread(telemetry.shutdown)  # flush what is still batched
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
-    log.info("gate_stopped", judged=service.counters.judged, shed=service.counters.shed)
+    log.info(
+        "gate_stopped",
+        judged=service.counters.judged,
+        shed=service.counters.shed,
+        published=None if outbox is None else outbox.published,
+        lost=None if outbox is None else outbox.lost,
+    )
     return code
+
+
+def outbox_limits(gate: GateSettings) -> OutboxLimits:
+    """The HTTP path's outbox bounds, from the gate's settings."""
+    return OutboxLimits(
+        max_records=gate.outbox_max_records,
+        max_bytes=gate.outbox_max_bytes,
+        stall_s=gate.outbox_stall_s,
+        drain_s=gate.outbox_drain_s,
+    )
 
 
 def _freeze_start_up_objects() -> None:

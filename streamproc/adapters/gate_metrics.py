@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from streamproc.adapters.metrics import BATCH_SIZE_BUCKETS, JUDGE_LATENCY_BUCKETS_S
 from streamproc.config import Settings
 from streamproc.events import Action, UnverifiedReason
+from streamproc.gate.outbox import Outbox
 from streamproc.gate.sensor import GatePath
 from streamproc.gate_events import GateErrorCode, GateReply
 
@@ -35,6 +36,7 @@ DECISION_BUCKETS_S: Final = (
 default budget (500 ms) is a bucket bound, so "within the default budget" is exact."""
 
 GATE_PATHS: Final[tuple[GatePath, ...]] = get_args(GatePath)
+_OUTBOX_OUTCOMES: Final = ("published", "lost", "refused")
 
 
 def batch_size_buckets(batch_max: int) -> tuple[float, ...]:
@@ -54,13 +56,15 @@ class GateMetrics:
             "streamproc_gate_decisions_total",
             "Gate decisions by decision (pass, trim, withhold), verified (true, false) and "
             'reason ("" when verified, else BUDGET_EXCEEDED, LANGUAGE_NOT_SUPPORTED, '
-            "OVERLOADED, JUDGE_ERROR).",
+            "OVERLOADED, JUDGE_ERROR, OUTBOX_FULL).",
             ["decision", "verified", "reason"],
             registry=r,
         )
         self._decision_seconds = Histogram(
             "streamproc_gate_decision_seconds",
-            "From a request's arrival to its decision, by path (http, kafka).",
+            "From a request's arrival to its decision, by path: http from its headers "
+            "parsed to its reply written to the socket; kafka from the request read to "
+            "the decision.",
             ["path"],
             buckets=DECISION_BUCKETS_S,
             registry=r,
@@ -95,6 +99,34 @@ class GateMetrics:
             ["path"],
             registry=r,
         )
+        self._outbox_records = Gauge(
+            "streamproc_gate_outbox_records",
+            "HTTP: monitored records held for publishing (what a kill -9 would lose).",
+            registry=r,
+        )
+        self._outbox_bytes = Gauge(
+            "streamproc_gate_outbox_bytes",
+            "HTTP: bytes of monitored records held for publishing.",
+            registry=r,
+        )
+        self._outbox_oldest = Gauge(
+            "streamproc_gate_outbox_oldest_seconds",
+            "HTTP: how long the oldest record held has waited to be published.",
+            registry=r,
+        )
+        self._outbox_records_total = Counter(
+            "streamproc_gate_outbox_records_total",
+            "HTTP: monitored records by outcome: published; lost (given up after "
+            "repeated refusals, or still held when a shutdown's drain ran out); refused "
+            "(of requests answered OUTBOX_FULL, never kept).",
+            ["outcome"],
+            registry=r,
+        )
+        self._outbox: Outbox | None = None
+        self._outbox_seen: dict[str, int] = {}
+        for outcome in _OUTBOX_OUTCOMES:
+            self._outbox_records_total.labels(outcome)
+            self._outbox_seen[outcome] = 0
         for decision in Action:
             self._decisions.labels(decision.value, "true", "")
             for reason in UnverifiedReason:
@@ -133,9 +165,25 @@ class GateMetrics:
         """A decision's monitored records could not be published."""
         self._publish_failures.labels(path).inc()
 
+    def watch_outbox(self, outbox: Outbox) -> None:
+        """Read the outbox's state at each scrape."""
+        self._outbox = outbox
+
     def refresh(self) -> None:
-        """Nothing is pulled at scrape time: every value is pushed as it happens. Here for
-        the metrics server, which refreshes whatever it serves before a scrape."""
+        """The outbox's state, pulled at scrape time; every other value is pushed as it
+        happens."""
+        outbox = self._outbox
+        if outbox is None:
+            return
+        self._outbox_records.set(outbox.records)
+        self._outbox_bytes.set(outbox.bytes)
+        self._outbox_oldest.set(outbox.oldest_age_s())
+        counts = {"published": outbox.published, "lost": outbox.lost, "refused": outbox.refused}
+        for outcome, count in counts.items():
+            grown = count - self._outbox_seen[outcome]
+            if grown > 0:
+                self._outbox_records_total.labels(outcome).inc(grown)
+                self._outbox_seen[outcome] = count
 
     def render(self) -> bytes:
         """The Prometheus text format (0.0.4)."""

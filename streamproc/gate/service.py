@@ -256,6 +256,17 @@ class GateService:
         span.end(result.reply)
         return result
 
+    def unchecked(self, request: GateRequest, reason: UnverifiedReason) -> GateResult:
+        """Decide on ``request`` at once by policy, judging nothing (``OUTBOX_FULL``: the
+        caller is not kept waiting for what could not be monitored anyway)."""
+        span = self._tracing.start(request)
+        policy = self._gate.policy_for(request.answer.tenant)
+        self.counters.shed += 1
+        built = self._build(request, span.trace_id, span.headers, not_checked(reason), None, 0)
+        result = self._reply(request, policy, built)
+        span.end(result.reply)
+        return result
+
     async def _decide(
         self, request: GateRequest, span: DecisionSpan, policy: FailurePolicy
     ) -> GateResult:

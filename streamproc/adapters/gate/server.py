@@ -10,10 +10,14 @@ counted with ``sensor.refused``):
    before a byte of the body is read; a body without a length (chunked) is read up to the
    limit plus one byte, never more, and refused the same way past it;
 4. the service not ready (starting, closing): 503;
-5. an event that fails intake (JSON, schema, event-time bounds - the worker's own
+5. the body's bytes over the caller's share of bodies held at once
+   (``gate.max_caller_body_bytes_in_flight``): 429 ``caller_busy``; over the total
+   (``gate.max_body_bytes_in_flight``): 503 ``busy`` - both with ``Retry-After`` and
+   before a byte of the body is read (:mod:`~streamproc.gate.body_budget`);
+6. an event that fails intake (JSON, schema, event-time bounds - the worker's own
    :meth:`GateService.parse`): 400;
-6. an answer of a tenant the caller's token does not name: 403;
-7. a bad ``X-Budget-Ms``: 400.
+7. an answer of a tenant the caller's token does not name: 403;
+8. a bad ``X-Budget-Ms``: 400.
 
 A client sending ``Expect: 100-continue`` gets steps 1 to 4 in place of the ``100
 Continue``, so a refused body is never sent at all. A refused body that is on its way is
@@ -21,9 +25,17 @@ drained and dropped (aiohttp's lingering close, at most 10 s) so the client read
 refusal rather than a reset connection; it is never buffered.
 
 Then the service decides (it never raises), the decision's monitored records go to the
-sink, and the reply is sent. A sink that fails does not change the reply - the caller's
-decision stands - it is logged and counted (``sensor.publish_failed``). Any other error
+outbox (:mod:`~streamproc.gate.outbox`, published by a background task: the reply never
+waits on the broker), and the reply is sent. With the outbox full, the request is
+answered at once by its tenant's policy (``OUTBOX_FULL``), not judged. Any other error
 (404, 405, a bug) is one line of JSON too, never a traceback.
+
+The latency clock starts when the request's headers are parsed (the outermost
+middleware, before the body is read) and stops when the reply has been written to the
+socket: ``latency_ms`` is taken just before the reply is serialised, the
+``streamproc_gate_decision_seconds`` histogram once it is written. ``/readyz`` is 503
+with a JSON ``reason`` while the service is not ready or the outbox cannot publish
+(``broker_unavailable``) or is full (``outbox_full``).
 
 With ``settings.gate.tls_cert`` and ``tls_key`` the server speaks HTTPS only.
 """
@@ -45,11 +57,12 @@ from streamproc.adapters.http_limits import HttpLimits
 from streamproc.adapters.http_server import AppServer
 from streamproc.adapters.trace_headers import passthrough
 from streamproc.config import GateSettings, Settings
-from streamproc.events import AnswerEvent, DeadLetterReason
-from streamproc.gate.request import GateRequest, http_origin
+from streamproc.events import AnswerEvent, DeadLetterReason, UnverifiedReason
+from streamproc.gate.body_budget import BodyBudget, Held
+from streamproc.gate.outbox import Outbox
+from streamproc.gate.request import GateRequest, GateResult, http_origin
 from streamproc.gate.sensor import GateSensor
 from streamproc.gate.service import GateService
-from streamproc.gate.sink import RecordSink
 from streamproc.gate_events import BUDGET_HEADER, GateError, GateErrorCode
 
 __all__ = ["CHECK_PATH", "GateServer", "GateTlsError", "tls_context"]
@@ -70,7 +83,12 @@ _STATUS: dict[GateErrorCode, int] = {
     "forbidden": 403,
     "unsupported_media_type": 415,
     "not_ready": 503,
+    "busy": 503,
+    "caller_busy": 429,
 }
+_RETRY_AFTER_S = "1"
+_ARRIVED = web.RequestKey("streamproc.gate.arrived", float)
+"""The request's key for the time its headers were parsed (see :func:`_arrival`)."""
 _CODES: dict[DeadLetterReason, GateErrorCode] = {
     DeadLetterReason.BAD_JSON: "bad_json",
     DeadLetterReason.SCHEMA_VIOLATION: "schema_violation",
@@ -109,7 +127,7 @@ class GateServer(AppServer):
         service: GateService,
         *,
         sensor: GateSensor,
-        sink: RecordSink | None,
+        outbox: Outbox | None,
     ) -> None:
         gate = settings.gate
         super().__init__(
@@ -120,14 +138,19 @@ class GateServer(AppServer):
         )
         self._service = service
         self._sensor = sensor
-        self._sink = sink
+        self._outbox = outbox
+        self._publish = gate.publish
         self._callers: Callers | None = callers_for(settings)
         # The intake limit GateService.parse applies (StageLimits.from_settings takes it
         # from the same setting): checked here before the body is read.
         self._max_bytes = settings.worker.max_event_bytes
+        self._bodies = BodyBudget(
+            max_bytes=gate.max_body_bytes_in_flight,
+            max_caller_bytes=gate.max_caller_body_bytes_in_flight,
+        )
 
     def _application(self) -> web.Application:
-        app = web.Application(middlewares=[_json_errors])
+        app = web.Application(middlewares=[_arrival, _json_errors])
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_post(CHECK_PATH, self._check, expect_handler=self._expect)
@@ -139,32 +162,92 @@ class GateServer(AppServer):
         return _json(200, '{"status":"ok"}')
 
     async def _readyz(self, _: web.Request) -> web.Response:
-        if self._service.ready():
+        reason = None if self._service.ready() else "service_not_ready"
+        outbox = self._outbox
+        if reason is None and outbox is not None:
+            reason = outbox.unready_reason()
+        if reason is None:
             return _json(200, '{"status":"ready"}')
-        return _json(503, '{"status":"not_ready"}')
+        state: dict[str, object] = {"status": "not_ready", "reason": reason}
+        if outbox is not None:
+            state["outbox_records"] = outbox.records
+            state["outbox_oldest_s"] = round(outbox.oldest_age_s(), 3)
+        return _json(503, json.dumps(state, separators=(",", ":")))
 
     # ------------------------------------------------------------------ a check
 
     async def _check(self, request: web.Request) -> web.StreamResponse:
-        arrived = time.monotonic()
+        arrived: float = request.get(_ARRIVED) or time.monotonic()
+        held: Held | None = None
         try:
-            gate_request = await self._admit(request, arrived)
+            caller = self._from_headers(request)
+            held = self._hold_body(request, caller)
+            gate_request = await self._admit(request, caller, arrived)
+            result = await self._decide(gate_request)
+            return await self._send(request, result, arrived)
         except _Refused as refused:
             return self._refuse(refused.code, refused.detail)
+        finally:
+            if held is not None:
+                self._bodies.release(held)
+
+    def _hold_body(self, request: web.Request, caller: Caller) -> Held:
+        """Reserve the body's bytes (its Content-Length; the intake limit when chunked)
+        until the reply is sent, or :class:`_Refused` (step 5)."""
+        size = request.content_length
+        if size is None:
+            size = self._max_bytes
+        held = self._bodies.reserve(caller.name, max(1, size))
+        if held == "caller_busy":
+            raise _Refused(
+                "caller_busy",
+                f"caller {caller.name!r} already has "
+                f"{self._bodies.caller_bytes(caller.name)} bytes of bodies in flight (limit "
+                f"{self._bodies.max_caller_bytes}); retry later",
+            )
+        if held == "busy":
+            raise _Refused(
+                "busy",
+                f"the gate holds {self._bodies.held} bytes of bodies (limit "
+                f"{self._bodies.max_bytes}); retry later",
+            )
+        return held
+
+    async def _decide(self, gate_request: GateRequest) -> GateResult:
+        """The service's decision, its records kept in the outbox; with the outbox full,
+        the policy's at once (``OUTBOX_FULL``) and no record kept."""
+        outbox = self._outbox
+        if outbox is None or not self._publish:
+            return await self._service.check(gate_request)
+        if not outbox.has_room():
+            result = self._service.unchecked(gate_request, UnverifiedReason.OUTBOX_FULL)
+            outbox.refuse(len(result.records))
+            self._sensor.publish_failed(path="http")
+            return result
         result = await self._service.check(gate_request)
-        if result.records and self._sink is not None:
-            try:
-                await self._sink.publish(result.records)
-            except Exception as exc:  # noqa: BLE001 - the decision stands; the failure is counted
-                self._sensor.publish_failed(path="http")
-                log.error(
-                    "gate_publish_failed",
-                    answer_id=gate_request.answer.answer_id,
-                    records=len(result.records),
-                    error=repr(exc)[:500],
-                )
-        self._sensor.decided(result.reply, path="http")
-        return _json(200, result.reply.model_dump_json())
+        outbox.put(result.records)
+        return result
+
+    async def _send(
+        self, request: web.Request, result: GateResult, arrived: float
+    ) -> web.StreamResponse:
+        """Write the reply now: ``latency_ms`` read just before it is serialised, the
+        histogram observed once it is written - the caller's view, near enough."""
+        reply = result.reply.model_copy(
+            update={"latency_ms": max(0.0, (time.monotonic() - arrived) * 1000)}
+        )
+        response = _json(200, reply.model_dump_json())
+        try:
+            await response.prepare(request)
+            await response.write_eof()
+        except ConnectionError as exc:  # the caller left: nothing to write to
+            log.debug("gate_reply_not_delivered", error=repr(exc)[:200])
+        sent_ms = max(0.0, (time.monotonic() - arrived) * 1000)
+        try:
+            self._sensor.decided(reply.model_copy(update={"latency_ms": sent_ms}), path="http")
+        except Exception:  # noqa: BLE001 - the reply is out; a metrics bug must not touch it
+            log.exception("gate_sensor_failed")
+        return response
 
     async def _expect(self, request: web.Request) -> web.StreamResponse | None:
         """``Expect: 100-continue``: refuse on the headers alone, so a body that would be
@@ -201,9 +284,8 @@ class GateServer(AppServer):
             raise _Refused("not_ready", "the gate is not ready (starting or stopping)")
         return caller
 
-    async def _admit(self, request: web.Request, arrived: float) -> GateRequest:
-        """The request to decide on, or :class:`_Refused` - in the module doc's order."""
-        caller = self._from_headers(request)
+    async def _admit(self, request: web.Request, caller: Caller, arrived: float) -> GateRequest:
+        """The request to decide on, or :class:`_Refused` - steps 6 to 8 of the module doc."""
         body = await self._read_body(request)
         answer = self._service.parse(body)
         if not isinstance(answer, AnswerEvent):
@@ -258,7 +340,9 @@ class GateServer(AppServer):
         response = _json(_STATUS[code], error.model_dump_json())
         if code == "unauthorized":
             response.headers[hdrs.WWW_AUTHENTICATE] = "Bearer"
-        if code == "oversized":
+        if code in ("busy", "caller_busy"):
+            response.headers[hdrs.RETRY_AFTER] = _RETRY_AFTER_S
+        if code in ("oversized", "busy", "caller_busy"):
             response.force_close()  # the rest of the body is not worth a kept-alive connection
         return response
 
@@ -312,6 +396,14 @@ def _error_body(status: int, detail: str) -> str:
 
 
 _PHRASES = frozenset(status.value for status in HTTPStatus)
+
+
+@web.middleware
+async def _arrival(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The earliest the application sees a request (its headers parsed, its body not yet
+    read): where the latency clock starts."""
+    request[_ARRIVED] = time.monotonic()
+    return await handler(request)
 
 
 @web.middleware

@@ -32,13 +32,15 @@ class FakeMetrics:
 
 
 class FakeServer:
-    def __init__(self, settings: Settings, service: GateService, *, sensor: Any, sink: Any) -> None:
+    def __init__(
+        self, settings: Settings, service: GateService, *, sensor: Any, outbox: Any
+    ) -> None:
         self.service = service
-        self.sink = sink
+        self.outbox = outbox
 
     async def start(self) -> None:
         assert self.service.ready(), "the judge is ready before anything listens"
-        EVENTS.append(f"server-start sink={self.sink is not None}")
+        EVENTS.append(f"server-start outbox={self.outbox is not None}")
 
     async def stop(self) -> None:
         EVENTS.append(f"server-stop ready={self.service.ready()}")
@@ -68,8 +70,8 @@ async def test_publish_off_serves_http_only_and_stops_on_sigterm(
         if EVENTS:
             break
         await asyncio.sleep(0.01)
-    assert EVENTS == ["server-start sink=False"]
+    assert EVENTS == ["server-start outbox=False"]
     os.kill(os.getpid(), signal.SIGTERM)
     code = await asyncio.wait_for(running, timeout=10)
     assert code == 0
-    assert EVENTS == ["server-start sink=False", "server-stop ready=True"]
+    assert EVENTS == ["server-start outbox=False", "server-stop ready=True"]

@@ -1,6 +1,7 @@
 """The gate over HTTP, a real server on a free port and a real client: a decision round
-trip, every refusal in its order and with its one-line JSON body, the sink's failure not
-changing the caller's decision, and HTTPS."""
+trip, every refusal in its order and with its one-line JSON body, the reply not waiting on
+the sink (the outbox publishes), the sink's failure not changing the caller's decision,
+and HTTPS."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from streamproc.adapters.telemetry import Telemetry
 from streamproc.adapters.token_file import TokensFileError, new_token
 from streamproc.config import Settings, TelemetrySettings
 from streamproc.events import Action
+from streamproc.gate.outbox import Outbox, OutboxLimits
 from streamproc.gate.service import GateService
 from streamproc.gate.sink import RecordSink
 from streamproc.gate_events import GateError, GateErrorCode, GateReply
@@ -40,6 +42,9 @@ TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 SUPPORTED = "The supplier delivered 90 of 100 pieces."
 SMALL_LIMIT = 4096
+OUTBOX_LIMITS = OutboxLimits(
+    max_records=1000, max_bytes=1 << 20, stall_s=0.5, drain_s=0.2, retry_s=0.05
+)
 
 
 class RecordingSensor:
@@ -73,6 +78,7 @@ class Gate:
     sensor: RecordingSensor
     settings: Settings
     scheme: str = "http"
+    outbox: Outbox | None = None
 
     @property
     def url(self) -> str:
@@ -115,13 +121,26 @@ async def serving(
     )
     if start:
         await service.start()
-    server = GateServer(settings, service, sensor=sensor, sink=sink)
+    outbox = None
+    if sink is not None:
+        outbox = Outbox(sink, OUTBOX_LIMITS)
+        outbox.start()
+    server = GateServer(settings, service, sensor=sensor, outbox=outbox)
     await server.start()
     try:
-        yield Gate(server, service, sensor, settings, "https" if settings.gate.tls_cert else "http")
+        yield Gate(
+            server,
+            service,
+            sensor,
+            settings,
+            "https" if settings.gate.tls_cert else "http",
+            outbox,
+        )
     finally:
         await server.stop()
         await service.close()
+        if outbox is not None:
+            await outbox.close()
 
 
 def headers(token: str | None = TOKEN, **extra: str) -> dict[str, str]:
@@ -267,7 +286,7 @@ def test_a_malformed_tokens_file_fails_at_startup(tmp_path: Path) -> None:
         settings, telemetry=Telemetry.from_settings(TelemetrySettings()), sensor=RecordingSensor()
     )
     with pytest.raises(TokensFileError, match="caller #1"):
-        GateServer(settings, service, sensor=RecordingSensor(), sink=None)
+        GateServer(settings, service, sensor=RecordingSensor(), outbox=None)
 
 
 # ------------------------------------------------------------------ bad input
@@ -397,7 +416,7 @@ async def test_the_body_reader_stops_one_byte_past_the_limit(tmp_path: Path) -> 
     service = build_gate(
         settings, telemetry=Telemetry.from_settings(TelemetrySettings()), sensor=RecordingSensor()
     )
-    gate_server = GateServer(settings, service, sensor=RecordingSensor(), sink=None)
+    gate_server = GateServer(settings, service, sensor=RecordingSensor(), outbox=None)
 
     payload = streams.StreamReader(mock.Mock(), 2**16, loop=asyncio.get_running_loop())
     total = 10 * SMALL_LIMIT
@@ -457,13 +476,11 @@ async def test_other_paths_and_methods_answer_one_line_of_json(tmp_path: Path) -
 
 
 async def test_an_unexpected_error_is_a_500_of_one_line_of_json(tmp_path: Path) -> None:
-    class BrokenSensor(RecordingSensor):
-        def decided(self, reply: GateReply, *, path: str) -> None:
-            raise RuntimeError("the sensor is broken")
-
-    async with serving(gate_settings(tmp_path), sensor=BrokenSensor()) as gate:
-        status, text, _ = await post(gate, body())
-        again = await post(gate, body())
+    async with serving(gate_settings(tmp_path)) as gate:
+        broken = mock.AsyncMock(side_effect=RuntimeError("the service is broken"))
+        with mock.patch.object(gate.service, "check", broken):
+            status, text, _ = await post(gate, body())
+            again = await post(gate, body())
     assert status == 500 and "\n" not in text and "Traceback" not in text
     assert json.loads(text)["error"] == "internal_server_error"
     assert again[0] == 500  # still serving
@@ -491,16 +508,32 @@ class FailingSink:
         raise ConnectionError("the broker is gone")
 
 
-async def test_the_records_are_published_before_the_reply(tmp_path: Path) -> None:
+async def test_the_reply_does_not_wait_for_the_broker_and_the_records_follow(
+    tmp_path: Path,
+) -> None:
     sink = HeldSink()
     settings = gate_settings(tmp_path, publish=True)
-    async with serving(settings, sink=sink) as gate:
-        replied = asyncio.create_task(post(gate, body(), headers(traceparent=TRACEPARENT)))
-        await sink.called.wait()
-        assert not replied.done()
+    async with serving(settings, sink=sink) as gate, aiohttp.ClientSession() as http:
+        status, text, _ = await post(gate, body(), headers(traceparent=TRACEPARENT))
+        await asyncio.wait_for(sink.called.wait(), 5)  # the sink is held: not acknowledged
+        assert gate.outbox is not None and gate.outbox.records > 0
+        async with http.get(gate.url + "/readyz") as response:
+            ready_while_recent = response.status
+        await asyncio.sleep(OUTBOX_LIMITS.stall_s + 0.1)
+        async with http.get(gate.url + "/readyz") as response:
+            stalled = (response.status, await response.json())
         sink.release.set()
-        status, text, _ = await replied
+        for _ in range(100):
+            if gate.outbox.records == 0:
+                break
+            await asyncio.sleep(0.01)
+        async with http.get(gate.url + "/readyz") as response:
+            ready_again = response.status
+        assert gate.outbox.published > 0 and gate.outbox.records == 0
     assert status == 200, text
+    assert ready_while_recent == 200
+    assert stalled[0] == 503 and stalled[1]["reason"] == "broker_unavailable"
+    assert ready_again == 200
     [records] = sink.published
     topics = OutputTopics.from_settings(settings)
     assert topics.verdicts.name in {record.topic for record in records}
@@ -511,13 +544,20 @@ async def test_the_records_are_published_before_the_reply(tmp_path: Path) -> Non
     assert gate.sensor.publish_failures == []
 
 
-async def test_a_failing_sink_still_replies_and_is_counted(tmp_path: Path) -> None:
+async def test_a_failing_sink_still_replies_and_its_records_are_counted_lost(
+    tmp_path: Path,
+) -> None:
     async with serving(gate_settings(tmp_path, publish=True), sink=FailingSink()) as gate:
         status, text, _ = await post(gate, body())
+        assert gate.outbox is not None
+        for _ in range(200):  # 5 attempts, 50 ms apart
+            if gate.outbox.records == 0:
+                break
+            await asyncio.sleep(0.01)
+        lost = gate.outbox.lost
     assert status == 200, text
     assert GateReply.model_validate_json(text).decision is Action.PASS
-    assert gate.sensor.publish_failures == ["http"]
-    assert len(gate.sensor.decided_replies) == 1
+    assert lost > 0 and len(gate.sensor.decided_replies) == 1
 
 
 async def test_without_publishing_the_sink_is_not_called(tmp_path: Path) -> None:
@@ -568,7 +608,7 @@ def test_a_cert_without_its_key_is_a_startup_error(tmp_path: Path, given: str) -
         settings, telemetry=Telemetry.from_settings(TelemetrySettings()), sensor=RecordingSensor()
     )
     with pytest.raises(GateTlsError, match="set both"):
-        GateServer(settings, service, sensor=RecordingSensor(), sink=None)
+        GateServer(settings, service, sensor=RecordingSensor(), outbox=None)
 
 
 def test_an_unreadable_cert_is_a_startup_error(tmp_path: Path) -> None:
@@ -578,4 +618,68 @@ def test_an_unreadable_cert_is_a_startup_error(tmp_path: Path) -> None:
         settings, telemetry=Telemetry.from_settings(TelemetrySettings()), sensor=RecordingSensor()
     )
     with pytest.raises(GateTlsError, match="cannot load"):
-        GateServer(settings, service, sensor=RecordingSensor(), sink=None)
+        GateServer(settings, service, sensor=RecordingSensor(), outbox=None)
+
+
+# ------------------------------------------------------------------ budgets kept
+
+
+async def test_a_full_outbox_answers_at_once_by_policy_and_keeps_no_record(
+    tmp_path: Path,
+) -> None:
+    sink = HeldSink()  # never released: the broker is away
+    settings = gate_settings(
+        tmp_path, publish=True, policies=[{"tenant": "t", "policy": "fail-closed"}]
+    )
+    async with serving(settings, sink=sink) as gate, aiohttp.ClientSession() as http:
+        assert gate.outbox is not None
+        filler = [OutboundRecord("verdicts", b"k", b"v")] * OUTBOX_LIMITS.max_records
+        gate.outbox.put(filler)
+        status, text, _ = await post(gate, body(), headers(**{"X-Budget-Ms": "5000"}))
+        async with http.get(gate.url + "/readyz") as response:
+            ready = (response.status, await response.json())
+        refused = gate.outbox.refused
+        sink.release.set()
+    assert status == 200, text
+    reply = GateReply.model_validate_json(text)
+    assert reply.reason is not None and reply.reason.value == "OUTBOX_FULL"
+    assert (reply.decision, reply.verified, reply.policy) == (Action.WITHHOLD, False, "fail-closed")
+    assert reply.latency_ms < 1000
+    assert refused > 0
+    assert ready[0] == 503 and ready[1]["reason"] == "outbox_full"
+
+
+async def test_a_callers_bodies_beyond_its_share_are_refused_at_once_not_others(
+    tmp_path: Path,
+) -> None:
+    settings = gate_settings(
+        tmp_path, max_caller_body_bytes_in_flight=2600, max_body_bytes_in_flight=100_000
+    )
+    async with serving(settings) as gate:
+        held = gate.server._bodies.reserve("app", 2500)  # one of app's bodies in flight
+        assert not isinstance(held, str)
+        status, text, response = await post(gate, body())
+        other_status, other_text, _ = await post(gate, body(tenant="x"), headers(token=OTHER_TOKEN))
+        gate.server._bodies.release(held)
+        again, _, _ = await post(gate, body())
+    refused_with(status, text, "caller_busy", 429)
+    assert response.headers["Retry-After"] == "1"
+    assert other_status == 200, other_text
+    assert again == 200
+
+
+async def test_latency_counts_from_the_headers_to_the_reply_written(tmp_path: Path) -> None:
+    """A body sent slowly counts in ``latency_ms``: the clock starts before it is read."""
+
+    async def slow_body() -> Any:
+        data = body()
+        yield data[:10]
+        await asyncio.sleep(0.3)
+        yield data[10:]
+
+    async with serving(gate_settings(tmp_path)) as gate:
+        status, text, _ = await post(gate, slow_body())
+    assert status == 200, text
+    assert GateReply.model_validate_json(text).latency_ms >= 300
+    [(observed, _)] = gate.sensor.decided_replies
+    assert observed.latency_ms >= 300

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from streamproc.config import Settings
+from streamproc.gate.sink import RecordsNotTaken
 from streamproc.stream.gate import KafkaRecordSink
 from streamproc.stream.loop.publisher import OutboundRecord
 
@@ -16,6 +17,8 @@ async def test_nothing_to_send_returns_at_once_even_before_start() -> None:
 
 async def test_records_before_start_raise_rather_than_vanish() -> None:
     sink = KafkaRecordSink(Settings())
-    with pytest.raises(RuntimeError, match="before start"):
-        await sink.publish([OutboundRecord(topic="t", key=b"k", value=b"{}")])
+    record = OutboundRecord(topic="t", key=b"k", value=b"{}")
+    with pytest.raises(RecordsNotTaken, match="not started") as raised:
+        await sink.publish([record])
+    assert raised.value.failed == [record]  # safe to send again: it was never sent
     await sink.stop()  # stopping a sink never started is harmless
