@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -58,29 +59,50 @@ from sqlalchemy import (
     UniqueConstraint,
     and_,
     insert,
+    inspect,
     or_,
     select,
+    tuple_,
     update,
 )
+from sqlalchemy import text as sql_text
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
 from streamproc.adapters.sql_store import SqlStore
+from streamproc.audit.anchors import (
+    TopicCheckpoint,
+    checkpoint_document,
+    purge_document,
+    purged_rows,
+)
 from streamproc.audit.chain import (
     GENESIS,
     ChainBreak,
     ChainRow,
     ChainVerifier,
     Checkpoint,
+    Problem,
     canonical_json,
     link,
 )
+from streamproc.audit.columns import (
+    LABEL_COLUMNS,
+    RECORD_COLUMNS,
+    columns_digest,
+    comparable,
+    label_columns,
+    record_columns,
+)
 from streamproc.audit.label_rows import is_label_entry, parse_label_entry
 from streamproc.audit.record import AuditRecord
+from streamproc.audit.signing import SignatureChecker, Signer
 from streamproc.events import Action
 from streamproc.label_events import LabelAuditEntry
 
 __all__ = [
+    "AmbiguousAnswer",
     "AppendResult",
     "AuditStore",
     "PartitionCheck",
@@ -118,7 +140,8 @@ _records = Table(
     Column("prev_hash", String(64), nullable=False),
     Column("chain_hash", String(64), nullable=False),
     Column("purged_at", DateTime, nullable=True, comment="UTC"),
-    UniqueConstraint("answer_id", name="uq_audit_records_answer_id"),
+    UniqueConstraint("tenant", "answer_id", name="uq_audit_records_tenant_answer"),
+    Index("ix_audit_records_answer", "answer_id"),
     Index("ix_audit_records_conversation", "conversation_id"),
     Index("ix_audit_records_tenant_time", "tenant", "occurred_at"),
     Index("ix_audit_records_assistant_time", "assistant_id", "occurred_at"),
@@ -132,6 +155,22 @@ _checkpoints = Table(
     Column("seq", BigInteger, primary_key=True),
     Column("chain_hash", String(64), nullable=False),
     Column("at", DateTime, nullable=False, comment="UTC"),
+    Column("key_id", String(64), nullable=True, comment="signing key; NULL: unsigned"),
+    Column("signature", String(128), nullable=True, comment="Ed25519, hex"),
+)
+
+_purges = Table(
+    "audit_purges",
+    _metadata,
+    Column("audit_partition", Integer, primary_key=True, comment="audit-topic partition"),
+    Column("seq", BigInteger, primary_key=True, comment="place in the chain, shared with records"),
+    Column("purge_id", String(64), nullable=False),
+    Column("stored_at", DateTime, nullable=False, comment="UTC"),
+    Column("entry_json", Text, nullable=False, comment="canonical JSON of the signed entry"),
+    Column("leaf_hash", String(64), nullable=False),
+    Column("prev_hash", String(64), nullable=False),
+    Column("chain_hash", String(64), nullable=False),
+    comment="signed purge entries: which rows a purge emptied, links of the chain",
 )
 
 _labels = Table(
@@ -179,11 +218,13 @@ _SUMMARY_COLUMNS = (
     _records.c.occurred_at,
     _records.c.stored_at,
     _records.c.purged_at,
+    _records.c.record_json,
 )
+"""With the record's JSON: what a summary shows is read from the hashed document, the
+columns only once it is purged (then a signed purge entry vouches for them)."""
 
 _STORED_COLUMNS = (
     *_SUMMARY_COLUMNS,
-    _records.c.record_json,
     _records.c.leaf_hash,
     _records.c.prev_hash,
     _records.c.chain_hash,
@@ -334,19 +375,39 @@ class StoredLabel:
 
 @dataclass(frozen=True, slots=True)
 class StoredCheckpoint:
+    """A chain head the store recorded; signed when the sink had a signing key."""
+
     partition: int
     seq: int
     chain_hash: str
     at: datetime
+    key_id: str | None = None
+    signature: str | None = None
 
     def as_json(self) -> dict[str, object]:
-        return {
-            "kind": "audit_checkpoint",
-            "partition": self.partition,
-            "seq": self.seq,
-            "chain_hash": self.chain_hash,
-            "at": self.at.isoformat(),
-        }
+        """The checkpoint document, as published on the checkpoint topic (with
+        ``key_id`` and ``signature`` when signed)."""
+        document: dict[str, object] = checkpoint_document(
+            self.partition, self.seq, self.chain_hash, self.at.isoformat()
+        )
+        if self.signature is not None:
+            document.update(key_id=self.key_id, signature=self.signature)
+        return document
+
+    @property
+    def mark(self) -> Checkpoint:
+        return Checkpoint(self.seq, _unhex(self.chain_hash))
+
+
+class AmbiguousAnswer(LookupError):
+    """An answer id stored under more than one tenant: say which tenant."""
+
+    def __init__(self, answer_id: str, tenants: Sequence[str]) -> None:
+        super().__init__(
+            f"answer {answer_id!r} is stored for tenants {', '.join(sorted(tenants))}: "
+            "name one (--tenant)"
+        )
+        self.tenants = sorted(tenants)
 
 
 @dataclass(slots=True)
@@ -380,31 +441,75 @@ class PartitionCheck:
     problem: ChainBreak | None
     labels: int = 0
     """How many of ``checked`` are reviewers' labels."""
+    purges: int = 0
+    """How many of ``checked`` are signed purge entries."""
+    anchored_seq: int = 0
+    """The highest seq a signed checkpoint vouches for (0: none); 0 too when no public
+    key was given, since then no signature was checked."""
+    signed_checkpoints: int = 0
 
     @property
     def records(self) -> int:
-        return self.checked - self.labels
+        return self.checked - self.labels - self.purges
 
     @property
     def ok(self) -> bool:
         return self.problem is None
 
+    @property
+    def unanchored(self) -> int:
+        """Links after the last signed checkpoint: they verify, but nothing outside the
+        store vouches for them yet (a cut there would go unseen)."""
+        return max(0, self.last_seq - self.anchored_seq)
+
     def describe(self) -> str:
         head = (
             f"partition {self.partition}: {self.records} records and {self.labels} labels "
-            f"checked through seq {self.last_seq}, {self.checkpoints} checkpoints, "
+            f"checked through seq {self.last_seq}, {self.purges} purge entries, "
+            f"{self.checkpoints} checkpoints ({self.signed_checkpoints} signed and valid), "
             f"{self.trusted_leaves} purged (leaf hash trusted)"
         )
-        return head if self.problem is None else f"{head}; BROKEN at {self.problem.describe()}"
+        if self.problem is not None:
+            return f"{head}; BROKEN at {self.problem.describe()}"
+        if self.anchored_seq:
+            head += f"; anchored by a signed checkpoint through seq {self.anchored_seq}"
+        if self.unanchored:
+            head += (
+                f"; NOT PROVEN: the {self.unanchored} links after "
+                + (f"seq {self.anchored_seq}" if self.anchored_seq else "the chain's start")
+                + " are not yet anchored by a signed checkpoint"
+            )
+        return head
 
 
 @dataclass(frozen=True, slots=True)
 class VerifyReport:
     partitions: tuple[PartitionCheck, ...]
+    signatures_checked: bool = True
+    """False when no public key was given: checkpoints, purge entries and the tail
+    stand unproven."""
 
     @property
     def ok(self) -> bool:
         return all(check.ok for check in self.partitions)
+
+    @property
+    def not_proven(self) -> list[str]:
+        """What this verification could not prove, in words."""
+        found: list[str] = []
+        if not self.signatures_checked:
+            found.append(
+                "no public key given: no checkpoint or purge signature was checked, so a "
+                "rewritten chain, a cut tail or a forged purge entry would go unseen"
+            )
+        for check in self.partitions:
+            if check.ok and check.unanchored:
+                found.append(
+                    f"partition {check.partition}: the {check.unanchored} links after "
+                    + (f"seq {check.anchored_seq}" if check.anchored_seq else "the start")
+                    + " are not yet anchored"
+                )
+        return found
 
     @property
     def first_problem(self) -> PartitionCheck | None:
@@ -430,6 +535,37 @@ class AuditStore(SqlStore):
     def __init__(self, url: str, *, echo: bool = False) -> None:
         super().__init__(url, _metadata, echo=echo)
 
+    def _upgrade(self, engine: Engine) -> None:
+        """Stores made before answers were keyed by tenant: one answer id per store
+        becomes one per (tenant, answer id), and checkpoints gain their signature."""
+        found = inspect(engine)
+        checkpoint_columns = {c["name"] for c in found.get_columns("audit_checkpoints")}
+        unique = {c["name"] for c in found.get_unique_constraints("audit_records")}
+        with engine.begin() as conn:
+            for name in ("key_id", "signature"):
+                if name not in checkpoint_columns:
+                    kind = _checkpoints.c[name].type.compile(engine.dialect)
+                    conn.execute(
+                        sql_text(f"ALTER TABLE audit_checkpoints ADD COLUMN {name} {kind}")
+                    )
+            if "uq_audit_records_answer_id" not in unique:
+                return
+            if engine.dialect.name == "sqlite":
+                _rebuild_sqlite_records(conn)
+            else:
+                conn.execute(
+                    sql_text("ALTER TABLE audit_records DROP CONSTRAINT uq_audit_records_answer_id")
+                )
+                conn.execute(
+                    sql_text(
+                        "ALTER TABLE audit_records ADD CONSTRAINT uq_audit_records_tenant_answer "
+                        "UNIQUE (tenant, answer_id)"
+                    )
+                )
+                for index in _records.indexes:
+                    if index.name == "ix_audit_records_answer":
+                        index.create(conn, checkfirst=True)
+
     # -- writing -----------------------------------------------------------------------
 
     def append(
@@ -438,13 +574,17 @@ class AuditStore(SqlStore):
         entries: Sequence[tuple[int, AuditRecord | LabelAuditEntry | bytes]],
         *,
         checkpoint_every: int | None = None,
+        signer: Signer | None = None,
         now: datetime | None = None,
     ) -> AppendResult:
         """Append ``(audit-topic offset, record or label entry)`` pairs of one partition,
         in offset order, in one transaction. An answer id (a label id) already stored is
         skipped (idempotent: a redelivered batch changes nothing); a value that is
         neither is skipped and reported. Every ``checkpoint_every``-th seq - records and
-        labels counted alike - also stores a checkpoint."""
+        labels counted alike - also stores a checkpoint, signed by ``signer``. Answers
+        are told apart by (tenant, answer id): two tenants' answers with one id are both
+        kept. A label of an answer already purged is stored purged, with a signed purge
+        entry naming it (without ``signer`` it is stored whole)."""
         stamp = _utc(now or datetime.now(UTC))
         prepared: list[_Parsed] = []
         result = AppendResult()
@@ -457,7 +597,7 @@ class AuditStore(SqlStore):
         for attempt in range(_APPEND_ATTEMPTS):
             try:
                 with self._begin() as conn:
-                    done = self._append(conn, partition, prepared, checkpoint_every, stamp)
+                    done = self._append(conn, partition, prepared, checkpoint_every, signer, stamp)
             except IntegrityError:
                 # Another sink appended to this chain at the same time (a rebalance in
                 # flight): read the new head and try again.
@@ -474,6 +614,7 @@ class AuditStore(SqlStore):
         partition: int,
         prepared: list[_Parsed],
         checkpoint_every: int | None,
+        signer: Signer | None,
         stamp: datetime,
     ) -> AppendResult:
         result = AppendResult()
@@ -482,29 +623,26 @@ class AuditStore(SqlStore):
         self._take_turn(conn, partition, stamp)
         records = [item for _, _, item in prepared if isinstance(item, AuditRecord)]
         labels = [item for _, _, item in prepared if isinstance(item, LabelAuditEntry)]
-        present = _present(conn, _records.c.answer_id, [r.answer_id for r in records])
+        present = _present_answers(conn, [(r.tenant, r.answer_id) for r in records])
         present_labels = _present(conn, _labels.c.label_id, [e.label.label_id for e in labels])
         # A label that arrives after its answer was purged is stored purged too.
-        purged_answers = _present(
-            conn,
-            _records.c.answer_id,
-            [e.answer_id for e in labels],
-            _records.c.purged_at.is_not(None),
+        purged_answers = _present_answers(
+            conn, [(e.tenant, e.answer_id) for e in labels], _records.c.purged_at.is_not(None)
         )
         seq, head = self._head(conn, partition)
         rows: list[dict[str, Any]] = []
         label_rows: list[dict[str, Any]] = []
-        marks: list[dict[str, Any]] = []
+        marks: list[StoredCheckpoint] = []
+        emptied: list[tuple[int, str]] = []
         for offset, canonical, item in prepared:
             if isinstance(item, AuditRecord):
-                if item.answer_id in present:
+                if (item.tenant, item.answer_id) in present:
                     result.duplicates.append(item.answer_id)
                     continue
-                present.add(item.answer_id)
+                present.add((item.tenant, item.answer_id))
                 seq += 1
                 row = link(seq, head, canonical, item.answer_id)
-                text = canonical.decode("utf-8")
-                rows.append(_row_values(partition, offset, item, text, row, stamp))
+                rows.append(_row_values(partition, offset, canonical, row, stamp))
                 result.stored.append(item.answer_id)
             else:
                 label_id = item.label.label_id
@@ -514,29 +652,84 @@ class AuditStore(SqlStore):
                 present_labels.add(label_id)
                 seq += 1
                 row = link(seq, head, canonical, item.answer_id, label_id)
-                purged = item.answer_id in purged_answers
-                label_rows.append(
-                    _label_values(partition, offset, item, canonical, row, stamp, purged=purged)
-                )
+                purged = signer is not None and (item.tenant, item.answer_id) in purged_answers
+                values = _label_values(partition, offset, canonical, row, stamp, purged=purged)
+                label_rows.append(values)
+                if purged:
+                    columns = label_columns(json.loads(canonical))
+                    emptied.append((seq, columns_digest(columns, row.leaf_hash.hex())))
                 result.labels_stored.append(label_id)
             head = row.chain_hash
             if checkpoint_every and seq % checkpoint_every == 0:
-                marks.append(
-                    {
-                        "audit_partition": partition,
-                        "seq": seq,
-                        "chain_hash": head.hex(),
-                        "at": stamp,
-                    }
-                )
-                result.checkpoints.append(StoredCheckpoint(partition, seq, head.hex(), stamp))
+                marks.append(_checkpoint(partition, seq, head, stamp, signer))
         if rows:
             conn.execute(insert(_records), rows)
         if label_rows:
             conn.execute(insert(_labels), label_rows)
+        if emptied and signer is not None:
+            reason = "labels of answers already purged"
+            seq, head = self._append_purge(
+                conn, partition, (seq, head), emptied, reason, signer, stamp
+            )
+            if checkpoint_every and seq % checkpoint_every == 0:
+                marks.append(_checkpoint(partition, seq, head, stamp, signer))
         if marks:
-            conn.execute(insert(_checkpoints), marks)
+            conn.execute(insert(_checkpoints), [_checkpoint_values(mark) for mark in marks])
+        result.checkpoints = marks
         return result
+
+    @staticmethod
+    def _append_purge(
+        conn: Connection,
+        partition: int,
+        at: tuple[int, bytes],
+        emptied: Sequence[tuple[int, str]],
+        reason: str,
+        signer: Signer,
+        stamp: datetime,
+    ) -> tuple[int, bytes]:
+        """Append the signed purge entry naming ``emptied`` (``(seq, columns digest)``)
+        after the head ``at``; the new ``(seq, head)``."""
+        purge_id = uuid.uuid4().hex
+        document = signer.sign(
+            purge_document(partition, purge_id, reason, _aware(stamp).isoformat(), emptied)
+        )
+        seq = at[0] + 1
+        row = link(seq, at[1], canonical_json(document), f"purge {purge_id}")
+        conn.execute(
+            insert(_purges).values(
+                audit_partition=partition,
+                seq=seq,
+                purge_id=purge_id,
+                stored_at=stamp,
+                entry_json=canonical_json(document).decode("utf-8"),
+                leaf_hash=row.leaf_hash.hex(),
+                prev_hash=row.prev_hash.hex(),
+                chain_hash=row.chain_hash.hex(),
+            )
+        )
+        return seq, row.chain_hash
+
+    def checkpoint(
+        self, partition: int, *, signer: Signer | None, now: datetime | None = None
+    ) -> StoredCheckpoint | None:
+        """A checkpoint of the partition's head now, if links came after its last one
+        (the sink calls this when ``checkpoint_interval_s`` passed); None otherwise."""
+        stamp = _utc(now or datetime.now(UTC))
+        with self._begin() as conn:
+            self._take_turn(conn, partition, stamp)
+            seq, head = self._head(conn, partition)
+            last = conn.execute(
+                select(_checkpoints.c.seq)
+                .where(_checkpoints.c.audit_partition == partition)
+                .order_by(_checkpoints.c.seq.desc())
+                .limit(1)
+            ).scalar()
+            if seq == 0 or (last is not None and int(last) >= seq):
+                return None
+            mark = _checkpoint(partition, seq, head, stamp, signer)
+            conn.execute(insert(_checkpoints).values(**_checkpoint_values(mark)))
+        return mark
 
     @staticmethod
     def _take_turn(conn: Connection, partition: int, stamp: datetime) -> None:
@@ -560,7 +753,7 @@ class AuditStore(SqlStore):
     def _head(conn: Connection, partition: int) -> tuple[int, bytes]:
         """The highest seq of records and labels alike, and its chain hash."""
         best: tuple[int, bytes] = (0, GENESIS)
-        for table in (_records, _labels):
+        for table in (_records, _labels, _purges):
             last = conn.execute(
                 select(table.c.seq, table.c.chain_hash)
                 .where(table.c.audit_partition == partition)
@@ -578,46 +771,101 @@ class AuditStore(SqlStore):
             seq, head = self._head(conn, partition)
         return seq, head.hex()
 
-    def purge_conversation(self, conversation_id: str, *, now: datetime | None = None) -> int:
+    def purge_conversation(
+        self, conversation_id: str, *, signer: Signer, now: datetime | None = None
+    ) -> int:
         """Drop the texts and evidence of one conversation's records, and the entries
-        (notes) of their reviewers' labels; keep their hashes. Returns how many records
-        were purged (already purged ones do not count)."""
-        return self._purge(_records.c.conversation_id == conversation_id, now)
+        (notes) of their reviewers' labels; keep their hashes, and append a signed purge
+        entry naming each emptied row to its chain, then a signed checkpoint. Returns how
+        many records were purged (already purged ones do not count)."""
+        return self._purge(
+            _records.c.conversation_id == conversation_id,
+            f"conversation {conversation_id}",
+            signer,
+            now,
+        )
 
-    def purge_expired(self, retention_days: int, *, now: datetime | None = None) -> int:
+    def purge_expired(
+        self, retention_days: int, *, signer: Signer, now: datetime | None = None
+    ) -> int:
         """Purge every record whose answer is older than ``retention_days`` (event time),
-        with its labels."""
+        with its labels, as :meth:`purge_conversation` does."""
         cutoff = _utc(now or datetime.now(UTC)) - timedelta(days=retention_days)
-        return self._purge(_records.c.occurred_at < cutoff, now)
+        return self._purge(
+            _records.c.occurred_at < cutoff, f"older than {retention_days} days", signer, now
+        )
 
-    def _purge(self, where: ColumnElement[bool], now: datetime | None) -> int:
+    def _purge(
+        self, where: ColumnElement[bool], reason: str, signer: Signer, now: datetime | None
+    ) -> int:
         stamp = _utc(now or datetime.now(UTC))
+        purged = 0
         with self._begin() as conn:
-            done = conn.execute(
-                update(_records)
-                .where(where, _records.c.purged_at.is_(None))
-                .values(record_json=None, purged_at=stamp)
-            )
+            records = conn.execute(
+                select(
+                    _records.c.audit_partition,
+                    _records.c.seq,
+                    _records.c.record_json.label("content"),
+                    _records.c.leaf_hash,
+                ).where(where, _records.c.purged_at.is_(None), _records.c.record_json.is_not(None))
+            ).all()
             # The answers' labels too, those of answers purged before included (a label
             # may arrive days after its answer).
-            conn.execute(
-                update(_labels)
-                .where(
-                    _labels.c.answer_id.in_(select(_records.c.answer_id).where(where)),
+            answers = select(_records.c.tenant, _records.c.answer_id).where(where)
+            labels = conn.execute(
+                select(
+                    _labels.c.audit_partition,
+                    _labels.c.seq,
+                    _labels.c.entry_json.label("content"),
+                    _labels.c.leaf_hash,
+                ).where(
+                    tuple_(_labels.c.tenant, _labels.c.answer_id).in_(answers),
                     _labels.c.purged_at.is_(None),
+                    _labels.c.entry_json.is_not(None),
                 )
-                .values(entry_json=None, purged_at=stamp)
-            )
-        return int(done.rowcount)
+            ).all()
+            emptied: dict[int, list[tuple[int, str]]] = {}
+            for table, found, columns in (
+                (_records, records, record_columns),
+                (_labels, labels, label_columns),
+            ):
+                for row in found:
+                    digest = columns_digest(columns(json.loads(row.content)), row.leaf_hash)
+                    emptied.setdefault(int(row.audit_partition), []).append((int(row.seq), digest))
+                content = table.c.record_json if table is _records else table.c.entry_json
+                for partition, seqs in _by_partition(found).items():
+                    for start in range(0, len(seqs), _PAGE):
+                        conn.execute(
+                            update(table)
+                            .where(
+                                table.c.audit_partition == partition,
+                                table.c.seq.in_(seqs[start : start + _PAGE]),
+                            )
+                            .values({content.name: None, "purged_at": stamp})
+                        )
+            purged = len(records)
+            for partition in sorted(emptied):
+                self._take_turn(conn, partition, stamp)
+                head = self._head(conn, partition)
+                rows = sorted(emptied[partition])
+                seq, chain = self._append_purge(conn, partition, head, rows, reason, signer, stamp)
+                mark = _checkpoint(partition, seq, chain, stamp, signer)
+                conn.execute(insert(_checkpoints).values(**_checkpoint_values(mark)))
+        return purged
 
     # -- reading -----------------------------------------------------------------------
 
-    def get(self, answer_id: str) -> StoredRecord | None:
+    def get(self, answer_id: str, tenant: str | None = None) -> StoredRecord | None:
+        """The record of one answer; ``tenant`` says whose when two tenants used the
+        same answer id (raises :class:`AmbiguousAnswer` if it is needed and missing)."""
+        where = [_records.c.answer_id == answer_id]
+        if tenant is not None:
+            where.append(_records.c.tenant == tenant)
         with self._begin() as conn:
-            row = conn.execute(
-                select(*_STORED_COLUMNS).where(_records.c.answer_id == answer_id)
-            ).first()
-        return None if row is None else _stored(row)
+            rows = conn.execute(select(*_STORED_COLUMNS).where(*where).limit(10)).all()
+        if len(rows) > 1:
+            raise AmbiguousAnswer(answer_id, [row.tenant for row in rows])
+        return None if not rows else _stored(rows[0])
 
     def find(
         self,
@@ -662,12 +910,16 @@ class AuditStore(SqlStore):
             where.append(_records.c.audit_partition == partition)
         yield from self._in_chain_order(_records, _STORED_COLUMNS, where, _stored)
 
-    def labels_for(self, answer_id: str) -> list[StoredLabel]:
-        """Every reviewer's label of one answer, in the order they were made."""
+    def labels_for(self, answer_id: str, tenant: str | None = None) -> list[StoredLabel]:
+        """Every reviewer's label of one answer (of ``tenant``'s, when given), in the
+        order they were made."""
+        where = [_labels.c.answer_id == answer_id]
+        if tenant is not None:
+            where.append(_labels.c.tenant == tenant)
         with self._begin() as conn:
             rows = conn.execute(
                 select(*_LABEL_COLUMNS)
-                .where(_labels.c.answer_id == answer_id)
+                .where(*where)
                 .order_by(_labels.c.labelled_at, _labels.c.audit_partition, _labels.c.seq)
             ).all()
         return [_stored_label(row) for row in rows]
@@ -690,7 +942,8 @@ class AuditStore(SqlStore):
         where = _filters(conversation, tenant, assistant, since, until, hallucinated, action)
         label_where: list[ColumnElement[bool]] = []
         if where:
-            label_where.append(_labels.c.answer_id.in_(select(_records.c.answer_id).where(*where)))
+            answers = select(_records.c.tenant, _records.c.answer_id).where(*where)
+            label_where.append(tuple_(_labels.c.tenant, _labels.c.answer_id).in_(answers))
         if partition is not None:
             label_where.append(_labels.c.audit_partition == partition)
         yield from self._in_chain_order(_labels, _LABEL_COLUMNS, label_where, _stored_label)
@@ -762,6 +1015,7 @@ class AuditStore(SqlStore):
         with self._begin() as conn:
             found = set(conn.execute(select(_records.c.audit_partition).distinct()).scalars())
             found.update(conn.execute(select(_labels.c.audit_partition).distinct()).scalars())
+            found.update(conn.execute(select(_purges.c.audit_partition).distinct()).scalars())
             found.update(conn.execute(select(_checkpoints.c.audit_partition).distinct()).scalars())
         return sorted(found)
 
@@ -773,7 +1027,14 @@ class AuditStore(SqlStore):
                 .order_by(_checkpoints.c.seq)
             ).all()
         return [
-            StoredCheckpoint(int(r.audit_partition), int(r.seq), r.chain_hash, _aware(r.at))
+            StoredCheckpoint(
+                int(r.audit_partition),
+                int(r.seq),
+                r.chain_hash,
+                _aware(r.at),
+                r.key_id,
+                r.signature,
+            )
             for r in rows
         ]
 
@@ -785,13 +1046,17 @@ class AuditStore(SqlStore):
         since_seq: int | None = None,
         until_seq: int | None = None,
         *,
-        extra_checkpoints: Mapping[int, Sequence[Checkpoint]] | None = None,
+        extra_checkpoints: Mapping[int, Sequence[Checkpoint | TopicCheckpoint]] | None = None,
+        checker: SignatureChecker | None = None,
     ) -> VerifyReport:
         """Check the chains (one partition or all) from ``since_seq`` to ``until_seq``
-        (inclusive; default: the whole chain). Each check names the first bad record:
-        an altered record (leaf mismatch), a deleted one (seq gap), a rewritten chain, or
-        a cut tail (a checkpoint past the end). ``extra_checkpoints``: chain heads from
-        elsewhere (the audit topic), for a store whose checkpoint rows went too."""
+        (inclusive; default: the whole chain). Each check names the first bad link: an
+        altered record (leaf mismatch), an indexed column that differs from its hashed
+        document, a deleted link (seq gap), a rewritten chain (a checkpoint whose head it
+        no longer reaches), a cut tail (a checkpoint past the end), a row emptied by no
+        signed purge entry, a forged purge entry or checkpoint. ``extra_checkpoints``:
+        chain heads from outside the store (the checkpoint topic, a file). ``checker``:
+        the public key; without it no signature is checked and the report says so."""
         extra = extra_checkpoints or {}
         if partition is not None:
             chosen = [partition]
@@ -799,25 +1064,32 @@ class AuditStore(SqlStore):
             chosen = sorted(set(self.partitions()) | set(extra))
         return VerifyReport(
             tuple(
-                self._verify_partition(p, since_seq, until_seq, list(extra.get(p, ())))
+                self._verify_partition(p, since_seq, until_seq, list(extra.get(p, ())), checker)
                 for p in chosen
-            )
+            ),
+            signatures_checked=checker is not None,
         )
 
     def _verify_partition(
-        self, partition: int, since_seq: int | None, until_seq: int | None, extra: list[Checkpoint]
+        self,
+        partition: int,
+        since_seq: int | None,
+        until_seq: int | None,
+        extra: list[Checkpoint | TopicCheckpoint],
+        checker: SignatureChecker | None,
     ) -> PartitionCheck:
         first = max(1, since_seq or 1)
-        marks = [
-            Checkpoint(c.seq, _unhex(c.chain_hash)) for c in self.checkpoints(partition)
-        ] + extra
+        marks, signed, forged = _weigh_checkpoints(self.checkpoints(partition), extra, checker)
         if until_seq is not None:
             marks = [mark for mark in marks if mark.seq <= until_seq]
+        if forged is not None:
+            return PartitionCheck(partition, 0, 0, 0, len(marks), forged)
+        purges = self._purge_entries(partition, checker)
         prev = GENESIS
         if first > 1:
             with self._begin() as conn:
                 anchor = None
-                for table in (_records, _labels):
+                for table in (_records, _labels, _purges):
                     anchor = (
                         anchor
                         or conn.execute(
@@ -833,41 +1105,89 @@ class AuditStore(SqlStore):
                 return PartitionCheck(partition, 0, 0, first - 1, len(marks), missing)
             prev = _unhex(anchor)
         verifier = ChainVerifier(prev, first, marks)
-        labels = 0
-        for row in self._chain_rows(partition, first, until_seq):
+        labels = purge_links = 0
+        for row in self._chain_rows(partition, first, until_seq, purges):
             if verifier.feed(row) is not None:
                 break
             labels += row.label_id is not None
+            purge_links += row.seq in purges.links
         problem = verifier.finish(to_end=until_seq is None)
+        last = verifier.next_seq - 1
+        reached = [mark.seq for mark in signed if mark.seq <= last]
         return PartitionCheck(
             partition,
             verifier.checked,
             verifier.trusted_leaves,
-            verifier.next_seq - 1,
+            last,
             len(marks),
             problem,
             labels,
+            purge_links,
+            anchored_seq=max(reached, default=0) if problem is None else 0,
+            signed_checkpoints=len(signed),
         )
 
-    def _chain_rows(self, partition: int, first: int, until: int | None) -> Iterator[ChainRow]:
-        """The partition's links, records and labels merged by seq."""
+    def _purge_entries(self, partition: int, checker: SignatureChecker | None) -> _Purges:
+        """The partition's purge entries: which rows each signed one emptied, and the
+        entries whose signature fails."""
+        found = _Purges()
+        with self._begin() as conn:
+            rows = conn.execute(
+                select(_purges.c.seq, _purges.c.entry_json).where(
+                    _purges.c.audit_partition == partition
+                )
+            ).all()
+        for row in rows:
+            seq = int(row.seq)
+            found.links.add(seq)
+            try:
+                document = json.loads(row.entry_json)
+            except ValueError:
+                found.forged[seq] = "the purge entry is not JSON"
+                continue
+            if not isinstance(document, dict) or document.get("partition") != partition:
+                found.forged[seq] = "the purge entry names another partition"
+            elif checker is not None and not checker.valid(document):
+                found.forged[seq] = "the purge entry's signature does not verify: it was forged"
+            else:
+                found.emptied.update(purged_rows(document))
+        return found
+
+    def _chain_rows(
+        self, partition: int, first: int, until: int | None, purges: _Purges
+    ) -> Iterator[ChainRow]:
+        """The partition's links, records, labels and purge entries merged by seq."""
         return heapq.merge(
-            self._table_rows(_records, partition, first, until),
-            self._table_rows(_labels, partition, first, until),
+            self._table_rows(_records, partition, first, until, purges),
+            self._table_rows(_labels, partition, first, until, purges),
+            self._table_rows(_purges, partition, first, until, purges),
             key=lambda row: row.seq,
         )
 
     def _table_rows(
-        self, table: Table, partition: int, first: int, until: int | None
+        self, table: Table, partition: int, first: int, until: int | None, purges: _Purges
     ) -> Iterator[ChainRow]:
-        is_label = table is _labels
-        content = table.c.entry_json if is_label else table.c.record_json
+        if table is _purges:
+            columns: tuple[Any, ...] = (
+                table.c.purge_id.label("name"),
+                table.c.entry_json.label("content"),
+            )
+        elif table is _labels:
+            columns = (
+                table.c.answer_id.label("name"),
+                table.c.entry_json.label("content"),
+                *(table.c[name] for name in LABEL_COLUMNS if name != "answer_id"),
+            )
+        else:
+            columns = (
+                table.c.answer_id.label("name"),
+                table.c.record_json.label("content"),
+                *(table.c[name] for name in RECORD_COLUMNS if name != "answer_id"),
+            )
         columns = (
             table.c.audit_partition,
             table.c.seq,
-            table.c.answer_id,
-            _labels.c.label_id if is_label else _records.c.answer_id.label("label_id"),
-            content.label("content"),
+            *columns,
             table.c.leaf_hash,
             table.c.prev_hash,
             table.c.chain_hash,
@@ -877,17 +1197,123 @@ class AuditStore(SqlStore):
             where.append(table.c.seq <= until)
 
         def chain_row(row: Row[Any]) -> ChainRow:
+            if table is _purges:
+                name, label_id = f"purge {row.name}", None
+                fault = purges.fault(int(row.seq))
+            elif table is _labels:
+                name, label_id = row.name, row.label_id
+                fault = _column_fault(row, label_columns, LABEL_COLUMNS, "entry", purges)
+            else:
+                name, label_id = row.name, None
+                fault = _column_fault(row, record_columns, RECORD_COLUMNS, "record", purges)
             return ChainRow(
                 seq=int(row.seq),
                 leaf_hash=_unhex(row.leaf_hash),
                 prev_hash=_unhex(row.prev_hash),
                 chain_hash=_unhex(row.chain_hash),
                 content=None if row.content is None else row.content.encode("utf-8"),
-                name=row.answer_id,
-                label_id=row.label_id if is_label else None,
+                name=name,
+                label_id=label_id,
+                fault=fault,
             )
 
         yield from self._in_chain_order(table, columns, where, chain_row)
+
+
+@dataclass(slots=True)
+class _Purges:
+    """A partition's purge entries, read before its chain is walked."""
+
+    links: set[int] = field(default_factory=set)
+    """The seqs of purge entries."""
+    emptied: dict[int, str] = field(default_factory=dict)
+    """seq -> columns digest of each row a valid purge entry emptied."""
+    forged: dict[int, str] = field(default_factory=dict)
+    """seq of a purge entry -> why it is not one."""
+
+    def fault(self, seq: int) -> tuple[Problem, str] | None:
+        why = self.forged.get(seq)
+        return None if why is None else ("purge_forged", why)
+
+
+def _column_fault(
+    row: Row[Any],
+    columns: Callable[[Any], dict[str, Any]],
+    names: Sequence[str],
+    noun: str,
+    purges: _Purges,
+) -> tuple[Problem, str] | None:
+    """What is wrong with a row's indexed columns: one that differs from its hashed
+    document, or, once emptied, a purge no signed entry accounts for."""
+    stored = comparable(
+        {name: getattr(row, "name" if name == "answer_id" else name) for name in names}
+    )
+    if row.content is None:
+        vouched = purges.emptied.get(int(row.seq))
+        if vouched is None:
+            return ("unsigned_purge", f"the {noun} was emptied, but no signed purge entry names it")
+        if vouched != columns_digest(stored, row.leaf_hash):
+            return (
+                "column_mismatch",
+                f"the purged {noun}'s columns differ from those its purge entry signed",
+            )
+        return None
+    try:
+        expected = comparable(columns(json.loads(row.content)))
+    except (KeyError, TypeError, ValueError):
+        return ("column_mismatch", f"the hashed {noun} has no readable columns")
+    for name in names:
+        if stored[name] != expected[name]:
+            return (
+                "column_mismatch",
+                f"column {name} reads {stored[name]!r}, the hashed {noun} says "
+                f"{expected[name]!r}: it was altered after it was stored",
+            )
+    return None
+
+
+def _weigh_checkpoints(
+    stored: Sequence[StoredCheckpoint],
+    extra: Sequence[Checkpoint | TopicCheckpoint],
+    checker: SignatureChecker | None,
+) -> tuple[list[Checkpoint], list[Checkpoint], ChainBreak | None]:
+    """Every checkpoint the chain must reach, those of them signed with a valid
+    signature (the anchors), and the first whose signature fails."""
+    marks: list[Checkpoint] = []
+    signed: list[Checkpoint] = []
+    forged: ChainBreak | None = None
+    documents = [(c.mark, c.as_json(), "the store's") for c in stored] + [
+        (c, None, "") if isinstance(c, Checkpoint) else (c.mark, c.document, "a published")
+        for c in extra
+    ]
+    for mark, document, whose in documents:
+        marks.append(mark)
+        if checker is None or document is None or "signature" not in document:
+            continue
+        if checker.valid(document):
+            signed.append(mark)
+        elif forged is None:
+            forged = ChainBreak(
+                mark.seq,
+                "checkpoint_forged",
+                f"{whose} checkpoint at seq {mark.seq} does not carry a valid signature",
+            )
+    return marks, signed, forged
+
+
+def _rebuild_sqlite_records(conn: Connection) -> None:
+    """SQLite cannot drop a constraint: copy the records into a table of the new shape,
+    in one transaction (a crash leaves the old table as it was)."""
+    conn.execute(sql_text("DROP TABLE IF EXISTS audit_records_upgrade"))
+    for index in _records.indexes:
+        conn.execute(sql_text(f"DROP INDEX IF EXISTS {index.name}"))
+    conn.execute(sql_text("ALTER TABLE audit_records RENAME TO audit_records_upgrade"))
+    _records.create(conn)
+    names = ", ".join(column.name for column in _records.columns)
+    conn.execute(
+        sql_text(f"INSERT INTO audit_records ({names}) SELECT {names} FROM audit_records_upgrade")
+    )
+    conn.execute(sql_text("DROP TABLE audit_records_upgrade"))
 
 
 # --- helpers --------------------------------------------------------------------------
@@ -929,22 +1355,16 @@ def _parse(
 
 
 def _row_values(
-    partition: int, offset: int, record: AuditRecord, text: str, row: ChainRow, stamp: datetime
+    partition: int, offset: int, canonical: bytes, row: ChainRow, stamp: datetime
 ) -> dict[str, Any]:
+    """A record's row: its searchable columns copied from the hashed document itself."""
     return {
         "audit_partition": partition,
         "seq": row.seq,
         "audit_offset": offset,
-        "answer_id": record.answer_id,
-        "conversation_id": record.conversation_id,
-        "tenant": record.tenant,
-        "assistant_id": record.assistant_id,
-        "model": record.model,
-        "action": record.judgement.action.value,
-        "hallucinated": record.judgement.hallucinated,
-        "occurred_at": _utc(record.occurred_at),
+        **record_columns(json.loads(canonical)),
         "stored_at": stamp,
-        "record_json": text,
+        "record_json": canonical.decode("utf-8"),
         "leaf_hash": row.leaf_hash.hex(),
         "prev_hash": row.prev_hash.hex(),
         "chain_hash": row.chain_hash.hex(),
@@ -955,31 +1375,74 @@ def _row_values(
 def _label_values(
     partition: int,
     offset: int,
-    entry: LabelAuditEntry,
     canonical: bytes,
     row: ChainRow,
     stamp: datetime,
     *,
     purged: bool,
 ) -> dict[str, Any]:
-    label = entry.label
+    """A label's row: its searchable columns copied from the hashed entry itself."""
     return {
         "audit_partition": partition,
         "seq": row.seq,
         "audit_offset": offset,
-        "label_id": label.label_id,
-        "answer_id": entry.answer_id,
-        "tenant": entry.tenant,
-        "reviewer": label.reviewer,
-        "answer_label": label.answer_label,
-        "agrees_with_judge": entry.agrees_with_judge,
-        "labelled_at": _utc(label.labelled_at),
+        **label_columns(json.loads(canonical)),
         "stored_at": stamp,
         "entry_json": None if purged else canonical.decode("utf-8"),
         "leaf_hash": row.leaf_hash.hex(),
         "prev_hash": row.prev_hash.hex(),
         "chain_hash": row.chain_hash.hex(),
         "purged_at": stamp if purged else None,
+    }
+
+
+def _present_answers(
+    conn: Connection, answers: Sequence[tuple[str, str]], *where: ColumnElement[bool]
+) -> set[tuple[str, str]]:
+    """Which ``(tenant, answer id)`` pairs the records already hold (read in pages)."""
+    wanted = set(answers)
+    found: set[tuple[str, str]] = set()
+    ids = sorted({answer_id for _, answer_id in wanted})
+    for start in range(0, len(ids), _PAGE):
+        rows = conn.execute(
+            select(_records.c.tenant, _records.c.answer_id).where(
+                _records.c.answer_id.in_(ids[start : start + _PAGE]), *where
+            )
+        )
+        found.update(
+            (row.tenant, row.answer_id) for row in rows if (row.tenant, row.answer_id) in wanted
+        )
+    return found
+
+
+def _by_partition(rows: Sequence[Row[Any]]) -> dict[int, list[int]]:
+    grouped: dict[int, list[int]] = {}
+    for row in rows:
+        grouped.setdefault(int(row.audit_partition), []).append(int(row.seq))
+    return grouped
+
+
+def _checkpoint(
+    partition: int, seq: int, head: bytes, stamp: datetime, signer: Signer | None
+) -> StoredCheckpoint:
+    """The checkpoint of ``head`` at ``seq``, signed when there is a signer."""
+    mark = StoredCheckpoint(partition, seq, head.hex(), _aware(stamp))
+    if signer is None:
+        return mark
+    signed = signer.sign(mark.as_json())
+    return StoredCheckpoint(
+        partition, seq, head.hex(), _aware(stamp), signed["key_id"], signed["signature"]
+    )
+
+
+def _checkpoint_values(mark: StoredCheckpoint) -> dict[str, Any]:
+    return {
+        "audit_partition": mark.partition,
+        "seq": mark.seq,
+        "chain_hash": mark.chain_hash,
+        "at": _utc(mark.at),
+        "key_id": mark.key_id,
+        "signature": mark.signature,
     }
 
 
@@ -1025,19 +1488,39 @@ def _filters(
     return where
 
 
+def _shown(row: Row[Any], content: str | None, columns: Callable[[Any], dict[str, Any]]) -> Any:
+    """What a row shows: its hashed document's values while it has one, else (purged)
+    its columns, which a signed purge entry vouches for. A document that cannot be read
+    falls back to the columns too; ``verify`` reports it."""
+    if content is not None:
+        try:
+            return _Values(columns(json.loads(content)))
+        except (KeyError, TypeError, ValueError):
+            pass
+    return row
+
+
+class _Values:
+    """Attribute access over a dict of column values, like a row's."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.__dict__.update(values)
+
+
 def _summary(row: Row[Any]) -> RecordSummary:
+    shown = _shown(row, row.record_json, record_columns)
     return RecordSummary(
-        answer_id=row.answer_id,
+        answer_id=shown.answer_id,
         partition=int(row.audit_partition),
         seq=int(row.seq),
         offset=int(row.audit_offset),
-        conversation_id=row.conversation_id,
-        tenant=row.tenant,
-        assistant_id=row.assistant_id,
-        model=row.model,
-        action=row.action,
-        hallucinated=bool(row.hallucinated),
-        occurred_at=_aware(row.occurred_at),
+        conversation_id=shown.conversation_id,
+        tenant=shown.tenant,
+        assistant_id=shown.assistant_id,
+        model=shown.model,
+        action=shown.action,
+        hallucinated=bool(shown.hallucinated),
+        occurred_at=_aware(shown.occurred_at),
         stored_at=_aware(row.stored_at),
         purged_at=None if row.purged_at is None else _aware(row.purged_at),
     )
@@ -1054,17 +1537,19 @@ def _stored(row: Row[Any]) -> StoredRecord:
 
 
 def _stored_label(row: Row[Any]) -> StoredLabel:
+    shown = _shown(row, row.entry_json, label_columns)
+    agrees = shown.agrees_with_judge
     return StoredLabel(
         partition=int(row.audit_partition),
         seq=int(row.seq),
         offset=int(row.audit_offset),
-        label_id=row.label_id,
-        answer_id=row.answer_id,
-        tenant=row.tenant,
-        reviewer=row.reviewer,
-        answer_label=row.answer_label,
-        agrees_with_judge=None if row.agrees_with_judge is None else bool(row.agrees_with_judge),
-        labelled_at=_aware(row.labelled_at),
+        label_id=shown.label_id,
+        answer_id=shown.answer_id,
+        tenant=shown.tenant,
+        reviewer=shown.reviewer,
+        answer_label=shown.answer_label,
+        agrees_with_judge=None if agrees is None else bool(agrees),
+        labelled_at=_aware(shown.labelled_at),
         stored_at=_aware(row.stored_at),
         purged_at=None if row.purged_at is None else _aware(row.purged_at),
         entry_json=row.entry_json,

@@ -62,6 +62,11 @@ class SqlStore:
             self._ready = True
         return self._engine.begin()
 
+    def _upgrade(self, engine: Engine) -> None:
+        """Bring tables made by an older version to this one's shape (after the missing
+        tables are created). Each store overrides it when its schema changed; it must be
+        idempotent, since every process opening the store runs it."""
+
     def _create_schema(self, attempts: int = 5) -> None:
         """Create the tables on first use. Two processes opening a fresh store at once
         race between "is it there?" and "create it": the loser gets "already exists",
@@ -69,6 +74,7 @@ class SqlStore:
         for attempt in range(attempts):
             try:
                 self._metadata.create_all(self._engine)
+                self._upgrade(self._engine)
                 return
             except DBAPIError:
                 if attempt == attempts - 1:

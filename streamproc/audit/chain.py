@@ -57,6 +57,10 @@ Problem = Literal[
     "chain_mismatch",
     "checkpoint_mismatch",
     "truncated",
+    "column_mismatch",
+    "unsigned_purge",
+    "purge_forged",
+    "checkpoint_forged",
 ]
 
 
@@ -93,6 +97,10 @@ class ChainRow:
     """What a person calls this record (the answer id), for reports."""
     label_id: str | None = None
     """Set when the link is a reviewer's label of answer ``name``, not its record."""
+    fault: tuple[Problem, str] | None = None
+    """What the store found wrong with the row beyond its hashes (an indexed column
+    that differs from the hashed document, a purge no signed entry accounts for);
+    reported once the row's hashes check out."""
 
 
 def link(
@@ -213,6 +221,8 @@ class ChainVerifier:
                 f"chain hash {row.chain_hash.hex()} should be {expected.hex()}",
                 name,
             )
+        if row.fault is not None:
+            return ChainBreak(row.seq, row.fault[0], row.fault[1], name)
         wrong = self._wanted.pop(row.seq, set()) - {row.chain_hash}
         if wrong:
             return ChainBreak(

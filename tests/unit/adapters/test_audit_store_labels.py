@@ -19,6 +19,7 @@ from streamproc.audit import AuditRecord, Checkpoint, canonical_json, leaf_hash
 from streamproc.label_events import ClaimLabelValue, LabelAuditEntry
 from tests.unit.audit.audit_samples import NOW, make_records
 from tests.unit.audit.label_samples import NOTE, label_bytes, make_label
+from tests.unit.audit.keys import SIGNER
 from tests.unit.audit.store_contract import only, sql
 
 __all__ = ["LabelStoreContract"]
@@ -250,7 +251,7 @@ class LabelStoreContract:
         items.append(make_label(conv_b[0], "B0"))
         store.append(0, values(items), now=NOW)
         later = NOW + timedelta(days=1)
-        assert store.purge_conversation("conv-a", now=later) == 2
+        assert store.purge_conversation("conv-a", signer=SIGNER, now=later) == 2
         [purged] = store.labels_for("ans-1")
         assert purged.entry_json is None and purged.entry is None and purged.purged_at == later
         assert (purged.reviewer, purged.answer_label, purged.agrees_with_judge) == (
@@ -261,14 +262,16 @@ class LabelStoreContract:
         [kept] = store.labels_for("ans-2")
         assert kept.entry is not None and kept.purged_at is None
         # a label arriving after its answer was purged is stored purged
-        late = store.append(0, [(10, make_label(conv_a[0], "A0-late"))], now=later)
+        late = store.append(
+            0, [(10, make_label(conv_a[0], "A0-late"))], signer=SIGNER, now=later
+        )
         assert late.labels_stored == ["A0-late"]
         [stored_late] = store.labels_for("ans-0")
         assert stored_late.entry_json is None and stored_late.purged_at == later
         report = store.verify()
         assert report.ok, report.describe()
         [check] = report.partitions
-        assert (check.checked, check.labels, check.trusted_leaves) == (6, 3, 4)
+        assert (check.checked, check.labels, check.purges, check.trusted_leaves) == (8, 3, 2, 4)
         sql(store, "UPDATE audit_labels SET leaf_hash = :h WHERE label_id = 'A1'", h="0" * 64)
         check = only(store.verify().first_problem)
         assert check.problem is not None and check.problem.label_id == "A1"
@@ -278,7 +281,7 @@ class LabelStoreContract:
         new = make_records(1, start=1, occurred_at=NOW - timedelta(days=1))
         items: list[Entry] = [*old, *new, make_label(old[0], "old"), make_label(new[0], "new")]
         store.append(0, values(items), now=NOW)
-        assert store.purge_expired(400, now=NOW) == 1
+        assert store.purge_expired(400, signer=SIGNER, now=NOW) == 1
         assert [label.entry_json is None for label in store.labels_for("ans-0")] == [True]
         assert [label.entry_json is None for label in store.labels_for("ans-1")] == [False]
         assert store.verify().ok

@@ -13,6 +13,7 @@ from streamproc.adapters.audit_store import AuditStore, PartitionCheck
 from streamproc.audit import AuditRecord, Checkpoint, canonical_json, leaf_hash
 from streamproc.events import Action
 from tests.unit.audit.audit_samples import EVIDENCE_TEXT, NOW, make_records
+from tests.unit.audit.keys import SIGNER
 
 __all__ = ["StoreContract", "sql"]
 
@@ -184,8 +185,8 @@ class StoreContract:
             first_offset=3,
             checkpoint_every=2,
         )
-        assert store.purge_conversation("conv-a", now=NOW) == 3
-        assert store.purge_conversation("conv-a", now=NOW) == 0, "already purged"
+        assert store.purge_conversation("conv-a", signer=SIGNER, now=NOW) == 3
+        assert store.purge_conversation("conv-a", signer=SIGNER, now=NOW) == 0, "already purged"
         purged = store.get("ans-1")
         assert purged is not None and purged.record_json is None and purged.record is None
         assert purged.summary.purged_at == NOW
@@ -194,7 +195,7 @@ class StoreContract:
         report = store.verify()
         assert report.ok, report.describe()
         [check] = report.partitions
-        assert (check.checked, check.trusted_leaves) == (6, 3)
+        assert (check.checked, check.trusted_leaves, check.purges) == (7, 3, 1)
         assert "3 purged" in report.describe()
         # a purged row's hashes are still bound into the chain
         sql(store, "UPDATE audit_records SET leaf_hash = :h WHERE answer_id = 'ans-1'", h="0" * 64)
@@ -205,7 +206,7 @@ class StoreContract:
         old = make_records(2, occurred_at=NOW - timedelta(days=500))
         new = make_records(2, start=2, occurred_at=NOW - timedelta(days=1))
         append(store, 0, old + new)
-        assert store.purge_expired(400, now=NOW) == 2
+        assert store.purge_expired(400, signer=SIGNER, now=NOW) == 2
         assert [s.answer_id for s in store.find(limit=None) if s.purged_at] == ["ans-0", "ans-1"]
         assert store.verify().ok
 
