@@ -1,5 +1,8 @@
 """One output topic: its name, how a record is keyed, encoded and fitted under its size.
 
+A record's headers count against its topic's limit: what they take is kept free
+(:func:`header_bytes`) besides the framing overhead.
+
 Every loop that writes (the judging stage, the window loop, its alert hooks) turns a
 model into the publisher's :class:`~streamproc.stream.loop.publisher.OutboundRecord`
 here and nowhere else, so a topic's key, wire form and ``max.message.bytes`` are decided
@@ -28,7 +31,7 @@ from pydantic import BaseModel
 from streamproc.stream.loop.publisher import OutboundRecord
 from streamproc.stream.output.fit import OVERHEAD_BYTES, Fitter, TooLarge, fit_record, fits
 
-__all__ = ["OutHeaders", "OutputTopic", "Prepared", "RecordTooLarge"]
+__all__ = ["OutHeaders", "OutputTopic", "Prepared", "RecordTooLarge", "header_bytes"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -36,6 +39,13 @@ OutHeaders: TypeAlias = tuple[tuple[str, bytes], ...]
 """Kafka record headers to send, e.g. the ``traceparent`` that continues an answer's
 trace (as :mod:`streamproc.adapters.trace_headers` makes them; named here too so the
 output path does not import OpenTelemetry)."""
+
+
+def header_bytes(headers: OutHeaders) -> int:
+    """What ``headers`` take in a record, beyond the :data:`OVERHEAD_BYTES` every record
+    keeps free (a name, a value and their varint lengths each): trace context may take
+    up to about 9 KB (W3C's limits), more than the overhead holds."""
+    return sum(len(name.encode()) + len(value) + 10 for name, value in headers)
 
 
 class RecordTooLarge(ValueError):
@@ -70,7 +80,7 @@ class OutputTopic(Generic[M]):
         if self.key is None:
             raise TypeError(f"topic {self.name!r} takes encoded records only (forward)")
         key = self.key(model)
-        fitted = self.fit(model, key, self.max_bytes)
+        fitted = self.fit(model, key, self.max_bytes - header_bytes(headers))
         if isinstance(fitted, TooLarge):
             return fitted
         return Prepared(fitted.model, OutboundRecord(self.name, key, fitted.value, headers=headers))
@@ -93,10 +103,11 @@ class OutputTopic(Generic[M]):
         """A record whose bytes are made already: a late outcome passed on exactly as the
         judging stage wrote it, a changelog entry (``value`` None: a tombstone) for its
         ``partition``. :class:`RecordTooLarge` if it cannot fit."""
-        if value is not None and not fits(key, value, self.max_bytes):
+        if value is not None and not fits(key, value, self.max_bytes - header_bytes(headers)):
             size = len(key or b"") + len(value)
             raise RecordTooLarge(
                 f"{self.name}: record of {size} bytes does not fit the topic's limit of "
-                f"{self.max_bytes} bytes ({OVERHEAD_BYTES} kept for headers)"
+                f"{self.max_bytes} bytes ({OVERHEAD_BYTES} kept for framing, "
+                f"{header_bytes(headers)} for headers)"
             )
         return OutboundRecord(self.name, key, value, partition, headers)
