@@ -590,6 +590,25 @@ class AuditSettings(_Group):
     checkpoint_every: int = Field(
         default=1000, ge=1, description="Records between chain-head checkpoints per partition."
     )
+    checkpoint_interval_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds at most between a partition's new links and a signed checkpoint "
+        "that anchors them (also every checkpoint_every records).",
+    )
+    checkpoint_topic: str = Field(
+        default="streamproc.audit.checkpoints",
+        description="Where the sink publishes signed chain-head checkpoints, apart from the store.",
+    )
+    signing_key_file: Path | None = Field(
+        default=None,
+        description="Ed25519 private key (PEM) that signs checkpoints and purges "
+        "('streamproc audit keygen'); kept outside the store. Required by 'audit purge'.",
+    )
+    verify_key_file: Path | None = Field(
+        default=None,
+        description="Ed25519 public key (PEM) 'audit verify' checks signatures with.",
+    )
     log_texts: bool = Field(
         default=False,
         description="Allow evidence, question and answer text in logs (off: never logged).",
