@@ -192,6 +192,22 @@ def audit_topic_spec(settings: Settings) -> TopicSpec:
     )
 
 
+def audit_checkpoint_topic_spec(settings: Settings) -> TopicSpec:
+    """The signed chain-head checkpoints of the audit sink, apart from the store (key
+    ``checkpoint:<partition>``): every checkpoint kept for the audit retention, never
+    compacted, so a store whose tail and checkpoint rows were cut is still caught."""
+    topics = settings.topics
+    return TopicSpec(
+        settings.audit.checkpoint_topic,
+        1,
+        topics.replication_factor,
+        {
+            "cleanup.policy": "delete",
+            "retention.ms": str(settings.audit.retention_days * _DAY_MS),
+        },
+    )
+
+
 async def ensure_topics(
     bootstrap_servers: str, specs: list[TopicSpec], security: KafkaSecurity
 ) -> list[str]:
