@@ -4,9 +4,14 @@
 ``streamproc review export`` (labelled answers in the benchmark JSONL shape).
 
 ``review serve`` reads the review queue topic into its store, serves the page on
-``settings.review.host``/``port`` and publishes every label to the labels topic, until
-SIGTERM or SIGINT. Without ``settings.review.tokens_file`` it still starts, but refuses
-every reviewer (and says so).
+``settings.review.host``/``port`` (HTTPS with ``tls_cert`` and ``tls_key``) and publishes
+every label to the labels topic, until SIGTERM or SIGINT. Without
+``settings.review.tokens_file`` it still starts, but refuses every reviewer (and says so).
+
+``review import`` attributes labels only to a reviewer it can prove: with a reviewer
+token (``--token-file``, or ``STREAMPROC_REVIEWER_TOKEN``) checked against the tokens
+file, every label is that reviewer's; without one, every label's reviewer is the import
+itself (``import:<file name>``), whatever the file says.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["register", "serve"]
 
 EXIT_BAD_TOKENS_FILE = 2
+EXIT_BAD_TLS = 2
+TOKEN_ENV = "STREAMPROC_REVIEWER_TOKEN"
 
 
 def register(
@@ -74,7 +81,17 @@ def register(
         default="jsonl",
         help="the file's format (default: jsonl)",
     )
-    imports.add_argument("--reviewer", help="the reviewer of labels that name none")
+    imports.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="FILE",
+        help=f"a file holding your reviewer token (or set {TOKEN_ENV}): the labels are "
+        "then yours; without a token they are recorded as by 'import:<file name>'",
+    )
+    imports.add_argument(
+        "--reviewer",
+        help="the reviewer the labels are for: must be the token's reviewer (checked)",
+    )
     imports.add_argument("--tenant", help="the tenant of labels that name none (others refused)")
     imports.set_defaults(func=_import)
 
@@ -109,11 +126,22 @@ def _token(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from streamproc.config import Settings
-    from streamproc.review_io.importer import run_import
+    import os
 
+    from streamproc.config import Settings
+    from streamproc.review_io.importer import read_token, run_import
+
+    token: str | None
+    if args.token_file is not None:
+        try:
+            token = read_token(args.token_file)
+        except ValueError as exc:
+            print(f"streamproc review import: {exc}", file=sys.stderr)
+            return 2
+    else:
+        token = os.environ.get(TOKEN_ENV, "").strip() or None
     return run_import(
-        Settings(), args.file, args.format, reviewer=args.reviewer, tenant=args.tenant
+        Settings(), args.file, args.format, reviewer=args.reviewer, tenant=args.tenant, token=token
     )
 
 
@@ -139,6 +167,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 def _serve(args: argparse.Namespace) -> int:
     from streamproc.adapters.logging import configure_logging
     from streamproc.adapters.review.auth import TokensFileError, reviewers_for
+    from streamproc.adapters.review.tls import ReviewTlsError, tls_context
 
     settings = _settings(args)
     configure_logging(settings.log_level, json_logs=settings.log_json)
@@ -147,12 +176,19 @@ def _serve(args: argparse.Namespace) -> int:
     except TokensFileError as exc:
         print(f"streamproc review serve: {exc}", file=sys.stderr)
         return EXIT_BAD_TOKENS_FILE
+    try:
+        tls_context(settings.review)
+    except ReviewTlsError as exc:
+        print(f"streamproc review serve: {exc}", file=sys.stderr)
+        return EXIT_BAD_TLS
     if reviewers is None:
         print(
             "streamproc review serve: no tokens file (STREAMPROC_REVIEW__TOKENS_FILE): "
             "the page will refuse every reviewer",
             file=sys.stderr,
         )
+
+    scheme = "https" if settings.review.tls_cert is not None else "http"
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -164,7 +200,7 @@ def _serve(args: argparse.Namespace) -> int:
             reviewers=reviewers,
             stop=stop,
             started=lambda port: print(
-                f"review page on http://{settings.review.host}:{port}/", file=sys.stderr
+                f"review page on {scheme}://{settings.review.host}:{port}/", file=sys.stderr
             ),
         )
 
@@ -186,6 +222,8 @@ async def serve(
     from streamproc.adapters.review.publisher import KafkaLabelPublisher
     from streamproc.adapters.review.queue_store import ReviewQueueStore
     from streamproc.adapters.review.server import ReviewServer, build_app
+    from streamproc.adapters.review.sessions import SessionBook
+    from streamproc.adapters.review.tls import tls_context
     from streamproc.stream.output.catalog import OutputTopics
     from streamproc.stream.topics import AUDIT_MAX_MESSAGE_BYTES, ensure_topics, review_topic_specs
 
@@ -213,11 +251,14 @@ async def serve(
             publish=publisher,
             intake=intake,
             secure_cookies=review.secure_cookies,
+            trust_forwarded_proto=review.trust_forwarded_proto,
+            sessions=SessionBook(max_age_s=review.session_max_age_s),
         )
         server = ReviewServer(
             app,
             host=review.host,
             port=review.port,
+            ssl_context=tls_context(review),
             limits=HttpLimits.from_settings(review.http),
         )
         await server.start()

@@ -4,6 +4,9 @@ The file is read whole and checked before anything is sent (a bad line names its
 number and nothing is published), then every label goes to the labels topic keyed by
 answer id, as the review page publishes them, with ``acks=all``: the labels loop then
 joins them with their review items like any other label.
+
+Whose the labels are is :mod:`~streamproc.review_io.authorship`'s: the reviewer of a
+token checked against the tokens file, or ``import:<file name>`` without one.
 """
 
 from __future__ import annotations
@@ -24,12 +27,18 @@ from streamproc.adapters.kafka_security import (
 )
 from streamproc.config import Settings
 from streamproc.label_events import LabelEvent
+from streamproc.review_io.authorship import (
+    AuthorshipError,
+    authorship,
+    check_labels,
+    read_token,
+)
 from streamproc.review_io.label_file import LabelFileError, read_label_file
 from streamproc.review_io.label_studio import read_label_studio
 from streamproc.stream.output.catalog import OutputTopics
 from streamproc.stream.topics import ensure_topics, review_topic_specs
 
-__all__ = ["LabelFormat", "publish_labels", "read_labels", "run_import"]
+__all__ = ["LabelFormat", "publish_labels", "read_labels", "read_token", "run_import"]
 
 LabelFormat = Literal["jsonl", "label-studio"]
 
@@ -40,13 +49,15 @@ def read_labels(
     *,
     reviewer: str | None = None,
     tenant: str | None = None,
+    author: str | None = None,
 ) -> list[LabelEvent]:
     """Every label in ``path`` (``jsonl``: docs/labels.md; ``label-studio``: its JSON
-    export); :class:`LabelFileError` with line (or task) numbers on bad input."""
+    export); :class:`LabelFileError` with line (or task) numbers on bad input.
+    ``author``: every label's reviewer, whatever the file says."""
     if fmt == "jsonl":
-        return read_label_file(path, reviewer=reviewer, tenant=tenant)
+        return read_label_file(path, reviewer=reviewer, tenant=tenant, author=author)
     if fmt == "label-studio":
-        return read_label_studio(path, reviewer=reviewer, tenant=tenant)
+        return read_label_studio(path, reviewer=reviewer, tenant=tenant, author=author)
     raise LabelFileError(f"unknown label format {fmt!r}: one of {', '.join(get_args(LabelFormat))}")
 
 
@@ -76,17 +87,40 @@ async def publish_labels(settings: Settings, labels: Sequence[LabelEvent]) -> in
 
 
 def run_import(
-    settings: Settings, path: Path, fmt: str, *, reviewer: str | None, tenant: str | None
+    settings: Settings,
+    path: Path,
+    fmt: str,
+    *,
+    reviewer: str | None,
+    tenant: str | None,
+    token: str | None = None,
 ) -> int:
-    """The exit code: 0 published, 2 a file that cannot be used, 1 the broker failed."""
+    """The exit code: 0 published, 2 a file (or a token) that cannot be used, 1 the
+    broker failed. ``reviewer`` is a claim, checked against ``token``'s reviewer."""
     if fmt not in get_args(LabelFormat):
         print(f"streamproc review import: unknown format {fmt!r}", file=sys.stderr)
         return 2
     try:
-        labels = read_labels(path, cast(LabelFormat, fmt), reviewer=reviewer, tenant=tenant)
-    except LabelFileError as error:
+        who = authorship(settings, path, token=token, claimed=reviewer)
+        proven = who.reviewer
+        labels = read_labels(
+            path,
+            cast(LabelFormat, fmt),
+            reviewer=None if proven is None else proven.name,
+            tenant=tenant,
+            author=who.author,
+        )
+        if proven is not None:
+            check_labels(labels, proven)
+    except (LabelFileError, AuthorshipError) as error:
         print(f"streamproc review import: {error}", file=sys.stderr)
         return 2
+    if who.author is not None:
+        print(
+            f"streamproc review import: no reviewer token: the labels are recorded as by "
+            f"{who.author!r} (the labels loop counts only reviewers of the tokens file)",
+            file=sys.stderr,
+        )
     try:
         count = asyncio.run(publish_labels(settings, labels))
     except (KafkaError, OSError, BrokerAccessDenied) as error:

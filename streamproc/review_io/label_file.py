@@ -2,8 +2,10 @@
 
 A line may leave out ``label_id`` (then it is a uuid5 of answer id, reviewer and
 ``labelled_at``, so importing the same file twice publishes the same ids and the labels
-loop counts each once), ``reviewer`` and ``tenant`` (then ``--reviewer`` / ``--tenant``
-fill them in) and ``source`` ("import"). ``labelled_at`` is required and must carry its
+loop counts each once), ``reviewer`` and ``tenant`` (then the importing reviewer and
+``--tenant`` fill them in) and ``source`` ("import"). An ``author`` replaces every
+line's reviewer: an import without a reviewer token records its labels as by
+``import:<file name>``. ``labelled_at`` is required and must carry its
 time zone: a label's time is what drift baselines are cut by, so it is never guessed.
 """
 
@@ -49,10 +51,14 @@ def label_from_object(
     reviewer: str | None = None,
     tenant: str | None = None,
     source: str = "import",
+    author: str | None = None,
 ) -> LabelEvent:
     """One label from its JSON object: ``reviewer`` / ``tenant`` fill in missing fields;
-    a line naming another tenant than ``tenant`` is refused (an import is for one)."""
+    a line naming another tenant than ``tenant`` is refused (an import is for one);
+    ``author``, when given, is the reviewer whatever the line says."""
     data = dict(row)
+    if author is not None:
+        data["reviewer"] = author
     if tenant is not None:
         if data.get("tenant") not in (None, tenant):
             raise ValueError(f"tenant {data['tenant']!r} is not the imported tenant {tenant!r}")
@@ -92,7 +98,11 @@ def _explain(error: Exception) -> str:
 
 
 def read_label_file(
-    path: Path, *, reviewer: str | None = None, tenant: str | None = None
+    path: Path,
+    *,
+    reviewer: str | None = None,
+    tenant: str | None = None,
+    author: str | None = None,
 ) -> list[LabelEvent]:
     """Every label of ``path``; :class:`LabelFileError` listing the bad lines (all of
     them up to ten) when any line is not a usable label - nothing is half-imported."""
@@ -104,7 +114,7 @@ def read_label_file(
                 raise ValueError(f"not valid JSON ({row.msg})")
             if not isinstance(row, dict):
                 raise ValueError("not a JSON object")
-            labels.append(label_from_object(row, reviewer=reviewer, tenant=tenant))
+            labels.append(label_from_object(row, reviewer=reviewer, tenant=tenant, author=author))
         except (ValidationError, ValueError) as error:
             errors.append(f"line {number}: {_explain(error)}")
     if errors:

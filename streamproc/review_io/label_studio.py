@@ -9,7 +9,8 @@ whose ``result`` holds one entry per control: ``{"from_name": "answer", "type":
 per claim named ``claim_<index>`` (Supported / Contradicted / Unsupported / Can't
 tell; the index is the claim's in the judge's verdict) and an optional ``TextArea``
 named ``note``. Cancelled (skipped) annotations are left out. Each annotation becomes
-one :class:`~streamproc.label_events.LabelEvent` with source ``label-studio``.
+one :class:`~streamproc.label_events.LabelEvent` with source ``label-studio``; an
+``author`` (an import without a reviewer token) replaces every annotator's name.
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ def _annotation_fields(result: Sequence[Any]) -> dict[str, Any]:
 
 
 def _task_labels(
-    task: Mapping[str, Any], reviewer: str | None, tenant: str | None
+    task: Mapping[str, Any], reviewer: str | None, tenant: str | None, author: str | None
 ) -> list[LabelEvent]:
     data = task.get("data")
     if not isinstance(data, Mapping) or not data.get("answer_id"):
@@ -134,7 +135,7 @@ def _task_labels(
                 "labelled_at": annotation.get("updated_at") or annotation.get("created_at"),
                 **_annotation_fields(annotation.get("result") or []),
             }
-            labels.append(label_from_object(row, tenant=tenant, source=SOURCE))
+            labels.append(label_from_object(row, tenant=tenant, source=SOURCE, author=author))
         except ValidationError as error:
             problems = "; ".join(
                 f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()
@@ -146,7 +147,12 @@ def _task_labels(
 
 
 def labels_from_export(
-    tasks: Any, *, reviewer: str | None = None, tenant: str | None = None, name: str = "export"
+    tasks: Any,
+    *,
+    reviewer: str | None = None,
+    tenant: str | None = None,
+    name: str = "export",
+    author: str | None = None,
 ) -> list[LabelEvent]:
     """Label events of an export's tasks, in order; :class:`LabelFileError` naming the
     task and annotation of every problem (up to ten)."""
@@ -158,7 +164,7 @@ def labels_from_export(
         try:
             if not isinstance(task, Mapping):
                 raise ValueError("not an object")
-            labels += _task_labels(task, reviewer, tenant)
+            labels += _task_labels(task, reviewer, tenant, author)
         except ValueError as error:
             task_id = task.get("id") if isinstance(task, Mapping) else None
             errors.append(f"task {number} (id {task_id}): {error}")
@@ -171,7 +177,11 @@ def labels_from_export(
 
 
 def read_label_studio(
-    path: Path, *, reviewer: str | None = None, tenant: str | None = None
+    path: Path,
+    *,
+    reviewer: str | None = None,
+    tenant: str | None = None,
+    author: str | None = None,
 ) -> list[LabelEvent]:
     """:func:`labels_from_export` of a Label Studio JSON export file."""
     try:
@@ -182,4 +192,6 @@ def read_label_studio(
         raise LabelFileError(
             f"{path.name}: line {error.lineno} is not valid JSON ({error.msg})"
         ) from None
-    return labels_from_export(tasks, reviewer=reviewer, tenant=tenant, name=path.name)
+    return labels_from_export(
+        tasks, reviewer=reviewer, tenant=tenant, name=path.name, author=author
+    )

@@ -43,6 +43,6 @@ def test_import_of_a_bad_file_names_the_line_and_publishes_nothing(
     monkeypatch.setenv("STREAMPROC_BROKER_URL", "kafka://127.0.0.1:1")
     labels = tmp_path / "labels.jsonl"
     labels.write_text('{"answer_id": "a1", "tenant": "acme"}\n')
-    assert main(["review", "import", str(labels), "--reviewer", "alice"]) == 2
+    assert main(["review", "import", str(labels)]) == 2
     error = capsys.readouterr().err
     assert error.startswith("streamproc review import:") and "line 1" in error

@@ -147,8 +147,8 @@ def build_app(
     app[_NOW] = now
     app[_SECURE_COOKIES] = secure_cookies
     app[_TRUST_FORWARDED] = trust_forwarded_proto
-    app[_SESSIONS] = sessions or SessionBook(max_age_s=SESSION_MAX_AGE_S)
-    app[_LEDGER] = ledger or SubmissionLedger(store.url)
+    app[_SESSIONS] = SessionBook(max_age_s=SESSION_MAX_AGE_S) if sessions is None else sessions
+    app[_LEDGER] = SubmissionLedger(store.url) if ledger is None else ledger
     app[_LOCKS] = KeyedLocks()
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/login", _login_page)

@@ -3,6 +3,7 @@ Kafka): who gets in, who sees what, and which label event a submitted form becom
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -16,6 +17,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from streamproc.adapters.review.auth import Reviewers, new_token, token_stanza
 from streamproc.adapters.review.queue_store import ReviewQueueStore
 from streamproc.adapters.review.server import COOKIE, build_app
+from streamproc.adapters.review.sessions import SessionBook
 from streamproc.events import EvidenceItem
 from streamproc.label_events import ClaimLabel, ClaimLabelValue, LabelEvent
 from tests.unit.adapters.review.samples import review_item
@@ -29,8 +31,10 @@ GINA = new_token()
 class RecordingPublisher:
     events: list[LabelEvent] = field(default_factory=list)
     fail: bool = False
+    delay_s: float = 0.0
 
     async def __call__(self, event: LabelEvent) -> None:
+        await asyncio.sleep(self.delay_s)
         if self.fail:
             raise ConnectionError("broker down")
         self.events.append(event)
@@ -363,3 +367,98 @@ async def test_behind_a_tls_proxy_the_session_cookie_is_still_secure(
             cookie = response.headers["Set-Cookie"]
         assert response.status == 303 and "HttpOnly" in cookie
         assert ("Secure" in cookie) is secure_cookies
+
+
+# --- sessions end, forms count once ---------------------------------------------------
+
+
+def form_of(html: str) -> str:
+    found = re.search(r'name="form" value="([^"]+)"', html)
+    assert found is not None, html
+    return found.group(1)
+
+
+async def test_signing_out_revokes_the_session_cookie(page: Page) -> None:
+    csrf = await sign_in(page)
+    copied = next(c for c in page.client.session.cookie_jar if c.key == COOKIE).value
+    out = await page.client.post("/logout", data={"csrf": csrf}, allow_redirects=False)
+    assert out.status == 303 and out.cookies[COOKIE].value == ""
+    # The copied cookie, sent again as it was, no longer signs anyone in.
+    page.client.session.cookie_jar.clear()
+    page.client.session.cookie_jar.update_cookies({COOKIE: copied})
+    home = await page.client.get("/", allow_redirects=False)
+    assert home.status == 303 and home.headers["Location"] == "/login"
+    posted = await page.client.post("/items/a1/labels", data={"csrf": csrf, "answer": "faithful"})
+    assert posted.status == 401 and page.published.events == []
+
+
+async def test_a_session_ends_at_its_maximum_age(
+    store: ReviewQueueStore, reviewers: Reviewers
+) -> None:
+    clock = [1_000_000.0]
+    sessions = SessionBook(max_age_s=60, clock=lambda: clock[0])
+    app = build_app(
+        store=store, reviewers=reviewers, publish=RecordingPublisher(), sessions=sessions
+    )
+    async with TestClient(TestServer(app)) as client:
+        signed_in = await client.post("/login", data={"token": ALICE}, allow_redirects=False)
+        assert "Max-Age=60" in signed_in.headers["Set-Cookie"]
+        assert (await client.get("/", allow_redirects=False)).status == 200
+        clock[0] += 61
+        assert (await client.get("/", allow_redirects=False)).status == 303
+
+
+async def test_four_concurrent_submits_of_one_form_publish_one_label(
+    store: ReviewQueueStore, reviewers: Reviewers
+) -> None:
+    published = RecordingPublisher(delay_s=0.2)  # the broker's acknowledgement takes a while
+    app = build_app(store=store, reviewers=reviewers, publish=published, now=lambda: NOW)
+    async with TestClient(TestServer(app)) as client:
+        await client.post("/login", data={"token": ALICE})
+        html = await (await client.get("/items/a1")).text()
+        data = {"csrf": csrf_of(html), "form": form_of(html), "answer": "faithful"}
+        replies = await asyncio.gather(
+            *(client.post("/items/a1/labels", data=data, allow_redirects=False) for _ in range(4))
+        )
+        assert [r.status for r in replies] == [303] * 4, "a repeat is answered like the first"
+        assert len(published.events) == 1 and store.has_labelled("a1", "alice")
+        # A later replay of the same form: still one label.
+        late = await client.post("/items/a1/labels", data=data, allow_redirects=False)
+        assert late.status == 303 and len(published.events) == 1
+        # Another form for the same answer finds it labelled.
+        other = {**data, "form": form_of(await (await client.get("/items/a1")).text())}
+        assert other["form"] != data["form"]
+        assert (await client.post("/items/a1/labels", data=other)).status == 409
+        assert len(published.events) == 1
+
+
+async def test_a_malformed_form_token_is_refused(page: Page) -> None:
+    csrf = await sign_in(page)
+    data = {"csrf": csrf, "form": "<script>", "answer": "faithful"}
+    response = await page.client.post("/items/a1/labels", data=data)
+    assert response.status == 400 and page.published.events == []
+
+
+async def test_behind_a_trusted_proxy_an_https_request_gets_a_secure_cookie(
+    store: ReviewQueueStore, reviewers: Reviewers
+) -> None:
+    https = {"X-Forwarded-Proto": "https"}
+    for trusted, headers, secure in (
+        (True, https, True),
+        (True, {"X-Forwarded-Proto": "http"}, False),
+        (True, {}, False),
+        (False, https, False),  # an untrusted header says nothing
+    ):
+        app = build_app(
+            store=store,
+            reviewers=reviewers,
+            publish=RecordingPublisher(),
+            trust_forwarded_proto=trusted,
+        )
+        async with TestClient(TestServer(app)) as client:
+            response = await client.post(
+                "/login", data={"token": ALICE}, headers=headers, allow_redirects=False
+            )
+            cookie = response.headers["Set-Cookie"]
+        assert response.status == 303 and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert ("Secure" in cookie) is secure, (trusted, headers)
