@@ -55,7 +55,16 @@ _REFUSALS: Final[dict[int, tuple[str, tuple[GateErrorCode, ...]]]] = {
         ("oversized",),
     ),
     415: ("The Content-Type is not application/json.", ("unsupported_media_type",)),
-    503: ("The gate is not ready (starting or stopping): retry another replica.", ("not_ready",)),
+    429: (
+        "The caller already has its share of request bodies in flight "
+        "(gate.max_caller_body_bytes_in_flight): retry after Retry-After.",
+        ("caller_busy",),
+    ),
+    503: (
+        "The gate is not ready (starting or stopping), or holds all the request bodies it "
+        "may (gate.max_body_bytes_in_flight): retry another replica, or after Retry-After.",
+        ("not_ready", "busy"),
+    ),
 }
 """Status -> what it means and the :class:`GateError` codes answered with it (the HTTP
 server's own table, as the caller reads it)."""
@@ -98,7 +107,14 @@ def openapi_document(
                 "get": _probe(
                     "readyz",
                     "The judge is loaded and the gate takes requests.",
-                    {200: ("ready", "Ready."), 503: ("not_ready", "Starting or stopping.")},
+                    {
+                        200: ("ready", "Ready."),
+                        503: (
+                            "not_ready",
+                            "Starting or stopping, or the monitored records cannot be "
+                            "published (reason broker_unavailable or outbox_full).",
+                        ),
+                    },
                 )
             },
         },

@@ -26,7 +26,7 @@ from streamproc.wiring import build_judge
 from tests.unit.gate.conftest import event, request, settings
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
-REFUSALS = ("400", "401", "403", "413", "415", "503")
+REFUSALS = ("400", "401", "403", "413", "415", "429", "503")
 
 
 @pytest.fixture(scope="module")
