@@ -235,6 +235,12 @@ class WorkerMetrics:
             ["reason"],
             registry=r,
         )
+        self._duplicate_events = Counter(
+            "streamproc_duplicate_events_total",
+            "Answer events not judged again: their (tenant, event_id) was judged in the same "
+            "batch or within worker.dedup_horizon_s (acknowledged and dropped).",
+            registry=r,
+        )
         self._trace_context_dropped = Counter(
             "streamproc_trace_context_dropped_total",
             "Trace-context fields of inputs left out for breaking W3C's limits, by header "
@@ -382,6 +388,7 @@ class WorkerMetrics:
         messages = len(output.verdicts) + len(output.dead_letters) + len(output.repeats)
         if messages:
             self._batch_size.observe(messages)
+        self._duplicate_events.inc(len(output.repeats))
         for verdict in output.verdicts:
             self._observe_verdict(verdict, published_at)
         for flag in output.flags:

@@ -41,6 +41,7 @@ __all__ = [
     "audit_topic_spec",
     "ensure_topics",
     "gate_topic_specs",
+    "judge_dedup_changelog_topic",
     "labels_changelog_topic",
     "prepare_topics",
     "review_topic_specs",
@@ -89,6 +90,11 @@ def accuracy_changelog_topic(settings: Settings) -> str:
     return f"{settings.app_id}.accuracy-state-changelog"
 
 
+def judge_dedup_changelog_topic(settings: Settings) -> str:
+    """The judging loop's (tenant, event_id) marks, partitioned like the answers."""
+    return f"{settings.app_id}.judge-dedup-changelog"
+
+
 def review_topic_specs(settings: Settings) -> list[TopicSpec]:
     """The reviewers' loop: the queue and the labels (co-partitioned, by answer id), the
     internal deltas, the compacted accuracy table and the two loops' changelogs."""
@@ -135,6 +141,8 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
             window_changelog_topic(settings),
             {"cleanup.policy": "compact", **output},
         ),
+        # The judging loop's (tenant, event_id) marks, partitioned like the answers.
+        spec(judge_dedup_changelog_topic(settings), {"cleanup.policy": "compact", **output}),
         *([audit_topic_spec(settings)] if settings.audit.enabled else []),
         *(
             review_topic_specs(settings)

@@ -46,6 +46,7 @@ from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
 from streamproc.judge import Judge
 from streamproc.sensors import JudgingSensor
+from streamproc.stream.judging.dedup import JudgeDedup
 from streamproc.stream.judging.runner import JudgeRunner, JudgeThread
 from streamproc.stream.judging.stage import IncomingMessage, StageLimits, StageOutput
 from streamproc.stream.loop.consumer import ConsumerLoop
@@ -122,6 +123,7 @@ class JudgeLoop(ConsumerLoop):
         self.unreadable = 0
         self._last_unreadable: TopicPartition | None = None
         self._reader = FairReader()
+        self._dedup = JudgeDedup(settings, self._client_options)
 
     # ------------------------------------------------------------------ one batch
 
@@ -198,14 +200,17 @@ class JudgeLoop(ConsumerLoop):
         traced = self._tracing.start_batch([MessageRef.from_record(r) for r in records])
         try:
             messages = [_incoming(record, traced.messages[i]) for i, record in enumerate(records)]
+            messages, repeated = self._dedup.split(messages, time.time())
             output = StageOutput()
             if messages:
                 with traced.clock.stage("judge"):
                     output = await self._runner.judge(messages, self._limits, self._topics)
                 for name, start_ns, end_ns in output.stage_times:
                     traced.clock.record(f"judge.{name}", start_ns, end_ns)
+            output.repeats += repeated
+            self._dedup.judged(output, time.time())
             _trace_outputs(traced, output)
-            outbound = list(output.records)
+            outbound = [*output.records, *self._dedup.records()]
             offsets = {tp: rs[-1].offset + 1 for tp, rs in batch.items() if rs}
             for tp, offset, exc in unreadable:
                 outbound.append(self._unreadable_letter(tp, offset, exc, traced.headers))
@@ -244,6 +249,14 @@ class JudgeLoop(ConsumerLoop):
                         reason=dropped.reason,
                         detail=dropped.detail,
                     )
+
+    # ------------------------------------------------------------------ rebalances
+
+    async def _on_revoked(self, partitions: list[TopicPartition]) -> None:
+        self._dedup.forget()
+
+    async def _on_assigned(self, partitions: list[TopicPartition]) -> None:
+        await self._dedup.restore(partitions, self._consumer)
 
     # ------------------------------------------------------------------ unreadable data
 
@@ -323,10 +336,11 @@ def _trace_outputs(traced: BatchTrace, output: StageOutput) -> None:
 def _log_outputs(traced: BatchTrace, output: StageOutput) -> None:
     for origin in output.repeats:
         log.info(
-            "duplicate_event_in_batch",
+            "duplicate_event",
             partition=origin.partition,
             offset=origin.offset,
-            detail="same event_id as an earlier message of this batch; judged once",
+            detail="same (tenant, event_id) as a message judged in this batch or within "
+            "worker.dedup_horizon_s: judged once, this copy acknowledged and dropped",
         )
     for letter in output.dead_letters:
         with traced.message(letter).bound():

@@ -132,8 +132,9 @@ class StageOutput:
     """The judge's own stages for this batch (claims, retrieval, nli, decide...), for
     trace spans."""
     repeats: list[MessageOrigin] = field(default_factory=list)
-    """Messages repeating an ``event_id`` already in this batch (a producer retry): the
-    first copy is judged, the repeat is logged and acknowledged with it."""
+    """Messages repeating a (tenant, ``event_id``) already in this batch (a producer
+    retry), or, added by the judging loop, one judged within ``worker.dedup_horizon_s``:
+    the first copy is judged, the repeat is logged, counted and acknowledged with it."""
 
 
 def trace_id_from_traceparent(header: str | bytes | None) -> str | None:
@@ -166,20 +167,20 @@ def judge_messages(
     received_at = now or datetime.now(UTC)
 
     # Per message: the index of its answer in ``accepted``, a rejection, or None for a
-    # repeat of an event already in this batch (a producer retry counts once).
+    # repeat of a (tenant, event_id) already in this batch (a producer retry counts once).
     slots: list[int | Rejection | None] = []
     accepted: list[AnswerEvent] = []
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()  # (tenant, event_id): ids are each tenant's own
     repeats: list[MessageOrigin] = []
     for message in messages:
         parsed = _parse(message, limits, received_at)
         if isinstance(parsed, Rejection):
             slots.append(parsed)
-        elif parsed.event_id in seen:
+        elif (parsed.tenant, parsed.event_id) in seen:
             slots.append(None)
             repeats.append(message.origin)
         else:
-            seen.add(parsed.event_id)
+            seen.add((parsed.tenant, parsed.event_id))
             slots.append(len(accepted))
             accepted.append(parsed)
 

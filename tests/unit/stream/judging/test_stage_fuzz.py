@@ -174,13 +174,13 @@ def _expect(raw: bytes | None) -> AnswerEvent | Rejection:
 
 
 def _repeated_event_ids(expected: list[AnswerEvent | Rejection]) -> set[int]:
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     repeats: set[int] = set()
     for offset, want in enumerate(expected):
         if isinstance(want, AnswerEvent):
-            if want.event_id in seen:
+            if (want.tenant, want.event_id) in seen:
                 repeats.add(offset)
-            seen.add(want.event_id)
+            seen.add((want.tenant, want.event_id))
     return repeats
 
 
