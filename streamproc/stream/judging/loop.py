@@ -20,6 +20,9 @@ silently. Here every step is visible:
 
 A batch whose publishing fails raises :class:`PublishFailed` out of :meth:`run`: the
 worker process exits non-zero and its inputs are judged again by whoever owns them next.
+No input can cause that: trace-context headers beyond W3C's limits are dropped (and
+noted in the verdict), records keep their headers' bytes under their topic's limit, and
+a record the broker still refuses is replaced by its dead letter.
 A record batch the client cannot read (an unknown codec, a corrupt batch) is isolated to
 its partition, dead-lettered offset by offset (``unreadable_record``) and skipped.
 """
@@ -257,6 +260,9 @@ class JudgeLoop(ConsumerLoop):
 
     async def _on_assigned(self, partitions: list[TopicPartition]) -> None:
         await self._dedup.restore(partitions, self._consumer)
+
+    def _diverted(self, reason: DeadLetterReason) -> None:
+        self._metrics.dead_letter(reason)
 
     # ------------------------------------------------------------------ unreadable data
 

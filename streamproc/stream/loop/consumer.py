@@ -38,14 +38,18 @@ from aiokafka.structs import TopicPartition
 
 from streamproc.adapters.kafka_security import explain_access_errors
 from streamproc.config import Settings
+from streamproc.events import DeadLetterReason
 from streamproc.stream.loop.publisher import (
     AtLeastOncePublisher,
+    OutboundRecord,
     Publisher,
     TransactionalPublisher,
 )
 from streamproc.stream.loop.stable_offsets import StableOffsetsUnavailable, stable_committed
 from streamproc.stream.loop.support import bounded_close, partition_names, record_count
 from streamproc.stream.loop.watch import ConsumerWatch
+from streamproc.stream.output.catalog import OutputTopics
+from streamproc.stream.output.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
 
 __all__ = ["ConsumerLoop", "transactional_id"]
 
@@ -124,7 +128,8 @@ class ConsumerLoop(ABC):
 
     async def run(self) -> None:
         """Run until :meth:`stop`; raises ``PublishFailed`` when a batch cannot be
-        published (its inputs stay unacknowledged)."""
+        published (its inputs stay unacknowledged). A record the broker can never take
+        does not fail its batch: its dead letter goes in its place (:meth:`_divert`)."""
         settings = self._settings
         self._consumer, self._publisher = self._connect()
         async with explain_access_errors(settings.bootstrap_servers, settings.security):
@@ -249,6 +254,39 @@ class ConsumerLoop(ABC):
             self._floors[tp] = offset
             self._consumer.seek(tp, offset)
 
+    def _divert(self, record: OutboundRecord, why: str) -> OutboundRecord:
+        """The dead letter (``output_too_large``) published in place of ``record``, which
+        the broker cannot take: the topic it was for, its key and its bytes (shrunk to fit,
+        saying so), none of its headers (they may be what made it too large)."""
+        dead_letters = OutputTopics.from_settings(self._settings).dead_letters
+        original_is_letter = record.topic == dead_letters.name
+        detail = (
+            f"output record for topic {record.topic!r} of {record.size} bytes "
+            f"({len(record.headers)} headers) not published: {why}"
+        )
+        letter = prepare_dead_letter(
+            dead_letters,
+            Rejection(DeadLetterReason.OUTPUT_TOO_LARGE, detail),
+            MessageOrigin(
+                record.topic, -1 if record.partition is None else record.partition, -1, record.key
+            ),
+            None if original_is_letter else record.value,
+        )
+        self._diverted(DeadLetterReason.OUTPUT_TOO_LARGE)
+        return letter.record
+
+    def _diverted(self, reason: DeadLetterReason) -> None:  # noqa: B027 - optional hook
+        """Called for each output record replaced by its dead letter (for metrics)."""
+
+    def _topic_limits(self) -> dict[str, int]:
+        """``max.message.bytes`` of every topic the worker creates, by name."""
+        topics = OutputTopics.from_settings(self._settings)
+        limits: dict[str, int] = {}
+        for name in topics.__dataclass_fields__:
+            topic = getattr(topics, name)
+            limits[topic.name] = min(topic.max_bytes, limits.get(topic.name, topic.max_bytes))
+        return limits
+
     def _connect(self) -> tuple[AIOKafkaConsumer, Publisher]:
         """The Kafka clients; made inside the running event loop, as aiokafka requires."""
         settings = self._settings
@@ -280,6 +318,8 @@ class ConsumerLoop(ABC):
                     **producer_options,
                     "transaction_timeout_ms": int(worker.transaction_timeout_s * 1000),
                 },
+                divert=self._divert,
+                limits=self._topic_limits(),
             )
         else:
             publisher = AtLeastOncePublisher(
@@ -287,6 +327,8 @@ class ConsumerLoop(ABC):
                 timeout_s=worker.publish_timeout_s,
                 one_record_per_batch=settings.broker_flavour == "tansu",
                 client_options=producer_options,
+                divert=self._divert,
+                limits=self._topic_limits(),
             )
         return consumer, publisher
 
