@@ -39,6 +39,8 @@ class GateRequest:
     is off; with tracing on, the decision span's context replaces it."""
     trace_id: str | None = None
     traceparent: str | None = None
+    notes: tuple[str, ...] = ()
+    """Added to the verdict's ``judgement.limits`` (a trace-context field dropped)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,10 @@ class GateSensor(Protocol):
         """A decision's monitored records could not be published."""
         ...
 
+    def trace_context_dropped(self, header: str, reason: str, *, path: GatePath) -> None:
+        """A request's trace-context field left out for breaking W3C's limits."""
+        ...
+
 
 class NullGateSensor:
     """Reports nowhere (tests, embedding programs)."""
@@ -54,3 +58,6 @@ class NullGateSensor:
 
     def publish_failed(self, *, path: GatePath) -> None:
         del path
+
+    def trace_context_dropped(self, header: str, reason: str, *, path: GatePath) -> None:
+        del header, reason, path

@@ -463,6 +463,8 @@ class GateService:
         the reply still carries the whole verdict)."""
         judged_at = judged_at or datetime.now(UTC)
         answer = request.answer
+        if request.notes:  # e.g. a trace-context field dropped
+            judgement = judgement.model_copy(update={"limits": [*judgement.limits, *request.notes]})
         verdict = None
         records: list[OutboundRecord] = []
         if self._publish:

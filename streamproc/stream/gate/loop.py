@@ -67,7 +67,7 @@ import structlog
 from aiokafka import ConsumerRecord
 from aiokafka.structs import TopicPartition
 
-from streamproc.adapters.trace_headers import passthrough
+from streamproc.adapters.trace_headers import read_trace_context
 from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
 from streamproc.gate.request import GateRequest, GateResult
@@ -389,7 +389,18 @@ class GateRequestLoop(ConsumerLoop):
         """The request of ``record`` and its route, or why it is refused."""
         origin = MessageOrigin(record.topic, record.partition, record.offset, record.key)
         headers = list(record.headers or ())
-        ids, trace_headers = passthrough(headers)
+        bounded = read_trace_context(headers)
+        ids, trace_headers = bounded.ids, bounded.handed_on
+        for dropped in bounded.dropped:
+            log.warning(
+                "trace_context_dropped",
+                header=dropped.header,
+                reason=dropped.reason,
+                detail=dropped.detail,
+                partition=record.partition,
+                offset=record.offset,
+            )
+            self._sensor.trace_context_dropped(dropped.header, dropped.reason, path="kafka")
 
         def refused(
             reason: DeadLetterReason, detail: str, route: _Route | None, error: GateError | None
@@ -427,6 +438,7 @@ class GateRequestLoop(ConsumerLoop):
             headers=trace_headers,
             trace_id=ids[0] if ids is not None else None,
             traceparent=traceparent.decode("latin-1") if traceparent is not None else None,
+            notes=bounded.notes,
         )
         return request, route
 
