@@ -122,6 +122,14 @@ class GateMetrics:
             ["outcome"],
             registry=r,
         )
+        self._trace_context_dropped = Counter(
+            "streamproc_trace_context_dropped_total",
+            "Trace-context fields of requests left out for breaking W3C's limits, by header "
+            "(traceparent, tracestate, baggage), reason (invalid, too_long, "
+            "too_many_members) and path.",
+            ["header", "reason", "path"],
+            registry=r,
+        )
         self._outbox: Outbox | None = None
         self._outbox_seen: dict[str, int] = {}
         for outcome in _OUTBOX_OUTCOMES:
@@ -136,6 +144,9 @@ class GateMetrics:
             self._publish_failures.labels(path)
             for code in get_args(GateErrorCode):
                 self._refused.labels(code, path)
+
+    def trace_context_dropped(self, header: str, reason: str, *, path: GatePath) -> None:
+        self._trace_context_dropped.labels(header, reason, path).inc()
 
     def decided(self, reply: GateReply, *, path: GatePath) -> None:
         """One request answered: counted by its decision, latency observed by path."""
