@@ -124,3 +124,70 @@ def test_another_tenants_item_is_not_found(store: ReviewQueueStore) -> None:
     assert store.item_for(ALICE, "unknown") is None
     found = store.item_for(GLOBEX_ONLY, "g1")
     assert found is not None and found == review_item("g1", tenant="globex")
+
+
+def test_two_tenants_items_of_one_answer_id_are_both_queued_whoever_comes_first(
+    store: ReviewQueueStore,
+) -> None:
+    # globex sends acme's answer id first: acme's own item must still be queued.
+    assert store.add([review_item("a1", tenant="globex", minutes=0)]) == 1
+    assert store.add([review_item("a1", tenant="acme", minutes=1)]) == 1
+    assert store.add([review_item("a1", tenant="acme")]) == 0  # a redelivery stays one
+
+    acme = store.item_for(ALICE, "a1")
+    assert acme is not None and acme.tenant == "acme"
+    assert store.next_item(GLOBEX_ONLY).tenant == "globex"  # type: ignore[union-attr]
+    assert store.item_for(BOB, "a1", "globex").tenant == "globex"  # type: ignore[union-attr]
+    assert store.item_for(ALICE, "a1", "globex") is None  # not alice's tenant
+
+    # A label of one tenant's item leaves the other's open.
+    assert store.record_label("a1", "bob", "l-globex", NOW, tenant="globex")
+    assert store.record_label("a1", "bob", "l-acme", NOW, tenant="acme")
+    assert not store.record_label("a1", "bob", "l-again", NOW, tenant="acme")
+    assert store.labels_of("a1", tenant="globex") == ["bob"]
+    assert store.has_labelled("a1", "bob", tenant="acme")
+    assert not store.has_labelled("a1", "alice", tenant="acme")
+    assert store.waiting(ALICE) == 0 and store.waiting(GLOBEX_ONLY) == 0
+
+
+def test_a_skip_holds_for_its_tenants_item_only(store: ReviewQueueStore) -> None:
+    store.add([review_item("a1", tenant="acme", minutes=1)])
+    store.add([review_item("a1", tenant="globex", minutes=2), review_item("b", minutes=3)])
+    store.skip("a1", "bob", at=NOW, tenant="acme")
+    first = store.next_item(BOB)
+    assert first is not None and (first.tenant, first.answer_id) == ("globex", "a1")
+
+
+def test_a_store_keyed_by_answer_id_alone_is_upgraded_on_first_use(tmp_path: Path) -> None:
+    """The tables of the earlier layout are copied over (a label takes its item's
+    tenant) and dropped; the queue goes on as it was."""
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    item = review_item("a1", tenant="globex")
+    with sqlite3.connect(path) as db:
+        db.executescript(
+            """
+            CREATE TABLE review_items (answer_id VARCHAR(200) PRIMARY KEY, tenant VARCHAR(200),
+              assistant_id VARCHAR(200), task_type VARCHAR(200), sampled_because VARCHAR(16),
+              judged_at DATETIME, received_at DATETIME, wanted_labels INTEGER, item_json TEXT);
+            CREATE TABLE review_labels (label_id VARCHAR(200) PRIMARY KEY,
+              answer_id VARCHAR(200), reviewer VARCHAR(200), labelled_at DATETIME);
+            CREATE TABLE review_skips (answer_id VARCHAR(200), reviewer VARCHAR(200),
+              skipped_at DATETIME, PRIMARY KEY (answer_id, reviewer));
+            """
+        )
+        db.execute(
+            "INSERT INTO review_items VALUES ('a1', 'globex', 'bot', NULL, 'flagged', "
+            "'2026-01-02 00:00:00', '2026-01-02 00:00:00', 2, ?)",
+            (item.model_dump_json(),),
+        )
+        db.execute("INSERT INTO review_labels VALUES ('l1', 'a1', 'bob', '2026-01-02 00:00:00')")
+    with ReviewQueueStore(f"sqlite:///{path}") as store:
+        assert store.labels_of("a1", tenant="globex") == ["bob"]
+        assert store.wanted("a1", tenant="globex") == 2
+        assert store.next_item(GLOBEX_ONLY) == item  # wants 2, labelled by bob only
+        assert store.next_item(BOB) is None
+    with sqlite3.connect(path) as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    assert not tables & {"review_items", "review_labels", "review_skips"}
