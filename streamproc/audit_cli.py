@@ -1,5 +1,5 @@
-"""The auditor's commands: ``streamproc audit show | find | export | verify | purge`` and
-``streamproc audit-sink``.
+"""The auditor's commands: ``streamproc audit show | find | export | verify | purge |
+keygen | checkpoints`` and ``streamproc audit-sink``.
 
 ``audit show`` answers a complaint: the answer with each claim highlighted by its
 verdict, the reasons, the evidence that decided each claim exactly as the assistant was
@@ -10,8 +10,14 @@ claims; each label is a link of the audit chain too). It renders with rich for p
 hashes and its labels, for scripts. ``export`` writes records and labels, in chain
 order. Every command reads ``settings.audit.store_url``
 unless ``--store URL`` says otherwise; none of them needs a broker except ``purge
---conversation`` (tombstones on the audit topic, unless ``--no-topic``) and ``verify
---topic-checkpoints``.
+--conversation`` (tombstones on the audit topic, unless ``--no-topic``), ``verify
+--topic-checkpoints`` and ``checkpoints --topic``.
+
+``show``, ``find`` and ``export`` print what the hashed record says (the indexed
+columns only once a record is purged, when a signed purge entry vouches for them), and
+``verify`` checks every indexed column against the hashed record, the checkpoints'
+and purge entries' Ed25519 signatures (``keygen`` makes the key pair; ``verify`` needs
+only the public key) and says what it could not prove.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import re
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -36,6 +43,7 @@ __all__ = ["register"]
 
 EXIT_NOT_FOUND = 1
 EXIT_VERIFY_FAILED = 1
+EXIT_USAGE = 2
 
 _RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -71,6 +79,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "show", parents=[store], help="everything about one answer, for a complaint"
     )
     show.add_argument("answer_id")
+    show.add_argument("--tenant", help="whose answer, when tenants share the answer id")
     mode = show.add_mutually_exclusive_group()
     mode.add_argument("--json", action="store_true", help="the stored record and its hashes")
     mode.add_argument("--plain", action="store_true", help="unwrapped text, no colours")
@@ -101,10 +110,40 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     verify.add_argument(
         "--topic-checkpoints",
         action="store_true",
-        help="also check against the chain heads published on the audit topic",
+        help="also check against the signed chain heads published on the checkpoint topic",
+    )
+    verify.add_argument(
+        "--checkpoints",
+        metavar="FILE",
+        type=Path,
+        help="also check against the checkpoints in FILE (JSON lines, as on the topic)",
+    )
+    verify.add_argument(
+        "--public-key",
+        metavar="FILE",
+        type=Path,
+        help="Ed25519 public key (PEM) (default: settings.audit.verify_key_file)",
     )
     verify.add_argument("--json", action="store_true")
     verify.set_defaults(func=_verify)
+
+    keygen = commands.add_parser(
+        "keygen", help="a new Ed25519 key pair for signing checkpoints and purges"
+    )
+    keygen.add_argument("--private", metavar="FILE", type=Path, required=True)
+    keygen.add_argument("--public", metavar="FILE", type=Path, required=True)
+    keygen.set_defaults(func=_keygen)
+
+    marks = commands.add_parser(
+        "checkpoints",
+        parents=[store],
+        help="the signed checkpoints as JSON lines (a copy to keep apart from the store)",
+    )
+    marks.add_argument(
+        "--topic", action="store_true", help="read the checkpoint topic, not the store"
+    )
+    marks.add_argument("--output", "-o", metavar="FILE", help="write here (default: stdout)")
+    marks.set_defaults(func=_checkpoints)
 
     purge = commands.add_parser(
         "purge", parents=[store], help="remove texts and evidence, keep the hashes"
@@ -118,7 +157,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     purge.add_argument(
         "--no-topic",
         action="store_true",
-        help="with --conversation: do not publish tombstones to the audit topic",
+        help="with --conversation: publish no tombstones to the audit topic and leave the "
+        "purge's signed checkpoints for the sink to publish",
+    )
+    purge.add_argument(
+        "--signing-key",
+        metavar="FILE",
+        type=Path,
+        help="Ed25519 private key (PEM) (default: settings.audit.signing_key_file)",
     )
     purge.set_defaults(func=_purge)
 
@@ -199,9 +245,17 @@ def _run_sink(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from streamproc.adapters.audit_store import AmbiguousAnswer
+
     with _open(args) as store:
-        stored = store.get(args.answer_id)
-        labels = store.labels_for(args.answer_id) if stored is not None else []
+        try:
+            stored = store.get(args.answer_id, args.tenant)
+        except AmbiguousAnswer as exc:
+            print(str(exc), file=sys.stderr)
+            return EXIT_USAGE
+        labels = (
+            store.labels_for(args.answer_id, stored.summary.tenant) if stored is not None else []
+        )
     if stored is None:
         print(f"no audit record for answer {args.answer_id!r}", file=sys.stderr)
         return EXIT_NOT_FOUND
@@ -277,49 +331,32 @@ def _write_lines(entries: Iterable[StoredRecord | StoredLabel], out: IO[str]) ->
 
 
 def _verify(args: argparse.Namespace) -> int:
-    settings = _settings(args)
-    extra = None
-    if args.topic_checkpoints:
-        from streamproc.stream.audit_sink import fetch_topic_checkpoints
+    from streamproc.audit.signing import KeyFileError, SignatureChecker
 
-        extra = asyncio.run(fetch_topic_checkpoints(settings))
+    settings = _settings(args)
+    key = args.public_key or settings.audit.verify_key_file
+    try:
+        checker = None if key is None else SignatureChecker.from_file(key)
+        extra = _outside_checkpoints(args, settings)
+    except (KeyFileError, OSError, ValueError) as exc:
+        print(f"audit verify: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     from streamproc.adapters.audit_store import AuditStore
 
     with AuditStore(settings.audit.store_url) as store:
         report = store.verify(
-            args.partition, args.since_seq, args.until_seq, extra_checkpoints=extra
+            args.partition,
+            args.since_seq,
+            args.until_seq,
+            extra_checkpoints=extra,
+            checker=checker,
         )
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "ok": report.ok,
-                    "partitions": [
-                        {
-                            "partition": c.partition,
-                            "checked": c.checked,
-                            "records": c.records,
-                            "labels": c.labels,
-                            "trusted_leaves": c.trusted_leaves,
-                            "last_seq": c.last_seq,
-                            "checkpoints": c.checkpoints,
-                            "problem": None
-                            if c.problem is None
-                            else {
-                                "seq": c.problem.seq,
-                                "answer_id": c.problem.name,
-                                "label_id": c.problem.label_id,
-                                "problem": c.problem.problem,
-                                "detail": c.problem.detail,
-                            },
-                        }
-                        for c in report.partitions
-                    ],
-                }
-            )
-        )
+        print(json.dumps(_report_json(report)))
     else:
         print(report.describe())
+        for line in report.not_proven:
+            print(f"NOT PROVEN: {line}")
     first = report.first_problem
     if first is None:
         if not args.json:
@@ -337,33 +374,151 @@ def _verify(args: argparse.Namespace) -> int:
     return EXIT_VERIFY_FAILED
 
 
-def _purge(args: argparse.Namespace) -> int:
+def _outside_checkpoints(args: argparse.Namespace, settings: Settings) -> dict[int, list[Any]]:
+    """The checkpoints kept apart from the store: the topic's and a file's."""
+    from streamproc.audit.anchors import parse_checkpoint
+
+    found: dict[int, list[Any]] = {}
+    if args.topic_checkpoints:
+        from streamproc.stream.audit_sink import fetch_topic_checkpoints
+
+        for partition, marks in asyncio.run(fetch_topic_checkpoints(settings)).items():
+            found.setdefault(partition, []).extend(marks)
+    if args.checkpoints is not None:
+        with args.checkpoints.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines, 1):
+                if not line.strip():
+                    continue
+                mark = parse_checkpoint(json.loads(line))
+                if mark is None:
+                    raise ValueError(f"{args.checkpoints}:{number}: not a checkpoint")
+                found.setdefault(mark.partition, []).append(mark)
+    return found
+
+
+def _report_json(report: Any) -> dict[str, Any]:
+    return {
+        "ok": report.ok,
+        "signatures_checked": report.signatures_checked,
+        "not_proven": report.not_proven,
+        "partitions": [
+            {
+                "partition": c.partition,
+                "checked": c.checked,
+                "records": c.records,
+                "labels": c.labels,
+                "purges": c.purges,
+                "trusted_leaves": c.trusted_leaves,
+                "last_seq": c.last_seq,
+                "checkpoints": c.checkpoints,
+                "signed_checkpoints": c.signed_checkpoints,
+                "anchored_seq": c.anchored_seq,
+                "unanchored": c.unanchored,
+                "problem": None
+                if c.problem is None
+                else {
+                    "seq": c.problem.seq,
+                    "answer_id": c.problem.name,
+                    "label_id": c.problem.label_id,
+                    "problem": c.problem.problem,
+                    "detail": c.problem.detail,
+                },
+            }
+            for c in report.partitions
+        ],
+    }
+
+
+def _keygen(args: argparse.Namespace) -> int:
+    from streamproc.audit.signing import KeyFileError, generate_key_pair
+
+    try:
+        key_id = generate_key_pair(args.private, args.public)
+    except (KeyFileError, OSError) as exc:
+        print(f"audit keygen: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(
+        f"key {key_id}: private key {args.private} (keep it outside the store: "
+        f"STREAMPROC_AUDIT__SIGNING_KEY_FILE), public key {args.public} "
+        "(STREAMPROC_AUDIT__VERIFY_KEY_FILE, for audit verify)"
+    )
+    return 0
+
+
+def _checkpoints(args: argparse.Namespace) -> int:
     settings = _settings(args)
+    documents: list[Any] = []
+    if args.topic:
+        from streamproc.stream.audit_sink import fetch_topic_checkpoints
+
+        marks = asyncio.run(fetch_topic_checkpoints(settings))
+        documents = [mark.document for p in sorted(marks) for mark in marks[p]]
+    else:
+        from streamproc.adapters.audit_store import AuditStore
+
+        with AuditStore(settings.audit.store_url) as store:
+            for partition in store.partitions():
+                documents += [mark.as_json() for mark in store.checkpoints(partition)]
+    lines = "".join(json.dumps(document, sort_keys=True) + "\n" for document in documents)
+    if args.output:
+        Path(args.output).write_text(lines, encoding="utf-8")
+        print(f"wrote {len(documents)} checkpoint(s) to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(lines)
+    return 0
+
+
+def _purge(args: argparse.Namespace) -> int:
+    from streamproc.audit.signing import KeyFileError, Signer
+
+    settings = _settings(args)
+    key = args.signing_key or settings.audit.signing_key_file
+    if key is None:
+        print(
+            "audit purge: a purge is a signed entry of the chain: set "
+            "STREAMPROC_AUDIT__SIGNING_KEY_FILE or give --signing-key",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        signer = Signer.from_file(key)
+    except KeyFileError as exc:
+        print(f"audit purge: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     from streamproc.adapters.audit_store import AuditStore
 
     with AuditStore(settings.audit.store_url) as store:
         if args.expired:
             days = args.days or settings.audit.retention_days
-            count = store.purge_expired(days)
+            count = store.purge_expired(days, signer=signer)
             print(f"purged {count} record(s) older than {days} days; hashes kept")
-            return 0
-        ids = [s.answer_id for s in store.find(conversation=args.conversation, limit=None)]
-        if ids and not args.no_topic:
-            from streamproc.stream.audit_sink import label_key, publish_tombstones
+        else:
+            found = store.find(conversation=args.conversation, limit=None)
+            if found and not args.no_topic:
+                from streamproc.stream.audit_sink import label_key, publish_tombstones
 
-            keys = [
-                label_key(label.answer_id, label.label_id)
-                for answer_id in ids
-                for label in store.labels_for(answer_id)
-            ]
-            # First the topic: a purge that fails half-way is simply run again.
-            sent = asyncio.run(publish_tombstones(settings, ids, keys))
-            print(f"published {sent} tombstone(s) to {settings.audit.topic}")
-        count = store.purge_conversation(args.conversation)
-    print(
-        f"purged {count} record(s) of conversation {args.conversation}, with their reviewers' "
-        "label notes; hashes kept"
-    )
+                keys = [
+                    label_key(label.answer_id, label.label_id)
+                    for s in found
+                    for label in store.labels_for(s.answer_id, s.tenant)
+                ]
+                # First the topic: a purge that fails half-way is simply run again.
+                ids = [s.answer_id for s in found]
+                sent = asyncio.run(publish_tombstones(settings, ids, keys))
+                print(f"published {sent} tombstone(s) to {settings.audit.topic}")
+            count = store.purge_conversation(args.conversation, signer=signer)
+            print(
+                f"purged {count} record(s) of conversation {args.conversation}, with their "
+                "reviewers' label notes; hashes kept"
+            )
+        latest = store.latest_checkpoints()
+    if args.expired:
+        print("the audit sink publishes the purge's signed checkpoints to the checkpoint topic")
+    elif count and not args.no_topic:
+        from streamproc.stream.audit_sink import publish_checkpoints
+
+        sent = asyncio.run(publish_checkpoints(settings, latest))
+        print(f"published {sent} signed checkpoint(s) to {settings.audit.checkpoint_topic}")
     return 0
 
 

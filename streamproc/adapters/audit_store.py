@@ -58,6 +58,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     and_,
+    func,
     insert,
     inspect,
     or_,
@@ -426,6 +427,8 @@ class AppendResult:
     """``(offset, why)`` of values that are neither audit records nor labels: skipped."""
     checkpoints: list[StoredCheckpoint] = field(default_factory=list)
     """Chain heads checkpointed by this append."""
+    head: int = 0
+    """The partition's last seq after this append (0: nothing was appended)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -676,6 +679,7 @@ class AuditStore(SqlStore):
         if marks:
             conn.execute(insert(_checkpoints), [_checkpoint_values(mark) for mark in marks])
         result.checkpoints = marks
+        result.head = seq
         return result
 
     @staticmethod
@@ -1037,6 +1041,38 @@ class AuditStore(SqlStore):
             )
             for r in rows
         ]
+
+    def latest_checkpoints(self) -> list[StoredCheckpoint]:
+        """The last checkpoint of every partition that has one."""
+        with self._begin() as conn:
+            last = (
+                select(_checkpoints.c.audit_partition, func.max(_checkpoints.c.seq).label("seq"))
+                .group_by(_checkpoints.c.audit_partition)
+                .subquery()
+            )
+            rows = conn.execute(
+                select(_checkpoints).join(
+                    last,
+                    and_(
+                        _checkpoints.c.audit_partition == last.c.audit_partition,
+                        _checkpoints.c.seq == last.c.seq,
+                    ),
+                )
+            ).all()
+        return sorted(
+            (
+                StoredCheckpoint(
+                    int(r.audit_partition),
+                    int(r.seq),
+                    r.chain_hash,
+                    _aware(r.at),
+                    r.key_id,
+                    r.signature,
+                )
+                for r in rows
+            ),
+            key=lambda mark: mark.partition,
+        )
 
     # -- verifying ---------------------------------------------------------------------
 

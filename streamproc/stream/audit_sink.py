@@ -18,10 +18,13 @@ the store with the records, in offset order, where they join the partition's cha
 store tells a label from a record by its content and skips label ids it holds). A
 tombstone - for an answer's record or a label key, from a purge - has no value and is
 never stored. Every
-``settings.audit.checkpoint_every`` records of a partition the store also writes a
-checkpoint row, and the sink publishes the chain head to the audit topic (key
-``checkpoint:<partition>``, a small JSON document): a store whose tail was cut - its
-checkpoint rows with it - is still caught by ``audit verify --topic-checkpoints``.
+``settings.audit.checkpoint_every`` links of a partition, and at most
+``checkpoint_interval_s`` after a partition's newest link, the store writes a
+checkpoint row signed with ``settings.audit.signing_key_file`` (Ed25519), and the sink
+publishes it to the checkpoint topic (``settings.audit.checkpoint_topic``, key
+``checkpoint:<partition>``, the signed JSON document), apart from the store: a store
+whose tail was cut - its checkpoint rows with it - or whose chain was recomputed is
+still caught by ``audit verify --topic-checkpoints``.
 
 The sink is a :class:`~streamproc.stream.loop.consumer.ConsumerLoop`, like the worker's
 loops: the same consumer, rebalance discipline (a batch being stored is finished before
@@ -52,7 +55,8 @@ from aiokafka.errors import CommitFailedError, IllegalStateError
 
 from streamproc.adapters.audit_store import AuditStore, StoredCheckpoint
 from streamproc.adapters.kafka_security import aiokafka_options, explain_access_errors
-from streamproc.audit.chain import Checkpoint
+from streamproc.audit.anchors import TopicCheckpoint, parse_checkpoint
+from streamproc.audit.signing import KeyFileError, Signer
 from streamproc.config import Settings
 from streamproc.stream.loop.consumer import ConsumerLoop
 from streamproc.stream.loop.publisher import OutboundRecord, PublishFailed
@@ -60,7 +64,12 @@ from streamproc.stream.output.catalog import LABEL_KEY_PREFIX
 
 # The topic's spec lives with the others (created at worker start-up); re-exported here
 # for the sink's callers. AUDIT_MAX_MESSAGE_BYTES also sizes the sink's fetches.
-from streamproc.stream.topics import AUDIT_MAX_MESSAGE_BYTES, audit_topic_spec, ensure_topics
+from streamproc.stream.topics import (
+    AUDIT_MAX_MESSAGE_BYTES,
+    audit_checkpoint_topic_spec,
+    audit_topic_spec,
+    ensure_topics,
+)
 
 __all__ = [
     "AUDIT_MAX_MESSAGE_BYTES",
@@ -71,6 +80,8 @@ __all__ = [
     "audit_topic_spec",
     "fetch_topic_checkpoints",
     "label_key",
+    "load_signer",
+    "publish_checkpoints",
     "publish_tombstones",
     "run_audit_sink",
 ]
@@ -116,6 +127,7 @@ class AuditSink(ConsumerLoop):
         client_options: Mapping[str, Any] | None = None,
         poll_timeout_s: float = 0.5,
         max_records: int = 500,
+        signer: Signer | None = None,
     ) -> None:
         super().__init__(
             settings,
@@ -133,6 +145,13 @@ class AuditSink(ConsumerLoop):
             exactly_once=False,
         )
         self._store = store
+        self._signer = signer
+        self._checkpoint_topic = settings.audit.checkpoint_topic
+        self._unanchored_since: dict[int, float] = {}
+        """Partitions with links after their last checkpoint, since when (monotonic)."""
+        self._published: dict[int, int] = {}
+        """The highest checkpoint seq published, per partition."""
+        self._swept_at = time.monotonic()
         self._poll_ms = int(poll_timeout_s * 1000)
         self._max_records = max_records
         self.stats = SinkStats()
@@ -147,6 +166,11 @@ class AuditSink(ConsumerLoop):
 
     async def _on_started(self) -> None:
         await self._republish_checkpoints()
+        if self._signer is None:
+            log.warning(
+                "audit_checkpoints_unsigned",
+                why="no settings.audit.signing_key_file: checkpoints anchor nothing",
+            )
         log.info("audit_sink_started", topic=self._topic, group=self.group_id)
 
     async def _step(self) -> None:
@@ -154,14 +178,44 @@ class AuditSink(ConsumerLoop):
             timeout_ms=self._poll_ms, max_records=self._max_records
         )
         read_at = self._generation  # no await since the read: see ConsumerLoop._admit
-        if not batch:
-            return
         async with self._lock:
-            if not self._admit(batch, read_at):
-                return
-            for partition in sorted(batch):
-                if batch[partition]:
-                    await self._sink(partition, batch[partition])
+            if batch and self._admit(batch, read_at):
+                for partition in sorted(batch):
+                    if batch[partition]:
+                        await self._sink(partition, batch[partition])
+            await self._checkpoint_due()
+
+    async def _checkpoint_due(self) -> None:
+        """A checkpoint of each partition whose newest links have waited
+        ``checkpoint_interval_s`` for one, published at once: a quiet chain is anchored
+        within that time, not only every ``checkpoint_every`` links."""
+        now = time.monotonic()
+        interval = self._settings.audit.checkpoint_interval_s
+        for partition, since in sorted(self._unanchored_since.items()):
+            if now - since < interval:
+                continue
+            mark = await asyncio.to_thread(self._store.checkpoint, partition, signer=self._signer)
+            if mark is not None:
+                await self._publish_marks([mark])
+                self.stats.checkpoints += 1
+            self._unanchored_since.pop(partition, None)
+        if now - self._swept_at >= interval:
+            # Checkpoints made outside the sink (a purge's) reach the topic too.
+            self._swept_at = now
+            latest = await asyncio.to_thread(self._store.latest_checkpoints)
+            await self._publish_marks(
+                [mark for mark in latest if mark.seq > self._published.get(mark.partition, 0)]
+            )
+
+    async def _publish_marks(self, marks: Sequence[StoredCheckpoint]) -> None:
+        if marks:
+            await self._publisher.publish([self._checkpoint_record(mark) for mark in marks], {})
+            self._note_published(marks)
+
+    def _note_published(self, marks: Sequence[StoredCheckpoint]) -> None:
+        for mark in marks:
+            if mark.seq > self._published.get(mark.partition, 0):
+                self._published[mark.partition] = mark.seq
 
     async def _sink(
         self, partition: TopicPartition, messages: Sequence[ConsumerRecord[bytes, bytes]]
@@ -183,8 +237,13 @@ class AuditSink(ConsumerLoop):
                 partition.partition,
                 entries,
                 checkpoint_every=self._settings.audit.checkpoint_every,
+                signer=self._signer,
             )
             checkpoints = done.checkpoints
+            if checkpoints and checkpoints[-1].seq == done.head:
+                self._unanchored_since.pop(partition.partition, None)
+            elif done.head:
+                self._unanchored_since.setdefault(partition.partition, time.monotonic())
             self.stats.stored += len(done.stored)
             self.stats.duplicates += len(done.duplicates)
             self.stats.labels += len(done.labels_stored)
@@ -206,7 +265,7 @@ class AuditSink(ConsumerLoop):
         offsets = {partition: int(messages[-1].offset) + 1}
         try:
             await self._publisher.publish(
-                [_checkpoint_record(self._topic, mark) for mark in checkpoints], offsets
+                [self._checkpoint_record(mark) for mark in checkpoints], offsets
             )
         except PublishFailed as exc:
             if not isinstance(exc.__cause__, CommitFailedError | IllegalStateError):
@@ -221,40 +280,32 @@ class AuditSink(ConsumerLoop):
             )
         else:
             self.watch.progress.acknowledged(offsets, time.monotonic())
+        self._note_published(checkpoints)
         self.stats.checkpoints += len(checkpoints)
         self.stats.batches += 1
 
     async def _republish_checkpoints(self) -> None:
         """The latest stored head of every partition, again: a sink that died between
         storing a checkpoint and publishing it leaves none missing on the topic."""
-        store = self._store
-        latest: list[StoredCheckpoint] = []
-        for partition in await asyncio.to_thread(store.partitions):
-            marks = await asyncio.to_thread(store.checkpoints, partition)
-            if marks:
-                latest.append(marks[-1])
-        if latest:
-            await self._publisher.publish(
-                [_checkpoint_record(self._topic, mark) for mark in latest], {}
-            )
+        await self._publish_marks(await asyncio.to_thread(self._store.latest_checkpoints))
 
-
-def _checkpoint_record(topic: str, checkpoint: StoredCheckpoint) -> OutboundRecord:
-    return OutboundRecord(
-        topic,
-        key=CHECKPOINT_KEY_PREFIX + str(checkpoint.partition).encode(),
-        value=json.dumps(checkpoint.as_json(), sort_keys=True).encode(),
-    )
+    def _checkpoint_record(self, checkpoint: StoredCheckpoint) -> OutboundRecord:
+        """A checkpoint for the checkpoint topic: the signed document, as stored."""
+        return OutboundRecord(
+            self._checkpoint_topic,
+            key=CHECKPOINT_KEY_PREFIX + str(checkpoint.partition).encode(),
+            value=json.dumps(checkpoint.as_json(), sort_keys=True).encode(),
+        )
 
 
 async def fetch_topic_checkpoints(
     settings: Settings, *, timeout_s: float = 60.0
-) -> dict[int, list[Checkpoint]]:
-    """Every chain-head checkpoint on the audit topic, by chain partition: the copies
-    that survive a store whose tail and checkpoint rows were cut. Reads the topic from
-    the beginning to its end (compaction keeps it to one record per answer)."""
+) -> dict[int, list[TopicCheckpoint]]:
+    """Every chain-head checkpoint on the checkpoint topic, by chain partition, as
+    published (signed): the copies that survive a store whose tail and checkpoint rows
+    were cut. Reads the topic from the beginning to its end."""
     consumer = AIOKafkaConsumer(
-        settings.audit.topic,
+        settings.audit.checkpoint_topic,
         bootstrap_servers=settings.bootstrap_servers,
         group_id=None,
         enable_auto_commit=False,
@@ -263,7 +314,7 @@ async def fetch_topic_checkpoints(
         max_partition_fetch_bytes=AUDIT_MAX_MESSAGE_BYTES,
         **aiokafka_options(settings.security),
     )
-    found: dict[int, list[Checkpoint]] = {}
+    found: dict[int, list[TopicCheckpoint]] = {}
     deadline = time.monotonic() + timeout_s
     async with explain_access_errors(settings.bootstrap_servers, settings.security):
         await consumer.start()
@@ -281,25 +332,47 @@ async def fetch_topic_checkpoints(
                 for message in messages:
                     mark = _checkpoint_from(message.key, message.value)
                     if mark is not None:
-                        found.setdefault(mark[0], []).append(mark[1])
+                        found.setdefault(mark.partition, []).append(mark)
         else:
-            raise TimeoutError(f"could not read {settings.audit.topic} to its end in {timeout_s} s")
+            raise TimeoutError(
+                f"could not read {settings.audit.checkpoint_topic} to its end in {timeout_s} s"
+            )
     finally:
         await consumer.stop()
     return found
 
 
-def _checkpoint_from(key: bytes | None, value: bytes | None) -> tuple[int, Checkpoint] | None:
+def _checkpoint_from(key: bytes | None, value: bytes | None) -> TopicCheckpoint | None:
     if key is None or value is None or not key.startswith(CHECKPOINT_KEY_PREFIX):
         return None
     try:
-        document = json.loads(value)
-        return int(document["partition"]), Checkpoint(
-            int(document["seq"]), bytes.fromhex(document["chain_hash"])
-        )
-    except (ValueError, KeyError, TypeError):
-        log.warning("audit_checkpoint_unreadable", key=key.decode("latin-1"))
-        return None
+        mark = parse_checkpoint(json.loads(value))
+    except ValueError:
+        mark = None
+    if mark is None:
+        log.warning("audit_checkpoint_unreadable", key=key.decode("latin-1")[:200])
+    return mark
+
+
+async def publish_checkpoints(settings: Settings, marks: Sequence[StoredCheckpoint]) -> int:
+    """Publish checkpoints (those a purge made) to the checkpoint topic; how many."""
+    producer = AIOKafkaProducer(
+        bootstrap_servers=settings.bootstrap_servers,
+        acks="all",
+        **aiokafka_options(settings.security),
+    )
+    async with explain_access_errors(settings.bootstrap_servers, settings.security):
+        await producer.start()
+    try:
+        for mark in marks:
+            await producer.send_and_wait(
+                settings.audit.checkpoint_topic,
+                key=CHECKPOINT_KEY_PREFIX + str(mark.partition).encode(),
+                value=json.dumps(mark.as_json(), sort_keys=True).encode(),
+            )
+    finally:
+        await producer.stop()
+    return len(marks)
 
 
 def label_key(answer_id: str, label_id: str) -> str:
@@ -338,13 +411,22 @@ def run_audit_sink(settings: Settings) -> int:
 
 
 async def _serve(settings: Settings) -> int:
-    await ensure_topics(settings.bootstrap_servers, [audit_topic_spec(settings)], settings.security)
+    try:
+        signer = load_signer(settings)
+    except KeyFileError as exc:
+        log.error("audit_sink_failed", error=str(exc))
+        return 2
+    await ensure_topics(
+        settings.bootstrap_servers,
+        [audit_topic_spec(settings), audit_checkpoint_topic_spec(settings)],
+        settings.security,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     with AuditStore(settings.audit.store_url) as store:
-        sink = AuditSink(settings, store)
+        sink = AuditSink(settings, store, signer=signer)
         # A signal while the store was being opened stops the sink as soon as it runs.
         stopping = asyncio.create_task(_stop_on(stop, sink), name="audit-sink-stop")
         try:
@@ -355,6 +437,13 @@ async def _serve(settings: Settings) -> int:
         finally:
             stopping.cancel()
     return 0
+
+
+def load_signer(settings: Settings) -> Signer | None:
+    """The signer of ``settings.audit.signing_key_file``; None when none is set. Raises
+    :class:`KeyFileError` (one line) when the file cannot be used."""
+    path = settings.audit.signing_key_file
+    return None if path is None else Signer.from_file(path)
 
 
 async def _stop_on(stop: asyncio.Event, sink: AuditSink) -> None:

@@ -12,6 +12,7 @@ from streamproc.audit import canonical_json, leaf_hash
 from streamproc.cli import main
 from streamproc.label_events import ClaimLabelValue
 from tests.unit.audit.audit_samples import EVIDENCE_TEXT, NOW, TRACE_ID, make_records
+from tests.unit.audit.keys import write_key_files
 from tests.unit.audit.label_samples import NOTE, label_bytes, make_label
 from tests.unit.audit.store_contract import sql
 
@@ -97,17 +98,19 @@ def test_verify_names_the_first_bad_record(
 
 
 def test_purge_keeps_the_chain_verifiable(
-    store_url: str, capsys: pytest.CaptureFixture[str]
+    store_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    code, out, _ = run(
-        capsys, "audit", "purge", "--conversation", "conv-2", "--no-topic", "--store", store_url
-    )
+    key, public = write_key_files(tmp_path)
+    code, _, err = run(capsys, "audit", "purge", "--expired", "--store", store_url)
+    assert code == 2 and "STREAMPROC_AUDIT__SIGNING_KEY_FILE" in err, "no key, no purge"
+    signed = ("--signing-key", str(key), "--store", store_url)
+    code, out, _ = run(capsys, "audit", "purge", "--conversation", "conv-2", "--no-topic", *signed)
     assert code == 0 and "purged 3 record(s)" in out
     code, out, _ = run(capsys, "audit", "show", "ans-5", "--plain", "--store", store_url)
     assert code == 0 and "purged_at:" in out and EVIDENCE_TEXT not in out
-    code, out, _ = run(capsys, "audit", "verify", "--store", store_url)
-    assert code == 0 and "3 purged" in out
-    code, out, _ = run(capsys, "audit", "purge", "--expired", "--days", "1", "--store", store_url)
+    code, out, _ = run(capsys, "audit", "verify", "--public-key", str(public), "--store", store_url)
+    assert code == 0 and "3 purged" in out and "1 purge entries" in out
+    code, out, _ = run(capsys, "audit", "purge", "--expired", "--days", "1", *signed)
     assert code == 0 and "purged 4 record(s)" in out, "the samples are from March 2026"
 
 
@@ -243,10 +246,20 @@ def test_verify_and_export_count_labels_and_name_an_altered_one(
 
 
 def test_purge_removes_the_label_notes_and_keeps_who_said_what(
-    labelled_url: str, capsys: pytest.CaptureFixture[str]
+    labelled_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    key, _ = write_key_files(tmp_path)
     code, out, _ = run(
-        capsys, "audit", "purge", "--conversation", "conv-1", "--no-topic", "--store", labelled_url
+        capsys,
+        "audit",
+        "purge",
+        "--conversation",
+        "conv-1",
+        "--no-topic",
+        "--signing-key",
+        str(key),
+        "--store",
+        labelled_url,
     )
     assert code == 0 and "purged 4 record(s)" in out
     code, out, _ = run(capsys, "audit", "show", "ans-2", "--plain", "--store", labelled_url)

@@ -140,7 +140,7 @@ async def test_a_batch_is_stored_then_its_checkpoints_and_offsets_are_published(
     assert (offsets1, held1) == ({P1: 5}, 8)
     assert records1 == []
     (mark,) = records0
-    assert (mark.topic, mark.key) == (TOPIC, CHECKPOINT_KEY_PREFIX + b"0")
+    assert (mark.topic, mark.key) == (settings.audit.checkpoint_topic, CHECKPOINT_KEY_PREFIX + b"0")
     document = json.loads(mark.value or b"")
     stored = store.checkpoints(0)[-1]
     assert (document["partition"], document["seq"]) == (0, 5) == (0, stored.seq)
