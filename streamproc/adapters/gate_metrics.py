@@ -100,12 +100,12 @@ class GateMetrics:
             registry=r,
         )
         self._outbox_records = Gauge(
-            "streamproc_gate_outbox_records",
+            "streamproc_gate_outbox_held_records",
             "HTTP: monitored records held for publishing (what a kill -9 would lose).",
             registry=r,
         )
         self._outbox_bytes = Gauge(
-            "streamproc_gate_outbox_bytes",
+            "streamproc_gate_outbox_held_bytes",
             "HTTP: bytes of monitored records held for publishing.",
             registry=r,
         )

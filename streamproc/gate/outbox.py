@@ -17,7 +17,7 @@ by a background task, so a reply never waits on the broker.
   ``/readyz`` turns 503, so a load balancer sends callers elsewhere.
 - Shutdown. :meth:`Outbox.close` waits up to its ``drain_s`` for the queue to empty, then
   stops; what is still held is logged and counted (``lost``). A kill -9 loses whatever is
-  held at that moment: at most the bounds (``streamproc_gate_outbox_records`` shows it).
+  held at that moment: at most the bounds (``streamproc_gate_outbox_held_records`` shows it).
 
 No Kafka here: the sink is a port (:class:`~streamproc.gate.sink.RecordSink`).
 """

@@ -13,9 +13,11 @@ from streamproc.adapters.metrics_server import MetricsServer
 from streamproc.config import GateSettings, JudgeSettings, Settings
 from streamproc.events import Action, UnverifiedReason
 from streamproc.gate import GateService
+from streamproc.gate.outbox import Outbox, OutboxLimits
 from streamproc.gate.sensor import GateSensor
 from streamproc.gate_events import GateReply
 from streamproc.prometheus_rules import GATE_DECISIONS_METRIC
+from streamproc.stream.loop.publisher import OutboundRecord
 from streamproc.wiring import build_judge
 from tests.unit.gate.conftest import event, request
 
@@ -150,3 +152,27 @@ async def test_the_metrics_server_serves_the_gate() -> None:
         await server.stop()
     assert 'streamproc_gate_refused_total{code="not_ready",path="http"} 1.0' in text
     assert 'streamproc_gate_decisions_total{decision="pass",reason="",verified="true"} 0.0' in text
+
+
+async def test_the_outbox_is_read_at_each_scrape() -> None:
+    class Stuck:
+        async def publish(self, records: object) -> None:
+            raise ConnectionError("away")
+
+    metrics = GateMetrics(SETTINGS)
+    outbox = Outbox(Stuck(), OutboxLimits(max_records=10, max_bytes=1000, stall_s=1, drain_s=0))
+    metrics.watch_outbox(outbox)
+    outbox.put([OutboundRecord("verdicts", b"k", b"v" * 10)] * 2)
+    outbox.refuse(5)
+    metrics.refresh()
+    metrics.refresh()  # counters grow by what changed, not twice
+    r = metrics.registry
+    assert r.get_sample_value("streamproc_gate_outbox_held_records") == 2
+    assert r.get_sample_value("streamproc_gate_outbox_held_bytes") == 2 * (1 + 10 + 8)
+    counted = "streamproc_gate_outbox_records_total"
+    assert r.get_sample_value(counted, {"outcome": "refused"}) == 5
+    assert r.get_sample_value(counted, {"outcome": "published"}) == 0
+    assert await outbox.close() == 2
+    metrics.refresh()
+    assert r.get_sample_value(counted, {"outcome": "lost"}) == 2
+    assert r.get_sample_value("streamproc_gate_outbox_held_records") == 0

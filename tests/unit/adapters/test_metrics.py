@@ -203,6 +203,7 @@ def test_an_unverified_answer_is_counted_apart_by_reason_not_in_the_objective() 
         "BUDGET_EXCEEDED": 0,  # every reason's series starts at zero with the key
         "OVERLOADED": 0,
         "JUDGE_ERROR": 0,
+        "OUTBOX_FULL": 0,
     }
     claims = len(french.judgement.claims)
     assert value(metrics, "streamproc_claims_total", verdict="unverified") == claims >= 1
