@@ -14,6 +14,12 @@ accuracy out.
 - :class:`JudgeAccuracyEvent` (topic ``labels.accuracy_topic``, compacted, key: the cell):
   the judge's live accuracy in one (tenant, assistant, task type, judge) cell.
 
+An answer id is its tenant's own: two tenants may send the same one. A review item, its
+labels and its audit entries are identified by (``tenant``, ``answer_id``) - the queue,
+the review page and the labels loop never join one tenant's label to another's item.
+The topics stay keyed by ``answer_id`` alone, which keeps an answer's item and labels in
+one partition whatever the tenant.
+
 Like :mod:`streamproc.events`, these models are the source of the JSON Schema files in
 ``schemas/`` and import nothing of streamproc but the event contract.
 """

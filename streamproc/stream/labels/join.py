@@ -2,20 +2,26 @@
 
 Pure state over a key/value store (the loop's :class:`~streamproc.stream.windows.store.
 TrackedStore`, changelogged like the window state), so every rule is tested without a
-broker. Keys:
+broker. Answer ids are each tenant's own, so both keys hold the tenant:
 
-- ``item:<answer_id>``: what the accuracy figures need of a review item (tenant,
-  assistant, task type, judge key, the judge's answer and claim verdicts, inclusion
-  probability, when the answer was given and when the item arrived), the labels accepted
-  so far (one per reviewer) and every label id seen for it (duplicates are dropped);
-- ``wait:["<answer_id>","<label_id>"]`` (:func:`wait_key`): a label whose review item
-  has not arrived (a label may come before its item when the queue topic lags), with its
-  original bytes and position, so that after ``wait_s`` it goes to the dead-letter topic
-  whole.
+- ``item:["<tenant>","<answer_id>"]`` (:func:`item_key`): what the accuracy figures need
+  of a review item (tenant, answer id, assistant, task type, judge key, the judge's
+  answer and claim verdicts, inclusion probability, when the answer was given and when
+  the item arrived), the labels accepted so far (one per reviewer) and every label id
+  seen for it (duplicates are dropped);
+- ``wait:["<tenant>","<answer_id>","<label_id>"]`` (:func:`wait_key`): a label whose
+  review item has not arrived (a label may come before its item when the queue topic
+  lags), with its original bytes and position, so that after ``wait_s`` it goes to the
+  dead-letter topic whole.
 
-Rules: a label is accepted when its item is known, its ``tenant`` is the item's and
-``may_label(reviewer, tenant)`` says yes (no ``may_label``: no reviewer is allowed - the
-tokens file names who may label what). A reviewer labels an answer once: a later label
+Entries of the earlier layout (keyed by answer id alone) are moved to these keys when
+the state is restored.
+
+Rules: a label joins the item of its own ``tenant`` and answer id - another tenant's item
+of the same answer id is never touched, the label waits for its own and otherwise expires
+as an unknown answer. It is refused at once unless ``may_label(reviewer, tenant)`` says
+yes (no ``may_label``: no reviewer is allowed - the tokens file names who may label
+what). A reviewer labels an answer once: a later label
 of the same reviewer replaces the earlier one (a correction), and its delta moves the
 answer's contribution from the old label to the new one. An answer counts once however
 many reviewers label it (``answer_contribution`` splits it over its labels), and each
@@ -66,6 +72,7 @@ __all__ = [
     "Rejected",
     "Waiting",
     "claim_agreement",
+    "item_key",
     "wait_key",
 ]
 
@@ -73,6 +80,9 @@ ITEM_PREFIX = "item:"
 WAIT_PREFIX = "wait:"
 UNKNOWN_JUDGE_KEY = "unknown"
 """The judge key of a cell whose review items named none."""
+
+_AnswerRef: TypeAlias = tuple[str, str]
+"""(tenant, answer id)."""
 
 MayLabel: TypeAlias = Callable[[str, str], bool]
 """``(reviewer, tenant)``: whether the reviewer may label that tenant's answers."""
@@ -143,11 +153,13 @@ class LabelJoin:
         self._retain_s = retain_s
         self._may_label = may_label
         self._max_entry_bytes = max_entry_bytes
-        self._waiting: dict[str, set[str]] = {}
-        """answer_id -> ids of the labels waiting for it (rebuilt from the store)."""
+        self._waiting: dict[_AnswerRef, set[str]] = {}
+        """(tenant, answer id) -> ids of the labels waiting for it (rebuilt from the store)."""
+        _upgrade_legacy(store)
         for key, entry in store.items():
             if key.startswith(WAIT_PREFIX):
-                self._waiting.setdefault(entry["answer_id"], set()).add(entry["label_id"])
+                ref = (entry["tenant"], entry["answer_id"])
+                self._waiting.setdefault(ref, set()).add(entry["label_id"])
 
     # ----------------------------------------------------------------- inputs
 
@@ -155,14 +167,14 @@ class LabelJoin:
         """Keep a review item (the first one of an answer: a repeat changes nothing) and
         handle the labels that were waiting for it. :class:`EntryTooLarge` when even its
         summary cannot be stored (nothing changed)."""
-        key = ITEM_PREFIX + item.answer_id
+        key = item_key(item.tenant, item.answer_id)
         if key in self._store:
             return []
         if not self._put(key, _summary(item, now)):
             raise EntryTooLarge(f"review item of answer {item.answer_id!r}: summary too large")
         released: list[Handled] = []
-        for label_id in sorted(self._waiting.pop(item.answer_id, set())):
-            entry = self._store.pop(wait_key(item.answer_id, label_id))
+        for label_id in sorted(self._waiting.pop((item.tenant, item.answer_id), set())):
+            entry = self._store.pop(wait_key(item.tenant, item.answer_id, label_id))
             released.append(self.label(base64.b64decode(entry["value_b64"]), _origin(entry), now))
         return released
 
@@ -172,20 +184,18 @@ class LabelJoin:
         if isinstance(parsed, Rejection):
             return Rejected(parsed, origin, value, "invalid")
         label, raw = parsed, value or b""
-        entry = self._store.get(ITEM_PREFIX + label.answer_id)
-        if entry is None:
-            return self._wait(label, raw, origin, now)
-        if label.label_id in entry["label_ids"]:
+        entry = self._store.get(item_key(label.tenant, label.answer_id))
+        if entry is not None and label.label_id in entry["label_ids"]:
             return Duplicate(label.label_id)
-        tenant = entry["tenant"]
-        if label.tenant != tenant:
-            return _refused(label, origin, raw, f"it names tenant {label.tenant!r}, not {tenant!r}")
+        tenant = label.tenant
         if self._may_label is None:
             return _refused(label, origin, raw, "no reviewer tokens are configured")
         if not self._may_label(label.reviewer, tenant):
             return _refused(
                 label, origin, raw, f"reviewer {label.reviewer!r} may not see tenant {tenant!r}"
             )
+        if entry is None:
+            return self._wait(label, raw, origin, now)
         return self._accept(entry, label, raw, origin, now)
 
     # ----------------------------------------------------------------- time
@@ -193,9 +203,9 @@ class LabelJoin:
     def expire(self, now: float) -> list[Rejected]:
         """Waiting labels past ``wait_s``: dead letters (unknown answer), whole."""
         expired: list[Rejected] = []
-        for answer_id, label_ids in list(self._waiting.items()):
+        for (tenant, answer_id), label_ids in list(self._waiting.items()):
             for label_id in sorted(label_ids):
-                key = wait_key(answer_id, label_id)
+                key = wait_key(tenant, answer_id, label_id)
                 entry = self._store[key]
                 if now - entry["received_at"] < self._wait_s:
                     continue
@@ -205,7 +215,7 @@ class LabelJoin:
                     Rejected(
                         Rejection(
                             DeadLetterReason.UNKNOWN_ANSWER,
-                            f"no review item for answer {answer_id!r} within "
+                            f"no review item for answer {answer_id!r} of tenant {tenant!r} within "
                             f"{self._wait_s:g} s of label {label_id!r}",
                         ),
                         _origin(entry),
@@ -214,7 +224,7 @@ class LabelJoin:
                     )
                 )
             if not label_ids:
-                del self._waiting[answer_id]
+                del self._waiting[(tenant, answer_id)]
         return expired
 
     def sweep(self, now: float) -> int:
@@ -236,10 +246,11 @@ class LabelJoin:
     # ----------------------------------------------------------------- inside
 
     def _wait(self, label: LabelEvent, raw: bytes, origin: MessageOrigin, now: float) -> Handled:
-        key = wait_key(label.answer_id, label.label_id)
+        key = wait_key(label.tenant, label.answer_id, label.label_id)
         if key in self._store:
             return Duplicate(label.label_id)
         entry = {
+            "tenant": label.tenant,
             "answer_id": label.answer_id,
             "label_id": label.label_id,
             "received_at": now,
@@ -260,7 +271,7 @@ class LabelJoin:
                 raw,
                 "unknown_answer",
             )
-        self._waiting.setdefault(label.answer_id, set()).add(label.label_id)
+        self._waiting.setdefault((label.tenant, label.answer_id), set()).add(label.label_id)
         return Waiting(label.label_id)
 
     def _accept(
@@ -289,7 +300,7 @@ class LabelJoin:
         else:
             after[earlier] = mine  # the reviewer's correction keeps their place
         updated = {**entry, "labels": after, "label_ids": [*entry["label_ids"], label.label_id]}
-        if not self._put(ITEM_PREFIX + label.answer_id, updated):
+        if not self._put(item_key(label.tenant, label.answer_id), updated):
             return Rejected(
                 Rejection(
                     DeadLetterReason.PROCESSING_ERROR,
@@ -357,9 +368,32 @@ class LabelJoin:
         return encoded_value is not None and fits(encoded_key, encoded_value, self._max_entry_bytes)
 
 
-def wait_key(answer_id: str, label_id: str) -> str:
+def item_key(tenant: str, answer_id: str) -> str:
+    """The key of a review item: unambiguous whatever the tenant and id hold."""
+    return ITEM_PREFIX + json.dumps([tenant, answer_id], separators=(",", ":"))
+
+
+def wait_key(tenant: str, answer_id: str, label_id: str) -> str:
     """The key of a waiting label: unambiguous whatever the ids hold."""
-    return WAIT_PREFIX + json.dumps([answer_id, label_id], separators=(",", ":"))
+    return WAIT_PREFIX + json.dumps([tenant, answer_id, label_id], separators=(",", ":"))
+
+
+def _upgrade_legacy(store: MutableMapping[str, Any]) -> None:
+    """Move entries keyed by answer id alone (no ``tenant`` / ``answer_id`` of their own
+    in the entry) to their tenant-scoped keys; the moves go out with the next flush. A
+    waiting label takes the tenant its own bytes name."""
+    for key in [k for k in store if k.startswith((ITEM_PREFIX, WAIT_PREFIX))]:
+        entry = store[key]
+        if key.startswith(ITEM_PREFIX) and "answer_id" not in entry:
+            moved = {**entry, "answer_id": key[len(ITEM_PREFIX) :]}
+            del store[key]
+            store.setdefault(item_key(moved["tenant"], moved["answer_id"]), moved)
+        elif key.startswith(WAIT_PREFIX) and "tenant" not in entry:
+            parsed = parse_input(LabelEvent, base64.b64decode(entry["value_b64"]), "label")
+            del store[key]
+            if not isinstance(parsed, Rejection):
+                moved = {**entry, "tenant": parsed.tenant}
+                store[wait_key(parsed.tenant, entry["answer_id"], entry["label_id"])] = moved
 
 
 def claim_agreement(judge: Mapping[str, str | None], labels: Mapping[str, str]) -> tuple[int, int]:
@@ -403,6 +437,7 @@ def _answer_labels(labels: Sequence[Mapping[str, Any]]) -> list[AnswerLabel | No
 def _summary(item: ReviewItem, now: float) -> dict[str, Any]:
     return {
         "tenant": item.tenant,
+        "answer_id": item.answer_id,
         "assistant_id": item.assistant_id,
         "task_type": item.task_type,
         "judge_key": item.judge_key,

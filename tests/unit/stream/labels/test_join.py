@@ -34,6 +34,7 @@ from streamproc.label_events import (
 )
 from streamproc.stream.labels.join import (
     ITEM_PREFIX,
+    WAIT_PREFIX,
     Accepted,
     Duplicate,
     EntryTooLarge,
@@ -42,6 +43,7 @@ from streamproc.stream.labels.join import (
     Rejected,
     Waiting,
     claim_agreement,
+    item_key,
     wait_key,
 )
 from streamproc.stream.output.dead_letter import MessageOrigin
@@ -280,7 +282,6 @@ def test_a_reviewers_later_label_replaces_their_earlier_one() -> None:
     ("reviewer", "tenant", "may", "why"),
     [
         ("eve", "acme", may_label, "may not see tenant 'acme'"),
-        ("eve", "other", may_label, "names tenant 'other'"),
         ("ann", "acme", None, "no reviewer tokens"),
     ],
 )
@@ -300,14 +301,13 @@ def test_a_label_a_reviewer_may_not_make_is_refused_with_its_bytes(
         accepted(new_join(store, may=lambda r, t: True).label(raw, origin(10), T0))
 
 
-def test_a_label_released_to_a_refusal_keeps_its_original_position() -> None:
+def test_a_label_its_reviewer_may_not_make_is_refused_before_waiting() -> None:
     join = new_join()
     raw = label_bytes(reviewer="eve")
-    assert isinstance(join.label(raw, origin(4), T0), Waiting)
-    (released,) = join.item(review_item(), T0 + 1)
-    refused = rejected(released)
+    refused = rejected(join.label(raw, origin(4), T0))
     assert refused.rejection.reason is DeadLetterReason.LABEL_REFUSED
     assert (refused.origin, refused.value) == (origin(4), raw)
+    assert join.waiting() == 0 and join.item(review_item(), T0 + 1) == []
 
 
 def test_a_label_whose_item_never_comes_expires_whole_to_unknown_answer() -> None:
@@ -321,7 +321,7 @@ def test_a_label_whose_item_never_comes_expires_whole_to_unknown_answer() -> Non
     assert gone.rejection.reason is DeadLetterReason.UNKNOWN_ANSWER
     assert "ghost" in gone.rejection.error
     assert (gone.value, gone.origin, gone.outcome) == (raw, origin(5, "ghost"), "unknown_answer")
-    assert store.drain() == [(wait_key("ghost", "l1"), None)]  # its tombstone
+    assert store.drain() == [(wait_key("acme", "ghost", "l1"), None)]  # its tombstone
     assert join.waiting() == 0 and join.expire(T0 + WAIT_S * 2) == []
 
 
@@ -367,7 +367,7 @@ def test_the_sweep_forgets_old_items_only() -> None:
     join.item(review_item("new"), T0 + 50)
     store.drain()
     assert join.sweep(T0 + 120) == 1
-    assert store.drain() == [(ITEM_PREFIX + "old", None)]
+    assert store.drain() == [(item_key("acme", "old"), None)]
     # A label for the forgotten answer now waits like any unknown one.
     assert isinstance(join.label(label_bytes(answer_id="old"), origin(), T0 + 121), Waiting)
 
@@ -395,7 +395,7 @@ def test_a_waiting_entry_keeps_the_original_bytes_exactly() -> None:
     join = new_join(store)
     raw = label_bytes(answer_id="a5") + b"  \n"  # trailing bytes: still valid JSON
     join.label(raw, origin(answer_id="a5"), T0)
-    entry = store[wait_key("a5", "l1")]
+    entry = store[wait_key("acme", "a5", "l1")]
     assert base64.b64decode(entry["value_b64"]) == raw
     assert LabelEvent.model_validate_json(raw).answer_id == "a5"
 
@@ -407,3 +407,50 @@ def test_one_label_id_waiting_for_two_answers_keeps_both() -> None:
     assert join.waiting() == 2
     (released,) = join.item(review_item("a2"), T0)
     assert accepted(released).delta.answer_id == "a2" and join.waiting() == 1
+
+
+def test_another_tenants_item_of_the_same_answer_id_takes_no_label_of_this_tenant() -> None:
+    """globex queues an item under acme's answer id first: acme's label waits for acme's
+    own item and joins it; globex's item keeps its own labels."""
+    join = new_join(may=lambda reviewer, tenant: True)
+    join.item(review_item("a1", tenant="globex"), T0)
+    acme_label = label_bytes("l1", tenant="acme")
+    assert isinstance(join.label(acme_label, origin(1), T0), Waiting)
+    (released,) = join.item(review_item("a1", tenant="acme"), T0 + 1)
+    done = accepted(released)
+    assert (done.audit.tenant, done.delta.cell.tenant) == ("acme", "acme")
+    globex = accepted(join.label(label_bytes("l2", tenant="globex"), origin(2), T0 + 2))
+    assert globex.delta.cell.tenant == "globex" and globex.delta.new_answer
+
+
+def test_a_label_for_an_answer_id_only_another_tenant_has_expires_as_unknown() -> None:
+    join = new_join(may=lambda reviewer, tenant: True)
+    join.item(review_item("a1", tenant="globex"), T0)
+    assert isinstance(join.label(label_bytes(tenant="acme"), origin(), T0), Waiting)
+    (gone,) = join.expire(T0 + WAIT_S)
+    assert gone.rejection.reason is DeadLetterReason.UNKNOWN_ANSWER
+    assert "tenant 'acme'" in gone.rejection.error
+
+
+def test_state_of_the_earlier_layout_moves_to_tenant_keys_on_restore() -> None:
+    """Entries keyed by answer id alone (before tenants scoped them) are re-keyed when a
+    join is built on them; the moves go out as changelog changes."""
+    store = TrackedStore()
+    join = new_join(store)
+    join.item(review_item("a1"), T0)
+    join.label(label_bytes("l9", answer_id="a2"), origin(2, "a2"), T0)
+    old: dict[str, Any] = {}
+    for key, value in store.items():
+        if key.startswith(ITEM_PREFIX):
+            value = {k: v for k, v in value.items() if k != "answer_id"}
+            old[ITEM_PREFIX + "a1"] = value
+        else:
+            value = {k: v for k, v in value.items() if k != "tenant"}
+            old[WAIT_PREFIX + json.dumps(["a2", "l9"])] = value
+    restored = TrackedStore(old)
+    again = new_join(restored)
+    assert set(restored) == {item_key("acme", "a1"), wait_key("acme", "a2", "l9")}
+    assert again.waiting() == 1
+    accepted(again.label(label_bytes("l1"), origin(1), T0))
+    (released,) = again.item(review_item("a2"), T0 + 1)
+    accepted(released)

@@ -15,7 +15,7 @@ from aiokafka.structs import TopicPartition
 from streamproc.config import Settings
 from streamproc.events import DeadLetter, DeadLetterReason
 from streamproc.label_events import LabelAuditEntry, LabelDelta
-from streamproc.stream.labels.join import Handled, LabelJoin
+from streamproc.stream.labels.join import Handled, LabelJoin, item_key
 from streamproc.stream.labels.loop import LabelsLoop
 from streamproc.stream.loop.publisher import OutboundRecord
 from streamproc.stream.topics import labels_changelog_topic
@@ -68,7 +68,7 @@ def test_items_and_labels_become_audit_entries_deltas_and_changelog_entries() ->
     assert (dead.reason, dead.offset, dead.topic) == (DeadLetterReason.BAD_JSON, 0, QUEUE.topic)
     assert dead.received_at == datetime.fromtimestamp(T0, UTC)
     (entry,) = first[labels_changelog_topic(SETTINGS)]  # the repeated item changed nothing
-    assert (entry.key, entry.partition) == (b"item:a1", 2)
+    assert (entry.key, entry.partition) == (item_key("acme", "a1").encode(), 2)
 
     second = _by_topic(_batch(loop, LABELS, label_bytes()))
     (audit,) = second[SETTINGS.audit.topic]
