@@ -7,8 +7,10 @@ a key prefix (``<series>`` is ``SeriesKey.text()``, a JSON list):
   (counters, bounded histogram and examples; fixed size; a JSON list on the changelog);
 - ``k|<series>``: a :class:`Series`: its three marks (pane ends, epoch ms) and its clocks
   as last written;
-- ``s|<event_id>``: the seen mark of a counted event, ``[partition, seen_at]``, kept
-  ``seen_retain_s`` so a redelivered event counts once;
+- ``s|["<tenant>","<event_id>"]``: the seen mark of a counted event, ``[partition,
+  seen_at]``, kept ``seen_retain_s`` so a redelivered event counts once (event ids are
+  each tenant's own: another tenant's event of the same id is counted; marks of the
+  earlier ``s|<event_id>`` layout are only swept);
 - ``x|...``: state of the loop's hooks (``window_report.ExtensionState``), left alone.
 
 Each series runs on its own clocks only - its watermark (latest event time counted) and
@@ -50,6 +52,7 @@ Everything here works on any ``MutableMapping``: the window loop passes a
 
 from __future__ import annotations
 
+import json
 import math
 from bisect import bisect_right
 from collections.abc import Iterable, MutableMapping
@@ -152,9 +155,9 @@ def series_key(sid: str) -> str:
     return f"{SERIES_PREFIX}{sid}"
 
 
-def seen_key(event_id: str) -> str:
-    """Table key of an event's seen mark."""
-    return f"{SEEN_PREFIX}{event_id}"
+def seen_key(tenant: str, event_id: str) -> str:
+    """Table key of an event's seen mark: a JSON list, so no id can forge another's."""
+    return SEEN_PREFIX + json.dumps([tenant, event_id], separators=(",", ":"), ensure_ascii=False)
 
 
 def window_timing(
@@ -194,7 +197,7 @@ def count_outcome(
     """Count one outcome into its series' pane unless it was counted before or its pane
     is sealed. Writes the pane first, then the seen mark (see above); a too-late outcome
     gets a seen mark too, so a redelivery is not written to the late topic twice."""
-    mark = seen_key(outcome.event_id)
+    mark = seen_key(outcome.tenant, outcome.event_id)
     if mark in store:
         return Counted.REPEATED
     timing = index.timing

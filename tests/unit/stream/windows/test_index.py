@@ -271,20 +271,32 @@ def test_redelivered_events_count_once_even_when_not_consecutive() -> None:
     assert results.count(Counted.COUNTED) == 3
     (pane,) = [table.store[key] for key in table.keys(PANE_PREFIX)]
     assert pane.answers == 3
-    assert set(table.keys(SEEN_PREFIX)) == {seen_key(e) for e in "abc"}
+    assert set(table.keys(SEEN_PREFIX)) == {seen_key("t", e) for e in "abc"}
+
+
+def test_another_tenants_event_of_the_same_id_is_counted_with_its_own_example() -> None:
+    """Event ids are each tenant's own: B's event sharing A's id is not a redelivery."""
+    table = Table(TUMBLING_ONLY)
+    assert table.count(outcome("e1", tenant="A", hallucinated=True), START) is Counted.COUNTED
+    assert table.count(outcome("e1", tenant="B", hallucinated=True), START) is Counted.COUNTED
+    assert table.count(outcome("e1", tenant="B", hallucinated=True), START) is Counted.REPEATED
+    assert set(table.keys(SEEN_PREFIX)) == {seen_key("A", "e1"), seen_key("B", "e1")}
+    closed = table.tick(START + 3600)
+    examples = {a.tenant: (a.answers, a.example_answer_ids) for _, a in closed.aggregates}
+    assert examples == {"A": (1, ["answer-e1"]), "B": (1, ["answer-e1"])}
 
 
 def test_a_crash_between_the_pane_record_and_its_seen_mark_still_counts_once() -> None:
     table = Table()
     table.count(outcome("a"), START)
     table.count(outcome("b"), START)
-    del table.store[seen_key("b")]  # the changelog kept the pane but not the mark after it
+    del table.store[seen_key("t", "b")]  # the changelog kept the pane but not the mark after it
     table.store = changelog_copy(table.store)
     table.index = rebuild_index(list(table.store.items()), PARTITION, table.timing)
     assert table.count(outcome("b"), START + 1) is Counted.REPEATED
     (pane,) = [table.store[key] for key in table.keys(PANE_PREFIX)]
     assert pane.answers == 2
-    assert seen_key("b") in table.store  # the missing mark is written now
+    assert seen_key("t", "b") in table.store  # the missing mark is written now
 
 
 def test_a_rebuilt_index_decides_what_the_live_one_decides() -> None:
