@@ -262,9 +262,7 @@ class LabelStoreContract:
         [kept] = store.labels_for("ans-2")
         assert kept.entry is not None and kept.purged_at is None
         # a label arriving after its answer was purged is stored purged
-        late = store.append(
-            0, [(10, make_label(conv_a[0], "A0-late"))], signer=SIGNER, now=later
-        )
+        late = store.append(0, [(10, make_label(conv_a[0], "A0-late"))], signer=SIGNER, now=later)
         assert late.labels_stored == ["A0-late"]
         [stored_late] = store.labels_for("ans-0")
         assert stored_late.entry_json is None and stored_late.purged_at == later
