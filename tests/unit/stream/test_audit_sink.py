@@ -4,6 +4,7 @@ at-least-once publisher; a batch the store refuses commits nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -26,6 +27,7 @@ from streamproc.stream.audit_sink import (
 from streamproc.stream.loop.consumer import _Rebalance
 from streamproc.stream.loop.publisher import AtLeastOncePublisher, OutboundRecord, PublishFailed
 from tests.unit.audit.audit_samples import make_records
+from tests.unit.audit.keys import CHECKER, SIGNER
 from tests.unit.audit.label_samples import label_bytes, make_label
 
 TOPIC = "app.audit"
@@ -267,3 +269,27 @@ async def test_label_entries_join_their_partitions_chain_in_offset_order(
     assert json.loads(mark.value or b"")["seq"] == 5, "label seqs count towards checkpoints"
     report = store.verify()
     assert report.ok and report.partitions[0].labels == 2, report.describe()
+
+
+async def test_a_quiet_partition_is_anchored_by_a_signed_checkpoint_within_the_interval(
+    settings: Settings, store: AuditStore
+) -> None:
+    audit = settings.audit.model_copy(update={"checkpoint_interval_s": 0.05})
+    settings = settings.model_copy(update={"audit": audit})
+    sink = AuditSink(settings, store, client_options={}, signer=SIGNER)
+    sink._consumer = _Consumer({P0: _audit_batch(P0, 0, 0, 3)})
+    await _Rebalance(sink).on_partitions_assigned([P0, P1])
+    sink._publisher = publisher = _Publisher(store)  # type: ignore[assignment]
+    await sink._step()
+    assert [records for records, _, _ in publisher.published] == [[]], "3 < checkpoint_every"
+    await asyncio.sleep(0.06)
+    await sink._step()  # nothing read: the interval alone makes the checkpoint
+    (mark,) = publisher.published[-1][0]
+    document = json.loads(mark.value or b"")
+    assert (mark.topic, document["seq"]) == (settings.audit.checkpoint_topic, 3)
+    assert CHECKER.valid(document), "signed with the sink's key"
+    report = store.verify(checker=CHECKER)
+    assert report.ok and report.partitions[0].anchored_seq == 3
+    await asyncio.sleep(0.06)
+    await sink._step()
+    assert len(publisher.published) == 2, "nothing new: no second checkpoint"
