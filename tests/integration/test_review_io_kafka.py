@@ -1,6 +1,7 @@
 """``review import`` and ``review export`` on real Kafka: label files (JSONL and Label
 Studio's export) become label events on the labels topic, keyed by answer id; review
-items and labels on their topics come back as joined benchmark rows, read-committed."""
+items and labels on their topics come back as joined benchmark rows, read-committed.
+An import proves its reviewer with a token, or its labels are recorded as by the import."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaProducer
 
+from streamproc.adapters.review.auth import new_token, token_stanza
 from streamproc.config import Settings
 from streamproc.label_events import LabelEvent
 from streamproc.review_io.exporter import labelled_rows, read_topic, run_export
@@ -21,12 +23,17 @@ from tests.integration.run_settings import run_settings
 from tests.unit.review_io.items import label, review_item
 
 EXPORT = Path(__file__).resolve().parents[1] / "unit" / "review_io" / "data"
-ANA = {"reviewer": "ana", "tenant": "acme"}
+ANA_TOKEN = new_token()
+ANA = {"reviewer": "ana", "tenant": "acme", "token": ANA_TOKEN}
 
 
 @pytest.fixture()
-def settings(kafka_bootstrap: str) -> Settings:
-    return run_settings(kafka_bootstrap, "reviewio", partitions=2)
+def settings(kafka_bootstrap: str, tmp_path: Path) -> Settings:
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(token_stanza("ana", ["acme"], ANA_TOKEN))
+    return run_settings(kafka_bootstrap, "reviewio", partitions=2).overriding(
+        "review", tokens_file=tokens
+    )
 
 
 async def labels_on_topic(settings: Settings) -> list[tuple[bytes | None, LabelEvent]]:
@@ -70,6 +77,37 @@ async def test_imported_files_become_label_events_keyed_by_answer_id(
     assert await asyncio.to_thread(run_import, settings, jsonl, "jsonl", **ANA) == 0
     again = [label for _, label in await labels_on_topic(settings) if label.answer_id == "a-1"]
     assert {label.label_id for label in again} == {imported.label_id}
+
+
+async def test_an_import_without_a_token_does_not_attribute_labels_to_a_named_reviewer(
+    settings: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    forged = tmp_path / "from-bob.jsonl"
+    forged.write_text(
+        json.dumps(
+            {
+                "answer_id": "a-9",
+                "tenant": "acme",
+                "reviewer": "bob",
+                "labelled_at": "2026-12-01T09:00:00+00:00",
+                "answer_label": "faithful",
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    code = await asyncio.to_thread(
+        run_import, settings, forged, "jsonl", reviewer=None, tenant=None, token=None
+    )
+    assert code == 0
+    assert "no reviewer token" in capsys.readouterr().err
+    [(key, published)] = await labels_on_topic(settings)
+    assert key == b"a-9" and published.reviewer == "import:from-bob.jsonl"
+    # Claiming bob's name on the command line without bob's token publishes nothing more.
+    refused = await asyncio.to_thread(
+        run_import, settings, forged, "jsonl", reviewer="bob", tenant=None, token=None
+    )
+    assert refused == 2 and len(await labels_on_topic(settings)) == 1
 
 
 async def test_a_bad_file_publishes_nothing(
