@@ -93,8 +93,6 @@ Divert = Callable[[OutboundRecord, str], OutboundRecord]
 
 _REFUSED = (MessageSizeTooLargeError, RecordListTooLargeError)
 """Errors that mean the broker (or the producer) will never take the record."""
-_MAX_ROUNDS = 6
-"""Sends of one batch at most when records are refused (each round isolates or diverts)."""
 
 
 class PublishFailed(Exception):
@@ -164,13 +162,14 @@ class _ProducerPublisher(ABC):
     ) -> None:
         batch = self._guard(records)
         self._alone = set()
-        for round_ in range(_MAX_ROUNDS):
+        rounds = 2 * len(batch) + 2  # a refused record is isolated, then diverted
+        for round_ in range(rounds):
             try:
                 await asyncio.wait_for(self._deliver(batch, offsets), self._timeout_s)
                 return
             except _Refused as refused:
                 _log_refused(batch, refused.refused)
-                if self._divert is None or self._make_producer is None or round_ == _MAX_ROUNDS - 1:
+                if self._divert is None or self._make_producer is None or round_ == rounds - 1:
                     raise PublishFailed(f"{self._failure}: {refused.refused}") from refused
                 await self._restart()
                 batch = self._isolate(batch, refused.refused)
@@ -198,20 +197,19 @@ class _ProducerPublisher(ABC):
     def _isolate(
         self, batch: list[OutboundRecord], refused: Mapping[int, BaseException]
     ) -> list[OutboundRecord]:
-        """The batch to send next: records refused alone diverted, the other refused ones
-        (perhaps refused only for sharing a produce batch with one too large) to be sent
-        alone next round."""
+        """The batch to send next: a record refused alone diverted; the other refused ones
+        (perhaps refused only for sharing a produce batch with one too large) suspected,
+        and sent alone from now on, as are the suspects not yet sent."""
         assert self._divert is not None
-        alone: set[int] = set()
         for i, error in refused.items():
             if i in self._alone:
                 record = batch[i]
                 why = f"refused by the broker: {error!r}"
                 log.error("output_diverted", why=why, **record.describe())
                 batch[i] = self._divert(record, why)
+                self._alone.discard(i)
             else:
-                alone.add(i)
-        self._alone = alone
+                self._alone.add(i)
         return batch
 
     async def _restart(self) -> None:
