@@ -17,8 +17,9 @@ arrives slowly, none for a slow body, and no connection cap. Here:
   oldest one that is not in a request (waiting for a head, or idle), so a flood of
   half-open connections cannot lock out a real caller; when every connection is in a
   request, the new one is answered ``503`` (JSON) and closed;
-- **errors**: aiohttp's own replies (400 for a request it cannot parse, 500, 504) are
-  ``{"error": ..., "detail": ...}`` on one line, never an echo of the request.
+- **errors**: aiohttp's own replies (400 for a request it cannot parse, 404, 405, 500,
+  504) are ``{"error": ..., "detail": ...}`` on one line, never an echo of the request
+  (:mod:`streamproc.adapters.http_errors`).
 
 Connection events are logged on ``streamproc.http``, repeats folded by
 :mod:`streamproc.adapters.log_dedup`.
@@ -27,12 +28,10 @@ Connection events are logged on ``streamproc.http``, repeats folded by
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import resource
 from dataclasses import dataclass
-from http import HTTPStatus
 from typing import Any
 
 from aiohttp import web
@@ -41,9 +40,10 @@ from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
 
+from streamproc.adapters.http_errors import error_body, json_errors, raw_reply
 from streamproc.config import HttpLimitSettings
 
-__all__ = ["BodyTimeout", "HttpLimits", "LimitedAppRunner", "error_body", "file_headroom"]
+__all__ = ["BodyTimeout", "HttpLimits", "LimitedAppRunner", "file_headroom"]
 
 log = logging.getLogger("streamproc.http")
 
@@ -70,28 +70,6 @@ class HttpLimits:
             idle_timeout_s=http.idle_timeout_s,
             max_connections=http.max_connections,
         )
-
-
-def error_body(status: int, detail: str) -> str:
-    """One line of JSON naming ``status`` (``bad_request``, ...) with a short ``detail``
-    that never quotes the request."""
-    try:
-        name = HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
-    except ValueError:
-        name = "error"
-    return json.dumps({"error": name, "detail": detail[:300]}, separators=(",", ":"))
-
-
-def _raw_reply(status: int, detail: str) -> bytes:
-    """A whole HTTP/1.1 response that closes the connection, written straight to a
-    transport where no request object exists (a head that never came, a refused
-    connection)."""
-    body = error_body(status, detail).encode()
-    head = (
-        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
-        f"Content-Type: {_JSON}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-    )
-    return head.encode("ascii") + body
 
 
 class BodyTimeout(web.HTTPRequestTimeout):
@@ -180,7 +158,7 @@ class _LimitedHandler(RequestHandler):
             return
         log.info("http_header_timeout after %g s", self._limits.header_timeout_s)
         detail = f"the request head did not arrive within {self._limits.header_timeout_s:g} s"
-        self.transport.write(_raw_reply(408, detail))
+        self.transport.write(raw_reply(408, detail))
         self.force_close()
 
     def _start_body_timer(self, body: StreamReader) -> None:
@@ -243,7 +221,7 @@ class _LimitedServer(web.Server):
         if len(self._connections) >= self.max_connections and not self._evict_one():
             self.refused += 1
             log.warning("http_connection_refused open=%d", len(self._connections))
-            transport.write(_raw_reply(503, "too many open connections; retry shortly"))
+            transport.write(raw_reply(503, "too many open connections; retry shortly"))
             handler.force_close()
             return
         super().connection_made(handler, transport)
@@ -262,9 +240,14 @@ class _LimitedServer(web.Server):
 
 
 class LimitedAppRunner(web.AppRunner):
-    """An ``AppRunner`` whose server applies :class:`HttpLimits`; access log off."""
+    """An ``AppRunner`` whose server applies :class:`HttpLimits`, with aiohttp's own error
+    replies as JSON (:func:`~streamproc.adapters.http_errors.json_errors`); access log
+    off."""
 
     def __init__(self, app: web.Application, limits: HttpLimits) -> None:
+        # Innermost, so the application's own middlewares see a JSON reply like any other.
+        if not app.frozen and json_errors not in app.middlewares:
+            app.middlewares.append(json_errors)
         super().__init__(app, access_log=None, keepalive_timeout=limits.idle_timeout_s)
         self._limits = limits
 

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import resource
 import time
 from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
+from pydantic import ValidationError
 
-from streamproc.adapters.http_limits import HttpLimits, error_body
+from streamproc.adapters.http_errors import error_body
+from streamproc.adapters.http_limits import HttpLimits, _LimitedServer, file_headroom
 from streamproc.adapters.http_server import AppServer
+from streamproc.config import HttpLimitSettings
 
 LIMITS = HttpLimits(header_timeout_s=0.3, body_timeout_s=0.5, idle_timeout_s=0.6, max_connections=4)
 
@@ -192,3 +196,56 @@ async def test_with_every_connection_in_a_request_a_new_one_gets_503(server: _Ec
         )
         writer.close()
     assert await _get(server) == (200, b"hello")
+
+
+def test_settings_refuse_a_header_timeout_longer_than_the_idle_timeout() -> None:
+    with pytest.raises(ValidationError, match="header_timeout_s must not exceed idle_timeout_s"):
+        HttpLimitSettings(header_timeout_s=10, idle_timeout_s=5)
+    limits = HttpLimits.from_settings(HttpLimitSettings(max_connections=7))
+    assert limits == HttpLimits(max_connections=7)
+
+
+async def test_the_cap_is_lowered_to_fit_the_open_file_limit() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    served = _Echo(HttpLimits(max_connections=100_000))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(400, hard), hard))
+    try:
+        await served.start()
+        headroom = file_headroom()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    try:
+        assert headroom is not None and headroom < 400
+        runner = served._runner
+        assert runner is not None and isinstance(runner.server, _LimitedServer)
+        assert headroom <= runner.server.max_connections <= headroom + 2
+        assert await _get(served) == (200, b"hello")
+    finally:
+        await served.stop()
+
+
+async def test_aiohttps_own_404_and_405_are_json_while_a_handlers_text_is_kept() -> None:
+    class _Texts(_Echo):
+        def _application(self) -> web.Application:
+            app = super()._application()
+
+            async def refuse(_: web.Request) -> web.Response:
+                raise web.HTTPForbidden(text="not yours")
+
+            app.router.add_get("/refuse", refuse)
+            return app
+
+    served = _Texts(LIMITS)
+    await served.start()
+    try:
+        status, body = await _get(served, "/nowhere")
+        assert status == 404 and json.loads(body)["error"] == "not_found"
+        reader, writer = await _connect(served)
+        writer.write(b"DELETE / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        raw = await asyncio.wait_for(reader.read(), 3)
+        writer.close()
+        assert raw.startswith(b"HTTP/1.1 405 ") and b"\r\nAllow: " in raw
+        assert json.loads(raw.partition(b"\r\n\r\n")[2])["error"] == "method_not_allowed"
+        assert await _get(served, "/refuse") == (403, b"not yours")
+    finally:
+        await served.stop()
