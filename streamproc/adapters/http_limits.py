@@ -7,7 +7,8 @@ arrives slowly, none for a slow body, and no connection cap. Here:
 
 - **head**: a connection must deliver a complete request head within
   ``header_timeout_s`` of opening, and a later request's head within ``header_timeout_s``
-  of its first byte; else ``408`` (JSON) and the connection is closed;
+  of its first byte; else ``408`` (JSON) and the connection is closed. Over TLS the
+  handshake must also end within ``header_timeout_s`` (asyncio's default is 60 s);
 - **body**: a body must arrive within ``body_timeout_s`` of its head. A handler still
   reading it gets :class:`BodyTimeout` (an ``HTTPRequestTimeout``, answered 408 JSON),
   and the connection closes after that reply; a body nobody reads is cut off;
@@ -31,6 +32,7 @@ import asyncio
 import logging
 import os
 import resource
+import ssl
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +45,7 @@ from aiohttp.web_response import StreamResponse
 from streamproc.adapters.http_errors import error_body, json_errors, raw_reply
 from streamproc.config import HttpLimitSettings
 
-__all__ = ["BodyTimeout", "HttpLimits", "LimitedAppRunner", "file_headroom"]
+__all__ = ["BodyTimeout", "HttpLimits", "LimitedAppRunner", "LimitedSite", "file_headroom"]
 
 log = logging.getLogger("streamproc.http")
 
@@ -273,3 +275,38 @@ class LimitedAppRunner(web.AppRunner):
             max_connections=cap,
             **plain._kwargs,
         )
+
+
+class LimitedSite(web.TCPSite):
+    """A ``TCPSite`` whose TLS handshake must end within ``header_timeout_s``: a
+    connection that never finishes it holds a descriptor the cap does not yet see."""
+
+    def __init__(
+        self,
+        runner: web.AppRunner,
+        host: str,
+        port: int,
+        *,
+        limits: HttpLimits,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        super().__init__(runner, host, port, ssl_context=ssl_context)
+        self._handshake_timeout_s = limits.header_timeout_s
+
+    async def start(self) -> None:
+        if self._ssl_context is None:
+            await super().start()
+            return
+        await web.BaseSite.start(self)  # registers the site with its runner
+        server = self._runner.server
+        assert server is not None
+        self._server = await asyncio.get_running_loop().create_server(
+            server,
+            self._host,
+            self._port,
+            ssl=self._ssl_context,
+            backlog=self._backlog,
+            ssl_handshake_timeout=self._handshake_timeout_s,
+        )
+        sockets = self._server.sockets
+        self._bound_port = sockets[0].getsockname()[1] if sockets else self._port

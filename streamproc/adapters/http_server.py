@@ -16,7 +16,7 @@ import ssl
 
 from aiohttp import web
 
-from streamproc.adapters.http_limits import HttpLimits, LimitedAppRunner
+from streamproc.adapters.http_limits import HttpLimits, LimitedAppRunner, LimitedSite
 from streamproc.adapters.log_dedup import RepeatFilter, install_repeat_filter
 
 __all__ = ["PROBE_LIMITS", "AppServer"]
@@ -53,8 +53,12 @@ class AppServer:
         repeats = install_repeat_filter()
         self._runner = LimitedAppRunner(self._application(), self._limits)
         await self._runner.setup()
-        await web.TCPSite(
-            self._runner, self._host, self._port, ssl_context=self._ssl_context
+        await LimitedSite(
+            self._runner,
+            self._host,
+            self._port,
+            limits=self._limits,
+            ssl_context=self._ssl_context,
         ).start()
         # With port 0 the OS picks one; the runner knows which (host, port) it bound.
         addresses = self._runner.addresses

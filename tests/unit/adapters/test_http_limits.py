@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import json
 import resource
+import ssl
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from aiohttp import web
@@ -18,6 +20,7 @@ from streamproc.adapters.http_errors import error_body
 from streamproc.adapters.http_limits import HttpLimits, _LimitedServer, file_headroom
 from streamproc.adapters.http_server import AppServer
 from streamproc.config import HttpLimitSettings
+from tests.unit.adapters.gate.test_server import self_signed
 
 LIMITS = HttpLimits(header_timeout_s=0.3, body_timeout_s=0.5, idle_timeout_s=0.6, max_connections=4)
 
@@ -247,5 +250,38 @@ async def test_aiohttps_own_404_and_405_are_json_while_a_handlers_text_is_kept()
         assert raw.startswith(b"HTTP/1.1 405 ") and b"\r\nAllow: " in raw
         assert json.loads(raw.partition(b"\r\n\r\n")[2])["error"] == "method_not_allowed"
         assert await _get(served, "/refuse") == (403, b"not yours")
+    finally:
+        await served.stop()
+
+
+async def test_over_tls_a_stalled_handshake_and_a_slow_head_are_both_cut_off(
+    tmp_path: Path,
+) -> None:
+    cert, key = self_signed(tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+
+    class _Tls(_Echo):
+        def __init__(self) -> None:
+            AppServer.__init__(self, host="127.0.0.1", port=0, ssl_context=context, limits=LIMITS)
+            self.release = asyncio.Event()
+
+    served = _Tls()
+    await served.start()
+    try:
+        # A TCP connection that never starts the handshake.
+        reader, writer = await _connect(served)
+        started = time.monotonic()
+        assert await asyncio.wait_for(reader.read(), 3) == b""
+        writer.close()
+        assert time.monotonic() - started < LIMITS.header_timeout_s + 0.5
+        # A handshake done, then half a head.
+        trusted = ssl.create_default_context(cafile=str(cert))
+        assert served.port is not None
+        reader, writer = await asyncio.open_connection("127.0.0.1", served.port, ssl=trusted)
+        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n")
+        status, body = await _reply(reader)
+        writer.close()
+        assert status == 408 and json.loads(body)["error"] == "request_timeout"
     finally:
         await served.stop()
