@@ -249,6 +249,9 @@ class WorkerMetrics:
             ["header", "reason"],
             registry=r,
         )
+        for header in ("traceparent", "tracestate", "baggage"):
+            for reason in ("invalid", "too_long", "too_many_members"):
+                self._trace_context_dropped.labels(header, reason)  # at 0 from the start
         self._judge_latency = Histogram(
             "streamproc_judge_latency_seconds",
             "Judge time of the micro-batch each answer was in, observed once per answer.",
