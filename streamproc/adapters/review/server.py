@@ -372,9 +372,9 @@ def _page(
         status=status,
         session=session,
         view=item_view(item),
-        action_url=f"/items/{quote(item.answer_id, safe='')}/labels",
+        action_url=_item_url(item, "/labels"),
         form_token=secrets.token_urlsafe(16),
-        skip_url=f"/items/{quote(item.answer_id, safe='')}/skip",
+        skip_url=_item_url(item, "/skip"),
         waiting=waiting,
         error=error,
         already=already,
@@ -465,10 +465,19 @@ async def _next_item(request: web.Request) -> web.Response:
     return _page(request, session, item, waiting=waiting)
 
 
+def _item_url(item: ReviewItem, action: str = "") -> str:
+    """The item's URL: answer ids are each tenant's own, so the tenant goes along."""
+    answer_id, tenant = quote(item.answer_id, safe=""), quote(item.tenant, safe="")
+    return f"/items/{answer_id}{action}?tenant={tenant}"
+
+
 async def _visible(request: web.Request, session: Session) -> ReviewItem:
+    """The item the URL names (``?tenant=``: of that tenant; without it, the first of
+    the reviewer's tenants holding the answer id), if the reviewer may see it."""
     answer_id = request.match_info["answer_id"]
+    tenant = request.query.get("tenant") or None
     store = request.app[_STORE]
-    item = await asyncio.to_thread(store.item_for, session.reviewer, answer_id)
+    item = await asyncio.to_thread(store.item_for, session.reviewer, answer_id, tenant)
     if item is None:
         raise web.HTTPNotFound(text="no such item")
     return item
@@ -478,7 +487,9 @@ async def _item(request: web.Request) -> web.Response:
     session = _require(request)
     item = await _visible(request, session)
     store = request.app[_STORE]
-    already = await asyncio.to_thread(store.has_labelled, item.answer_id, session.reviewer.name)
+    already = await asyncio.to_thread(
+        store.has_labelled, item.answer_id, session.reviewer.name, tenant=item.tenant
+    )
     waiting = await asyncio.to_thread(store.waiting, session.reviewer)
     return _page(request, session, item, waiting=waiting, already=already)
 
@@ -542,7 +553,9 @@ async def _submit_labels(request: web.Request) -> web.Response:
                 log.info("review_label_repeated", answer_id=item.answer_id, reviewer=reviewer)
                 raise web.HTTPSeeOther("/")
             return _page(request, session, item, waiting=waiting, status=409, already=True)
-        if await asyncio.to_thread(store.has_labelled, item.answer_id, reviewer):
+        if await asyncio.to_thread(
+            store.has_labelled, item.answer_id, reviewer, tenant=item.tenant
+        ):
             await asyncio.to_thread(ledger.release, key, form_token)
             return _page(request, session, item, waiting=waiting, status=409, already=True)
         event = LabelEvent(
@@ -571,7 +584,12 @@ async def _submit_labels(request: web.Request) -> web.Response:
                 "Nothing was recorded; submit again.",
             )
         recorded = await asyncio.to_thread(
-            store.record_label, item.answer_id, reviewer, event.label_id, event.labelled_at
+            store.record_label,
+            item.answer_id,
+            reviewer,
+            event.label_id,
+            event.labelled_at,
+            tenant=item.tenant,
         )
         await asyncio.to_thread(ledger.published, key, form_token)
     log.info(
@@ -588,5 +606,7 @@ async def _skip(request: web.Request) -> web.Response:
     session = _require(request)
     _check_csrf(session, await request.post())
     item = await _visible(request, session)
-    await asyncio.to_thread(request.app[_STORE].skip, item.answer_id, session.reviewer.name)
+    await asyncio.to_thread(
+        request.app[_STORE].skip, item.answer_id, session.reviewer.name, tenant=item.tenant
+    )
     raise web.HTTPSeeOther("/")

@@ -462,3 +462,30 @@ async def test_behind_a_trusted_proxy_an_https_request_gets_a_secure_cookie(
             cookie = response.headers["Set-Cookie"]
         assert response.status == 303 and "HttpOnly" in cookie and "SameSite=Strict" in cookie
         assert ("Secure" in cookie) is secure, (trusted, headers)
+
+
+async def test_a_shared_answer_id_is_labelled_for_the_tenant_shown(
+    store: ReviewQueueStore, tmp_path: Path
+) -> None:
+    """Answer ids are each tenant's own: a reviewer of both tenants labels the item it was
+    shown, and the other tenant's item of the same id stays in its queue."""
+    both = new_token()
+    path = tmp_path / "both.toml"
+    path.write_text(token_stanza("hana", ["acme", "globex"], both))
+    store.add([review_item("a1", minutes=1, tenant="globex")])  # acme's a1 is queued too
+    published = RecordingPublisher()
+    app = build_app(store=store, reviewers=Reviewers.load(path), publish=published, now=lambda: NOW)
+    async with TestClient(TestServer(app)) as client:
+        await client.post("/login", data={"token": both})
+        html = await (await client.get("/items/a1?tenant=globex")).text()
+        action = re.search(r'<form method="post" action="([^"]+)" id="label-form">', html)
+        assert action is not None and action.group(1) == "/items/a1/labels?tenant=globex"
+        data = {"csrf": csrf_of(html), "form": form_of(html), "answer": "faithful"}
+        labelled = await client.post(action.group(1), data=data, allow_redirects=False)
+        assert labelled.status == 303
+        [event] = published.events
+        assert (event.answer_id, event.tenant) == ("a1", "globex")
+        assert store.has_labelled("a1", "hana", tenant="globex")
+        assert not store.has_labelled("a1", "hana", tenant="acme")
+        acme = await (await client.get("/items/a1?tenant=acme")).text()
+        assert 'id="already"' not in acme and "?tenant=acme" in acme
