@@ -69,6 +69,10 @@ def _settings(bootstrap: str, **gate: Any) -> Settings:
         gate={
             "requests_topic": f"{run}.gate-requests",
             "replies_topic": f"{run}.gate-replies",
+            # Routing and publishing are tested here; tokens and reply-topic rules in
+            # test_tenant_isolation_kafka.py.
+            "kafka_auth": "none",
+            "reply_topic_pattern": rf"{run}\.replies",
             **gate,
         },
         worker={"rebalance_timeout_s": 10.0, "session_timeout_s": 6.0},

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import structlog
-from aiokafka import AIOKafkaConsumer
+from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.structs import TopicPartition
 
 from streamproc.config import Settings
@@ -210,9 +210,21 @@ class JudgeDedup:
     def forget(self) -> None:
         self.marks.forget()
 
-    async def restore(
-        self, partitions: Sequence[TopicPartition], consumer: AIOKafkaConsumer
-    ) -> None:
+    async def _changelog_partitions(self) -> set[int]:
+        """The changelog topic's partitions, as the cluster's metadata has them."""
+        admin = AIOKafkaAdminClient(
+            bootstrap_servers=self._settings.bootstrap_servers, **self._client_options
+        )
+        await admin.start()
+        try:
+            (described,) = await admin.describe_topics([self.topic_name])
+        finally:
+            await admin.close()
+        if described.get("error_code"):
+            return set()
+        return {int(part["partition"]) for part in described.get("partitions", [])}
+
+    async def restore(self, partitions: Sequence[TopicPartition]) -> None:
         """Read the marks of ``partitions`` back from the changelog. A partition the
         changelog lacks (an answers topic made with more partitions) keeps its marks in
         memory only; a changelog that cannot be read leaves the partition's marks empty
@@ -221,8 +233,7 @@ class JudgeDedup:
             return
         wanted = sorted({tp.partition for tp in partitions})
         try:
-            await consumer.topics()  # refresh the metadata
-            present = consumer.partitions_for_topic(self.topic_name) or set()
+            present = await self._changelog_partitions()
             readable = [p for p in wanted if p in present]
             states = await restore_states(
                 self._settings, self.topic_name, readable, self._client_options

@@ -259,7 +259,7 @@ class JudgeLoop(ConsumerLoop):
         self._dedup.forget()
 
     async def _on_assigned(self, partitions: list[TopicPartition]) -> None:
-        await self._dedup.restore(partitions, self._consumer)
+        await self._dedup.restore(partitions)
 
     def _diverted(self, reason: DeadLetterReason) -> None:
         self._metrics.dead_letter(reason)
