@@ -1323,11 +1323,13 @@ def _weigh_checkpoints(
         for c in extra
     ]
     for mark, document, whose in documents:
-        marks.append(mark)
+        if mark not in marks:  # the store's and the topic's copies of one checkpoint
+            marks.append(mark)
         if checker is None or document is None or "signature" not in document:
             continue
         if checker.valid(document):
-            signed.append(mark)
+            if mark not in signed:
+                signed.append(mark)
         elif forged is None:
             forged = ChainBreak(
                 mark.seq,

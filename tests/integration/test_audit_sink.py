@@ -24,6 +24,7 @@ from streamproc.cli import main
 from streamproc.config import Settings
 from streamproc.stream.audit_sink import (
     AuditSink,
+    audit_checkpoint_topic_spec,
     audit_topic_spec,
     fetch_topic_checkpoints,
     label_key,
@@ -111,7 +112,11 @@ def assert_chains_follow_offsets(store: AuditStore, placed: Placed) -> None:
 async def test_a_crash_between_store_and_offsets_stores_nothing_twice(
     settings: Settings, store: AuditStore
 ) -> None:
-    await ensure_topics(settings.bootstrap_servers, [audit_topic_spec(settings)], settings.security)
+    await ensure_topics(
+        settings.bootstrap_servers,
+        [audit_topic_spec(settings), audit_checkpoint_topic_spec(settings)],
+        settings.security,
+    )
     records = make_records(24)
     placed = await publish(settings, records)
     await publish(settings, make_records(2, start=100), abort=True)  # never committed
@@ -135,7 +140,7 @@ async def test_a_crash_between_store_and_offsets_stores_nothing_twice(
     for partition in (0, 1):
         stored_marks = [(c.seq, c.chain_hash) for c in store.checkpoints(partition)]
         assert stored_marks, f"partition {partition} has checkpoints"
-        assert [(c.seq, c.chain_hash.hex()) for c in on_topic[partition]] == stored_marks
+        assert [(c.mark.seq, c.mark.chain_hash.hex()) for c in on_topic[partition]] == stored_marks
     last = store.checkpoints(0)[-1].seq
     sql(store, "DELETE FROM audit_records WHERE audit_partition = 0 AND seq >= :s", s=last - 1)
     sql(store, "DELETE FROM audit_checkpoints WHERE audit_partition = 0 AND seq >= :s", s=last - 1)
@@ -166,7 +171,11 @@ async def test_audit_verify_checks_the_topic_checkpoints_from_the_cli(
 ) -> None:
     for key, value in settings.to_env().items():
         monkeypatch.setenv(key, value)
-    await ensure_topics(settings.bootstrap_servers, [audit_topic_spec(settings)], settings.security)
+    await ensure_topics(
+        settings.bootstrap_servers,
+        [audit_topic_spec(settings), audit_checkpoint_topic_spec(settings)],
+        settings.security,
+    )
     await publish(settings, make_records(24))
     await run_sink_until(settings, store, 24)
     assert await asyncio.to_thread(main, ["audit", "verify", "--topic-checkpoints"]) == 0
@@ -193,7 +202,11 @@ def _sink_process(settings: Settings, log: Path) -> subprocess.Popen[bytes]:
 async def test_a_killed_sink_restarts_without_duplicates(
     settings: Settings, store: AuditStore, tmp_path: Path
 ) -> None:
-    await ensure_topics(settings.bootstrap_servers, [audit_topic_spec(settings)], settings.security)
+    await ensure_topics(
+        settings.bootstrap_servers,
+        [audit_topic_spec(settings), audit_checkpoint_topic_spec(settings)],
+        settings.security,
+    )
     log = tmp_path / "sink.log"
     first = make_records(60)
     second = make_records(60, start=60)
@@ -223,7 +236,11 @@ async def test_a_killed_sink_restarts_without_duplicates(
 async def test_label_entries_on_the_audit_topic_join_the_chain(
     settings: Settings, store: AuditStore
 ) -> None:
-    await ensure_topics(settings.bootstrap_servers, [audit_topic_spec(settings)], settings.security)
+    await ensure_topics(
+        settings.bootstrap_servers,
+        [audit_topic_spec(settings), audit_checkpoint_topic_spec(settings)],
+        settings.security,
+    )
     records = make_records(8)
     placed = await publish(settings, records)
     labels = [

@@ -21,28 +21,27 @@ _TABLES = (
 )
 
 
-def rewrite_chain(url: str, partition: int, answer_id: str, old: str, new: str) -> None:
-    """Edit one record's JSON, then recompute its leaf and every chain hash after it -
-    a chain that verifies on its own, unless something outside vouches for the old
-    head."""
+def rewrite_chain(url: str, partition: int, seq: int, old: str, new: str) -> None:
+    """Edit the JSON of the record at ``seq``, then recompute its leaf and every chain
+    hash after it - a chain that verifies on its own, unless something outside vouches
+    for the old head."""
     engine = create_engine(url)
     try:
         with engine.begin() as conn:
             content = conn.execute(
                 text(
-                    "SELECT record_json FROM audit_records WHERE answer_id = :a "
-                    "AND audit_partition = :p"
+                    "SELECT record_json FROM audit_records WHERE seq = :s AND audit_partition = :p"
                 ),
-                {"a": answer_id, "p": partition},
+                {"s": seq, "p": partition},
             ).scalar_one()
             edited = content.replace(old, new, 1)
             assert edited != content, "nothing to edit"
             conn.execute(
                 text(
-                    "UPDATE audit_records SET record_json = :j WHERE answer_id = :a "
+                    "UPDATE audit_records SET record_json = :j WHERE seq = :s "
                     "AND audit_partition = :p"
                 ),
-                {"j": edited, "a": answer_id, "p": partition},
+                {"j": edited, "s": seq, "p": partition},
             )
             links = []
             for table, column in _TABLES:
@@ -57,7 +56,7 @@ def rewrite_chain(url: str, partition: int, answer_id: str, old: str, new: str) 
                     )
                 ]
             prev = bytes(32)
-            for seq, table, content, stored_leaf in sorted(links):
+            for place, table, content, stored_leaf in sorted(links):
                 leaf = (
                     bytes.fromhex(stored_leaf)
                     if content is None
@@ -69,32 +68,32 @@ def rewrite_chain(url: str, partition: int, answer_id: str, old: str, new: str) 
                         f"UPDATE {table} SET leaf_hash = :l, prev_hash = :v, chain_hash = :c "
                         "WHERE audit_partition = :p AND seq = :s"
                     ),
-                    {"l": leaf.hex(), "v": prev.hex(), "c": head.hex(), "p": partition, "s": seq},
+                    {"l": leaf.hex(), "v": prev.hex(), "c": head.hex(), "p": partition, "s": place},
                 )
                 prev = head
     finally:
         engine.dispose()
 
 
-def append_forged_purge(url: str, partition: int, answer_id: str, forger: Signer) -> None:
-    """Empty one record by hand and append a purge entry naming it, signed with a key
+def append_forged_purge(url: str, partition: int, seq: int, forger: Signer) -> None:
+    """Empty the record at ``seq`` by hand and append a purge entry naming it, signed with a key
     that is not the store's, with correct chain hashes."""
     engine = create_engine(url)
     try:
         with engine.begin() as conn:
             row = conn.execute(
                 text(
-                    "SELECT seq, leaf_hash FROM audit_records WHERE answer_id = :a "
+                    "SELECT seq, leaf_hash FROM audit_records WHERE seq = :s "
                     "AND audit_partition = :p"
                 ),
-                {"a": answer_id, "p": partition},
+                {"s": seq, "p": partition},
             ).one()
             conn.execute(
                 text(
                     "UPDATE audit_records SET record_json = NULL, purged_at = :t "
-                    "WHERE answer_id = :a AND audit_partition = :p"
+                    "WHERE seq = :s AND audit_partition = :p"
                 ),
-                {"t": datetime.now(UTC).replace(tzinfo=None), "a": answer_id, "p": partition},
+                {"t": datetime.now(UTC).replace(tzinfo=None), "s": seq, "p": partition},
             )
             heads = []
             for table, _ in _TABLES:
@@ -107,7 +106,7 @@ def append_forged_purge(url: str, partition: int, answer_id: str, forger: Signer
                         {"p": partition},
                     )
                 )
-            seq, head = max((int(h.seq), h.chain_hash) for h in heads)
+            last, head = max((int(h.seq), h.chain_hash) for h in heads)
             document = forger.sign(
                 purge_document(
                     partition, "forged", "by hand", datetime.now(UTC).isoformat(), [(row.seq, "0")]
@@ -123,7 +122,7 @@ def append_forged_purge(url: str, partition: int, answer_id: str, forger: Signer
                 ),
                 {
                     "p": partition,
-                    "s": seq + 1,
+                    "s": last + 1,
                     "t": datetime.now(UTC).replace(tzinfo=None),
                     "j": json.dumps(document, sort_keys=True, separators=(",", ":")),
                     "l": leaf.hex(),

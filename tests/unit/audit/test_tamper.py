@@ -151,7 +151,7 @@ def test_a_rewritten_chain_is_caught_by_the_signed_checkpoints(
 ) -> None:
     fill(store)
     outside = {0: [parse_checkpoint(mark.as_json()) for mark in store.checkpoints(0)]}
-    rewrite_chain(store.url, 0, "ans-1", '"answer":"', '"answer":"Not ')
+    rewrite_chain(store.url, 0, 2, '"answer":"', '"answer":"Not ')
     check = broken(store)
     assert check.problem is not None
     assert (check.problem.seq, check.problem.problem) == (5, "checkpoint_mismatch")
@@ -203,7 +203,7 @@ def test_a_purge_made_in_sql_is_caught(store: AuditStore) -> None:
 
 def test_a_forged_purge_entry_is_caught(store: AuditStore) -> None:
     fill(store)
-    append_forged_purge(store.url, 0, "ans-4", FORGER)
+    append_forged_purge(store.url, 0, 6, FORGER)
     check = broken(store)
     assert check.problem is not None
     assert (check.problem.name, check.problem.problem) == ("ans-4", "unsigned_purge")
