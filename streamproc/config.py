@@ -597,8 +597,9 @@ class AuditSettings(_Group):
         "that anchors them (also every checkpoint_every records).",
     )
     checkpoint_topic: str = Field(
-        default="streamproc.audit.checkpoints",
-        description="Where the sink publishes signed chain-head checkpoints, apart from the store.",
+        default="",
+        description="Where the sink publishes signed chain-head checkpoints, apart from the "
+        "store (empty: '<topic>.checkpoints').",
     )
     signing_key_file: Path | None = Field(
         default=None,
@@ -609,6 +610,13 @@ class AuditSettings(_Group):
         default=None,
         description="Ed25519 public key (PEM) 'audit verify' checks signatures with.",
     )
+
+    @model_validator(mode="after")
+    def _checkpoints_beside_the_audit_topic(self) -> AuditSettings:
+        if not self.checkpoint_topic:
+            # Frozen: set once, while validating.
+            object.__setattr__(self, "checkpoint_topic", f"{self.topic}.checkpoints")
+        return self
     log_texts: bool = Field(
         default=False,
         description="Allow evidence, question and answer text in logs (off: never logged).",
