@@ -25,6 +25,7 @@ NOT_IN_CONTRACT = {
     "streamproc.window-state-changelog",
     "streamproc.labels-state-changelog",
     "streamproc.accuracy-state-changelog",
+    "streamproc.judge-dedup-changelog",  # the judging loop's (tenant, event_id) marks
     "streamproc.label-deltas",  # internal, between the labels and the accuracy loop
 }
 
