@@ -23,6 +23,7 @@ from streamproc.adapters.gate.auth import Caller, Callers, callers_for
 from streamproc.config import Settings
 from streamproc.gate_events import GateError
 from streamproc.stream.topics import (
+    audit_checkpoint_topic_spec,
     audit_topic_spec,
     gate_topic_specs,
     review_topic_specs,
@@ -46,6 +47,7 @@ def internal_topics(settings: Settings) -> frozenset[str]:
         *topic_specs(settings),
         *review_topic_specs(settings),
         audit_topic_spec(settings),
+        audit_checkpoint_topic_spec(settings),
         *gate_topic_specs(settings),
     ]
     names = {spec.name for spec in specs}
