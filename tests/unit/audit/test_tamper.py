@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from streamproc.cli import main
 from tests.unit.audit.audit_samples import NOW, make_records
 from tests.unit.audit.keys import CHECKER, FORGER, SIGNER, write_key_files
 from tests.unit.audit.label_samples import make_label
+from tests.unit.audit.old_store import make_old_store
 from tests.unit.audit.store_contract import sql
 from tests.unit.audit.tamper import append_forged_purge, rewrite_chain
 
@@ -235,7 +235,7 @@ def test_two_tenants_with_one_answer_id_both_keep_their_records(
 
 def test_a_store_made_before_tenant_keys_is_upgraded_in_place(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'old.db'}"
-    _old_schema(url)
+    make_old_store(url)
     with AuditStore(url) as store:
         assert store.verify().ok
         assert [s.answer_id for s in store.find()] == ["ans-0"]
@@ -246,57 +246,3 @@ def test_a_store_made_before_tenant_keys_is_upgraded_in_place(tmp_path: Path) ->
         assert report.ok and report.partitions[0].anchored_seq == 2, report.describe()
     with AuditStore(url) as store:
         assert len(store.find()) == 2, "opening it again changes nothing"
-
-
-def _old_schema(url: str) -> None:
-    """A store as the version before tenant keys made it, holding one record."""
-    from sqlalchemy import create_engine, text
-
-    from streamproc.audit import canonical_json, link
-
-    record = make_records(1)[0]
-    body = canonical_json(json.loads(record.model_dump_json()))
-    row = link(1, bytes(32), body, record.answer_id)
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(
-            text(
-                "CREATE TABLE audit_records (audit_partition INTEGER NOT NULL, seq BIGINT NOT "
-                "NULL, audit_offset BIGINT NOT NULL, answer_id VARCHAR(200) NOT NULL, "
-                "conversation_id VARCHAR(200) NOT NULL, tenant VARCHAR(200) NOT NULL, "
-                "assistant_id VARCHAR(200) NOT NULL, model VARCHAR(200) NOT NULL, action "
-                "VARCHAR(16) NOT NULL, hallucinated BOOLEAN NOT NULL, occurred_at DATETIME NOT "
-                "NULL, stored_at DATETIME NOT NULL, record_json TEXT, leaf_hash VARCHAR(64) NOT "
-                "NULL, prev_hash VARCHAR(64) NOT NULL, chain_hash VARCHAR(64) NOT NULL, "
-                "purged_at DATETIME, PRIMARY KEY (audit_partition, seq), CONSTRAINT "
-                "uq_audit_records_answer_id UNIQUE (answer_id))"
-            )
-        )
-        conn.execute(
-            text("CREATE INDEX ix_audit_records_conversation ON audit_records (conversation_id)")
-        )
-        conn.execute(
-            text(
-                "CREATE TABLE audit_checkpoints (audit_partition INTEGER NOT NULL, seq BIGINT "
-                "NOT NULL, chain_hash VARCHAR(64) NOT NULL, at DATETIME NOT NULL, PRIMARY KEY "
-                "(audit_partition, seq))"
-            )
-        )
-        conn.execute(
-            text(
-                "INSERT INTO audit_records VALUES (0, 1, 0, :a, 'conv-1', 'acme', 'helpdesk', "
-                ":m, :act, :h, :o, :o, :j, :l, :p, :c, NULL)"
-            ),
-            {
-                "a": record.answer_id,
-                "m": record.model,
-                "act": record.action.value,
-                "h": record.judgement.hallucinated,
-                "o": (record.occurred_at - timedelta(0)).replace(tzinfo=None),
-                "j": body.decode(),
-                "l": row.leaf_hash.hex(),
-                "p": row.prev_hash.hex(),
-                "c": row.chain_hash.hex(),
-            },
-        )
-    engine.dispose()
