@@ -38,6 +38,7 @@ __all__ = [
     "DEAD_LETTER_MAX_BYTES",
     "TopicSpec",
     "accuracy_changelog_topic",
+    "audit_checkpoint_topic_spec",
     "audit_topic_spec",
     "ensure_topics",
     "gate_topic_specs",
@@ -184,8 +185,8 @@ def gate_topic_specs(settings: Settings) -> list[TopicSpec]:
 def audit_topic_spec(settings: Settings) -> TopicSpec:
     """The audit topic: keyed by answer id, compacted (a re-judged answer replaces its
     record), records older than the retention dropped, segments rolled daily so that
-    compaction and purges take effect within a day. Chain-head checkpoints of the audit
-    sink go here too (keys ``checkpoint:<partition>``)."""
+    compaction and purges take effect within a day. The sink's signed chain-head
+    checkpoints go to a topic of their own (:func:`audit_checkpoint_topic_spec`)."""
     topics = settings.topics
     return TopicSpec(
         settings.audit.topic,
