@@ -7,7 +7,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from streamproc.audit.signing import SignatureChecker, Signer
+from streamproc.audit.signing import Signer
 
 __all__ = ["CHECKER", "FORGER", "SIGNER", "write_key_files"]
 
