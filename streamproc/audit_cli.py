@@ -35,7 +35,12 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from streamproc.adapters.audit_store import AuditStore, StoredLabel, StoredRecord
+    from streamproc.adapters.audit_store import (
+        AuditStore,
+        StoredLabel,
+        StoredPurge,
+        StoredRecord,
+    )
     from streamproc.audit.record import AuditRecord
     from streamproc.config import Settings
 
@@ -316,16 +321,18 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_lines(entries: Iterable[StoredRecord | StoredLabel], out: IO[str]) -> tuple[int, int]:
-    """One JSON line per record or label (``"kind": "audit_label"``), in chain order;
-    returns how many of each."""
+def _write_lines(
+    entries: Iterable[StoredRecord | StoredLabel | StoredPurge], out: IO[str]
+) -> tuple[int, int]:
+    """One JSON line per record, label (``"kind": "audit_label"``) or purge entry
+    (``"audit_purge"``), in chain order; returns how many records and labels."""
     records = labels = 0
     for stored in entries:
         line = stored.as_json()
         out.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
         if line.get("kind") == "audit_label":
             labels += 1
-        else:
+        elif line.get("kind") != "audit_purge":
             records += 1
     return records, labels
 

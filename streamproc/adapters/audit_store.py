@@ -110,6 +110,7 @@ __all__ = [
     "RecordSummary",
     "StoredCheckpoint",
     "StoredLabel",
+    "StoredPurge",
     "StoredRecord",
     "VerifyReport",
 ]
@@ -371,6 +372,35 @@ class StoredLabel:
             "prev_hash": self.prev_hash,
             "chain_hash": self.chain_hash,
             "entry": None if self.entry_json is None else json.loads(self.entry_json),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPurge:
+    """One signed purge entry, a link of its partition's chain."""
+
+    partition: int
+    seq: int
+    purge_id: str
+    stored_at: datetime
+    entry_json: str
+    leaf_hash: str
+    prev_hash: str
+    chain_hash: str
+
+    def as_json(self) -> dict[str, object]:
+        """One export line (``kind``: ``audit_purge``); ``leaf_hash`` is the hash of
+        ``canonical_json(entry)``."""
+        return {
+            "kind": "audit_purge",
+            "partition": self.partition,
+            "seq": self.seq,
+            "purge_id": self.purge_id,
+            "stored_at": self.stored_at.isoformat(),
+            "leaf_hash": self.leaf_hash,
+            "prev_hash": self.prev_hash,
+            "chain_hash": self.chain_hash,
+            "entry": json.loads(self.entry_json),
         }
 
 
@@ -997,9 +1027,10 @@ class AuditStore(SqlStore):
         hallucinated: bool | None = None,
         action: Action | str | None = None,
         partition: int | None = None,
-    ) -> Iterator[StoredRecord | StoredLabel]:
+    ) -> Iterator[StoredRecord | StoredLabel | StoredPurge]:
         """:meth:`export` and :meth:`export_labels` merged in chain order: unfiltered
-        (or by partition only), every link of the chains, for an outside verifier."""
+        (or by partition only), every link of the chains - the signed purge entries
+        too - for an outside verifier."""
         filters: dict[str, Any] = {
             "conversation": conversation,
             "tenant": tenant,
@@ -1010,9 +1041,15 @@ class AuditStore(SqlStore):
             "action": action,
             "partition": partition,
         }
-        records: Iterator[StoredRecord | StoredLabel] = self.export(**filters)
-        labels: Iterator[StoredRecord | StoredLabel] = self.export_labels(**filters)
-        return heapq.merge(records, labels, key=_chain_place)
+        records: Iterator[StoredRecord | StoredLabel | StoredPurge] = self.export(**filters)
+        labels: Iterator[StoredRecord | StoredLabel | StoredPurge] = self.export_labels(**filters)
+        if any(value is not None for name, value in filters.items() if name != "partition"):
+            return heapq.merge(records, labels, key=_chain_place)
+        where = [] if partition is None else [_purges.c.audit_partition == partition]
+        purges: Iterator[StoredRecord | StoredLabel | StoredPurge] = self._in_chain_order(
+            _purges, tuple(_purges.c), where, _stored_purge
+        )
+        return heapq.merge(records, labels, purges, key=_chain_place)
 
     def partitions(self) -> list[int]:
         """Every partition with records, labels or checkpoints."""
@@ -1597,8 +1634,21 @@ def _stored_label(row: Row[Any]) -> StoredLabel:
     )
 
 
-def _chain_place(stored: StoredRecord | StoredLabel) -> tuple[int, int]:
-    if isinstance(stored, StoredLabel):
+def _stored_purge(row: Row[Any]) -> StoredPurge:
+    return StoredPurge(
+        partition=int(row.audit_partition),
+        seq=int(row.seq),
+        purge_id=row.purge_id,
+        stored_at=_aware(row.stored_at),
+        entry_json=row.entry_json,
+        leaf_hash=row.leaf_hash,
+        prev_hash=row.prev_hash,
+        chain_hash=row.chain_hash,
+    )
+
+
+def _chain_place(stored: StoredRecord | StoredLabel | StoredPurge) -> tuple[int, int]:
+    if isinstance(stored, StoredLabel | StoredPurge):
         return stored.partition, stored.seq
     return stored.summary.partition, stored.summary.seq
 

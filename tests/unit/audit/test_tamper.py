@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from streamproc.adapters.audit_store import AmbiguousAnswer, AuditStore, PartitionCheck
+from streamproc.audit import canonical_json, leaf_hash
 from streamproc.audit.anchors import parse_checkpoint
 from streamproc.cli import main
 from tests.unit.audit.audit_samples import NOW, make_records
@@ -246,3 +247,15 @@ def test_a_store_made_before_tenant_keys_is_upgraded_in_place(tmp_path: Path) ->
         assert report.ok and report.partitions[0].anchored_seq == 2, report.describe()
     with AuditStore(url) as store:
         assert len(store.find()) == 2, "opening it again changes nothing"
+
+
+def test_an_export_after_a_purge_holds_every_link_for_an_outside_verifier(
+    store: AuditStore,
+) -> None:
+    fill(store)
+    store.purge_conversation("conv-1", signer=SIGNER, now=NOW)
+    lines = [stored.as_json() for stored in store.export_entries()]
+    assert [line["seq"] for line in lines] == list(range(1, 15)), "no gap where the purge is"
+    [purge] = [line for line in lines if line.get("kind") == "audit_purge"]
+    assert leaf_hash(canonical_json(purge["entry"])).hex() == purge["leaf_hash"]
+    assert CHECKER.valid(purge["entry"]) and len(purge["entry"]["rows"]) == 13
