@@ -70,6 +70,7 @@ CONTRACT: dict[str, tuple[str, frozenset[str]]] = {
     "streamproc_claims_total": ("counter", frozenset({"verdict"})),
     "streamproc_flags_total": ("counter", frozenset({"action"})),
     "streamproc_dead_letters_total": ("counter", frozenset({"reason"})),
+    "streamproc_duplicate_events_total": ("counter", frozenset()),
     "streamproc_trace_context_dropped_total": ("counter", frozenset({"header", "reason"})),
     "streamproc_judge_latency_seconds": ("histogram", frozenset()),
     "streamproc_end_to_end_latency_seconds": ("histogram", frozenset()),

@@ -17,6 +17,7 @@ from streamproc.stream.output.fit import OVERHEAD_BYTES, TooLarge, encode
 from streamproc.stream.output.topic import OutputTopic, Prepared, RecordTooLarge
 from streamproc.stream.topics import (
     DEAD_LETTER_MAX_BYTES,
+    judge_dedup_changelog_topic,
     topic_specs,
     window_changelog_topic,
 )
@@ -101,6 +102,10 @@ def test_the_catalog_names_keys_and_sizes_every_output() -> None:
     # the topic each request names (this default one sized as the other outputs).
     gate_replies = specs.pop(settings.gate.replies_topic)
     assert "max.message.bytes" not in specs.pop(settings.gate.requests_topic).config
+    # The judging loop's (tenant, event_id) marks: written by its JudgeDedup, sized as the
+    # other changelogs.
+    dedup = specs.pop(judge_dedup_changelog_topic(settings))
+    assert int(dedup.config["max.message.bytes"]) == topics.labels_state.max_bytes
     created = {
         name: int(spec.config["max.message.bytes"])
         for name, spec in specs.items()
