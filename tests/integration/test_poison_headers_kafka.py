@@ -1,7 +1,7 @@
 """One record's headers must not stop a loop, on real Kafka.
 
-The poison: a valid ``traceparent`` with a 1,000,000-byte ``baggage`` header, which the
-broker accepts. Before trace context was bounded, the worker copied it onto every record
+The poison: a valid ``traceparent`` with a 1 MB ``baggage`` header, which the broker
+accepts. Before trace context was bounded, the worker copied it onto every record
 written for the answer, the transaction was refused and the worker exited - again on
 every restart; on one Kafka gate request it took the whole gate down. Here the judging
 loop, the Kafka gate and the labels loop each read the poison between good records:
@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -29,6 +30,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from streamproc.adapters.metrics import WorkerMetrics
+from streamproc.adapters.worker_process import WorkerProcess
 from streamproc.config import Settings
 from streamproc.events import DeadLetter, DeadLetterReason, Verdict
 from streamproc.gate.client import GateClient
@@ -49,8 +51,10 @@ from tests.unit.gate.conftest import event
 
 TRACE_ID, SPAN_ID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE_ID}-{SPAN_ID}-01".encode()
-BAGGAGE = b"k=" + b"v" * (1_000_000 - 2)
-"""1,000,000 bytes: under the broker's default message.max.bytes (1,048,588) with a body."""
+BAGGAGE = b"k=" + b"v" * (1_047_800 - 2)
+"""1,047,800 bytes: an answer carrying it stays under the broker's default
+``message.max.bytes`` (1,048,588), so the broker takes it; a verdict carrying it would
+not fit the verdicts topic's 1 MiB."""
 POISON = [("traceparent", TRACEPARENT), ("baggage", BAGGAGE)]
 WAIT_S = 60.0
 
@@ -183,7 +187,7 @@ async def test_the_worker_judges_a_poison_header_answer_and_the_answers_after_it
     for answer_id in ("ans-poison", "ans-later"):
         verdict, headers = verdicts[answer_id]
         notes = [n for n in verdict.judgement.limits if n.startswith("TRACE_CONTEXT_DROPPED")]
-        assert notes == ["TRACE_CONTEXT_DROPPED: baggage too_long (1000000 bytes, at most 8192)"]
+        assert notes == ["TRACE_CONTEXT_DROPPED: baggage too_long (1047800 bytes, at most 8192)"]
         assert verdict.trace_id == TRACE_ID  # the valid traceparent is still followed
         assert headers == {"traceparent": TRACEPARENT}
     for answer_id in ("ans-before", "ans-after"):
@@ -321,7 +325,7 @@ async def test_the_kafka_gate_answers_a_poison_header_request_and_the_requests_a
         r for r in seen[reply_topic] if r[1].get(CORRELATION_ID_HEADER) == correlation
     ]
     reply = GateReply.model_validate_json(value)
-    note = "TRACE_CONTEXT_DROPPED: baggage too_long (1000000 bytes, at most 8192)"
+    note = "TRACE_CONTEXT_DROPPED: baggage too_long (1047800 bytes, at most 8192)"
     assert note in reply.verdict.judgement.limits
     assert "baggage" not in headers
     verdict, verdict_headers = _verdicts(seen[settings.topics.verdicts])[poison["answer_id"]]
@@ -368,3 +372,39 @@ async def test_the_labels_loop_joins_poison_header_items_and_labels_and_goes_on(
     assert all(isinstance(entry, LabelAuditEntry) for entry in outputs.audit)
     assert outputs.dead == []
     assert loop.accepted == 2
+
+
+# --- the worker process, as deployed ----------------------------------------------------
+
+
+async def test_the_worker_process_stays_up_through_poison_headers(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """``python -m streamproc worker``: before the bounds, this answer made it exit (code
+    3) in under a second, and again after every restart."""
+    settings = _worker_settings(kafka_bootstrap)
+    await prepare_topics(settings)
+    answers = [(_answer("p0"), POISON), (_answer("p1"), [("traceparent", TRACEPARENT)])]
+    await _produce(kafka_bootstrap, settings.topics.answers, answers)
+    worker = WorkerProcess(settings, tmp_path / "worker.log").start()
+
+    def alive() -> None:
+        if not worker.running:
+            log = (tmp_path / "worker.log").read_text(errors="replace")[-3000:]
+            raise AssertionError(f"the worker exited ({worker.wait(0)}): {log}")
+
+    verdicts_topic = settings.topics.verdicts
+    try:
+        seen = await _read(settings, [verdicts_topic], lambda s: len(s[verdicts_topic]) >= 2, alive)
+        await _produce(kafka_bootstrap, settings.topics.answers, [(_answer("p2"), POISON)])
+        seen = await _read(settings, [verdicts_topic], lambda s: len(s[verdicts_topic]) >= 3, alive)
+        await asyncio.sleep(1.0)
+        alive()
+    finally:
+        code = worker.stop()
+    assert code == 0
+    verdicts = _verdicts(seen[verdicts_topic])
+    assert set(verdicts) == {"ans-p0", "ans-p1", "ans-p2"}
+    assert all("baggage" not in headers for _, headers in verdicts.values())
+    log = (tmp_path / "worker.log").read_text(errors="replace")
+    assert log.count("trace_context_dropped") == 2
