@@ -99,10 +99,14 @@ class EventDedup:
 
     def restore(self, partition: int, state: Mapping[str, Any], *, changelog: bool = True) -> int:
         """Take ``partition`` over with its changelogged marks; how many were kept."""
-        store = TrackedStore({k: v for k, v in state.items() if k.startswith(MARK_PREFIX)})
-        marks = _Marks(store, changelog=changelog)
-        for key, at in sorted(store.items(), key=lambda item: float(item[1])):
-            marks.order[key] = float(at)
+        kept = {
+            key: float(at)
+            for key, at in state.items()
+            if key.startswith(MARK_PREFIX) and isinstance(at, int | float)
+        }
+        marks = _Marks(TrackedStore(dict(kept)), changelog=changelog)
+        for key, at in sorted(kept.items(), key=lambda item: item[1]):
+            marks.order[key] = at
         self._partitions[partition] = marks
         return len(marks.order)
 
@@ -207,8 +211,9 @@ class JudgeDedup:
         """The marks' changes since the last call, for the batch's transaction."""
         return self.marks.changelog_records(self._topic) if self.marks.enabled else []
 
-    def forget(self) -> None:
-        self.marks.forget()
+    def forget(self, partitions: Sequence[TopicPartition]) -> None:
+        """Drop the marks of partitions given up."""
+        self.marks.forget(tp.partition for tp in partitions)
 
     async def _changelog_partitions(self) -> set[int]:
         """The changelog topic's partitions, as the cluster's metadata has them."""

@@ -256,7 +256,7 @@ class JudgeLoop(ConsumerLoop):
     # ------------------------------------------------------------------ rebalances
 
     async def _on_revoked(self, partitions: list[TopicPartition]) -> None:
-        self._dedup.forget()
+        self._dedup.forget(partitions)
 
     async def _on_assigned(self, partitions: list[TopicPartition]) -> None:
         await self._dedup.restore(partitions)

@@ -131,3 +131,10 @@ def test_a_zero_horizon_keeps_no_marks_and_writes_no_changelog() -> None:
     fresh, repeats = dedup.split([_message(1)], now=1.0)
     assert len(fresh) == 1 and repeats == [] and dedup.records() == []
     assert isinstance(output.verdicts[0], Verdict)
+
+
+def test_a_changelog_value_that_is_no_time_is_left_out_of_the_restore() -> None:
+    marks = EventDedup(horizon_s=100.0, max_entries=10)
+    kept = marks.restore(0, {mark_key(("t", "a")): 1.0, mark_key(("t", "b")): "soon", "other": 2.0})
+    assert kept == 1 and marks.seen(0, ("t", "a"), now=2.0)
+    assert not marks.seen(0, ("t", "b"), now=2.0)
