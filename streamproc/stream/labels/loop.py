@@ -45,6 +45,7 @@ from streamproc.stream.loop.consumer import ConsumerLoop
 from streamproc.stream.loop.publisher import OutboundRecord
 from streamproc.stream.output.catalog import OutputTopics
 from streamproc.stream.output.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
+from streamproc.stream.output.topic import RecordTooLarge
 from streamproc.stream.topics import labels_changelog_topic
 from streamproc.stream.windows.store import TrackedStore
 
@@ -165,8 +166,19 @@ class LabelsLoop(ConsumerLoop):
         records: list[OutboundRecord] = []
         for done in handled:
             if isinstance(done, Accepted):
-                records.append(outputs.label_audit.record(done.audit))
-                records.append(outputs.label_deltas.record(done.delta))
+                try:
+                    accepted = [
+                        outputs.label_audit.record(done.audit),
+                        outputs.label_deltas.record(done.delta),
+                    ]
+                except RecordTooLarge as exc:  # one label must not stop the loop
+                    origin = MessageOrigin(
+                        self._settings.review.labels_topic, -1, -1, done.label.answer_id.encode()
+                    )
+                    rejection = Rejection(DeadLetterReason.OUTPUT_TOO_LARGE, str(exc))
+                    label = done.label.model_dump_json().encode()
+                    accepted = [self._dead_letter(rejection, origin, label, now)]
+                records += accepted
             elif isinstance(done, Rejected):
                 records.append(self._dead_letter(done.rejection, done.origin, done.value, now))
         return records

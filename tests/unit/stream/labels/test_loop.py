@@ -4,7 +4,9 @@ input's partition), and that a record it cannot handle costs only a dead letter.
 
 from __future__ import annotations
 
+import base64
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +20,7 @@ from streamproc.label_events import LabelAuditEntry, LabelDelta
 from streamproc.stream.labels.join import Handled, LabelJoin, item_key
 from streamproc.stream.labels.loop import LabelsLoop
 from streamproc.stream.loop.publisher import OutboundRecord
+from streamproc.stream.output.topic import OutputTopic
 from streamproc.stream.topics import labels_changelog_topic
 from streamproc.stream.windows.store import TrackedStore
 from tests.unit.stream.labels.test_join import T0, label_bytes, may_label, review_item
@@ -100,3 +103,25 @@ def test_each_record_the_join_fails_on_is_its_own_dead_letter(
     assert dead.offset == 1
     assert dead.reason is DeadLetterReason.PROCESSING_ERROR and "state is broken" in dead.error
     assert not store
+
+
+def test_an_accepted_label_whose_audit_entry_cannot_fit_is_a_dead_letter() -> None:
+    """The audit topic's limit (8 MiB) bounds entries by construction; should one still
+    not fit, the label becomes a dead letter with its bytes and the loop goes on."""
+    loop = _loop()
+    audit = loop._outputs.label_audit
+    loop._outputs = replace(
+        loop._outputs, label_audit=OutputTopic(audit.name, 1500, audit.key, audit.fit)
+    )
+    out = _by_topic(
+        _batch(loop, QUEUE, review_item().model_dump_json().encode())
+        + _batch(loop, LABELS, label_bytes())
+    )
+    assert SETTINGS.audit.topic not in out
+    assert SETTINGS.labels.deltas_topic not in out
+    [letter_record] = out[SETTINGS.topics.dead_letter]
+    letter = DeadLetter.model_validate_json(letter_record.value or b"")
+    assert letter.reason == DeadLetterReason.OUTPUT_TOO_LARGE
+    assert letter.topic == SETTINGS.review.labels_topic
+    assert "does not fit" in letter.error
+    assert json.loads(base64.b64decode(letter.value_b64))["label_id"] == "l1"
