@@ -389,7 +389,8 @@ def _assert_measured(report: dict[str, Any], path: str, loads: list[float]) -> N
     assert f"{path}, qa: p99 at 50 % load" in names
     first = report["runs"][0]["levels"][0]  # the open loop starts where the judge alone did
     assert "0" in first["latency_by_pool_index"]
-    assert len(names) == 3 * len(report["runs"])
+    assert len(names) == 4 * len(report["runs"])
+    assert any(name.startswith(f"{path}, qa: p99 at 200 % load") for name in names)
 
 
 @pytest.mark.slow
