@@ -1,12 +1,15 @@
 """Admission control: is there time to judge one more request within its budget?
 
-The judge's cost is learnt from the batches it runs: a batch of ``n`` answers takes
-``overhead + n * per_answer`` seconds, both fitted as exponentially weighted moving
-averages (a least-squares line through the recent (n, seconds) points; while every batch
-has the same size, all of the time counts per answer). A new request then waits for
-what is ahead of it - the rest of the batch being judged and the batches the queue makes,
-itself included - divided into batches of ``batch_max``. No thread counts tokens here: the
-service asks before queueing and sheds at once when the answer would be late anyway.
+The judge's cost is learnt from the batches it runs, in work units: a request is one
+unit, or its body's bytes over :data:`UNIT_BYTES` when larger (a 480 KB body is ~120 units:
+the judge reads all of its evidence). A batch of ``n`` units takes ``overhead + n *
+per_unit`` seconds, both fitted as exponentially weighted moving averages (a least-squares
+line through the recent (n, seconds) points; while every batch has the same size, all of
+the time counts per unit). A new request then waits for what is ahead of it - the rest of
+the batch being judged and the batches the queue makes, itself included - divided into
+batches of ``batch_max``. No thread counts tokens here: the service asks before queueing
+and sheds at once when the answer would be late anyway, so a large body whose own judging
+cannot fit its budget is never queued in front of others.
 """
 
 from __future__ import annotations
@@ -14,10 +17,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["Admission"]
+__all__ = ["UNIT_BYTES", "Admission", "work_units"]
+
+UNIT_BYTES = 4096
+"""A request body up to this size is one work unit (answers with their evidence are
+mostly 1-4 KB); a larger one counts its size over this."""
 
 _ALPHA = 0.2
 _MIN_SPREAD = 0.25  # var(n) below this: the sizes are too alike to tell the overhead apart
+
+
+def work_units(body_bytes: int) -> float:
+    """The work units of a request whose body is ``body_bytes`` long."""
+    return max(1.0, body_bytes / UNIT_BYTES)
 
 
 @dataclass(slots=True)
@@ -31,8 +43,8 @@ class Admission:
     _nn: float = 0.0
     _nt: float = 0.0
 
-    def observe(self, batch_size: int, seconds: float) -> None:
-        """One judge call of ``batch_size`` answers took ``seconds``."""
+    def observe(self, batch_size: float, seconds: float) -> None:
+        """One judge call of ``batch_size`` work units took ``seconds``."""
         if batch_size <= 0 or not math.isfinite(seconds) or seconds < 0:
             return
         n = float(batch_size)
@@ -65,16 +77,25 @@ class Admission:
             return 0.0
         return max(0.0, self._t - self.per_answer_s * self._n)
 
-    def batch_s(self, size: int) -> float:
-        """Expected time of one judge call of ``size`` answers."""
+    def batch_s(self, size: float) -> float:
+        """Expected time of one judge call of ``size`` work units."""
         return self.overhead_s + self.per_answer_s * size if size > 0 else 0.0
 
     def expected_finish_s(
-        self, *, queued: int, in_flight: int, in_flight_elapsed_s: float
+        self,
+        *,
+        queued: int,
+        in_flight: int,
+        in_flight_elapsed_s: float,
+        queued_units: float | None = None,
+        in_flight_units: float | None = None,
+        units: float = 1.0,
     ) -> float:
-        """Seconds until a request joining now is judged: the rest of the batch in
-        flight, then the queue's batches with the request in the last one."""
-        remaining = max(0.0, self.batch_s(in_flight) - in_flight_elapsed_s) if in_flight else 0.0
-        waiting = queued + 1
-        batches = math.ceil(waiting / self.batch_max)
-        return remaining + batches * self.overhead_s + waiting * self.per_answer_s
+        """Seconds until a request of ``units`` joining now is judged: the rest of the
+        batch in flight, then the queue's batches with the request in the last one.
+        Units default to one per request."""
+        flight = float(in_flight) if in_flight_units is None else in_flight_units
+        ahead = float(queued) if queued_units is None else queued_units
+        remaining = max(0.0, self.batch_s(flight) - in_flight_elapsed_s) if in_flight else 0.0
+        batches = math.ceil((queued + 1) / self.batch_max)
+        return remaining + batches * self.overhead_s + (ahead + units) * self.per_answer_s

@@ -43,6 +43,9 @@ log = structlog.get_logger(__name__)
 UnreadyReason = Literal["outbox_full", "broker_unavailable"]
 
 _BATCH_RECORDS = 500
+_BATCH_BYTES = 1024 * 1024
+"""A batch handed to the sink at once: up to this many records and bytes (at least one
+record), so one batch never holds the event loop long."""
 
 
 def record_bytes(record: OutboundRecord) -> int:
@@ -184,7 +187,7 @@ class Outbox:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            batch = [self._queue.popleft() for _ in range(min(_BATCH_RECORDS, len(self._queue)))]
+            batch = self._next_batch()
             self._sending = batch
             failed = await self._publish(batch)
             self._sending = []
@@ -195,6 +198,18 @@ class Outbox:
             if failed:
                 self._requeue(failed)
                 await asyncio.sleep(self._limits.retry_s)
+
+    def _next_batch(self) -> list[_Held]:
+        batch: list[_Held] = []
+        size = 0
+        queue = self._queue
+        while queue and len(batch) < _BATCH_RECORDS:
+            if batch and size + queue[0].size > _BATCH_BYTES:
+                break
+            held = queue.popleft()
+            batch.append(held)
+            size += held.size
+        return batch
 
     async def _publish(self, batch: list[_Held]) -> list[_Held]:
         """The held records of ``batch`` not written (to send again)."""

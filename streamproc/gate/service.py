@@ -4,16 +4,18 @@ How a request goes (:meth:`GateService.check`):
 
 1. Admission. A request joins the queue only if it can be judged in time: the expected
    finish (the rest of the batch being judged plus the queue's batches, from the judge's
-   learnt cost, :mod:`~streamproc.gate.admission`) must fit in ``budget - elapsed -
-   settle_reserve_ms``, and fewer than ``batch_max * max_pending_factor`` requests may be
-   held. Otherwise it is shed at once - ``not_checked(OVERLOADED)``, decided by policy,
-   never queued - so memory stays bounded and a request is never answered late because
-   of the ones before it. An idle gate always admits (nothing else to learn the judge's
-   cost from), so it recovers as soon as load drops.
-2. Judging. One task drains the queue into micro-batches of up to ``batch_max`` answers,
-   each one judge call in the judge thread (a ``ThreadPoolExecutor`` of one, off the
-   event loop), with the stage's isolation (a poison answer is judged alone and fails
-   alone: ``stream.judging.stage.judge_answers``). The batch's records are built there too.
+   learnt cost per work unit - a body's size counts, :mod:`~streamproc.gate.admission`)
+   must fit in ``budget - elapsed - settle_reserve_ms``, and fewer than ``batch_max *
+   max_pending_factor`` requests may be held. Otherwise it is shed at once -
+   ``not_checked(OVERLOADED)``, decided by policy, never queued - so memory stays bounded
+   and a request is never answered late because of the ones before it. An idle gate
+   always admits a one-unit request (nothing else to learn the judge's cost from), so it
+   recovers as soon as load drops; a larger one only if its own judging fits.
+2. Judging. One task drains the queue into micro-batches of up to ``batch_max`` answers
+   and, past the first, ``batch_max`` work units (a large body is judged alone), each one
+   judge call in the judge thread (a ``ThreadPoolExecutor`` of one, off the event loop),
+   with the stage's isolation (a poison answer is judged alone and fails alone:
+   ``stream.judging.stage.judge_answers``). The batch's records are built there too.
 3. The budget. The request waits for its judgement until ``budget - settle_reserve_ms``
    after its arrival. Past that it is answered with the cheap checks alone
    (``settle_batch``: token confidence, records, values; the rest ``unverified``,
@@ -43,7 +45,7 @@ import structlog
 
 from streamproc.config import Settings
 from streamproc.events import AnswerEvent, AnswerJudgement, JudgeInfo, UnverifiedReason, Verdict
-from streamproc.gate.admission import Admission
+from streamproc.gate.admission import Admission, work_units
 from streamproc.gate.policy import decide_reply
 from streamproc.gate.request import GateRequest, GateResult
 from streamproc.gate.sensor import GateSensor, NullGateSensor
@@ -91,6 +93,8 @@ class _Waiting:
     trace_id: str | None
     headers: OutHeaders
     future: asyncio.Future[_Built | Rejection | BaseException]
+    units: float = 1.0
+    """Its work units (:func:`~streamproc.gate.admission.work_units` of its body)."""
     abandoned: bool = False
     """Its caller was answered otherwise (settled at the budget): not worth judging."""
 
@@ -304,17 +308,24 @@ class GateService:
         pending = self.pending
         if pending >= self._capacity:
             return None
+        units = work_units(len(request.body))
+        admission = self._admission
         if pending:
-            finish = self._admission.expected_finish_s(
+            finish = admission.expected_finish_s(
                 queued=len(self._queue),
                 in_flight=len(self._in_flight),
                 in_flight_elapsed_s=time.monotonic() - self._in_flight_since,
+                queued_units=sum(w.units for w in self._queue),
+                in_flight_units=sum(w.units for w in self._in_flight),
+                units=units,
             )
             if finish > wait_s:
                 return None
+        elif units > 1 and admission.learnt and admission.batch_s(units) > wait_s:
+            return None  # even alone, this body's judging would not fit its budget
         future: asyncio.Future[_Built | Rejection | BaseException]
         future = asyncio.get_running_loop().create_future()
-        waiting = _Waiting(request, span.trace_id, span.headers, future)
+        waiting = _Waiting(request, span.trace_id, span.headers, future, units)
         self._queue.append(waiting)
         assert self._wake is not None
         self._wake.set()
@@ -398,7 +409,8 @@ class GateService:
                 finally:
                     self._in_flight = []
                 if judge_ms is not None:
-                    self._admission.observe(len(batch), time.monotonic() - started)
+                    units = sum(w.units for w in batch)
+                    self._admission.observe(units, time.monotonic() - started)
                     self._sensor.judged(len(batch), judge_ms)
                     self.counters.batches.append(len(batch))
                 for waiting, result in zip(batch, results, strict=True):
@@ -407,11 +419,21 @@ class GateService:
                 self._report_pending()
 
     def _take(self) -> list[_Waiting]:
+        """The next batch: up to ``batch_max`` requests and, past the first, ``batch_max``
+        work units (a large body is judged alone, not with small ones waiting on it)."""
         batch: list[_Waiting] = []
-        while self._queue and len(batch) < self._gate.batch_max:
-            waiting = self._queue.popleft()
-            if not waiting.abandoned:
-                batch.append(waiting)
+        units = 0.0
+        limit = self._gate.batch_max
+        while self._queue and len(batch) < limit:
+            waiting = self._queue[0]
+            if waiting.abandoned:
+                self._queue.popleft()
+                continue
+            if batch and units + waiting.units > limit:
+                break
+            self._queue.popleft()
+            batch.append(waiting)
+            units += waiting.units
         return batch
 
     def _judge_batch(

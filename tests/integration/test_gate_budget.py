@@ -12,8 +12,9 @@ real HTTP (``streamproc gate serve`` in its own process):
 - a burst of 200 requests at once (300 ms budget, the default judge): each answered
   within the budget and the grace as the client measures it, and ``latency_ms`` never
   less than the gate's share of that;
-- one caller sending 480 KB bodies does not slow another caller's small requests, and
-  the gate's memory stays bounded.
+- one caller sending 480 KB bodies (six at a time, each followed at once by the next)
+  does not slow another caller's small requests (median under half the budget, 95 %
+  within budget and grace, none near a second), and the gate's memory stays bounded.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ BUDGET_MS = 300
 GRACE_MS = 50
 OUTBOX_RECORDS = 120
 """About 25 decisions' records (verdict, outcome, audit record, ...)."""
+BIG_CALLERS = 6
+"""Connections of the caller sending 480 KB bodies, each sending the next at once."""
 SLACK_MS = 100
 """Beyond budget + grace, for a 2-core machine shared with the broker and other tests;
 the median must still be well within the budget."""
@@ -372,12 +375,15 @@ async def test_one_callers_big_bodies_do_not_starve_anothers_small_requests(
 
     async def big_caller(session: aiohttp.ClientSession) -> None:
         while not stop.is_set():
-            _, status, _ = await _timed_check(session, url, big_body, token=BIG_TOKEN)
+            try:
+                _, status, _ = await _timed_check(session, url, big_body, token=BIG_TOKEN)
+            except aiohttp.ClientError:
+                status = 0  # refused and closed before the body was read: a reset
             big_statuses[status] += 1
 
     try:
         async with aiohttp.ClientSession() as session:
-            bigs = [asyncio.create_task(big_caller(session)) for _ in range(12)]
+            bigs = [asyncio.create_task(big_caller(session)) for _ in range(BIG_CALLERS)]
             await asyncio.sleep(1.0)
             run = uuid.uuid4().hex[:6]
             for i in range(60):
@@ -397,9 +403,11 @@ async def test_one_callers_big_bodies_do_not_starve_anothers_small_requests(
     )
     assert code == 0, process.log_tail()
     assert big_statuses[200] > 0, "the big caller is served, within its share"
-    assert big_statuses[429] > 0, "and held to its share"
-    assert max(small) <= BUDGET_MS + GRACE_MS + SLACK_MS, _summary(small)
-    assert sorted(small)[len(small) // 2] < BUDGET_MS, _summary(small)
+    assert big_statuses[429] + big_statuses[0] > 0, "and held to its share"
+    ordered = sorted(small)
+    assert ordered[len(ordered) // 2] < BUDGET_MS / 2, _summary(small)
+    assert ordered[int(len(ordered) * 0.95)] <= BUDGET_MS + GRACE_MS + SLACK_MS, _summary(small)
+    assert ordered[-1] < 1000, f"never seconds: {_summary(small)}"
     assert rss_peak - rss_start < 200, f"RSS {rss_start:.0f} -> {rss_peak:.0f} MiB"
 
 

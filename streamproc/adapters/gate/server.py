@@ -12,8 +12,9 @@ counted with ``sensor.refused``):
 4. the service not ready (starting, closing): 503;
 5. the body's bytes over the caller's share of bodies held at once
    (``gate.max_caller_body_bytes_in_flight``): 429 ``caller_busy``; over the total
-   (``gate.max_body_bytes_in_flight``): 503 ``busy`` - both with ``Retry-After`` and
-   before a byte of the body is read (:mod:`~streamproc.gate.body_budget`);
+   (``gate.max_body_bytes_in_flight``): 503 ``busy`` - both with ``Retry-After``, before a
+   byte of the body is read, and the connection closed without reading the rest (so a
+   caller over its share costs the gate no reading; :mod:`~streamproc.gate.body_budget`);
 6. an event that fails intake (JSON, schema, event-time bounds - the worker's own
    :meth:`GateService.parse`): 400;
 7. an answer of a tenant the caller's token does not name: 403;
@@ -186,6 +187,11 @@ class GateServer(AppServer):
             result = await self._decide(gate_request)
             return await self._send(request, result, arrived)
         except _Refused as refused:
+            if refused.code in ("busy", "caller_busy"):
+                # An over-budget body is not read, not even to drop it (aiohttp's
+                # lingering close): the connection closes once the reply is written, and
+                # a client still sending may see a reset instead of the reply.
+                request.protocol._lingering_time = 0.0
             return self._refuse(refused.code, refused.detail)
         finally:
             if held is not None:
@@ -245,7 +251,7 @@ class GateServer(AppServer):
         sent_ms = max(0.0, (time.monotonic() - arrived) * 1000)
         try:
             self._sensor.decided(reply.model_copy(update={"latency_ms": sent_ms}), path="http")
-        except Exception:  # noqa: BLE001 - the reply is out; a metrics bug must not touch it
+        except Exception:  # the reply is out; a metrics bug must not touch it
             log.exception("gate_sensor_failed")
         return response
 

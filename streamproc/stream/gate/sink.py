@@ -87,6 +87,7 @@ class KafkaRecordSink:
                 failed.extend(records[index:])
                 break
             sent.append((record, future))
+            await asyncio.sleep(0)  # a large record costs a copy: let replies go between
         results = await asyncio.gather(*(future for _, future in sent), return_exceptions=True)
         for (record, _), result in zip(sent, results, strict=True):
             if isinstance(result, BaseException):

@@ -16,7 +16,7 @@ from streamproc.gate.sensor import NullGateSensor
 from streamproc.gate_events import GateError, GateReply
 from streamproc.stream.output.catalog import OutputTopics
 from streamproc.wiring import build_judge
-from tests.unit.gate.conftest import SlowScorer, event, request, settings, slow_nli
+from tests.unit.gate.conftest import NOTE, SlowScorer, event, request, settings, slow_nli
 
 SLACK_S = 0.5
 """Generous: the tests assert within budget + this, never a tighter time."""
@@ -279,3 +279,40 @@ async def test_an_answer_in_an_unsupported_language_goes_through_the_policy() ->
     assert opened.reply.reason is UnverifiedReason.LANGUAGE_NOT_SUPPORTED
     assert opened.reply.decision is Action.PASS and opened.reply.answer_text == german
     assert closed.reply.decision is Action.WITHHOLD and closed.reply.answer_text == ""
+
+
+async def test_a_large_body_is_judged_alone_and_shed_when_it_alone_cannot_fit() -> None:
+    scorer = SlowScorer()
+    sensor = RecordingSensor()
+    service = await started(GateService(settings(batch_max=4), slow_nli(scorer), sensor=sensor))
+    scorer.delay_s = 0.01
+    big_evidence = [{"id": "D1", "text": NOTE * 300}]  # ~27 KB: ~7 work units
+    try:
+        for i in range(6):  # learn the cost of one-unit requests
+            await service.check(request(event("Incomplete orders.", event_id=f"w{i}")))
+        sensor.batches.clear()
+        mixed = [
+            request(
+                event("Incomplete orders.", event_id="big", evidence=big_evidence), budget_ms=5000
+            ),
+            *(
+                request(event("Incomplete orders.", event_id=f"s{i}"), budget_ms=5000)
+                for i in range(3)
+            ),
+        ]
+        await asyncio.gather(*(service.check(r) for r in mixed))
+        batches = list(sensor.batches)
+        hopeless = await service.check(
+            request(
+                event(
+                    "Incomplete orders.", event_id="h", evidence=[{"id": "D1", "text": NOTE * 6000}]
+                ),
+                budget_ms=60,
+            )
+        )
+    finally:
+        await service.close()
+    assert batches[0] == 1, batches  # the large body alone; the small ones together after it
+    assert sum(batches) == 4
+    assert hopeless.reply.reason is UnverifiedReason.OVERLOADED
+    assert hopeless.judge_ms is None
