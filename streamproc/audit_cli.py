@@ -503,6 +503,7 @@ def _purge(args: argparse.Namespace) -> int:
             found = store.find(conversation=args.conversation, limit=None)
             if found and not args.no_topic:
                 from streamproc.stream.audit_sink import label_key, publish_tombstones
+                from streamproc.stream.output.catalog import audit_record_key
 
                 keys = [
                     label_key(label.answer_id, label.label_id)
@@ -510,8 +511,8 @@ def _purge(args: argparse.Namespace) -> int:
                     for label in store.labels_for(s.answer_id, s.tenant)
                 ]
                 # First the topic: a purge that fails half-way is simply run again.
-                ids = [s.answer_id for s in found]
-                sent = asyncio.run(publish_tombstones(settings, ids, keys))
+                records = [audit_record_key(s.tenant, s.answer_id) for s in found]
+                sent = asyncio.run(publish_tombstones(settings, records, keys))
                 print(f"published {sent} tombstone(s) to {settings.audit.topic}")
             count = store.purge_conversation(args.conversation, signer=signer)
             print(

@@ -1,6 +1,6 @@
 """The audit sink: the audit topic, appended to the audit store, exactly once in effect.
 
-Workers publish one audit record per answer to the audit topic (key: the answer id), in
+Workers publish one audit record per answer to the audit topic (key: ``tenant/answer_id``), in
 the same Kafka transaction as the verdict. The sink reads that topic as consumer group
 ``<app_id>.audit-sink`` (``read_committed``: an aborted batch's records are never
 stored) and, per partition, in offset order:
@@ -76,6 +76,7 @@ __all__ = [
     "CHECKPOINT_KEY_PREFIX",
     "AuditSink",
     "SinkStats",
+    "audit_checkpoint_topic_spec",
     "audit_sink_group",
     "audit_topic_spec",
     "fetch_topic_checkpoints",
@@ -381,9 +382,10 @@ def label_key(answer_id: str, label_id: str) -> str:
 
 
 async def publish_tombstones(
-    settings: Settings, answer_ids: Sequence[str], label_keys: Sequence[str] = ()
+    settings: Settings, record_keys: Sequence[str], label_keys: Sequence[str] = ()
 ) -> int:
-    """Tombstones for these answers' audit records (and for ``label_keys``, their
+    """Tombstones for these answers' audit records (``record_keys``:
+    :func:`~streamproc.stream.output.catalog.audit_record_key`; and for ``label_keys``, their
     labels' entries: :func:`label_key`), so compaction removes their texts - evidence,
     reviewers' notes - from the audit topic too (a purge). Returns how many were sent."""
     producer = AIOKafkaProducer(
@@ -394,11 +396,11 @@ async def publish_tombstones(
     async with explain_access_errors(settings.bootstrap_servers, settings.security):
         await producer.start()
     try:
-        for key in [*answer_ids, *label_keys]:
+        for key in [*record_keys, *label_keys]:
             await producer.send_and_wait(settings.audit.topic, key=key.encode(), value=None)
     finally:
         await producer.stop()
-    return len(answer_ids) + len(label_keys)
+    return len(record_keys) + len(label_keys)
 
 
 def run_audit_sink(settings: Settings) -> int:

@@ -1,7 +1,9 @@
 """Every topic the worker writes, named, keyed and sized in one place.
 
-The keys are a contract with readers (docs/stream.md, "Topics and keys"): verdicts, flags and audit
-records by ``answer_id`` - what auditors and products look an answer up by; outcomes and
+The keys are a contract with readers (docs/stream.md, "Topics and keys"): verdicts and flags
+by ``answer_id`` - what products look an answer up by; audit records by
+``tenant/answer_id`` (the topic is compacted: two tenants' answers sharing an id must not
+replace each other, nor one's purge tombstone remove the other's record); outcomes and
 window aggregates (tumbling and hopping) by ``assistant_id``, so one assistant's
 outcomes meet in one partition and its windows arrive in order; alert events by
 ``tenant/assistant``; dead letters by the original key. Each topic's size limit is the
@@ -75,7 +77,7 @@ class OutputTopics:
             verdicts=OutputTopic(topics.verdicts, limit, _answer_key, fit_verdict),
             flags=OutputTopic(topics.flags, limit, _answer_key),
             outcomes=OutputTopic(topics.outcomes, limit, _assistant_key),
-            audit=OutputTopic(settings.audit.topic, AUDIT_MAX_MESSAGE_BYTES, _answer_key),
+            audit=OutputTopic(settings.audit.topic, AUDIT_MAX_MESSAGE_BYTES, _audit_key),
             dead_letters=OutputTopic(
                 topics.dead_letter, DEAD_LETTER_MAX_BYTES, original_key, fit_dead_letter
             ),
@@ -99,8 +101,17 @@ class OutputTopics:
 # Module-level functions, not lambdas: the topics pickle into the judge's own process.
 
 
-def _answer_key(model: Verdict | Flag | AuditRecord | ReviewItem | LabelEvent) -> bytes:
+def _answer_key(model: Verdict | Flag | ReviewItem | LabelEvent) -> bytes:
     return model.answer_id.encode()
+
+
+def audit_record_key(tenant: str, answer_id: str) -> str:
+    """The audit-topic key of an answer's record (and of its purge tombstone)."""
+    return f"{tenant}/{answer_id}"
+
+
+def _audit_key(record: AuditRecord) -> bytes:
+    return audit_record_key(record.tenant, record.answer_id).encode()
 
 
 LABEL_KEY_PREFIX = "label:"
