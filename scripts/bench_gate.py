@@ -413,17 +413,20 @@ class KafkaCaller:
     """``streamproc.gate.client.GateClient`` on the gate's request topic, replies on a
     topic of this run's own. The client never waits past the budget: when no reply came
     in time it decides by policy itself; such a decision counts as unanswered (by the
-    gate), under the error ``client_policy``."""
+    gate), under the error ``client_policy``. Requests carry the run's caller token, as
+    the gate requires of Kafka requests by default."""
 
-    def __init__(self, settings: Settings, *, default_budget_ms: float) -> None:
+    def __init__(self, settings: Settings, token: str, *, default_budget_ms: float) -> None:
         self._settings = settings
+        self._token = token
         self._default_budget_ms = default_budget_ms
         self._client: Any = None
 
     async def start(self) -> None:
         from streamproc.gate.client import GateClient
 
-        self._client = GateClient.from_settings(self._settings)  # its run's reply topic
+        # The run's own reply topic, which is the gate's default one: always allowed.
+        self._client = GateClient.from_settings(self._settings, token=self._token)
         await self._client.start()
 
     async def close(self) -> None:
@@ -790,7 +793,7 @@ def caller_for(path: str, gate: Gate, settings: Settings | None, budget_ms: floa
     timeout = Settings().gate.max_budget_ms / 1000 + UNANSWERED_AFTER_S
     if path == "kafka":
         assert settings is not None
-        return KafkaCaller(settings, default_budget_ms=budget_ms)
+        return KafkaCaller(settings, gate.token, default_budget_ms=budget_ms)
     return HttpCaller(gate.url, gate.token, timeout_s=timeout)
 
 

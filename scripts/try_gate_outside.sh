@@ -37,14 +37,14 @@ curl -s -w ' <- bad budget %{http_code}\n' "${H[@]}" -H 'X-Budget-Ms: NaN' --dat
 echo "--- Kafka by kcat"
 send() { # i codec
   mk k$1 | kcat -P -b $BOOT -t groundedness.gate-requests -z $2 -H reply-topic=groundedness.gate-replies \
-    -H correlation-id=c$1 -H x-budget-ms=3000 -H traceparent=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 -k c$1; }
+    -H "authorization=Bearer $TOKEN" -H correlation-id=c$1 -H x-budget-ms=3000 -H traceparent=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 -k c$1; }
 for i in $(seq 1 15); do send $i zstd; done
 # hostile: no reply route; an internal reply topic; a missing one; truncated JSON with a route; a bad budget
-mk x1 | kcat -P -b $BOOT -t groundedness.gate-requests -z gzip -H correlation-id=x1
-mk x2 | kcat -P -b $BOOT -t groundedness.gate-requests -H reply-topic=__consumer_offsets -H correlation-id=x2
-mk x3 | kcat -P -b $BOOT -t groundedness.gate-requests -H reply-topic=no-such-topic -H correlation-id=x3
-printf '{"schema_version": 1, "answ' | kcat -P -b $BOOT -t groundedness.gate-requests -z snappy -H reply-topic=groundedness.gate-replies -H correlation-id=x4
-mk x5 | kcat -P -b $BOOT -t groundedness.gate-requests -H reply-topic=groundedness.gate-replies -H correlation-id=x5 -H x-budget-ms=-3
+mk x1 | kcat -P -b $BOOT -t groundedness.gate-requests -z gzip -H "authorization=Bearer $TOKEN" -H correlation-id=x1
+mk x2 | kcat -P -b $BOOT -t groundedness.gate-requests -H "authorization=Bearer $TOKEN" -H reply-topic=__consumer_offsets -H correlation-id=x2
+mk x3 | kcat -P -b $BOOT -t groundedness.gate-requests -H "authorization=Bearer $TOKEN" -H reply-topic=no-such-topic -H correlation-id=x3
+printf '{"schema_version": 1, "answ' | kcat -P -b $BOOT -t groundedness.gate-requests -z snappy -H "authorization=Bearer $TOKEN" -H reply-topic=groundedness.gate-replies -H correlation-id=x4
+mk x5 | kcat -P -b $BOOT -t groundedness.gate-requests -H "authorization=Bearer $TOKEN" -H reply-topic=groundedness.gate-replies -H correlation-id=x5 -H x-budget-ms=-3
 sleep 1.5
 kill -9 $(cat $W/gate.pid); echo "kill -9 at $(date +%T)"
 for i in $(seq 16 30); do send $i lz4; done

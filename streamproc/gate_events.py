@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat
 from streamproc.events import SCHEMA_VERSION, Action, UnverifiedReason, Verdict
 
 __all__ = [
+    "AUTHORIZATION_HEADER",
     "BUDGET_HEADER",
     "CORRELATION_ID_HEADER",
     "REPLY_TOPIC_HEADER",
@@ -38,6 +39,9 @@ REPLY_TOPIC_HEADER: Final = "reply-topic"
 """Kafka requests: the topic the reply goes to."""
 CORRELATION_ID_HEADER: Final = "correlation-id"
 """Kafka requests and replies: the caller's id matching a reply to its request."""
+AUTHORIZATION_HEADER: Final = "authorization"
+"""Kafka requests: ``Bearer <token>``, a caller's token from the gate's tokens file
+(header names are matched in lower case)."""
 
 FailurePolicy = Literal["fail-open", "fail-closed"]
 """What the gate decides when it cannot check an answer in time (budget, overload, judge

@@ -8,9 +8,10 @@ no reply comes within the budget.
 How it goes:
 
 - :meth:`GateClient.check` sends the answer event to the gate's requests topic with the
-  ``reply-topic``, ``correlation-id`` (a fresh uuid4), ``x-budget-ms`` and
-  ``traceparent`` headers, and waits for the record on the reply topic whose
-  ``correlation-id`` header is the same, until the budget (from the call) is spent.
+  ``reply-topic``, ``correlation-id`` (a fresh uuid4), ``x-budget-ms``, ``traceparent``
+  and (given a ``token``) ``authorization: Bearer <token>`` headers, and waits for the
+  record on the reply topic whose ``correlation-id`` header is the same, until the
+  budget (from the call) is spent.
 - No reply in time (the gate is down, lagging, or the broker is slow): the client
   applies the policy itself - fail-open passes the whole answer (``verified: false``,
   ``BUDGET_EXCEEDED``), fail-closed withholds it (``""``). It never waits past the
@@ -42,12 +43,13 @@ from typing import Any, Self
 import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
 from streamproc.adapters.kafka_security import aiokafka_options, explain_access_errors
 from streamproc.config import GateSettings, KafkaSecurity, Settings
 from streamproc.events import Action, AnswerEvent, UnverifiedReason
 from streamproc.gate_events import (
+    AUTHORIZATION_HEADER,
     BUDGET_HEADER,
     CORRELATION_ID_HEADER,
     REPLY_TOPIC_HEADER,
@@ -119,8 +121,11 @@ class GateClient:
         reply_partitions: int = 1,
         replication_factor: int = 1,
         idempotent: bool = True,
+        token: SecretStr | str | None = None,
     ) -> None:
         self._bootstrap = bootstrap_servers
+        secret = token.get_secret_value() if isinstance(token, SecretStr) else token
+        self._authorization = f"Bearer {secret}".encode() if secret else None
         self.reply_topic = reply_topic
         self.requests_topic = requests_topic
         self._policy_for: Callable[[str], FailurePolicy] = (
@@ -151,10 +156,12 @@ class GateClient:
         reply_topic: str | None = None,
         policy: FailurePolicy | Callable[[str], FailurePolicy] | None = None,
         create_reply_topic: bool = True,
+        token: SecretStr | str | None = None,
     ) -> GateClient:
         """A client of the gate ``settings`` describe: its broker, security, requests
         topic, default reply topic (unless ``reply_topic``) and (unless ``policy``) its
-        per-tenant failure policies."""
+        per-tenant failure policies. ``token``: the caller's token in the gate's tokens
+        file, which the gate requires unless ``gate.kafka_auth`` is ``none``."""
         topics = settings.topics
         return cls(
             settings.bootstrap_servers,
@@ -166,6 +173,7 @@ class GateClient:
             reply_partitions=topics.partitions,
             replication_factor=topics.replication_factor,
             idempotent=settings.broker_flavour == "kafka",
+            token=token,
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -280,6 +288,8 @@ class GateClient:
         ]
         if traceparent:
             headers.append(("traceparent", traceparent.encode("latin-1", "replace")))
+        if self._authorization is not None:
+            headers.append((AUTHORIZATION_HEADER, self._authorization))
         try:
             value = await asyncio.wait_for(
                 self._ask(body, correlation_id, headers, waiting), timeout=budget_ms / 1000

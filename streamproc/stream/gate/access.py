@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from streamproc.adapters.gate.auth import Caller, Callers, callers_for
 from streamproc.config import Settings
-from streamproc.gate_events import GateError
+from streamproc.gate_events import AUTHORIZATION_HEADER, GateError
 from streamproc.stream.topics import (
     audit_checkpoint_topic_spec,
     audit_topic_spec,
@@ -36,9 +36,6 @@ __all__ = [
     "ReplyTopicRule",
     "internal_topics",
 ]
-
-AUTHORIZATION_HEADER = "authorization"
-"""The request header holding ``Bearer <token>`` (header names are matched in lower case)."""
 
 
 def internal_topics(settings: Settings) -> frozenset[str]:
