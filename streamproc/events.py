@@ -262,7 +262,9 @@ class AnswerJudgement(_Model):
         default_factory=list,
         description="Work caps hit while judging or publishing this answer, as 'CODE: "
         "detail' (LIMIT_CLAIMS, LIMIT_UNITS, LIMIT_CLAIM_CHARS, LIMIT_UNIT_CHARS, "
-        "OUTPUT_TRIMMED); claims left out are listed unchecked with the same code.",
+        "OUTPUT_TRIMMED); claims left out are listed unchecked with the same code. "
+        "TRACE_CONTEXT_DROPPED: a tracestate or baggage header beyond W3C's limits, or an "
+        "invalid traceparent, was not handed on.",
     )
     verified: bool = Field(
         default=True,

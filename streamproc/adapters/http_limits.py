@@ -108,6 +108,7 @@ class _LimitedHandler(RequestHandler):
         super().__init__(manager, **kwargs)
         self._limits = limits
         self._head_timer: asyncio.TimerHandle | None = None
+        self._body_timer: asyncio.TimerHandle | None = None
         self._body: StreamReader | None = None
 
     # -- connection state, read by the server's cap
@@ -129,12 +130,15 @@ class _LimitedHandler(RequestHandler):
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._cancel_head_timer()
+        self._cancel_body_timer()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         was_reading_body = self._reading_body()
         requests = self._request_count
         super().data_received(data)
+        if self._body is not None and self._body.is_eof():
+            self._cancel_body_timer()  # not held (with the body's bytes) for the timeout
         if self._request_count != requests:
             self._cancel_head_timer()
             message = self._messages[-1] if self._messages else None
@@ -164,10 +168,21 @@ class _LimitedHandler(RequestHandler):
         self.force_close()
 
     def _start_body_timer(self, body: StreamReader) -> None:
+        self._cancel_body_timer()
         self._body = body
-        self._loop.call_later(self._limits.body_timeout_s, self._body_timed_out, body)
+        self._body_timer = self._loop.call_later(
+            self._limits.body_timeout_s, self._body_timed_out, body
+        )
+
+    def _cancel_body_timer(self) -> None:
+        """Forget the body: a pending timer would keep it, and its unread bytes, alive."""
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+        self._body = None
 
     def _body_timed_out(self, body: StreamReader) -> None:
+        self._body_timer = None
         if body.is_eof() or self.transport is None:
             return
         log.info("http_body_timeout after %g s", self._limits.body_timeout_s)

@@ -56,7 +56,7 @@ from aiohttp import HttpVersion11, hdrs, web
 from streamproc.adapters.gate.auth import Caller, Callers, callers_for
 from streamproc.adapters.http_limits import HttpLimits
 from streamproc.adapters.http_server import AppServer
-from streamproc.adapters.trace_headers import passthrough
+from streamproc.adapters.trace_headers import read_trace_context
 from streamproc.config import GateSettings, Settings
 from streamproc.events import AnswerEvent, DeadLetterReason, UnverifiedReason
 from streamproc.gate.body_budget import BodyBudget, Held
@@ -304,7 +304,17 @@ class GateServer(AppServer):
         budget = self._service.budget(request.headers.get(BUDGET_HEADER))
         if isinstance(budget, GateError):
             raise _Refused(budget.error, budget.detail)
-        ids, trace_headers = passthrough(_trace_headers(request))
+        bounded = read_trace_context(_trace_headers(request))
+        for dropped in bounded.dropped:
+            log.warning(
+                "trace_context_dropped",
+                header=dropped.header,
+                reason=dropped.reason,
+                detail=dropped.detail,
+                path="http",
+            )
+            self._sensor.trace_context_dropped(dropped.header, dropped.reason, path="http")
+        ids, trace_headers = bounded.ids, bounded.handed_on
         return GateRequest(
             body=body,
             answer=answer,
@@ -314,6 +324,7 @@ class GateServer(AppServer):
             headers=trace_headers,
             trace_id=ids[0] if ids is not None else None,
             traceparent=request.headers.get("traceparent") if ids is not None else None,
+            notes=bounded.notes,
         )
 
     def _authenticate(self, request: web.Request) -> Caller | None:

@@ -54,6 +54,7 @@ class RecordingSensor:
         self.decided_replies: list[tuple[GateReply, str]] = []
         self.refusals: list[tuple[GateErrorCode, str]] = []
         self.publish_failures: list[str] = []
+        self.trace_drops: list[tuple[str, str, str]] = []
 
     def decided(self, reply: GateReply, *, path: str) -> None:
         self.decided_replies.append((reply, path))
@@ -69,6 +70,9 @@ class RecordingSensor:
 
     def publish_failed(self, *, path: str) -> None:
         self.publish_failures.append(path)
+
+    def trace_context_dropped(self, header: str, reason: str, *, path: str) -> None:
+        self.trace_drops.append((header, reason, path))
 
 
 @dataclass
@@ -212,6 +216,24 @@ async def test_a_check_round_trip_replies_with_the_decision(tmp_path: Path) -> N
         (Action.TRIM, "http"),
     ]
     assert gate.sensor.refusals == []
+
+
+async def test_trace_context_beyond_w3c_limits_is_dropped_counted_and_noted(
+    tmp_path: Path,
+) -> None:
+    tracestate = ",".join(f"k{i}=v" for i in range(40))  # 40 members: W3C allows 32
+    async with serving(gate_settings(tmp_path)) as gate:
+        status, text, _ = await post(
+            gate, body(), headers(traceparent=TRACEPARENT, tracestate=tracestate)
+        )
+    assert status == 200, text
+    reply = GateReply.model_validate_json(text)
+    assert reply.verdict.trace_id == TRACE_ID  # the valid traceparent is still continued
+    assert any(
+        note.startswith("TRACE_CONTEXT_DROPPED: tracestate too_many_members")
+        for note in reply.verdict.judgement.limits
+    ), reply.verdict.judgement.limits
+    assert gate.sensor.trace_drops == [("tracestate", "too_many_members", "http")]
 
 
 async def test_the_probes_say_live_and_ready(tmp_path: Path) -> None:
