@@ -617,6 +617,7 @@ class AuditSettings(_Group):
             # Frozen: set once, while validating.
             object.__setattr__(self, "checkpoint_topic", f"{self.topic}.checkpoints")
         return self
+
     log_texts: bool = Field(
         default=False,
         description="Allow evidence, question and answer text in logs (off: never logged).",

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from streamproc.adapters.audit_store import AuditStore, StoredLabel
+from streamproc.adapters.audit_store import AuditStore, StoredPurge, StoredRecord
 from streamproc.audit import AuditRecord
 from streamproc.cli import main
 from streamproc.config import Settings
@@ -287,8 +287,9 @@ async def test_label_entries_on_the_audit_topic_join_the_chain(
     for partition in (0, 1):
         chain = list(store.export_entries(partition=partition))
         places = [
-            (e.seq, e.offset) if isinstance(e, StoredLabel) else (e.summary.seq, e.summary.offset)
+            (e.summary.seq, e.summary.offset) if isinstance(e, StoredRecord) else (e.seq, e.offset)
             for e in chain
+            if not isinstance(e, StoredPurge)
         ]
         assert [seq for seq, _ in places] == list(range(1, len(chain) + 1))
         assert [offset for _, offset in places] == sorted(offset for _, offset in places)

@@ -48,6 +48,7 @@ from streamproc.wiring import build_judge
 from tests.integration import test_gate_kafka as gate_kafka
 from tests.integration import test_labels_kafka as labels_kafka
 from tests.unit.gate.conftest import event
+from tests.unit.stream.labels.test_join import may_label
 
 TRACE_ID, SPAN_ID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE_ID}-{SPAN_ID}-01".encode()
@@ -350,7 +351,7 @@ async def test_the_labels_loop_joins_poison_header_items_and_labels_and_goes_on(
     )
     await _produce(kafka_bootstrap, review.queue_topic, [(poison_item[1], POISON)])
     await _produce(kafka_bootstrap, review.labels_topic, [(poison_label[1], POISON)])
-    loop = LabelsLoop(settings, may_label=labels_kafka.may_label)
+    loop = LabelsLoop(settings, may_label=may_label)
     outputs = labels_kafka._Outputs(settings)
     await outputs.consumer.start()
     try:

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect
 
-from streamproc.adapters.audit_store import AuditStore, StoredLabel, StoredRecord
+from streamproc.adapters.audit_store import AuditStore, StoredLabel, StoredPurge, StoredRecord
 from streamproc.audit import AuditRecord, Checkpoint, canonical_json, leaf_hash
 from streamproc.label_events import ClaimLabelValue, LabelAuditEntry
 from tests.unit.audit.audit_samples import NOW, make_records
-from tests.unit.audit.label_samples import NOTE, label_bytes, make_label
 from tests.unit.audit.keys import SIGNER
+from tests.unit.audit.label_samples import NOTE, label_bytes, make_label
 from tests.unit.audit.store_contract import only, sql
 
 __all__ = ["LabelStoreContract"]
@@ -308,13 +308,15 @@ class LabelStoreContract:
         assert [_name(entry) for entry in store.export_entries(partition=1)] == ["ans-6", "X"]
 
 
-def _name(entry: StoredRecord | StoredLabel) -> str:
+def _name(entry: StoredRecord | StoredLabel | StoredPurge) -> str:
+    if isinstance(entry, StoredPurge):
+        return entry.purge_id
     return entry.label_id if isinstance(entry, StoredLabel) else entry.summary.answer_id
 
 
 def _chain_hash_at(store: AuditStore, seq: int) -> str:
     for entry in store.export_entries(partition=0):
-        if (entry.seq if isinstance(entry, StoredLabel) else entry.summary.seq) == seq:
+        if (entry.summary.seq if isinstance(entry, StoredRecord) else entry.seq) == seq:
             return entry.chain_hash
     raise AssertionError(f"no seq {seq}")
 

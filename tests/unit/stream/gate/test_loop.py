@@ -60,6 +60,9 @@ class Recorder:
     def publish_failed(self, *, path: str) -> None:
         del path
 
+    def trace_context_dropped(self, header: str, reason: str, *, path: str) -> None:
+        del header, reason, path
+
 
 NO_TOKENS = {"kafka_auth": "none"}
 """These tests are about routing and publishing; tokens: tests/unit/stream/gate/test_access.py."""
