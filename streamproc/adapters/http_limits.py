@@ -23,7 +23,9 @@ arrives slowly, none for a slow body, and no connection cap. Here:
   (:mod:`streamproc.adapters.http_errors`).
 
 Connection events are logged on ``streamproc.http``, repeats folded by
-:mod:`streamproc.adapters.log_dedup`.
+:mod:`streamproc.adapters.log_dedup`. :func:`head_arrived` tells a handler when its
+request's head was parsed off the socket: a caller's latency starts there, before any
+wait for the event loop to run the handler.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ import logging
 import os
 import resource
 import ssl
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,11 +49,20 @@ from aiohttp.web_response import StreamResponse
 from streamproc.adapters.http_errors import error_body, json_errors, raw_reply
 from streamproc.config import HttpLimitSettings
 
-__all__ = ["BodyTimeout", "HttpLimits", "LimitedAppRunner", "LimitedSite", "file_headroom"]
+__all__ = [
+    "BodyTimeout",
+    "HttpLimits",
+    "LimitedAppRunner",
+    "LimitedSite",
+    "file_headroom",
+    "head_arrived",
+]
 
 log = logging.getLogger("streamproc.http")
 
 _JSON = "application/json"
+_ARRIVALS_KEPT = 32
+"""Head times a connection remembers (pipelined requests not yet handled)."""
 _FD_RESERVE = 64
 """Descriptors kept back from the open-file limit for what else the process opens
 (broker connections, log files, the metrics server)."""
@@ -110,6 +123,8 @@ class _LimitedHandler(RequestHandler):
         self._head_timer: asyncio.TimerHandle | None = None
         self._body_timer: asyncio.TimerHandle | None = None
         self._body: StreamReader | None = None
+        self._arrivals: OrderedDict[int, float] = OrderedDict()
+        """``time.monotonic()`` when each request head was parsed, by id of its message."""
 
     # -- connection state, read by the server's cap
 
@@ -129,6 +144,7 @@ class _LimitedHandler(RequestHandler):
             self._start_head_timer()
 
     def connection_lost(self, exc: BaseException | None) -> None:
+        self._arrivals.clear()
         self._cancel_head_timer()
         self._cancel_body_timer()
         super().connection_lost(exc)
@@ -140,12 +156,24 @@ class _LimitedHandler(RequestHandler):
         if self._body is not None and self._body.is_eof():
             self._cancel_body_timer()  # not held (with the body's bytes) for the timeout
         if self._request_count != requests:
+            self._note_arrivals(self._request_count - requests)
             self._cancel_head_timer()
             message = self._messages[-1] if self._messages else None
             if message is not None and not message[1].is_eof():
                 self._start_body_timer(message[1])
         elif data and not was_reading_body and self._head_timer is None:
             self._start_head_timer()
+
+    def _note_arrivals(self, new: int) -> None:
+        now = time.monotonic()
+        for message, _ in list(self._messages)[-new:]:
+            self._arrivals[id(message)] = now
+        while len(self._arrivals) > _ARRIVALS_KEPT:
+            self._arrivals.popitem(last=False)
+
+    def arrived(self, message: object) -> float | None:
+        """When the head ``message`` was parsed (forgotten once asked)."""
+        return self._arrivals.pop(id(message), None)
 
     def _start_head_timer(self) -> None:
         self._cancel_head_timer()
@@ -281,9 +309,21 @@ class LimitedAppRunner(web.AppRunner):
             cap = headroom
         # The same handler, request factory and handler options aiohttp's own server got
         # (the application builds them; Server keeps the options in _kwargs).
+        inner = plain.request_factory
+
+        def stamped(
+            message: Any, payload: Any, protocol: Any, writer: Any, task: Any
+        ) -> BaseRequest:
+            request = inner(message, payload, protocol, writer, task)
+            if isinstance(protocol, _LimitedHandler):
+                arrived = protocol.arrived(message)
+                if arrived is not None:
+                    request[_HEAD_ARRIVED] = arrived
+            return request
+
         return _LimitedServer(
             plain.request_handler,
-            request_factory=plain.request_factory,
+            request_factory=stamped,
             handler_cancellation=plain.handler_cancellation,
             loop=asyncio.get_running_loop(),
             limits=self._limits,
@@ -325,3 +365,12 @@ class LimitedSite(web.TCPSite):
         )
         sockets = self._server.sockets
         self._bound_port = sockets[0].getsockname()[1] if sockets else self._port
+
+
+_HEAD_ARRIVED: web.RequestKey[float] = web.RequestKey("streamproc.http.head_arrived", float)
+
+
+def head_arrived(request: BaseRequest) -> float | None:
+    """``time.monotonic()`` when ``request``'s head was parsed off the socket, on a
+    server run by :class:`LimitedAppRunner`; None elsewhere."""
+    return request.get(_HEAD_ARRIVED)

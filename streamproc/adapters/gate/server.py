@@ -54,7 +54,7 @@ import structlog
 from aiohttp import HttpVersion11, hdrs, web
 
 from streamproc.adapters.gate.auth import Caller, Callers, callers_for
-from streamproc.adapters.http_limits import HttpLimits
+from streamproc.adapters.http_limits import HttpLimits, head_arrived
 from streamproc.adapters.http_server import AppServer
 from streamproc.adapters.trace_headers import read_trace_context
 from streamproc.config import GateSettings, Settings
@@ -417,9 +417,10 @@ _PHRASES = frozenset(status.value for status in HTTPStatus)
 
 @web.middleware
 async def _arrival(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """The earliest the application sees a request (its headers parsed, its body not yet
-    read): where the latency clock starts."""
-    request[_ARRIVED] = time.monotonic()
+    """Where the latency clock starts: when the request's head was parsed off the socket
+    (so a wait for the event loop to run the handler counts, as the caller sees it), else
+    the earliest the application sees it (headers parsed, body not yet read)."""
+    request[_ARRIVED] = head_arrived(request) or time.monotonic()
     return await handler(request)
 
 

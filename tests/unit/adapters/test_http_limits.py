@@ -17,7 +17,12 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from streamproc.adapters.http_errors import error_body
-from streamproc.adapters.http_limits import HttpLimits, _LimitedServer, file_headroom
+from streamproc.adapters.http_limits import (
+    HttpLimits,
+    _LimitedServer,
+    file_headroom,
+    head_arrived,
+)
 from streamproc.adapters.http_server import AppServer
 from streamproc.config import HttpLimitSettings
 from tests.unit.adapters.gate.test_server import self_signed
@@ -27,7 +32,8 @@ LIMITS = HttpLimits(header_timeout_s=0.3, body_timeout_s=0.5, idle_timeout_s=0.6
 
 class _Echo(AppServer):
     """``GET /`` says hello; ``POST /`` reads the body and says its length;
-    ``GET /slow`` holds the request until :attr:`release` is set."""
+    ``GET /slow`` holds the request until :attr:`release` is set; ``GET /waited`` says
+    how long its head waited before the handler ran (``GET /pause`` sleeps 0.3 s first)."""
 
     def __init__(self, limits: HttpLimits) -> None:
         super().__init__(host="127.0.0.1", port=0, limits=limits)
@@ -44,7 +50,18 @@ class _Echo(AppServer):
             await self.release.wait()
             return web.Response(text="late")
 
+        async def pause(_: web.Request) -> web.Response:
+            await asyncio.sleep(0.3)
+            return web.Response(text="paused")
+
+        async def waited(request: web.Request) -> web.Response:
+            arrived = head_arrived(request)
+            assert arrived is not None
+            return web.Response(text=f"{time.monotonic() - arrived:.3f}")
+
         app = web.Application()
+        app.router.add_get("/pause", pause)
+        app.router.add_get("/waited", waited)
         app.router.add_get("/", hello)
         app.router.add_post("/", length)
         app.router.add_get("/slow", slow)
@@ -285,3 +302,20 @@ async def test_over_tls_a_stalled_handshake_and_a_slow_head_are_both_cut_off(
         assert status == 408 and json.loads(body)["error"] == "request_timeout"
     finally:
         await served.stop()
+
+
+async def test_a_pipelined_request_counts_its_wait_from_its_head_arrival(server: _Echo) -> None:
+    """Two requests in one write: the second's head arrives with the first's, and its
+    handler runs only after the first's 0.3 s; it sees that wait."""
+    reader, writer = await _connect(server)
+    writer.write(
+        b"GET /pause HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET /waited HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    try:
+        raw = await asyncio.wait_for(reader.read(), 3.0)
+    finally:
+        writer.close()
+    assert raw.count(b"HTTP/1.1 200") == 2, raw
+    waited_s = float(raw.rpartition(b"\r\n\r\n")[2])
+    assert waited_s >= 0.25, waited_s
