@@ -18,10 +18,11 @@ without passing these checks.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+import structlog
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 from opentelemetry.propagators.textmap import Getter, Setter
@@ -280,3 +281,24 @@ def _baggage_problem(text: str) -> tuple[DropReason, str] | None:
     if any(_BAGGAGE_MEMBER.fullmatch(member) is None for member in members):
         return "invalid", "a member is not key=value as W3C baggage specifies"
     return None
+
+
+def report_dropped(
+    dropped: Sequence[DroppedField],
+    count: Callable[[str, DropReason], None],
+    **where: str | int,
+) -> None:
+    """Each field left out: counted (``count(header, reason)``, a metric) and logged once
+    as ``trace_context_dropped`` with ``where`` (the input's place), never its content."""
+    for field in dropped:
+        count(field.header, field.reason)
+        _log.warning(
+            "trace_context_dropped",
+            header=field.header,
+            reason=field.reason,
+            detail=field.detail,
+            **where,
+        )
+
+
+_log = structlog.get_logger(__name__)

@@ -47,8 +47,8 @@ import json
 import ssl
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from http import HTTPStatus
-from pathlib import Path
 
 import structlog
 from aiohttp import HttpVersion11, hdrs, web
@@ -56,7 +56,8 @@ from aiohttp import HttpVersion11, hdrs, web
 from streamproc.adapters.gate.auth import Caller, Callers, callers_for
 from streamproc.adapters.http_limits import HttpLimits, head_arrived
 from streamproc.adapters.http_server import AppServer
-from streamproc.adapters.trace_headers import read_trace_context
+from streamproc.adapters.server_tls import server_tls_context
+from streamproc.adapters.trace_headers import read_trace_context, report_dropped
 from streamproc.config import GateSettings, Settings
 from streamproc.events import AnswerEvent, DeadLetterReason, UnverifiedReason
 from streamproc.gate.body_budget import BodyBudget, Held
@@ -305,15 +306,11 @@ class GateServer(AppServer):
         if isinstance(budget, GateError):
             raise _Refused(budget.error, budget.detail)
         bounded = read_trace_context(_trace_headers(request))
-        for dropped in bounded.dropped:
-            log.warning(
-                "trace_context_dropped",
-                header=dropped.header,
-                reason=dropped.reason,
-                detail=dropped.detail,
-                path="http",
-            )
-            self._sensor.trace_context_dropped(dropped.header, dropped.reason, path="http")
+        report_dropped(
+            bounded.dropped,
+            partial(self._sensor.trace_context_dropped, path="http"),
+            path="http",
+        )
         ids, trace_headers = bounded.ids, bounded.handed_on
         return GateRequest(
             body=body,
@@ -368,23 +365,9 @@ def tls_context(gate: GateSettings) -> ssl.SSLContext | None:
     """The server's TLS context when ``tls_cert`` and ``tls_key`` are both set; None when
     neither is. :class:`GateTlsError` for one without the other or files that do not
     load."""
-    cert, key = gate.tls_cert, gate.tls_key
-    if cert is None and key is None:
-        return None
-    if cert is None or key is None:
-        given, missing = ("tls_cert", "tls_key") if key is None else ("tls_key", "tls_cert")
-        raise GateTlsError(
-            f"STREAMPROC_GATE__{given.upper()} is set but STREAMPROC_GATE__{missing.upper()} "
-            "is not: set both to serve HTTPS, or neither to serve HTTP"
-        )
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    try:
-        context.load_cert_chain(certfile=Path(cert), keyfile=Path(key))
-    except (OSError, ssl.SSLError) as exc:
-        raise GateTlsError(
-            f"cannot load the gate's TLS certificate {cert} and key {key}: {exc}"
-        ) from None
-    return context
+    return server_tls_context(
+        gate.tls_cert, gate.tls_key, section="GATE", served="the gate", error=GateTlsError
+    )
 
 
 def _trace_headers(request: web.Request) -> list[tuple[str, bytes | None]]:
