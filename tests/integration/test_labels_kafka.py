@@ -26,9 +26,9 @@ from streamproc.events import DeadLetter, DeadLetterReason
 from streamproc.label_events import JudgeAccuracyEvent, LabelAuditEntry, LabelDelta
 from streamproc.stream.labels.accuracy_loop import AccuracyLoop
 from streamproc.stream.labels.loop import LabelsLoop
-from streamproc.stream.loop.consumer import ConsumerLoop
 from streamproc.stream.output.catalog import LABEL_KEY_PREFIX
 from streamproc.stream.topics import ensure_topics, review_topic_specs, topic_specs
+from tests.integration.running import RunningLoops
 from tests.unit.stream.labels.test_join import label_bytes, may_label, review_item
 
 
@@ -109,28 +109,6 @@ class _Outputs:
         return self.accuracy[-1] if self.accuracy else None
 
 
-class _Running:
-    """Loops running as tasks in this event loop; stopped and awaited on exit."""
-
-    def __init__(self, *loops: ConsumerLoop) -> None:
-        self.loops = loops
-        self.tasks: list[asyncio.Task[None]] = []
-
-    async def __aenter__(self) -> _Running:
-        self.tasks = [asyncio.create_task(loop.run()) for loop in self.loops]
-        return self
-
-    def check(self) -> None:
-        for task in self.tasks:
-            if task.done():
-                raise AssertionError(f"a loop ended: {task.exception()!r}")
-
-    async def __aexit__(self, *exc: object) -> None:
-        for loop in self.loops:
-            loop.stop()
-        await asyncio.wait_for(asyncio.gather(*self.tasks), 30)
-
-
 def _labels(
     settings: Settings, *, clock: Callable[[], float] = time.time, instance: str = "one"
 ) -> LabelsLoop:
@@ -155,7 +133,7 @@ def _label(label_id: str, answer_id: str, **changes: Any) -> tuple[str, bytes]:
 
 
 async def _within(
-    outputs: _Outputs, running: _Running, done: Callable[[], bool], what: str
+    outputs: _Outputs, running: RunningLoops, done: Callable[[], bool], what: str
 ) -> None:
     """Wait for ``done``, failing at once if a loop ends."""
 
@@ -181,7 +159,7 @@ async def test_labels_before_and_after_their_item_count_once_across_a_restart(
         await _send(settings, labels, _label("l1", "a1", answer_label="hallucinated"))
         await _send(settings, queue, _item("a1"), _item("a2", hallucinated=False, p=0.25))
         await _send(settings, labels, _label("l2", "a2", answer_label="faithful"))
-        async with _Running(_labels(settings), AccuracyLoop(settings)) as running:
+        async with RunningLoops(_labels(settings), AccuracyLoop(settings)) as running:
             await _within(
                 outputs,
                 running,
@@ -206,7 +184,7 @@ async def test_labels_before_and_after_their_item_count_once_across_a_restart(
             _label("l1", "a1", answer_label="hallucinated"),
             _label("l3", "a1", reviewer="bob", answer_label="hallucinated"),
         )
-        async with _Running(_labels(settings), AccuracyLoop(settings)) as running:
+        async with RunningLoops(_labels(settings), AccuracyLoop(settings)) as running:
             await _within(
                 outputs,
                 running,
@@ -244,7 +222,7 @@ async def test_unknown_answers_and_foreign_reviewers_become_dead_letters_whole(
     await outputs.consumer.start()
     started = time.monotonic()
     try:
-        async with _Running(_labels(settings)) as running:
+        async with RunningLoops(_labels(settings)) as running:
             await _within(
                 outputs,
                 running,
@@ -316,7 +294,7 @@ async def test_partition_n_of_the_queue_and_the_labels_go_to_one_member(
     outputs = _Outputs(settings)
     await outputs.consumer.start()
     try:
-        async with _Running(one, two) as running:
+        async with RunningLoops(one, two) as running:
 
             def assignments() -> list[set[TopicPartition]]:
                 return [

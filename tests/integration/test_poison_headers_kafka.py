@@ -47,6 +47,7 @@ from streamproc.stream.topics import prepare_topics
 from streamproc.wiring import build_judge
 from tests.integration import test_gate_kafka as gate_kafka
 from tests.integration import test_labels_kafka as labels_kafka
+from tests.integration.running import RunningLoops
 from tests.unit.gate.conftest import event
 from tests.unit.stream.labels.test_join import may_label
 
@@ -355,7 +356,7 @@ async def test_the_labels_loop_joins_poison_header_items_and_labels_and_goes_on(
     outputs = labels_kafka._Outputs(settings)
     await outputs.consumer.start()
     try:
-        async with labels_kafka._Running(loop) as running:
+        async with RunningLoops(loop) as running:
             await labels_kafka._within(
                 outputs, running, lambda: len(outputs.audit) >= 1, "the poison label"
             )

@@ -46,10 +46,10 @@ from streamproc.label_events import LabelAuditEntry, ReviewItem
 from streamproc.stream.gate.loop import GateRequestLoop
 from streamproc.stream.judging.loop import JudgeLoop, judge_group_id
 from streamproc.stream.labels.loop import LabelsLoop
-from streamproc.stream.loop.consumer import ConsumerLoop
 from streamproc.stream.topics import TopicSpec, ensure_topics, prepare_topics
 from streamproc.wiring import build_gate, build_judge
 from tests.integration.run_settings import run_settings
+from tests.integration.running import RunningLoops
 from tests.unit.gate.conftest import event
 from tests.unit.stream.labels.test_join import label_bytes, may_label
 
@@ -145,28 +145,6 @@ class _Reader:
         return [value for _, _, value in self.seen[topic]]
 
 
-class _Running:
-    """Loops running as tasks; stopped and awaited on exit."""
-
-    def __init__(self, *loops: ConsumerLoop) -> None:
-        self.loops = loops
-        self.tasks: list[asyncio.Task[None]] = []
-
-    async def __aenter__(self) -> _Running:
-        self.tasks = [asyncio.create_task(loop.run()) for loop in self.loops]
-        return self
-
-    def check(self) -> None:
-        for task in self.tasks:
-            if task.done():
-                raise AssertionError(f"a loop ended: {task.exception()!r}")
-
-    async def __aexit__(self, *exc: object) -> None:
-        for loop in self.loops:
-            loop.stop()
-        await asyncio.wait_for(asyncio.gather(*self.tasks), 30)
-
-
 def _verdicts(reader: _Reader, settings: Settings) -> list[Verdict]:
     return [Verdict.model_validate_json(v) for v in reader.values(settings.topics.verdicts)]
 
@@ -192,7 +170,7 @@ async def test_two_tenants_sharing_an_answer_id_each_get_their_review_item_and_l
     queue = settings.review.queue_topic
     async with (
         _Reader(settings, settings.topics.verdicts, queue, settings.audit.topic) as reader,
-        _Running(JudgeLoop(settings, build_judge(settings.judge))) as running,
+        RunningLoops(JudgeLoop(settings, build_judge(settings.judge))) as running,
     ):
         await reader.until(
             lambda: len(reader.values(queue)) == 2, "two review items", check=running.check
@@ -241,7 +219,7 @@ async def test_two_tenants_sharing_an_answer_id_each_get_their_review_item_and_l
     )
     async with (
         _Reader(settings, settings.audit.topic, settings.topics.dead_letter) as audit,
-        _Running(LabelsLoop(settings, may_label=may_label)) as running,
+        RunningLoops(LabelsLoop(settings, may_label=may_label)) as running,
     ):
 
         def joined() -> list[LabelAuditEntry]:
@@ -288,7 +266,9 @@ async def test_an_event_id_sent_three_times_is_judged_once_across_a_worker_resta
     metrics = WorkerMetrics()
     async with _Reader(settings, settings.topics.verdicts) as reader:
         await publish_answers(settings.bootstrap_servers, answers, [first])
-        async with _Running(JudgeLoop(_slot(settings, "w1"), build_judge(settings.judge))) as run:
+        async with RunningLoops(
+            JudgeLoop(_slot(settings, "w1"), build_judge(settings.judge))
+        ) as run:
             await reader.until(
                 lambda: len(_verdicts(reader, settings)) == 1, "a verdict", check=run.check
             )
@@ -302,7 +282,7 @@ async def test_an_event_id_sent_three_times_is_judged_once_across_a_worker_resta
         # A new worker restores the marks from their changelog: the third copy too is
         # acknowledged, not judged.
         await publish_answers(settings.bootstrap_servers, answers, [first])
-        async with _Running(
+        async with RunningLoops(
             JudgeLoop(_slot(settings, "w2"), build_judge(settings.judge), metrics=metrics)
         ) as run:
             deadline = time.monotonic() + WAIT_S
@@ -320,11 +300,11 @@ async def test_an_event_id_sent_three_times_is_judged_once_across_a_worker_resta
 
 
 @asynccontextmanager
-async def _gate(settings: Settings) -> AsyncIterator[_Running]:
+async def _gate(settings: Settings) -> AsyncIterator[RunningLoops]:
     service = build_gate(settings, telemetry=Telemetry.disabled(), sensor=NullGateSensor())
     await service.start()
     try:
-        async with _Running(GateRequestLoop(settings, service)) as running:
+        async with RunningLoops(GateRequestLoop(settings, service)) as running:
             yield running
     finally:
         await service.close()
