@@ -119,6 +119,13 @@ def _worker_settings(bootstrap: str) -> Settings:
         broker_url=f"kafka://{bootstrap}",
         topics={**{name: f"poison-{run}.{name}" for name in names}, "partitions": 1},
         audit={"topic": f"poison-{run}.audit"},
+        # The worker's labels and accuracy loops too read topics of this run only: on a
+        # broker the whole suite shares, the default ones hold every other test's records.
+        review={"queue_topic": f"poison-{run}.review", "labels_topic": f"poison-{run}.labels"},
+        labels={
+            "deltas_topic": f"poison-{run}.deltas",
+            "accuracy_topic": f"poison-{run}.accuracy",
+        },
         judge={"name": "rules"},
         worker={"batch_max": 50, "event_time_max_past_s": 10 * 365 * 24 * 3600.0},
     )
