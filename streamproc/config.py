@@ -728,6 +728,12 @@ class ReviewSettings(_Group):
         description="SQLAlchemy URL of the review page's queue (items read from the queue "
         "topic, who labelled what).",
     )
+    show_judge_verdict: bool = Field(
+        default=False,
+        description="Show the judge's verdict and a plain reason beside each claim on the "
+        "review page. Off: reviewers label without seeing them, so the verdicts cannot "
+        "anchor the labels that measure the judge.",
+    )
     labels_per_item: int = Field(default=1, ge=1, description="Reviewers asked for every item.")
     second_label_share: float = Field(
         default=0.1,

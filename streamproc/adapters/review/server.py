@@ -23,6 +23,10 @@ A label form is sent at most once per reviewer and answer, however often it is s
 the label id is derived from it, and only one request of a reviewer for an answer may
 publish; a repeat of the same form is answered like the first.
 
+The judge's verdicts, flags and reasons are left off the page unless ``show_judge_verdict``
+(a reviewer who sees them first is anchored on them); when shown, reasons are plain phrases,
+never the judge's scores and calibrator signals (:mod:`~streamproc.adapters.review.reasons`).
+
 Forms carry a per-session CSRF token, POSTs from another origin are refused, and every
 page is sent with a Content-Security-Policy that allows only the page's own stylesheet
 and its one inline script (by nonce), so evidence text can never run as code even if an
@@ -94,6 +98,7 @@ _INTAKE: web.AppKey[ReviewIntake | None] = web.AppKey("intake")
 _NOW: web.AppKey[Callable[[], datetime]] = web.AppKey("now")
 _SECURE_COOKIES: web.AppKey[bool] = web.AppKey("secure_cookies")
 _TRUST_FORWARDED: web.AppKey[bool] = web.AppKey("trust_forwarded_proto")
+_SHOW_JUDGE: web.AppKey[bool] = web.AppKey("show_judge_verdict")
 _SESSIONS = web.AppKey("sessions", SessionBook)
 _LEDGER = web.AppKey("ledger", SubmissionLedger)
 _LOCKS = web.AppKey("locks", KeyedLocks)
@@ -122,6 +127,7 @@ def build_app(
     trust_forwarded_proto: bool = False,
     sessions: SessionBook | None = None,
     ledger: SubmissionLedger | None = None,
+    show_judge_verdict: bool = False,
 ) -> web.Application:
     """The page's application. ``reviewers`` None (no tokens file): everyone is refused.
     ``publish`` sends one label and returns once the broker has it; ``intake``, when
@@ -130,7 +136,9 @@ def build_app(
     TLS-terminating proxy sees HTTP, while the browser is on HTTPS;
     ``trust_forwarded_proto``: the same, only for requests the proxy marks
     ``X-Forwarded-Proto: https``. ``sessions`` (default: 12 h each) and ``ledger``
-    (default: in the store's database) are where sign-ins and label claims are kept."""
+    (default: in the store's database) are where sign-ins and label claims are kept.
+    ``show_judge_verdict``: show the judge's verdicts and plain reasons beside each claim
+    (off: the reviewer decides unanchored)."""
     app = web.Application(middlewares=[_security_headers, _same_origin_posts])
     app[_STORE] = store
     app[_REVIEWERS] = reviewers
@@ -147,6 +155,7 @@ def build_app(
     app[_NOW] = now
     app[_SECURE_COOKIES] = secure_cookies
     app[_TRUST_FORWARDED] = trust_forwarded_proto
+    app[_SHOW_JUDGE] = show_judge_verdict
     app[_SESSIONS] = SessionBook(max_age_s=SESSION_MAX_AGE_S) if sessions is None else sessions
     app[_LEDGER] = SubmissionLedger(store.url) if ledger is None else ledger
     app[_LOCKS] = KeyedLocks()
@@ -371,7 +380,7 @@ def _page(
         "item.html",
         status=status,
         session=session,
-        view=item_view(item),
+        view=item_view(item, show_judge=request.app[_SHOW_JUDGE]),
         action_url=_item_url(item, "/labels"),
         form_token=secrets.token_urlsafe(16),
         skip_url=_item_url(item, "/skip"),

@@ -6,6 +6,13 @@ a claim's ``evidence_ids`` name the evidence that decided it, and within that ev
 sentence sharing the most words with the claim is the one shown highlighted (the judge
 keeps no sentence offsets in its verdict). Texts stay texts here: the templates escape
 them, so hostile evidence cannot become markup.
+
+The judge's verdicts anchor a reviewer who sees them before deciding, so a view is built
+without them unless the page is told to show them (``show_judge``); without it, claims,
+spans and highlighted sentences carry no verdict, score or reason at all, not merely hidden
+ones.
+When shown, a claim's reasons are plain phrases (:mod:`.reasons`), never the judge's
+internals.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC
 
+from streamproc.adapters.review.reasons import plain_reasons
 from streamproc.events import ClaimVerdict, EvidenceItem
 from streamproc.judge.text.sentences import split_sentences
 from streamproc.label_events import ReviewItem
@@ -30,6 +38,8 @@ __all__ = [
 ]
 
 UNCHECKED = "unchecked"
+PLAIN = "plain"
+"""The colour of a claim, span or sentence whose verdict the page does not show."""
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that say nothing about which sentence a claim came from.
 _STOPWORDS = frozenset(
@@ -47,17 +57,28 @@ class Segment:
     claims: tuple[int, ...] = ()
     verdict: str | None = None
 
+    @property
+    def colour(self) -> str:
+        return self.verdict or PLAIN
+
 
 @dataclass(frozen=True, slots=True)
 class ClaimView:
+    """``verdict`` None, ``score`` None and no ``reasons`` when the judge is not shown;
+    ``reasons`` are plain phrases."""
+
     index: int
     number: int
     text: str
-    verdict: str
+    verdict: str | None
     claim_class: str
     score: float | None
     reasons: list[str]
     evidence_ids: list[str]
+
+    @property
+    def colour(self) -> str:
+        return self.verdict or PLAIN
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +98,7 @@ class ItemView:
     answer_segments: list[Segment]
     claims: list[ClaimView]
     evidence: list[EvidenceView]
+    show_judge: bool = False
 
     @property
     def action(self) -> str:
@@ -117,7 +139,7 @@ def deciding_sentence(claim: str, evidence: str) -> tuple[int, int] | None:
     return None if best is None else best[1]
 
 
-def _answer_segments(answer: str, claims: list[ClaimVerdict]) -> list[Segment]:
+def _answer_segments(answer: str, claims: list[ClaimVerdict], show_judge: bool) -> list[Segment]:
     segments: list[Segment] = []
     cursor = 0
     for claim in sorted(claims, key=lambda c: (c.start, c.index)):
@@ -126,14 +148,17 @@ def _answer_segments(answer: str, claims: list[ClaimVerdict]) -> list[Segment]:
             continue  # overlapping or empty span: the claim is still listed below
         if claim.start > cursor:
             segments.append(Segment(answer[cursor : claim.start]))
-        segments.append(Segment(answer[claim.start : end], (claim.index + 1,), _verdict(claim)))
+        verdict = _verdict(claim) if show_judge else None
+        segments.append(Segment(answer[claim.start : end], (claim.index + 1,), verdict))
         cursor = end
     if cursor < len(answer):
         segments.append(Segment(answer[cursor:]))
     return segments
 
 
-def _evidence_view(item: EvidenceItem, claims: list[ClaimVerdict]) -> EvidenceView:
+def _evidence_view(
+    item: EvidenceItem, claims: list[ClaimVerdict], show_judge: bool
+) -> EvidenceView:
     marks: dict[tuple[int, int], list[ClaimVerdict]] = {}
     decided = []
     for claim in claims:
@@ -155,7 +180,8 @@ def _evidence_view(item: EvidenceItem, claims: list[ClaimVerdict]) -> EvidenceVi
         colour = next(
             v for v in ("contradicted", "unsupported", "supported", UNCHECKED) if v in verdicts
         )
-        segments.append(Segment(item.text[start:end], tuple(c.index + 1 for c in deciders), colour))
+        numbers = tuple(c.index + 1 for c in deciders)
+        segments.append(Segment(item.text[start:end], numbers, colour if show_judge else None))
         cursor = end
     if cursor < len(item.text):
         segments.append(Segment(item.text[cursor:]))
@@ -175,23 +201,25 @@ def _evidence_view(item: EvidenceItem, claims: list[ClaimVerdict]) -> EvidenceVi
     )
 
 
-def item_view(item: ReviewItem) -> ItemView:
+def item_view(item: ReviewItem, *, show_judge: bool = False) -> ItemView:
+    """The page's view of ``item``; the judge's verdicts only with ``show_judge``."""
     claims = list(item.judgement.claims)
     return ItemView(
         item=item,
-        answer_segments=_answer_segments(item.answer, claims),
+        answer_segments=_answer_segments(item.answer, claims, show_judge),
         claims=[
             ClaimView(
                 index=c.index,
                 number=c.index + 1,
                 text=c.text,
-                verdict=_verdict(c),
+                verdict=_verdict(c) if show_judge else None,
                 claim_class=c.claim_class.value,
-                score=c.score,
-                reasons=list(c.reasons),
+                score=c.score if show_judge else None,
+                reasons=plain_reasons(c.reasons) if show_judge else [],
                 evidence_ids=list(c.evidence_ids),
             )
             for c in claims
         ],
-        evidence=[_evidence_view(e, claims) for e in item.evidence],
+        evidence=[_evidence_view(e, claims, show_judge) for e in item.evidence],
+        show_judge=show_judge,
     )

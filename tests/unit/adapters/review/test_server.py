@@ -327,14 +327,68 @@ async def test_hostile_evidence_question_and_answer_are_shown_as_text(
         assert f"script-src 'nonce-{nonces[0]}'" in policy and "default-src 'none'" in policy
 
 
-async def test_the_item_page_shows_verdicts_reasons_evidence_and_why_it_was_sampled(
+async def _judge_shown_page(store: ReviewQueueStore, reviewers: Reviewers) -> AsyncIterator[Page]:
+    published = RecordingPublisher()
+    app = build_app(
+        store=store,
+        reviewers=reviewers,
+        publish=published,
+        now=lambda: NOW,
+        show_judge_verdict=True,
+    )
+    async with TestClient(TestServer(app)) as client:
+        yield Page(client, store, published)
+
+
+@pytest.fixture()
+async def judge_shown(store: ReviewQueueStore, reviewers: Reviewers) -> AsyncIterator[Page]:
+    async for built in _judge_shown_page(store, reviewers):
+        yield built
+
+
+async def test_by_default_the_item_page_hides_the_judges_verdicts_and_flags(
     page: Page,
 ) -> None:
+    """A reviewer who saw the verdict first would be anchored on it."""
+    await sign_in(page)
+    html = await (await page.client.get("/items/a1")).text()
+    assert 'class="span v-plain" data-claim="1" title="claim 1">' in html
+    assert 'class="span v-plain" data-claim="2" title="claim 2">' in html
+    for leak in (
+        "judge:",
+        "v-contradicted",
+        "v-unsupported",
+        "flagged by the judge",
+        "random sample",
+        "withhold",
+        "hallucinated<",
+        "faithfulness",
+        "NUMBER_MISMATCH",
+        "a number differs",
+        'class="score"',
+        'class="reasons"',
+    ):
+        assert leak not in html, leak
+    # The claims, the evidence and the deciding sentence are all still there.
+    assert re.search(
+        r'<mark class="v-plain" title="decided claim 1">'
+        r"The order 7 was shipped on 5 May from the Lyon warehouse\.",
+        html,
+    ), html
+    assert 'id="claim-0"' in html and 'id="claim-1"' in html
+
+
+async def test_the_item_page_shows_verdicts_reasons_evidence_and_why_it_was_sampled(
+    judge_shown: Page,
+) -> None:
+    page = judge_shown
     await sign_in(page)
     html = await (await page.client.get("/items/a1")).text()
     assert 'class="span v-contradicted" data-claim="1"' in html
     assert 'class="span v-unsupported" data-claim="2"' in html
-    assert "NUMBER_MISMATCH" in html
+    # Reasons in plain words, never the judge's codes and numbers.
+    assert "<li>a number differs from the evidence</li>" in html
+    assert "NUMBER_MISMATCH" not in html
     assert 'id="sampled">flagged by the judge<' in html
     assert "judge: withhold, hallucinated" in html
     # The deciding sentence of claim 1 within evidence D1 is highlighted.
@@ -489,3 +543,19 @@ async def test_a_shared_answer_id_is_labelled_for_the_tenant_shown(
         assert not store.has_labelled("a1", "hana", tenant="acme")
         acme = await (await client.get("/items/a1?tenant=acme")).text()
         assert 'id="already"' not in acme and "?tenant=acme" in acme
+
+
+async def test_calibrator_internals_never_reach_the_reviewer(
+    judge_shown: Page,
+) -> None:
+    item = review_item("c1", minutes=3)
+    first, *rest = item.judgement.claims
+    internals = "CALIBRATED_RISK: 0.96 >= 0.45 (unknown_numbers +4.87, entail_logit_max -1.20)"
+    first = first.model_copy(update={"reasons": [internals]})
+    judgement = item.judgement.model_copy(update={"claims": [first, *rest]})
+    judge_shown.store.add([item.model_copy(update={"judgement": judgement})])
+    await sign_in(judge_shown)
+    html = await (await judge_shown.client.get("/items/c1")).text()
+    assert "<li>weighed from several signals together</li>" in html
+    for leak in ("CALIBRATED_RISK", "0.96", "0.45", "unknown_numbers", "4.87"):
+        assert leak not in html, leak
