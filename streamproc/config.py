@@ -996,6 +996,12 @@ class Settings(BaseSettings):
     labels: LabelSettings = LabelSettings()
     gate: GateSettings = GateSettings()
 
+    broker_connect_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="How long a starting worker, gate or audit sink waits for the broker to "
+        "answer before it gives up with one line and exit code 8.",
+    )
     def to_env(self) -> dict[str, str]:
         """These settings as ``STREAMPROC_*`` variables, to start another process with them."""
         env: dict[str, str] = {}

@@ -21,7 +21,12 @@ from typing import Any, NoReturn
 
 import structlog
 
-from streamproc.adapters.kafka_security import aiokafka_options
+from streamproc.adapters.kafka_security import (
+    EXIT_BROKER_UNREACHABLE,
+    BrokerUnreachable,
+    aiokafka_options,
+)
+from streamproc.adapters.logging import START_UP_SETTLE_S, start_up_done
 from streamproc.adapters.telemetry import Telemetry
 from streamproc.config import GateSettings, Settings
 from streamproc.gate.outbox import Outbox, OutboxLimits
@@ -43,7 +48,9 @@ def main(settings: Settings) -> NoReturn:
 
 
 async def run_gate(settings: Settings) -> int:
-    """Serve until SIGTERM/SIGINT (0), or until the Kafka request loop crashes (4)."""
+    """Serve until SIGTERM/SIGINT (0), or until the Kafka request loop crashes (4); with
+    publishing on, a broker that does not answer within ``broker_connect_timeout_s`` of
+    the start ends it at once (8)."""
     from streamproc.adapters.gate.server import GateServer
     from streamproc.adapters.gate_metrics import GateMetrics
     from streamproc.adapters.metrics_server import MetricsServer
@@ -72,7 +79,11 @@ async def run_gate(settings: Settings) -> int:
             from streamproc.stream.gate.sink import KafkaRecordSink
             from streamproc.stream.topics import prepare_topics
 
-            await prepare_topics(settings)
+            try:
+                await prepare_topics(settings)
+            except BrokerUnreachable as exc:
+                log.error("broker_unreachable", **exc.fields, exit_code=EXIT_BROKER_UNREACHABLE)
+                return EXIT_BROKER_UNREACHABLE
             sink = KafkaRecordSink(settings, client_options=options)
             await sink.start()
             outbox = Outbox(sink, outbox_limits(gate))
@@ -86,6 +97,7 @@ async def run_gate(settings: Settings) -> int:
             requests = GateRequestLoop(settings, service, client_options=options, sensor=sensor)
             requests_task = asyncio.create_task(requests.run(), name="gate-requests-loop")
         _freeze_start_up_objects()
+        loop.call_later(START_UP_SETTLE_S, start_up_done)
         log.info(
             "gate_started",
             host=gate.host,

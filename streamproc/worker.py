@@ -16,6 +16,8 @@ from typing import NoReturn
 import structlog
 
 from streamproc.adapters.health import HealthServer, HealthState
+from streamproc.adapters.kafka_security import EXIT_BROKER_UNREACHABLE, BrokerUnreachable
+from streamproc.adapters.logging import START_UP_SETTLE_S, start_up_done
 from streamproc.adapters.loop_guard import LoopGuard
 from streamproc.adapters.metrics import WorkerMetrics
 from streamproc.adapters.metrics_server import MetricsServer
@@ -47,7 +49,8 @@ def run_worker(settings: Settings) -> NoReturn:
     deltas) and accuracy (deltas -> judge-accuracy events, judge_drift alerts). A batch
     that cannot be published ends the process with exit code 3 after one log line, so the
     orchestrator restarts it; nothing unpublished was acknowledged. So does a judge
-    process that died (exit code 7).
+    process that died (exit code 7). A broker that does not answer within
+    ``broker_connect_timeout_s`` of the start ends it with exit code 8, after one line.
     """
     code = asyncio.run(_serve(settings))
     logging.shutdown()
@@ -68,7 +71,11 @@ async def _serve(settings: Settings) -> int:
             judge_info = await runner.start()
         except JudgeProcessDied as exc:
             _judge_died(exc)
-        await prepare_topics(settings)
+        try:
+            await prepare_topics(settings)
+        except BrokerUnreachable as exc:
+            log.error("broker_unreachable", **exc.fields, exit_code=EXIT_BROKER_UNREACHABLE)
+            return EXIT_BROKER_UNREACHABLE
         return await _serve_with(settings, runner, judge_info)
     finally:
         await asyncio.to_thread(runner.close)
@@ -115,6 +122,8 @@ async def _serve_with(settings: Settings, runner: JudgeRunner, judge_info: Judge
     guard.start()
     beating = asyncio.create_task(guard.beat(), name="loop-guard-beat")
     helpers = [beating, asyncio.create_task(_exit_when_judge_dies(runner), name="judge-watch")]
+    started = _end_start_up(settings.broker_connect_timeout_s, *every)
+    helpers.append(asyncio.create_task(started, name="start-up-end"))
     if settings.worker.stall_exit_s is not None:
         stall_exit = _exit_when_stalled(settings.worker.stall_exit_s, *every)
         helpers.append(asyncio.create_task(stall_exit, name="stall-exit"))
@@ -150,6 +159,16 @@ async def _exit_when_judge_dies(runner: JudgeRunner) -> None:
         await runner.watch()
     except JudgeProcessDied as exc:
         _judge_died(exc)
+
+
+async def _end_start_up(limit_s: float, *loops: ConsumerLoop) -> None:
+    """Once every loop joined (or ``limit_s`` passed), and the first transactions had time
+    to meet their coordinators, aiokafka's transient-state errors count as errors again."""
+    deadline = time.monotonic() + limit_s
+    while not all(each.started for each in loops) and time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+    await asyncio.sleep(START_UP_SETTLE_S)
+    start_up_done()
 
 
 async def _exit_when_stalled(limit_s: float, *loops: ConsumerLoop) -> None:

@@ -12,6 +12,8 @@ installs a filter on aiokafka's connection logger that blanks SASL authenticatio
 aiokafka reports refused credentials as "Unable to bootstrap", like a broker that is down
 (the reason only goes to its log), and callers retry that. ``explain_access_errors``
 turns it into ``BrokerAccessDenied``, which names the reason and is not worth retrying.
+A broker that never answers at start-up becomes ``BrokerUnreachable``: the worker, the
+gate and the audit sink log it in one line and exit with ``EXIT_BROKER_UNREACHABLE``.
 """
 
 from __future__ import annotations
@@ -35,11 +37,14 @@ from aiokafka.helpers import create_ssl_context
 from streamproc.config import KafkaSecurity
 
 __all__ = [
+    "EXIT_BROKER_UNREACHABLE",
     "BrokerAccessDenied",
+    "BrokerUnreachable",
     "ClientOptions",
     "access_denial",
     "aiokafka_options",
     "explain_access_errors",
+    "socket_error",
     "ssl_context",
 ]
 
@@ -141,6 +146,56 @@ def aiokafka_options(security: KafkaSecurity) -> ClientOptions:
 class BrokerAccessDenied(Exception):
     """The broker refused our credentials or our TLS handshake. Deliberately not a
     KafkaError or OSError: it will not go away by retrying, so retry loops let it through."""
+
+
+EXIT_BROKER_UNREACHABLE = 8
+"""The exit code of a worker, gate or audit sink that gave up waiting for the broker."""
+
+
+class BrokerUnreachable(Exception):
+    """No broker answered within ``broker_connect_timeout_s`` at start-up: where we looked,
+    how, for how long, and why (the socket's reason when there is one, else the client's
+    last error). ``str()`` is the one line; :attr:`fields` the same as log fields."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        security: KafkaSecurity,
+        waited_s: float,
+        last: BaseException,
+        reason: str | None = None,
+    ) -> None:
+        text = str(last)
+        if not text.startswith(type(last).__name__):
+            text = f"{type(last).__name__}: {text}"
+        self.fields: dict[str, object] = {
+            "bootstrap_servers": bootstrap_servers,
+            "security_protocol": security.protocol,
+            "waited_s": round(waited_s, 1),
+            "reason": reason or text,
+            "setting": "STREAMPROC_BROKER_CONNECT_TIMEOUT_S",
+        }
+        super().__init__(
+            f"no Kafka broker answered at {bootstrap_servers} ({security.protocol}) within "
+            f"{waited_s:.0f} s (STREAMPROC_BROKER_CONNECT_TIMEOUT_S): {reason or text}"
+        )
+
+
+async def socket_error(bootstrap_servers: str, timeout_s: float = 2.0) -> str | None:
+    """Why a plain TCP connection to the first bootstrap broker fails (refused, no route,
+    unknown host, timed out), or None when it connects: the reason aiokafka only logs."""
+    address = next(filter(None, (part.strip() for part in bootstrap_servers.split(","))), "")
+    host, _, port = address.rpartition(":")
+    try:
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection(host.strip("[]"), int(port)), timeout_s
+        )
+    except TimeoutError:
+        return f"{address}: no answer to a TCP connect within {timeout_s:g} s"
+    except (OSError, ValueError) as exc:
+        return f"{address}: {exc}"
+    writer.close()
+    return None
 
 
 # ssl.SSLError is an OSError, so it is tested before the "unreachable" errors below.

@@ -2,6 +2,9 @@
 
 structlog renders our own events and, through the stdlib bridge, aiokafka's too, so every
 line of a worker is one JSON object (or a readable line for humans).
+
+While a process starts, :class:`StartUpQuiet` lowers aiokafka's reports of states a broker
+is expected to pass through (see its docstring); :func:`start_up_done` ends that.
 """
 
 from __future__ import annotations
@@ -14,12 +17,70 @@ import structlog
 
 from streamproc.adapters.log_context import answer_processors
 
-__all__ = ["configure_logging"]
+__all__ = ["START_UP_SETTLE_S", "StartUpQuiet", "configure_logging", "start_up_done"]
 
 _NOISY = ("aiokafka", "kafka")
 # Group membership and assignment stay visible at INFO: a worker that owns partitions but
 # reads none of them must be explainable from its log.
 _MEMBERSHIP = ("aiokafka.consumer.group_coordinator",)
+
+START_UP_SETTLE_S = 30.0
+"""How long after its loops joined a process still counts as starting: the first
+transaction and the first offset fetches on new topics meet the same transient states."""
+
+# Retriable states of a topic or group that is being created: the client waits them out.
+_TRANSIENT = (
+    "NotLeaderForPartition",
+    "NotLeaderOrFollower",
+    "LeaderNotAvailable",
+    "CoordinatorNotAvailable",  # GroupCoordinatorNotAvailable too
+    "NotCoordinator",
+    "CoordinatorLoadInProgress",
+)
+# A broker not listening yet: the start-up retries, and gives up in one line of its own.
+_NOT_LISTENING = (
+    "Unable connect to",
+    "Unable to request metadata from",
+    "Unable to update metadata from",
+)
+
+
+class StartUpQuiet(logging.Filter):
+    """While starting, aiokafka's errors about expected transient states (a new partition
+    without a leader yet, a group coordinator not elected yet) go out at info, and its
+    repeated connection failures at debug. Once :meth:`end` is called every record passes
+    unchanged: later, those states mean something went wrong."""
+
+    def __init__(self, floor: int = logging.INFO) -> None:
+        super().__init__()
+        self.floor = floor
+        self.starting = True
+
+    def end(self) -> None:
+        self.starting = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.starting or record.levelno < logging.WARNING:
+            return True
+        if not record.name.startswith("aiokafka"):
+            return True
+        message = record.getMessage()
+        if any(name in message for name in _TRANSIENT):
+            level = logging.INFO
+        elif message.startswith(_NOT_LISTENING):
+            level = logging.DEBUG
+        else:
+            return True
+        record.levelno, record.levelname = level, logging.getLevelName(level)
+        return level >= self.floor
+
+
+_START_UP = StartUpQuiet()
+
+
+def start_up_done() -> None:
+    """The process has started: aiokafka's errors are errors again."""
+    _START_UP.end()
 
 
 def configure_logging(
@@ -76,3 +137,6 @@ def configure_logging(
             },
         }
     )
+    _START_UP.floor, _START_UP.starting = logging.getLevelName(level), True
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_START_UP)

@@ -54,7 +54,13 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPa
 from aiokafka.errors import CommitFailedError, IllegalStateError
 
 from streamproc.adapters.audit_store import AuditStore, StoredCheckpoint
-from streamproc.adapters.kafka_security import aiokafka_options, explain_access_errors
+from streamproc.adapters.kafka_security import (
+    EXIT_BROKER_UNREACHABLE,
+    BrokerUnreachable,
+    aiokafka_options,
+    explain_access_errors,
+)
+from streamproc.adapters.logging import START_UP_SETTLE_S, start_up_done
 from streamproc.audit.anchors import TopicCheckpoint, parse_checkpoint
 from streamproc.audit.signing import KeyFileError, Signer
 from streamproc.config import Settings
@@ -68,7 +74,7 @@ from streamproc.stream.topics import (
     AUDIT_MAX_MESSAGE_BYTES,
     audit_checkpoint_topic_spec,
     audit_topic_spec,
-    ensure_topics,
+    await_topics,
 )
 
 __all__ = [
@@ -405,7 +411,8 @@ async def publish_tombstones(
 
 def run_audit_sink(settings: Settings) -> int:
     """Run the sink until SIGTERM/SIGINT; the exit code. Creates the audit topic if it is
-    missing and the store's schema on first use."""
+    missing and the store's schema on first use; a broker that does not answer within
+    ``broker_connect_timeout_s`` ends it with one line and exit code 8."""
     try:
         return asyncio.run(_serve(settings))
     finally:
@@ -418,11 +425,17 @@ async def _serve(settings: Settings) -> int:
     except KeyFileError as exc:
         log.error("audit_sink_failed", error=str(exc))
         return 2
-    await ensure_topics(
-        settings.bootstrap_servers,
-        [audit_topic_spec(settings), audit_checkpoint_topic_spec(settings)],
-        settings.security,
-    )
+    try:
+        await await_topics(
+            settings.bootstrap_servers,
+            [audit_topic_spec(settings), audit_checkpoint_topic_spec(settings)],
+            settings.security,
+            give_up_s=settings.broker_connect_timeout_s,
+        )
+    except BrokerUnreachable as exc:
+        log.error("broker_unreachable", **exc.fields, exit_code=EXIT_BROKER_UNREACHABLE)
+        return EXIT_BROKER_UNREACHABLE
+    asyncio.get_running_loop().call_later(START_UP_SETTLE_S, start_up_done)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -30,7 +30,12 @@ import structlog
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError, for_code
 
-from streamproc.adapters.kafka_security import aiokafka_options, explain_access_errors
+from streamproc.adapters.kafka_security import (
+    BrokerUnreachable,
+    aiokafka_options,
+    explain_access_errors,
+    socket_error,
+)
 from streamproc.config import KafkaSecurity, Settings
 
 __all__ = [
@@ -40,6 +45,7 @@ __all__ = [
     "accuracy_changelog_topic",
     "audit_checkpoint_topic_spec",
     "audit_topic_spec",
+    "await_topics",
     "ensure_topics",
     "gate_topic_specs",
     "judge_dedup_changelog_topic",
@@ -252,17 +258,53 @@ async def ensure_topics(
         await admin.close()
 
 
-async def prepare_topics(settings: Settings, *, attempts: int = 30, delay_s: float = 2.0) -> None:
+async def prepare_topics(settings: Settings, *, delay_s: float = 2.0) -> None:
     """Create the topics, waiting for the broker to come up (containers start in any order)."""
-    for attempt in range(1, attempts + 1):
+    created = await await_topics(
+        settings.bootstrap_servers,
+        topic_specs(settings),
+        settings.security,
+        give_up_s=settings.broker_connect_timeout_s,
+        delay_s=delay_s,
+    )
+    log.info("topics_ready", created=created, partitions=settings.topics.partitions)
+
+
+async def await_topics(
+    bootstrap_servers: str,
+    specs: list[TopicSpec],
+    security: KafkaSecurity,
+    *,
+    give_up_s: float,
+    delay_s: float = 2.0,
+) -> list[str]:
+    """:func:`ensure_topics`, retried quietly (at debug level) until the broker answers;
+    after ``give_up_s`` it raises ``BrokerUnreachable``, one line saying what was tried.
+    ``BrokerAccessDenied`` is not retried: credentials do not get better by waiting."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    deadline = started + give_up_s
+    log.info(
+        "broker_connecting",
+        bootstrap_servers=bootstrap_servers,
+        security_protocol=security.protocol,
+        give_up_s=give_up_s,
+    )
+    attempt = 0
+    last: BaseException | None = None
+    while True:
+        attempt += 1
         try:
-            created = await ensure_topics(
-                settings.bootstrap_servers, topic_specs(settings), settings.security
-            )
-            log.info("topics_ready", created=created, partitions=settings.topics.partitions)
-            return
-        except (KafkaError, OSError) as exc:
-            if attempt == attempts:
-                raise
-            log.warning("broker_not_ready", attempt=attempt, error=repr(exc))
-            await asyncio.sleep(delay_s)
+            async with asyncio.timeout_at(deadline):
+                return await ensure_topics(bootstrap_servers, specs, security)
+        except (KafkaError, OSError, TimeoutError) as exc:
+            # Our own deadline cutting an attempt short says less than the error before it.
+            last = last if isinstance(exc, TimeoutError) and last is not None else exc
+            if loop.time() >= deadline:
+                reason = await socket_error(bootstrap_servers)
+                waited_s = loop.time() - started
+                raise BrokerUnreachable(
+                    bootstrap_servers, security, waited_s, last, reason
+                ) from None
+            log.debug("broker_not_ready", attempt=attempt, error=repr(exc))
+            await asyncio.sleep(min(delay_s, deadline - loop.time()))
