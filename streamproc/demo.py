@@ -4,6 +4,8 @@ Starts Tansu (memory-only, shipped in a PyPI wheel), creates the topics, starts 
 process, publishes the in-repo sample answers (event time = now, so they fall into live
 windows) plus one malformed event, and prints verdicts (with the claims that failed), dead
 letters and window aggregates as they arrive. Stops everything on the way out, also on Ctrl-C.
+A verdict line names the answer's outcome in one vocabulary, the action the verdicts and
+flags carry (pass, trim, withhold); whether the answer abstained is not a second outcome.
 Tansu comes with the ``demo`` extra (``pip install 'streamproc[demo]'``); without it the
 demo says so in one line and exits with code 2, before starting anything.
 """
@@ -26,7 +28,7 @@ from streamproc.events import AnswerEvent, DeadLetter, Flag, Verdict, VerdictLab
 from streamproc.samples import load_sample_answers
 from streamproc.stream.topics import prepare_topics
 
-__all__ = ["EXIT_EXTRA_MISSING", "demo_settings", "run_demo"]
+__all__ = ["EXIT_EXTRA_MISSING", "demo_settings", "run_demo", "verdict_line"]
 
 EXIT_EXTRA_MISSING = 2  # like a missing model (streamproc.cli.EXIT_MODEL_MISSING)
 
@@ -128,17 +130,23 @@ async def _drive(settings: Settings, answers: list[AnswerEvent], timeout_s: floa
     return False
 
 
+def verdict_line(verdict: Verdict) -> str:
+    """One answer's line: its action is the only outcome word, so an abstaining answer
+    the judge trims reads "trim", as on the verdicts and flags topics."""
+    judgement = verdict.judgement
+    faithfulness = "-" if judgement.faithfulness is None else f"{judgement.faithfulness:.0%}"
+    return (
+        f"verdict  {verdict.answer_id:<22} {verdict.assistant_id:<18} "
+        f"{judgement.action.value:<8} faithfulness {faithfulness:>4}  "
+        f"claims {judgement.checked_claims}"
+    )
+
+
 def _print(record: OutputRecord) -> None:
     event = record.event
     if isinstance(event, Verdict):
         judgement = event.judgement
-        faithfulness = "-" if judgement.faithfulness is None else f"{judgement.faithfulness:.0%}"
-        print(
-            f"verdict  {event.answer_id:<22} {event.assistant_id:<18} "
-            f"{judgement.action.value:<8} faithfulness {faithfulness:>4}  "
-            f"claims {judgement.checked_claims}" + ("  (abstained)" if judgement.abstained else ""),
-            flush=True,
-        )
+        print(verdict_line(event), flush=True)
         for claim in judgement.claims:
             if claim.verdict not in (None, VerdictLabel.SUPPORTED):
                 print(f"           {claim.verdict.value:<12} {claim.text[:90]}", flush=True)
