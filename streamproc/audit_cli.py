@@ -9,7 +9,10 @@ claims; each label is a link of the audit chain too). It renders with rich for p
 ``--plain`` prints unwrapped text lines and ``--json`` the stored record with its chain
 hashes and its labels, for scripts. ``export`` writes records and labels, in chain
 order. Every command reads ``settings.audit.store_url``
-unless ``--store URL`` says otherwise; none of them needs a broker except ``purge
+unless ``--store URL`` says otherwise, and names the store it read on stderr; none but
+``audit-sink`` creates a store: where there is none, or the database cannot be reached,
+they say so in one line naming the URL (password hidden) and exit 3. None of them needs a
+broker except ``purge
 --conversation`` (tombstones on the audit topic, unless ``--no-topic``), ``verify
 --topic-checkpoints`` and ``checkpoints --topic``.
 
@@ -27,8 +30,9 @@ import asyncio
 import json
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
+from functools import wraps
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -49,6 +53,8 @@ __all__ = ["register"]
 EXIT_NOT_FOUND = 1
 EXIT_VERIFY_FAILED = 1
 EXIT_USAGE = 2
+EXIT_NO_STORE = 3
+"""No audit store could be read at the URL: none is there, or the database is unreachable."""
 
 _RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -218,9 +224,59 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _open(args: argparse.Namespace) -> AuditStore:
-    from streamproc.adapters.audit_store import AuditStore
+    return _open_store(_settings(args).audit.store_url)
 
-    return AuditStore(_settings(args).audit.store_url)
+
+def _open_store(url: str) -> AuditStore:
+    """The existing store at ``url``, connected, and named on stderr. Raises
+    :class:`~streamproc.adapters.sql_store.StoreMissing` where there is none (a reader
+    never creates one) and SQLAlchemy's errors where the database cannot be reached;
+    :func:`_reads_store` turns both into one line."""
+    from streamproc.adapters.audit_store import AuditStore
+    from streamproc.adapters.sql_store import shown_url
+
+    store = AuditStore(url, create=False)
+    try:
+        store.open()
+    except BaseException:
+        store.close()
+        raise
+    print(f"audit store: {shown_url(url)}", file=sys.stderr)
+    return store
+
+
+def _reads_store(
+    name: str,
+) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
+    """A command that reads the store: a missing or unreachable store is one line on
+    stderr naming the URL (password hidden) and :data:`EXIT_NO_STORE`, no traceback."""
+
+    def wrap(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        @wraps(command)
+        def run(args: argparse.Namespace) -> int:
+            from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+            from streamproc.adapters.sql_store import StoreMissing, shown_url
+
+            try:
+                return command(args)
+            except StoreMissing as exc:
+                print(
+                    f"audit {name}: no audit store at {shown_url(exc.url)}: {exc.why} "
+                    "(read commands never create one; set STREAMPROC_AUDIT__STORE_URL "
+                    "or give --store URL)",
+                    file=sys.stderr,
+                )
+            except (SQLAlchemyError, ImportError) as exc:
+                cause = exc.orig if isinstance(exc, DBAPIError) else exc
+                why = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+                url = shown_url(_settings(args).audit.store_url)
+                print(f"audit {name}: cannot read the audit store at {url}: {why}", file=sys.stderr)
+            return EXIT_NO_STORE
+
+        return run
+
+    return wrap
 
 
 def _filters(args: argparse.Namespace) -> dict[str, Any]:
@@ -249,6 +305,7 @@ def _run_sink(args: argparse.Namespace) -> int:
     return run_audit_sink(settings)
 
 
+@_reads_store("show")
 def _show(args: argparse.Namespace) -> int:
     from streamproc.adapters.audit_store import AmbiguousAnswer
 
@@ -276,6 +333,7 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+@_reads_store("find")
 def _find(args: argparse.Namespace) -> int:
     with _open(args) as store:
         found = store.find(**_filters(args), limit=args.limit)
@@ -306,6 +364,7 @@ def _find(args: argparse.Namespace) -> int:
     return 0
 
 
+@_reads_store("export")
 def _export(args: argparse.Namespace) -> int:
     with _open(args) as store:
         entries = store.export_entries(**_filters(args), partition=args.partition)
@@ -337,6 +396,7 @@ def _write_lines(
     return records, labels
 
 
+@_reads_store("verify")
 def _verify(args: argparse.Namespace) -> int:
     from streamproc.audit.signing import KeyFileError, SignatureChecker
 
@@ -348,9 +408,7 @@ def _verify(args: argparse.Namespace) -> int:
     except (KeyFileError, OSError, ValueError) as exc:
         print(f"audit verify: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    from streamproc.adapters.audit_store import AuditStore
-
-    with AuditStore(settings.audit.store_url) as store:
+    with _open_store(settings.audit.store_url) as store:
         report = store.verify(
             args.partition,
             args.since_seq,
@@ -452,6 +510,7 @@ def _keygen(args: argparse.Namespace) -> int:
     return 0
 
 
+@_reads_store("checkpoints")
 def _checkpoints(args: argparse.Namespace) -> int:
     settings = _settings(args)
     documents: list[Any] = []
@@ -461,9 +520,7 @@ def _checkpoints(args: argparse.Namespace) -> int:
         marks = asyncio.run(fetch_topic_checkpoints(settings))
         documents = [mark.document for p in sorted(marks) for mark in marks[p]]
     else:
-        from streamproc.adapters.audit_store import AuditStore
-
-        with AuditStore(settings.audit.store_url) as store:
+        with _open_store(settings.audit.store_url) as store:
             for partition in store.partitions():
                 documents += [mark.as_json() for mark in store.checkpoints(partition)]
     lines = "".join(json.dumps(document, sort_keys=True) + "\n" for document in documents)
@@ -475,6 +532,7 @@ def _checkpoints(args: argparse.Namespace) -> int:
     return 0
 
 
+@_reads_store("purge")
 def _purge(args: argparse.Namespace) -> int:
     from streamproc.audit.signing import KeyFileError, Signer
 
@@ -492,9 +550,7 @@ def _purge(args: argparse.Namespace) -> int:
     except KeyFileError as exc:
         print(f"audit purge: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    from streamproc.adapters.audit_store import AuditStore
-
-    with AuditStore(settings.audit.store_url) as store:
+    with _open_store(settings.audit.store_url) as store:
         if args.expired:
             days = args.days or settings.audit.retention_days
             count = store.purge_expired(days, signer=signer)

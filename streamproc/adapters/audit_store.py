@@ -565,8 +565,8 @@ class AuditStore(SqlStore):
     is missing (:class:`~streamproc.adapters.sql_store.SqlStore`). Methods are blocking
     (call them off the event loop)."""
 
-    def __init__(self, url: str, *, echo: bool = False) -> None:
-        super().__init__(url, _metadata, echo=echo)
+    def __init__(self, url: str, *, echo: bool = False, create: bool = True) -> None:
+        super().__init__(url, _metadata, echo=echo, create=create)
 
     def _upgrade(self, engine: Engine) -> None:
         """Stores made before answers were keyed by tenant: one answer id per store

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -272,3 +274,65 @@ def test_purge_removes_the_label_notes_and_keeps_who_said_what(
     assert sum(line.startswith("  purged_at: ") for line in lines) == 2
     code, out, _ = run(capsys, "audit", "verify", "--store", labelled_url)
     assert code == 0 and "1 records and 2 labels" in out and "3 purged" in out
+
+
+READ_COMMANDS = [
+    ["show", "ans-0"],
+    ["show", "ans-0", "--json"],
+    ["find"],
+    ["export"],
+    ["export", "-o", "out.jsonl"],
+    ["verify"],
+    ["checkpoints"],
+]
+
+
+@pytest.mark.parametrize("command", READ_COMMANDS, ids=lambda c: " ".join(c))
+def test_a_read_command_where_no_store_is_names_the_url_and_creates_nothing(
+    command: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("STREAMPROC_AUDIT__STORE_URL", raising=False)
+    code, out, err = run(capsys, "audit", *command)
+    assert code == 3 and out == ""
+    assert err.count("\n") == 1, err
+    assert err.startswith(f"audit {command[0]}: no audit store at sqlite:///streamproc-audit.db")
+    assert list(tmp_path.iterdir()) == [], "no streamproc-audit.db, no export file"
+
+
+def test_a_read_command_leaves_a_database_without_the_store_untouched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = tmp_path / "other.db"
+    with closing(sqlite3.connect(other)) as conn:
+        conn.execute("CREATE TABLE unrelated (x INTEGER)")
+    url = f"sqlite:///{other}"
+    code, _, err = run(capsys, "audit", "find", "--store", url)
+    assert code == 3 and "none of the store's tables" in err and url in err
+    with closing(sqlite3.connect(other)) as conn:
+        tables = conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
+    assert tables == [("unrelated",)]
+
+
+def test_an_unreachable_postgresql_is_one_line_with_the_password_hidden(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Port 1 on the loopback: a real connection attempt, refused at once.
+    monkeypatch.setenv("STREAMPROC_AUDIT__STORE_URL", "postgresql://u:s3cret@127.0.0.1:1/x")
+    for command in (["show", "ans-0"], ["find"], ["verify"]):
+        code, out, err = run(capsys, "audit", *command)
+        assert code == 3 and out == ""
+        assert err.count("\n") == 1, err
+        assert "postgresql://u:***@127.0.0.1:1/x" in err and "s3cret" not in err
+        assert "Traceback" not in err and "refused" in err.lower()
+
+
+def test_a_read_command_names_the_store_it_read(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for command in (["show", "ans-0", "--plain"], ["find"], ["verify"], ["checkpoints"]):
+        code, _, err = run(capsys, "audit", *command, "--store", store_url)
+        assert code == 0 and f"audit store: {store_url}\n" in err
