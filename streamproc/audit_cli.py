@@ -71,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add the ``audit`` and ``audit-sink`` subcommands."""
     store = argparse.ArgumentParser(add_help=False)
     store.add_argument(
-        "--store", metavar="URL", help="audit store URL (default: settings.audit.store_url)"
+        "--store", metavar="URL", help="audit store URL (default: STREAMPROC_AUDIT__STORE_URL)"
     )
 
     sink = subparsers.add_parser(
@@ -133,7 +133,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--public-key",
         metavar="FILE",
         type=Path,
-        help="Ed25519 public key (PEM) (default: settings.audit.verify_key_file)",
+        help="Ed25519 public key (PEM) (default: STREAMPROC_AUDIT__VERIFY_KEY_FILE)",
     )
     verify.add_argument("--json", action="store_true")
     verify.set_defaults(func=_verify)
@@ -162,7 +162,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     which = purge.add_mutually_exclusive_group(required=True)
     which.add_argument("--conversation", metavar="ID", help="every record of one conversation")
     which.add_argument(
-        "--expired", action="store_true", help="records older than settings.audit.retention_days"
+        "--expired", action="store_true", help="records older than STREAMPROC_AUDIT__RETENTION_DAYS"
     )
     purge.add_argument("--days", type=int, help="with --expired: this retention instead")
     purge.add_argument(
@@ -175,7 +175,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--signing-key",
         metavar="FILE",
         type=Path,
-        help="Ed25519 private key (PEM) (default: settings.audit.signing_key_file)",
+        help="Ed25519 private key (PEM) (default: STREAMPROC_AUDIT__SIGNING_KEY_FILE)",
     )
     purge.set_defaults(func=_purge)
 

@@ -36,13 +36,13 @@ def register(
         help="serve POST /v1/check (and the Kafka request topic) until SIGTERM/SIGINT "
         "(settings: STREAMPROC_GATE__*)",
     )
-    serve.add_argument("--host", help="bind here (default: settings.gate.host)")
-    serve.add_argument("--port", type=int, help="port (default: settings.gate.port)")
+    serve.add_argument("--host", help="bind here (default: STREAMPROC_GATE__HOST)")
+    serve.add_argument("--port", type=int, help="port (default: STREAMPROC_GATE__PORT)")
     serve.add_argument(
         "--tokens-file",
         type=Path,
         metavar="FILE",
-        help="caller tokens (default: settings.gate.tokens_file)",
+        help="caller tokens (default: STREAMPROC_GATE__TOKENS_FILE)",
     )
     serve.set_defaults(func=_serve)
 
@@ -75,7 +75,7 @@ def _token(args: argparse.Namespace) -> int:
         args.name,
         args.tenant,
         holder="caller",
-        tokens_file="the gate's tokens file (settings.gate.tokens_file)",
+        tokens_file="the gate's tokens file (STREAMPROC_GATE__TOKENS_FILE)",
     )
     return 0
 

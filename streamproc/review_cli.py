@@ -46,16 +46,16 @@ def register(
     serve_parser = actions.add_parser(
         "serve", help="serve the review page until SIGTERM/SIGINT (settings: STREAMPROC_REVIEW__*)"
     )
-    serve_parser.add_argument("--host", help="bind here (default: settings.review.host)")
-    serve_parser.add_argument("--port", type=int, help="port (default: settings.review.port)")
+    serve_parser.add_argument("--host", help="bind here (default: STREAMPROC_REVIEW__HOST)")
+    serve_parser.add_argument("--port", type=int, help="port (default: STREAMPROC_REVIEW__PORT)")
     serve_parser.add_argument(
-        "--store", metavar="URL", help="queue store URL (default: settings.review.store_url)"
+        "--store", metavar="URL", help="queue store URL (default: STREAMPROC_REVIEW__STORE_URL)"
     )
     serve_parser.add_argument(
         "--tokens-file",
         type=Path,
         metavar="FILE",
-        help="reviewer tokens (default: settings.review.tokens_file)",
+        help="reviewer tokens (default: STREAMPROC_REVIEW__TOKENS_FILE)",
     )
     serve_parser.set_defaults(func=_serve)
 
@@ -120,7 +120,7 @@ def _token(args: argparse.Namespace) -> int:
         args.name,
         args.tenant,
         holder="reviewer",
-        tokens_file="the tokens file (settings.review.tokens_file)",
+        tokens_file="the tokens file (STREAMPROC_REVIEW__TOKENS_FILE)",
     )
     return 0
 
