@@ -36,6 +36,7 @@ _TRANSIENT = (
     "CoordinatorNotAvailable",  # GroupCoordinatorNotAvailable too
     "NotCoordinator",
     "CoordinatorLoadInProgress",
+    "Marking the coordinator dead",  # a warning that follows the ones above
 )
 # A broker not listening yet: the start-up retries, and gives up in one line of its own.
 _NOT_LISTENING = (
