@@ -6,7 +6,9 @@ conversation, traceparent header). Needs only aiokafka and cramjam; no streampro
         [--topic assistant.answers] [--traceparent 00-<32 hex>-<16 hex>-01] [FILE.json]
 
 FILE.json is one AnswerEvent (default: schemas/examples/answer-event.json); occurred_at
-is set to now, so the worker's event-time bounds accept it.
+is set to now, so the worker's event-time bounds accept it, and event_id to a fresh
+uuid4, since the worker judges a repeated (tenant, event_id) once. Prints one line saying
+what it sent: topic, partition, offset, key and event_id.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,7 +27,8 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "schemas" / "examples" / "ans
 
 async def produce(
     bootstrap: str, topic: str, event: dict[str, object], traceparent: str | None
-) -> None:
+) -> str:
+    """Send ``event``; returns where the broker stored it, as one line to print."""
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap,
         acks="all",
@@ -35,14 +39,16 @@ async def produce(
     await producer.start()
     try:
         headers = [("traceparent", traceparent.encode())] if traceparent else []
-        await producer.send_and_wait(
-            topic,
-            key=str(event["conversation_id"]).encode(),  # one conversation stays in order
-            value=json.dumps(event).encode(),
-            headers=headers,
+        key = str(event["conversation_id"])  # one conversation stays in order
+        stored = await producer.send_and_wait(
+            topic, key=key.encode(), value=json.dumps(event).encode(), headers=headers
         )
     finally:
         await producer.stop()
+    return (
+        f"sent to {stored.topic} partition {stored.partition} offset {stored.offset}: "
+        f"key={key} event_id={event['event_id']}"
+    )
 
 
 def main() -> None:
@@ -54,7 +60,8 @@ def main() -> None:
     args = parser.parse_args()
     event = json.loads(args.event.read_text(encoding="utf-8"))
     event["occurred_at"] = datetime.now(UTC).isoformat()
-    asyncio.run(produce(args.bootstrap, args.topic, event, args.traceparent))
+    event["event_id"] = str(uuid.uuid4())
+    print(asyncio.run(produce(args.bootstrap, args.topic, event, args.traceparent)), flush=True)
 
 
 if __name__ == "__main__":
