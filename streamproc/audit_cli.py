@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from streamproc.adapters.audit_store import (
+        AuditQuery,
         AuditStore,
         StoredLabel,
         StoredPurge,
@@ -279,16 +280,20 @@ def _reads_store(
     return wrap
 
 
-def _filters(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "conversation": args.conversation,
-        "tenant": args.tenant,
-        "assistant": args.assistant,
-        "since": args.since,
-        "until": args.until,
-        "hallucinated": args.hallucinated,
-        "action": args.action,
-    }
+def _query(args: argparse.Namespace) -> AuditQuery:
+    """The filters of ``find`` and ``export`` as the store's query."""
+    from streamproc.adapters.audit_store import AuditQuery
+
+    return AuditQuery(
+        conversation=args.conversation,
+        tenant=args.tenant,
+        assistant=args.assistant,
+        since=args.since,
+        until=args.until,
+        hallucinated=args.hallucinated,
+        action=args.action,
+        partition=getattr(args, "partition", None),
+    )
 
 
 # --- commands -------------------------------------------------------------------------
@@ -336,7 +341,7 @@ def _show(args: argparse.Namespace) -> int:
 @_reads_store("find")
 def _find(args: argparse.Namespace) -> int:
     with _open(args) as store:
-        found = store.find(**_filters(args), limit=args.limit)
+        found = store.find(_query(args), limit=args.limit)
     if args.json:
         for summary in found:
             print(json.dumps(summary.as_json(), ensure_ascii=False))
@@ -367,7 +372,7 @@ def _find(args: argparse.Namespace) -> int:
 @_reads_store("export")
 def _export(args: argparse.Namespace) -> int:
     with _open(args) as store:
-        entries = store.export_entries(**_filters(args), partition=args.partition)
+        entries = store.export_entries(_query(args))
         if args.output:
             with open(args.output, "w", encoding="utf-8") as out:
                 records, labels = _write_lines(entries, out)
@@ -556,7 +561,9 @@ def _purge(args: argparse.Namespace) -> int:
             count = store.purge_expired(days, signer=signer)
             print(f"purged {count} record(s) older than {days} days; hashes kept")
         else:
-            found = store.find(conversation=args.conversation, limit=None)
+            from streamproc.adapters.audit_store import AuditQuery
+
+            found = store.find(AuditQuery(conversation=args.conversation), limit=None)
             if found and not args.no_topic:
                 from streamproc.stream.audit_sink import label_key, publish_tombstones
                 from streamproc.stream.output.catalog import audit_record_key

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from streamproc.adapters.audit_store import AuditStore, StoredPurge, StoredRecord
+from streamproc.adapters.audit_store import AuditQuery, AuditStore, StoredPurge, StoredRecord
 from streamproc.audit import AuditRecord
 from streamproc.cli import main
 from streamproc.config import Settings
@@ -285,7 +285,7 @@ async def test_label_entries_on_the_audit_topic_join_the_chain(
         assert (stored[label_id].partition, stored[label_id].offset) == (partition, offset)
     assert [s.reviewer for s in store.labels_for("ans-2")] == ["alice", "bob"]
     for partition in (0, 1):
-        chain = list(store.export_entries(partition=partition))
+        chain = list(store.export_entries(AuditQuery(partition=partition)))
         places = [
             (e.summary.seq, e.summary.offset) if isinstance(e, StoredRecord) else (e.seq, e.offset)
             for e in chain

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from streamproc.adapters import audit_store
 from streamproc.adapters.audit_store import AuditStore
+from streamproc.adapters.sql_store import StoreMissing
 from tests.unit.audit.store_contract import StoreContract
 
 
@@ -26,3 +28,23 @@ def test_the_schema_is_created_on_first_use(tmp_path: Path) -> None:
     assert store.find() == [] and store.verify().ok
     assert path.exists()
     store.close()
+
+
+def test_a_reader_refuses_where_no_store_is_and_creates_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "absent.db"
+    with (
+        AuditStore(f"sqlite:///{path}", create=False) as reader,
+        pytest.raises(StoreMissing, match="there is no file"),
+    ):
+        reader.find()
+    assert not path.exists()
+    with AuditStore(f"sqlite:///{path}") as writer:
+        writer.open()
+    with AuditStore(f"sqlite:///{path}", create=False) as reader:
+        assert reader.open().find() == []
+
+
+def test_no_module_of_the_audit_store_passes_600_lines() -> None:
+    package = Path(audit_store.__file__).parent
+    sizes = {p.name: len(p.read_text().splitlines()) for p in package.glob("*.py")}
+    assert len(sizes) > 3 and max(sizes.values()) <= 600, sizes

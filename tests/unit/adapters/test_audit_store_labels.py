@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect
 
-from streamproc.adapters.audit_store import AuditStore, StoredLabel, StoredPurge, StoredRecord
+from streamproc.adapters.audit_store import (
+    AuditQuery,
+    AuditStore,
+    StoredLabel,
+    StoredPurge,
+    StoredRecord,
+)
 from streamproc.audit import AuditRecord, Checkpoint, canonical_json, leaf_hash
 from streamproc.label_events import ClaimLabelValue, LabelAuditEntry
 from tests.unit.audit.audit_samples import NOW, make_records
@@ -303,9 +309,12 @@ class LabelStoreContract:
             body = line["entry"] if line.get("kind") == "audit_label" else line["record"]
             assert leaf_hash(canonical_json(body)).hex() == line["leaf_hash"]
         # a record filter brings the labels of the answers it matches
-        chosen = list(store.export_entries(hallucinated=True))
+        chosen = list(store.export_entries(AuditQuery(hallucinated=True)))
         assert [_name(entry) for entry in chosen] == ["ans-2", "L2", "L2b"]
-        assert [_name(entry) for entry in store.export_entries(partition=1)] == ["ans-6", "X"]
+        assert [_name(entry) for entry in store.export_entries(AuditQuery(partition=1))] == [
+            "ans-6",
+            "X",
+        ]
 
 
 def _name(entry: StoredRecord | StoredLabel | StoredPurge) -> str:
@@ -315,7 +324,7 @@ def _name(entry: StoredRecord | StoredLabel | StoredPurge) -> str:
 
 
 def _chain_hash_at(store: AuditStore, seq: int) -> str:
-    for entry in store.export_entries(partition=0):
+    for entry in store.export_entries(AuditQuery(partition=0)):
         if (entry.summary.seq if isinstance(entry, StoredRecord) else entry.seq) == seq:
             return entry.chain_hash
     raise AssertionError(f"no seq {seq}")
@@ -360,10 +369,14 @@ def test_reads_in_pages_smaller_than_a_chain_see_every_link_once(
         whole = [_name(entry) for entry in store.export_entries()]
         checked = [(c.partition, c.records, c.labels) for c in store.verify().partitions]
         middle = store.verify(0, since_seq=2, until_seq=5).partitions[0]
-        monkeypatch.setattr("streamproc.adapters.audit_store._PAGE", 2)
+        monkeypatch.setattr("streamproc.adapters.audit_store._read._PAGE", 2)
         assert [_name(entry) for entry in store.export_entries()] == whole
         assert len(whole) == 10 and len(set(whole)) == 10
-        assert [_name(e) for e in store.export(partition=1)] == ["ans-6", "ans-7", "ans-8"]
+        assert [_name(e) for e in store.export(AuditQuery(partition=1))] == [
+            "ans-6",
+            "ans-7",
+            "ans-8",
+        ]
         assert [label.label_id for label in store.export_labels()] == ["L0", "L2", "L2b", "X"]
         paged = store.verify()
         assert paged.ok

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from sqlalchemy import create_engine, text
 
-from streamproc.adapters.audit_store import AuditStore, PartitionCheck
+from streamproc.adapters.audit_store import AuditQuery, AuditStore, PartitionCheck
 from streamproc.audit import AuditRecord, Checkpoint, canonical_json, leaf_hash
 from streamproc.events import Action
 from tests.unit.audit.audit_samples import EVIDENCE_TEXT, NOW, make_records
@@ -97,18 +97,27 @@ class StoreContract:
     def test_find_filters_by_each_column(self, store: AuditStore) -> None:
         append(store, 0, make_records(6))
         append(store, 1, make_records(2, start=10, conversation="conv-2", tenant="globex"))
-        assert [s.answer_id for s in store.find(conversation="conv-2")] == ["ans-11", "ans-10"]
-        assert {s.answer_id for s in store.find(tenant="acme", hallucinated=True)} == {
+        assert [s.answer_id for s in store.find(AuditQuery(conversation="conv-2"))] == [
+            "ans-11",
+            "ans-10",
+        ]
+        assert {s.answer_id for s in store.find(AuditQuery(tenant="acme", hallucinated=True))} == {
             "ans-2",
             "ans-5",
         }
-        withheld = {s.answer_id for s in store.find(action=Action.WITHHOLD)}
+        withheld = {s.answer_id for s in store.find(AuditQuery(action=Action.WITHHOLD))}
         assert withheld == {"ans-2", "ans-5", "ans-11"}
-        assert [s.answer_id for s in store.find(action="withhold", tenant="globex")] == ["ans-11"]
-        window = store.find(since=NOW - timedelta(minutes=3), until=NOW - timedelta(minutes=1))
+        assert [
+            s.answer_id for s in store.find(AuditQuery(action="withhold", tenant="globex"))
+        ] == ["ans-11"]
+        window = store.find(
+            AuditQuery(since=NOW - timedelta(minutes=3), until=NOW - timedelta(minutes=1))
+        )
         assert [s.answer_id for s in window] == ["ans-3", "ans-2"], "oldest first, until excluded"
-        assert len(store.find(assistant="helpdesk", limit=3)) == 3
-        assert store.find(assistant="other") == []
+        assert len(store.find(AuditQuery(assistant="helpdesk"), limit=3)) == 3
+        assert store.find(AuditQuery(assistant="other")) == []
+        in_partition_1 = store.find(AuditQuery(partition=1, action="withhold"))
+        assert [s.answer_id for s in in_partition_1] == ["ans-11"]
 
     def test_export_lines_carry_what_an_outside_verifier_needs(self, store: AuditStore) -> None:
         append(store, 0, make_records(3))
@@ -123,7 +132,9 @@ class StoreContract:
         ]
         for line in lines:
             assert leaf_hash(canonical_json(line["record"])).hex() == line["leaf_hash"]
-        assert [s.summary.answer_id for s in store.export(hallucinated=True)] == ["ans-2"]
+        assert [s.summary.answer_id for s in store.export(AuditQuery(hallucinated=True))] == [
+            "ans-2"
+        ]
 
     def test_an_altered_record_is_named(self, store: AuditStore) -> None:
         append(store, 0, make_records(5))
