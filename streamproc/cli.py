@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from streamproc.config import UnknownVariablesError, setting_variables
 from streamproc.inference.manifest import ManifestError
 from streamproc.inference.registry import (
     MissingExtraError,
@@ -26,6 +27,7 @@ __all__ = [
     "explain_model_error",
     "explain_settings_error",
     "main",
+    "settings_error_lines",
 ]
 
 EXIT_MODEL_MISSING = 2
@@ -67,8 +69,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MODEL_ERRORS as exc:
         print(f"streamproc: {explain_model_error(exc)}", file=sys.stderr)
         return EXIT_MODEL_MISSING
+    except UnknownVariablesError as exc:
+        for unknown in exc.unknown:
+            print(f"streamproc: configuration error: {unknown}", file=sys.stderr)
+        return EXIT_CONFIGURATION
     except ValidationError as exc:
-        print(f"streamproc: configuration error: {explain_settings_error(exc)}", file=sys.stderr)
+        for line in settings_error_lines(exc):
+            print(f"streamproc: configuration error: {line}", file=sys.stderr)
         return EXIT_CONFIGURATION
     except LifecycleError as exc:
         print(f"streamproc: configuration error: {exc}", file=sys.stderr)
@@ -77,23 +84,48 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def explain_settings_error(exc: ValidationError) -> str:
-    """One line per wrong setting, named as the environment variable that sets it:
-    "STREAMPROC_JUDGE__RECORDS: unknown locale 'xx' (e.g. en_US, de_DE)"."""
-    parts = []
+    """All wrong settings on one line (see ``settings_error_lines``)."""
+    return "; ".join(settings_error_lines(exc))
+
+
+def settings_error_lines(exc: ValidationError) -> list[str]:
+    """One line per wrong setting, named as the environment variable that sets it, never
+    the Python path: "STREAMPROC_JUDGE__RECORDS: unknown locale 'xx' (e.g. en_US, de_DE)".
+    A place inside a JSON value follows the variable: "STREAMPROC_GATE__POLICIES (at 0.tenant)".
+    The value itself is left out: it may be a secret."""
+    names = {each.name for each in setting_variables()}
+    lines = []
     for error in exc.errors():
-        name = "STREAMPROC_" + "__".join(str(p) for p in error["loc"]).upper()
+        loc = [str(part) for part in error["loc"]]
+        depth = len(loc)
+        while depth and "STREAMPROC_" + "__".join(loc[:depth]).upper() not in names:
+            depth -= 1
+        name = "STREAMPROC_" + "__".join(loc[:depth]).upper() if depth else "STREAMPROC_*"
+        inside = f" (at {'.'.join(loc[depth:])})" if loc[depth:] else ""
         message = str(error["msg"]).removeprefix("Value error, ")
-        parts.append(f"{name}: {message}")
-    return "; ".join(parts)
+        lines.append(f"{name}{inside}: {message}")
+    return lines
 
 
 def _parser() -> argparse.ArgumentParser:
+    from streamproc.settings_cli import register as register_settings
+    from streamproc.settings_cli import settings_epilog
+
     parser = argparse.ArgumentParser(
-        prog="streamproc", description="Streaming groundedness monitor for LLM assistants."
+        prog="streamproc",
+        description="Streaming groundedness monitor for LLM assistants.",
+        epilog=settings_epilog(),
     )
+    parser.add_argument("--version", action="version", version=f"streamproc {_version()}")
     commands = parser.add_subparsers(metavar="COMMAND")
 
-    worker = commands.add_parser("worker", help="run a stream worker (settings: STREAMPROC_*)")
+    worker = commands.add_parser(
+        "worker",
+        help="run a stream worker (settings: STREAMPROC_*)",
+        description="Judge the answers topic and publish verdicts, windows and alerts until "
+        "SIGTERM/SIGINT.",
+        epilog=settings_epilog("worker", "judge", "window", "topics"),
+    )
     worker.set_defaults(func=_worker)
 
     demo = commands.add_parser(
@@ -110,6 +142,7 @@ def _parser() -> argparse.ArgumentParser:
     from streamproc.evaluate.cli import register
 
     register(commands)
+    register_settings(commands)  # settings [GROUP]
 
     from streamproc.audit_cli import register as register_audit
 
@@ -117,12 +150,29 @@ def _parser() -> argparse.ArgumentParser:
 
     from streamproc.review_cli import register as register_review
 
-    register_review(commands)  # review serve | token | import | export
+    review = register_review(commands)  # review serve | token | import | export
 
     from streamproc.gate_cli import register as register_gate
 
-    register_gate(commands)  # gate serve | token
+    gate = register_gate(commands)  # gate serve | token
+
+    # Each long-running command's --help says which variables configure it.
+    commands.choices["audit-sink"].epilog = settings_epilog("audit")
+    review.choices["serve"].epilog = settings_epilog("review")
+    gate.choices["serve"].epilog = settings_epilog("gate")
     return parser
+
+
+def _version() -> str:
+    """The installed distribution's version; the package's own where it is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("streamproc")
+    except PackageNotFoundError:
+        from streamproc import __version__
+
+        return __version__
 
 
 def _worker(args: argparse.Namespace) -> int:
@@ -138,7 +188,14 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    import os
+
+    from streamproc.config import unknown_setting_variables
     from streamproc.demo import run_demo
+
+    unknown = unknown_setting_variables(os.environ)  # before the demo starts its broker
+    if unknown:
+        raise UnknownVariablesError(unknown)
 
     return run_demo(timeout_s=args.timeout)
 

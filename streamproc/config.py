@@ -9,15 +9,26 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from streamproc._env_names import (
+    UnknownVariable,
+    UnknownVariablesError,
+    Variable,
+    unknown_variables,
+    variables,
+)
+
 __all__ = [
+    "NOT_SETTINGS",
     "AlertSettings",
     "AuditSettings",
     "BurnRateWindow",
@@ -36,8 +47,12 @@ __all__ = [
     "Settings",
     "TelemetrySettings",
     "TopicSettings",
+    "UnknownVariable",
+    "UnknownVariablesError",
     "WindowSettings",
     "WorkerSettings",
+    "setting_variables",
+    "unknown_setting_variables",
 ]
 
 Granularity = Literal["sentence", "atomic"]
@@ -1002,6 +1017,16 @@ class Settings(BaseSettings):
         description="How long a starting worker, gate or audit sink waits for the broker to "
         "answer before it gives up with one line and exit code 8.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_unknown_variables(cls, data: Any) -> Any:
+        """A misspelt ``STREAMPROC_*`` name is refused rather than silently left unread."""
+        unknown = unknown_setting_variables(os.environ)
+        if unknown:
+            raise UnknownVariablesError(unknown)
+        return data
+
     def to_env(self) -> dict[str, str]:
         """These settings as ``STREAMPROC_*`` variables, to start another process with them."""
         env: dict[str, str] = {}
@@ -1054,3 +1079,31 @@ def _env_text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+NOT_SETTINGS = frozenset(
+    {
+        "STREAMPROC_REVIEWER_TOKEN",  # review import: the reviewer's own token
+        "STREAMPROC_TEST_BOOTSTRAP",  # tests: a running broker to use instead of starting one
+        "STREAMPROC_KAFKA_STATE",  # scripts/kafka.sh: the broker's data folder
+        "STREAMPROC_KAFKA_CACHE",  # scripts/kafka.sh: where the Kafka download is kept
+        "STREAMPROC_KAFKA_HEAP",  # scripts/kafka.sh: the broker's Java heap
+        "STREAMPROC_KAFKA_START_TIMEOUT",  # scripts/kafka.sh: readiness wait
+        "STREAMPROC_KAFKA_SECURITY",  # scripts/kafka.sh: plaintext or sasl_ssl listeners
+        "STREAMPROC_KAFKA_SASL_USER",  # scripts/kafka.sh: the SASL listener's user
+        "STREAMPROC_KAFKA_SASL_PASSWORD",  # scripts/kafka.sh: and its password
+    }
+)
+"""``STREAMPROC_*`` variables that are not settings (read by a command or a developer script
+on their own), so an environment that sets them is not refused."""
+
+
+def setting_variables() -> list[Variable]:
+    """Every ``STREAMPROC_*`` variable ``Settings`` reads, groups before their fields."""
+    return list(variables(Settings, "STREAMPROC_"))
+
+
+def unknown_setting_variables(environ: Mapping[str, str]) -> list[UnknownVariable]:
+    """The ``STREAMPROC_*`` names in ``environ`` that no setting answers to, each with the
+    closest valid name."""
+    return unknown_variables(Settings, environ, "STREAMPROC_", NOT_SETTINGS)

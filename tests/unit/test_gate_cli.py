@@ -53,7 +53,7 @@ def test_token_prints_a_token_and_the_caller_entry_that_accepts_it(
         "token_sha256": hashlib.sha256(token.encode()).hexdigest(),
     }
     assert token not in stanza, "only the hash goes into the file"
-    assert "settings.gate.tokens_file" in captured.err
+    assert "STREAMPROC_GATE__TOKENS_FILE" in captured.err
 
     tokens = tmp_path / "tokens.toml"
     tokens.write_text(stanza)
