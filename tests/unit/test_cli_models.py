@@ -58,7 +58,7 @@ def worker_start_failure(env: dict[str, str], cwd: Path | None = None) -> tuple[
 def test_the_worker_fails_fast_on_a_missing_model_before_any_broker(tmp_path: Path) -> None:
     line, stderr = worker_start_failure({"STREAMPROC_JUDGE__INFERENCE__MODELS_DIR": str(tmp_path)})
     assert "minilm-verifier-int8" in line and "MODELS_DIR" in line
-    assert "broker_not_ready" not in stderr
+    assert "broker_connecting" not in stderr  # the model is checked before any broker
 
 
 def test_an_integrity_error_crosses_a_process_boundary_whole() -> None:
