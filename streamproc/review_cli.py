@@ -253,6 +253,7 @@ async def serve(
             secure_cookies=review.secure_cookies,
             trust_forwarded_proto=review.trust_forwarded_proto,
             sessions=SessionBook(max_age_s=review.session_max_age_s),
+            show_judge_verdict=review.show_judge_verdict,
         )
         server = ReviewServer(
             app,
