@@ -61,13 +61,14 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import structlog
 from aiokafka import ConsumerRecord
 from aiokafka.structs import TopicPartition
 
-from streamproc.adapters.trace_headers import read_trace_context
+from streamproc.adapters.trace_headers import read_trace_context, report_dropped
 from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
 from streamproc.gate.request import GateRequest, GateResult
@@ -391,16 +392,12 @@ class GateRequestLoop(ConsumerLoop):
         headers = list(record.headers or ())
         bounded = read_trace_context(headers)
         ids, trace_headers = bounded.ids, bounded.handed_on
-        for dropped in bounded.dropped:
-            log.warning(
-                "trace_context_dropped",
-                header=dropped.header,
-                reason=dropped.reason,
-                detail=dropped.detail,
-                partition=record.partition,
-                offset=record.offset,
-            )
-            self._sensor.trace_context_dropped(dropped.header, dropped.reason, path="kafka")
+        report_dropped(
+            bounded.dropped,
+            partial(self._sensor.trace_context_dropped, path="kafka"),
+            partition=record.partition,
+            offset=record.offset,
+        )
 
         def refused(
             reason: DeadLetterReason, detail: str, route: _Route | None, error: GateError | None

@@ -44,6 +44,7 @@ from aiokafka.structs import TopicPartition
 
 from streamproc.adapters.metrics import WorkerMetrics
 from streamproc.adapters.telemetry import Telemetry
+from streamproc.adapters.trace_headers import report_dropped
 from streamproc.adapters.tracing import BatchTrace, MessageRef, MessageTrace, Tracing
 from streamproc.config import Settings
 from streamproc.events import DeadLetterReason
@@ -243,15 +244,8 @@ class JudgeLoop(ConsumerLoop):
     def _count_dropped(self, traced: BatchTrace) -> None:
         """Count and log each trace-context field left out, once its batch is published."""
         for message in traced.messages:
-            for dropped in message.dropped:
-                self._metrics.trace_context_dropped(dropped.header, dropped.reason)
-                with message.bound():
-                    log.warning(
-                        "trace_context_dropped",
-                        header=dropped.header,
-                        reason=dropped.reason,
-                        detail=dropped.detail,
-                    )
+            with message.bound():
+                report_dropped(message.dropped, self._metrics.trace_context_dropped)
 
     # ------------------------------------------------------------------ rebalances
 
