@@ -996,6 +996,12 @@ class Settings(BaseSettings):
         description="'tansu' turns off what the embedded demo broker lacks (idempotence, "
         "multi-record batches).",
     )
+    broker_connect_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="How long a starting worker, gate or audit sink waits for the broker to "
+        "answer before it gives up with one line and exit code 8.",
+    )
     security: KafkaSecurity = KafkaSecurity()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_json: bool = True
@@ -1010,13 +1016,6 @@ class Settings(BaseSettings):
     review: ReviewSettings = ReviewSettings()
     labels: LabelSettings = LabelSettings()
     gate: GateSettings = GateSettings()
-
-    broker_connect_timeout_s: float = Field(
-        default=60.0,
-        gt=0,
-        description="How long a starting worker, gate or audit sink waits for the broker to "
-        "answer before it gives up with one line and exit code 8.",
-    )
 
     @model_validator(mode="before")
     @classmethod
