@@ -21,7 +21,8 @@ _FENCED = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
 def kcat_block() -> str:
-    [block] = [b for b in _FENCED.findall(DOC.read_text(encoding="utf-8")) if "kcat -P" in b]
+    blocks: list[str] = _FENCED.findall(DOC.read_text(encoding="utf-8"))
+    [block] = [b for b in blocks if "kcat -P" in b]
     return block
 
 
