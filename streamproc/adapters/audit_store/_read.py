@@ -216,17 +216,7 @@ class _ReadingStore(SqlStore):
                 .where(_checkpoints.c.audit_partition == partition)
                 .order_by(_checkpoints.c.seq)
             ).all()
-        return [
-            StoredCheckpoint(
-                int(r.audit_partition),
-                int(r.seq),
-                r.chain_hash,
-                _aware(r.at),
-                r.key_id,
-                r.signature,
-            )
-            for r in rows
-        ]
+        return [_checkpoint_of(r) for r in rows]
 
     def latest_checkpoints(self) -> list[StoredCheckpoint]:
         """The last checkpoint of every partition that has one."""
@@ -245,17 +235,16 @@ class _ReadingStore(SqlStore):
                     ),
                 )
             ).all()
-        return sorted(
-            (
-                StoredCheckpoint(
-                    int(r.audit_partition),
-                    int(r.seq),
-                    r.chain_hash,
-                    _aware(r.at),
-                    r.key_id,
-                    r.signature,
-                )
-                for r in rows
-            ),
-            key=lambda mark: mark.partition,
-        )
+        return sorted((_checkpoint_of(r) for r in rows), key=lambda mark: mark.partition)
+
+
+def _checkpoint_of(row: Any) -> StoredCheckpoint:
+    """A checkpoint row as read."""
+    return StoredCheckpoint(
+        int(row.audit_partition),
+        int(row.seq),
+        row.chain_hash,
+        _aware(row.at),
+        row.key_id,
+        row.signature,
+    )
