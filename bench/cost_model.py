@@ -38,7 +38,7 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from streamproc.events import AnswerEvent, EvidenceItem, EvidenceKind
+from streamproc.contracts.events import AnswerEvent, EvidenceItem, EvidenceKind
 from streamproc.judge import TextEmbedder
 from streamproc.judge.text.claims import Granularity, decompose
 from streamproc.judge.text.evidence import build_units

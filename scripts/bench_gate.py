@@ -90,10 +90,10 @@ from scripts.bench_stream import (  # noqa: E402
     kafka_broker,
     run_topics,
 )
-from streamproc._process_group import stop_process_group  # noqa: E402
+from streamproc.cli._process_group import stop_process_group  # noqa: E402
 from streamproc.config import Settings  # noqa: E402
-from streamproc.events import AnswerEvent  # noqa: E402
-from streamproc.gate_events import BUDGET_HEADER  # noqa: E402
+from streamproc.contracts.events import AnswerEvent  # noqa: E402
+from streamproc.contracts.gate_events import BUDGET_HEADER  # noqa: E402
 
 KINDS: dict[str, tuple[str, ...]] = {"qa": ("QA",), "ragtruth": ("Summary", "Data2txt")}
 """Answer kinds and the task types each is drawn from."""
@@ -349,7 +349,8 @@ class Reply:
 
 
 def reply_of(payload: Mapping[str, Any]) -> Reply:
-    """A :class:`~streamproc.gate_events.GateReply` as JSON, reduced to what is counted."""
+    """A :class:`~streamproc.contracts.gate_events.GateReply` as JSON, reduced to what is
+    counted."""
     timings = (payload.get("verdict") or {}).get("timings") or {}
     return Reply(
         decision=str(payload["decision"]),
@@ -761,7 +762,7 @@ def gate_process(
 
 
 async def _prepare(settings: Settings) -> None:
-    from streamproc.stream.topics import prepare_topics
+    from streamproc.kafka.topics import prepare_topics
 
     await prepare_topics(settings)
     await _ensure_gate_topic(settings)

@@ -80,13 +80,13 @@ from bench.stream_bench import (  # noqa: E402
     summarise_phase,
 )
 from scripts.benchmark import measure, sample_events  # noqa: E402
-from streamproc.adapters.logging import configure_logging  # noqa: E402
-from streamproc.adapters.worker_process import WorkerProcess  # noqa: E402
+from streamproc.cli.child_process import WorkerProcess  # noqa: E402
 from streamproc.config import Settings  # noqa: E402
+from streamproc.contracts.events import AnswerEvent  # noqa: E402
 from streamproc.evaluate.benchmark import TASKS, task_type_of  # noqa: E402
-from streamproc.events import AnswerEvent  # noqa: E402
-from streamproc.stream.judging.loop import judge_group_id  # noqa: E402
-from streamproc.stream.topics import prepare_topics, topic_specs  # noqa: E402
+from streamproc.kafka.topics import prepare_topics, topic_specs  # noqa: E402
+from streamproc.monitor.judging_loop import judge_group_id  # noqa: E402
+from streamproc.telemetry.logging import configure_logging  # noqa: E402
 
 KAFKA_SH = ROOT / "scripts" / "kafka.sh"
 KAFKA_START_TIMEOUT_S = 600  # the first start on a machine fetches the broker's jars

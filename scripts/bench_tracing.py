@@ -48,16 +48,16 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from streamproc.adapters.telemetry import Telemetry
-from streamproc.adapters.tracing import MessageRef, Tracing
 from streamproc.config import JudgeSettings, TelemetrySettings
-from streamproc.stream.judging.stage import (
+from streamproc.telemetry.otel import Telemetry
+from streamproc.telemetry.tracing import MessageRef, Tracing
+from streamproc.verdicts.dead_letter import MessageOrigin
+from streamproc.verdicts.stage import (
     IncomingMessage,
     StageOutput,
     judge_messages,
     trace_id_from_traceparent,
 )
-from streamproc.stream.output.dead_letter import MessageOrigin
 from streamproc.wiring import build_judge
 
 TOPIC = "streamproc.answers"

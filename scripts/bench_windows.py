@@ -1,6 +1,6 @@
 """Window state: what the pane layout stores and what its ticks cost, for many keys.
 
-Replays outcomes through the window table (``streamproc.stream.windows.table``) into a
+Replays outcomes through the window table (``streamproc.monitor.windows.table``) into a
 dict standing in for the changelogged store, 3 partitions, live traffic (wall clock =
 event time + 0.5 s), a tick of every partition every ``--tick-s`` simulated seconds, as
 the window loop does. Two traffic shapes per key count:
@@ -43,11 +43,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from streamproc.config import WindowSettings
-from streamproc.events import AnswerOutcome
-from streamproc.stream.windows.index import PartitionIndex
-from streamproc.stream.windows.loop import SERIES_PER_TICK
-from streamproc.stream.windows.store import encode_entry
-from streamproc.stream.windows.table import (
+from streamproc.contracts.events import AnswerOutcome
+from streamproc.kafka.store import encode_entry
+from streamproc.monitor.windows.index import PartitionIndex
+from streamproc.monitor.windows.loop import SERIES_PER_TICK
+from streamproc.monitor.windows.table import (
     PANE_PREFIX,
     SEEN_PREFIX,
     SERIES_PREFIX,

@@ -56,6 +56,7 @@ if str(ROOT) not in sys.path:  # run as a plain script, without installing the p
 # Imported after the path is set, for the reason above.
 from bench.cost_model import checked_claims  # noqa: E402
 from streamproc.config import Settings  # noqa: E402
+from streamproc.contracts.events import AnswerEvent  # noqa: E402
 from streamproc.evaluate.benchmark import (  # noqa: E402
     TASKS,
     BenchmarkItem,
@@ -63,7 +64,6 @@ from streamproc.evaluate.benchmark import (  # noqa: E402
     load_items,
 )
 from streamproc.evaluate.nli_ceiling import ceiling_configs, ceiling_run  # noqa: E402
-from streamproc.events import AnswerEvent  # noqa: E402
 from streamproc.judge import Judge, PairScorer  # noqa: E402
 from streamproc.judge.engine import premise  # noqa: E402
 from streamproc.judge.stage_times import collecting  # noqa: E402

@@ -26,11 +26,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamproc.config import JudgeSettings
+from streamproc.contracts.events import AnswerEvent
 from streamproc.evaluate.benchmark import BenchmarkItem, load_items
 from streamproc.evaluate.loaders import default_cases, load_cases
 from streamproc.evaluate.metrics import agreement
 from streamproc.evaluate.runner import judge_cases_with
-from streamproc.events import AnswerEvent
 from streamproc.inference.loader import load_embedder, load_nli
 from streamproc.inference.manifest import MarginOutput
 from streamproc.inference.nli import scores_from_logits

@@ -26,8 +26,8 @@ import numpy as np  # noqa: E402
 from numpy.typing import NDArray  # noqa: E402
 
 from streamproc.config import Settings  # noqa: E402
+from streamproc.contracts.events import AnswerEvent  # noqa: E402
 from streamproc.evaluate.benchmark import default_data_files, load_items  # noqa: E402
-from streamproc.events import AnswerEvent  # noqa: E402
 from streamproc.judge.nli.judge import NliJudge  # noqa: E402
 from streamproc.wiring import build_nli_judge  # noqa: E402
 

@@ -25,11 +25,11 @@ if str(ROOT) not in sys.path:  # run as a plain script, without installing the p
 
 # Imported after the path is set, for the reason above.
 from scripts.bench_gate import answer_pool  # noqa: E402
-from streamproc.adapters.telemetry import Telemetry  # noqa: E402
 from streamproc.config import Settings  # noqa: E402
-from streamproc.events import AnswerEvent  # noqa: E402
+from streamproc.contracts.events import AnswerEvent  # noqa: E402
 from streamproc.gate.request import GateRequest, http_origin  # noqa: E402
 from streamproc.gate.sensor import NullGateSensor  # noqa: E402
+from streamproc.telemetry.otel import Telemetry  # noqa: E402
 from streamproc.wiring import build_gate  # noqa: E402
 
 

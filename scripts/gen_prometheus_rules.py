@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from streamproc.config import AlertSettings, Settings
-from streamproc.prometheus_rules import duration, rule_groups
+from streamproc.monitor.prometheus_rules import duration, rule_groups
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUTPUT = REPO / "deploy/prometheus/rules/streamproc-slo.rules.yml"

@@ -48,8 +48,8 @@ from aiokafka.structs import TopicPartition  # noqa: E402
 from bench.machine import machine_info  # noqa: E402
 from scripts.bench_gate import answer_pool, summarise_ms  # noqa: E402
 from scripts.bench_stream import kafka_broker  # noqa: E402
-from streamproc.adapters.kafka_security import aiokafka_options  # noqa: E402
 from streamproc.config import Settings  # noqa: E402
+from streamproc.kafka.security import aiokafka_options  # noqa: E402
 
 RECEIVED_HEADER = "received-at"
 REPLY_TIMEOUT_S = 5.0

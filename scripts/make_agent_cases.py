@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a plain script, without installing the package
     sys.path.insert(0, str(ROOT))
 
-from streamproc.events import AnswerEvent  # noqa: E402
+from streamproc.contracts.events import AnswerEvent  # noqa: E402
 
 DATASET = ROOT / "datasets" / "agent_cases"
 SCENARIOS = DATASET / "scenarios"

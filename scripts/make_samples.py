@@ -21,11 +21,11 @@ if str(ROOT) not in sys.path:  # run as a plain script, without installing the p
     sys.path.insert(0, str(ROOT))
 
 # Imported after the path is set, for the reason above.
+from streamproc.contracts.events import AnswerEvent  # noqa: E402
 from streamproc.evaluate.loaders import (  # noqa: E402
     benchmark_row_to_event,
     lab_case_to_event,
 )
-from streamproc.events import AnswerEvent  # noqa: E402
 
 SAMPLES = ROOT / "streamproc" / "samples"
 PER_GROUP = 9  # RAGTruth rows per (task, response label): 9 x 2 x 2 = 36

@@ -19,13 +19,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from streamproc.alerting.judge_accuracy import judge_accuracy
-from streamproc.audit.record import AuditRecord, applied_settings
 from streamproc.config import JudgeSettings, Settings, WindowSettings
-from streamproc.events import AnswerEvent, Timings
-from streamproc.gate.policy import decide_reply
-from streamproc.gate_events import GateReply
-from streamproc.label_events import (
+from streamproc.contracts.audit_record import AuditRecord, applied_settings
+from streamproc.contracts.events import AnswerEvent, Timings
+from streamproc.contracts.gate_events import GateReply
+from streamproc.contracts.label_events import (
     AccuracyCell,
     ClaimLabel,
     ClaimLabelValue,
@@ -38,11 +36,13 @@ from streamproc.label_events import (
     ReviewItem,
     Tally,
 )
-from streamproc.stream.judging.review_sampling import ReviewSampling
-from streamproc.stream.judging.stage import IncomingMessage, StageLimits, judge_messages
-from streamproc.stream.output.dead_letter import MessageOrigin
-from streamproc.stream.windows.index import PartitionIndex
-from streamproc.stream.windows.table import close_due, count_outcome, window_timing
+from streamproc.gate.policy import decide_reply
+from streamproc.monitor.windows.index import PartitionIndex
+from streamproc.monitor.windows.table import close_due, count_outcome, window_timing
+from streamproc.rates.judge_accuracy import judge_accuracy
+from streamproc.verdicts.dead_letter import MessageOrigin
+from streamproc.verdicts.review_sampling import ReviewSampling
+from streamproc.verdicts.stage import IncomingMessage, StageLimits, judge_messages
 from streamproc.wiring import build_judge, judge_key_of
 
 OUT = Path(__file__).resolve().parents[1] / "schemas" / "examples"

@@ -60,16 +60,16 @@ if str(ROOT) not in sys.path:  # run as a plain script, without installing the p
 
 # Imported after the path is set, for the reason above.
 from scripts.bench_stream import command_line, kafka_broker, log, run_topics  # noqa: E402
-from streamproc.adapters.logging import configure_logging  # noqa: E402
-from streamproc.adapters.worker_process import WorkerProcess  # noqa: E402
-from streamproc.alerting.corrected_rate import ConfusionCounts  # noqa: E402
-from streamproc.alerting.judge_accuracy import JudgeAccuracy  # noqa: E402
+from streamproc.cli.child_process import WorkerProcess  # noqa: E402
 from streamproc.config import Settings  # noqa: E402
+from streamproc.contracts.events import AnswerEvent, AnswerOutcome, CorrectedRate, Verdict  # noqa: E402
+from streamproc.contracts.label_events import JudgeAccuracyEvent, LabelEvent, ReviewItem  # noqa: E402
 from streamproc.evaluate.loaders import benchmark_row_to_event, json_rows  # noqa: E402
-from streamproc.events import AnswerEvent, AnswerOutcome, CorrectedRate, Verdict  # noqa: E402
-from streamproc.label_events import JudgeAccuracyEvent, LabelEvent, ReviewItem  # noqa: E402
-from streamproc.stream.windows.live_accuracy import LiveAccuracy, LiveCorrection  # noqa: E402
-from streamproc.stream.windows.panes import LiveCounts, LiveLookup, WindowTotals  # noqa: E402
+from streamproc.monitor.windows.live_accuracy import LiveAccuracy, LiveCorrection  # noqa: E402
+from streamproc.monitor.windows.panes import LiveCounts, LiveLookup, WindowTotals  # noqa: E402
+from streamproc.rates.corrected_rate import ConfusionCounts  # noqa: E402
+from streamproc.rates.judge_accuracy import JudgeAccuracy  # noqa: E402
+from streamproc.telemetry.logging import configure_logging  # noqa: E402
 from streamproc.wiring import judge_key_of, measured_accuracy  # noqa: E402
 
 TENANT = "replay"

@@ -54,7 +54,7 @@ from streamproc.judge.decision.signals import (
     SIGNAL_DIRECTIONS,
     SIGNAL_NAMES,
 )
-from streamproc.stats import auroc
+from streamproc.rates.stats import auroc
 from streamproc.wiring import build_nli_judge
 
 DEFAULT_NAME = "verdict-calibrator-verifier-v1"

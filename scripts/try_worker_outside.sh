@@ -17,7 +17,7 @@ export STREAMPROC_BROKER_URL=kafka://$BOOT STREAMPROC_APP_ID=wk STREAMPROC_TOPIC
 .venv/bin/python - <<'PY'
 import asyncio
 from streamproc.config import Settings
-from streamproc.stream.topics import prepare_topics
+from streamproc.kafka.topics import prepare_topics
 asyncio.run(prepare_topics(Settings()))
 PY
 mk() { jq -c --arg i "$1" --arg now "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \

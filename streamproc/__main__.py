@@ -2,6 +2,6 @@
 
 import sys
 
-from streamproc.cli import main
+from streamproc.cli.main import main
 
 sys.exit(main())

@@ -808,7 +808,7 @@ class LabelSettings(_Group):
 
 
 FailurePolicy = Literal["fail-open", "fail-closed"]
-"""As :data:`streamproc.gate_events.FailurePolicy` (the settings import no contract)."""
+"""As :data:`streamproc.contracts.gate_events.FailurePolicy` (the settings import no contract)."""
 
 
 KafkaReplyMode = Literal["in-transaction", "immediate"]

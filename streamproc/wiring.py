@@ -16,27 +16,27 @@ from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from streamproc.alerting.judge_accuracy import JudgeAccuracy, judge_accuracy, judge_key
 from streamproc.config import JudgeSettings, Settings
 from streamproc.judge.engine import ClaimJudge
 from streamproc.judge.limits import JudgeLimits
 from streamproc.judge.protocols import Judge, TextEmbedder
 from streamproc.judge.records.case_check import CaseChecker
+from streamproc.rates.judge_accuracy import JudgeAccuracy, judge_accuracy, judge_key
 
 if TYPE_CHECKING:
-    from streamproc.adapters.metrics import WorkerMetrics
-    from streamproc.adapters.telemetry import Telemetry
     from streamproc.gate.sensor import GateSensor
     from streamproc.gate.service import GateService
     from streamproc.inference.manifest import ModelManifest
     from streamproc.judge.nli.judge import NliJudge
     from streamproc.judge.nli.options import NliOptions
-    from streamproc.stream.judging.loop import JudgeLoop
-    from streamproc.stream.judging.runner import JudgeRunner, LogOptions
-    from streamproc.stream.labels.accuracy_loop import AccuracyLoop
-    from streamproc.stream.labels.loop import LabelsLoop
-    from streamproc.stream.loop.consumer import ConsumerLoop
-    from streamproc.stream.windows.loop import WindowLoop
+    from streamproc.kafka.consumer import ConsumerLoop
+    from streamproc.monitor.judging_loop import JudgeLoop
+    from streamproc.monitor.windows.loop import WindowLoop
+    from streamproc.review.labels.accuracy_loop import AccuracyLoop
+    from streamproc.review.labels.loop import LabelsLoop
+    from streamproc.telemetry.metrics import WorkerMetrics
+    from streamproc.telemetry.otel import Telemetry
+    from streamproc.verdicts.runner import JudgeRunner, LogOptions
 
 __all__ = [
     "WorkerLoops",
@@ -222,7 +222,7 @@ def judge_runner(settings: Settings, *, log: LogOptions | None = None) -> JudgeR
     """The runner ``worker.judge_process`` asks for. In-thread, the judge is built here
     (models loaded before the worker joins its groups); in a process, by the child at
     :meth:`JudgeRunner.start`."""
-    from streamproc.stream.judging.runner import JudgeProcess, JudgeThread
+    from streamproc.verdicts.runner import JudgeProcess, JudgeThread
 
     if settings.worker.judge_process:
         return JudgeProcess(partial(build_judge, settings.judge), log)
@@ -251,7 +251,7 @@ def may_label(settings: Settings) -> Callable[[str, str], bool]:
     their tenants (``review.tokens_file``); without one, labels on the topic are trusted
     (who may write to it is the broker's ACLs' business) and only their tenant must match
     the answer's."""
-    from streamproc.adapters.review.auth import reviewers_for
+    from streamproc.review.page.auth import reviewers_for
 
     reviewers = reviewers_for(settings)
     if reviewers is None:
@@ -269,13 +269,13 @@ def build_loops(
 ) -> WorkerLoops:
     """The judging loop over ``runner`` and the window loop with its alert hooks, both
     reporting to ``telemetry`` and ``metrics``."""
-    from streamproc.adapters.kafka_security import aiokafka_options
-    from streamproc.stream.judging.loop import JudgeLoop
-    from streamproc.stream.labels.accuracy_loop import AccuracyLoop
-    from streamproc.stream.labels.loop import LabelsLoop
-    from streamproc.stream.windows.alert_stage import AlertHooks
-    from streamproc.stream.windows.live_accuracy import LiveAccuracy
-    from streamproc.stream.windows.loop import WindowLoop
+    from streamproc.kafka.security import aiokafka_options
+    from streamproc.monitor.judging_loop import JudgeLoop
+    from streamproc.monitor.windows.alert_stage import AlertHooks
+    from streamproc.monitor.windows.live_accuracy import LiveAccuracy
+    from streamproc.monitor.windows.loop import WindowLoop
+    from streamproc.review.labels.accuracy_loop import AccuracyLoop
+    from streamproc.review.labels.loop import LabelsLoop
 
     options = aiokafka_options(settings.security)
     alerting = AlertHooks(settings, metrics)
@@ -314,8 +314,8 @@ def build_loops(
 def build_gate(settings: Settings, *, telemetry: Telemetry, sensor: GateSensor) -> GateService:
     """The inline gate's service over the judge ``settings.judge`` configure, in this
     process (its judge thread), tracing to ``telemetry`` and reporting to ``sensor``."""
-    from streamproc.adapters.gate_tracing import gate_tracing
     from streamproc.gate.service import GateService
+    from streamproc.gate.span_tracing import gate_tracing
 
     return GateService(
         settings,

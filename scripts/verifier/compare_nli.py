@@ -40,7 +40,7 @@ from streamproc.inference.loader import load_embedder, load_nli
 from streamproc.judge.nli.retrieval import rank_candidates
 from streamproc.judge.text.claims import decompose
 from streamproc.judge.text.evidence import build_units
-from streamproc.stats import auroc
+from streamproc.rates.stats import auroc
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streamproc.contracts.events import EvidenceItem, EvidenceKind
 from streamproc.evaluate.splits import split_of
-from streamproc.events import EvidenceItem, EvidenceKind
 from streamproc.judge.nli.premises import ComposedPremise, compose_premise
 from streamproc.judge.text.evidence import EvidenceUnit, build_units
 from streamproc.judge.text.features import content_words, word_set

@@ -60,7 +60,7 @@ from scripts.verifier.classifier import PairClassifier, load_base
 from scripts.verifier.onnx_export import export_fp32
 from scripts.verifier.pairs import Pair, build_pairs
 from scripts.verifier.schedule import warmup_then_decay
-from streamproc.stats import auroc
+from streamproc.rates.stats import auroc
 
 REPO = Path(__file__).resolve().parents[2]
 NAME = "minilm-verifier-int8"

@@ -2,7 +2,7 @@
 
 Pure code only: :mod:`.record` builds the record a worker publishes, :mod:`.chain` hashes
 and verifies the chain the store keeps. The store, the sink and the auditor's commands
-are edge adapters (``streamproc.adapters.audit_store``, ``audit_sink``, ``audit_cli``).
+are edge adapters (``streamproc.audit.store``, ``audit_sink``, ``audit_cli``).
 """
 
 from streamproc.audit.chain import (
@@ -17,7 +17,7 @@ from streamproc.audit.chain import (
     link,
     verify_chain,
 )
-from streamproc.audit.record import (
+from streamproc.contracts.audit_record import (
     RECORD_VERSION,
     AuditRecord,
     InputOrigin,

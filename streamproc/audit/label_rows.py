@@ -1,7 +1,7 @@
 """Reviewers' labels in the audit trail, as plain functions (no I/O).
 
 The labels loop publishes each accepted label as a
-:class:`~streamproc.label_events.LabelAuditEntry` on the audit topic; the store appends
+:class:`~streamproc.contracts.label_events.LabelAuditEntry` on the audit topic; the store appends
 it to the same hash chain as the answer records of its partition. An entry is told from
 a record by its content - a JSON object whose ``"entry"`` is ``"label"`` - so the store
 needs no Kafka key to file it, and an export line is self-describing.
@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from streamproc.events import ClaimVerdict
-from streamproc.label_events import LabelAuditEntry
+from streamproc.contracts.events import ClaimVerdict
+from streamproc.contracts.label_events import LabelAuditEntry
 
 __all__ = [
     "LABEL_ENTRY",

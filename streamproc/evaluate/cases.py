@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from streamproc.events import AnswerEvent, AnswerJudgement, ClaimVerdict, LabelledSpan, VerdictLabel
+from streamproc.contracts.events import (
+    AnswerEvent,
+    AnswerJudgement,
+    ClaimVerdict,
+    LabelledSpan,
+    VerdictLabel,
+)
 
 __all__ = ["CaseResult", "LabelMismatch", "LabelledCase", "person_verdicts"]
 

@@ -22,8 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from streamproc.evaluate.cases import LabelledCase
-from streamproc.events import (
+from streamproc.contracts.events import (
     AnswerEvent,
     EvaluationLabels,
     EvidenceItem,
@@ -31,6 +30,7 @@ from streamproc.events import (
     LabelledSpan,
     VerdictLabel,
 )
+from streamproc.evaluate.cases import LabelledCase
 
 __all__ = [
     "LoadError",

@@ -6,9 +6,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from streamproc.contracts.events import Outcome, VerdictLabel
 from streamproc.evaluate.cases import CaseResult
-from streamproc.events import Outcome, VerdictLabel
-from streamproc.stats import wilson_interval
+from streamproc.rates.stats import wilson_interval
 
 __all__ = ["VERDICTS", "Agreement", "Scores", "agreement", "scores"]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from streamproc.contracts.events import ClaimVerdict, JudgeInfo, Outcome, VerdictLabel
 from streamproc.evaluate.cases import CaseResult
 from streamproc.evaluate.metrics import VERDICTS, Agreement, Scores
-from streamproc.events import ClaimVerdict, JudgeInfo, Outcome, VerdictLabel
 
 __all__ = ["Rendered", "render_agree", "render_check", "render_score"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from streamproc.config import JudgeSettings
+from streamproc.contracts.events import JudgeInfo
 from streamproc.evaluate.cases import CaseResult, LabelledCase, person_verdicts
-from streamproc.events import JudgeInfo
 from streamproc.judge import Judge
 from streamproc.judge.text.claims import Granularity
 from streamproc.wiring import build_judge

@@ -45,10 +45,9 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 from pydantic import SecretStr, ValidationError
 
-from streamproc.adapters.kafka_security import aiokafka_options, explain_access_errors
 from streamproc.config import GateSettings, KafkaSecurity, Settings
-from streamproc.events import Action, AnswerEvent, UnverifiedReason
-from streamproc.gate_events import (
+from streamproc.contracts.events import Action, AnswerEvent, UnverifiedReason
+from streamproc.contracts.gate_events import (
     AUTHORIZATION_HEADER,
     BUDGET_HEADER,
     CORRELATION_ID_HEADER,
@@ -57,7 +56,8 @@ from streamproc.gate_events import (
     GateError,
     GateReply,
 )
-from streamproc.stream.topics import TopicSpec, ensure_topics
+from streamproc.kafka.security import aiokafka_options, explain_access_errors
+from streamproc.kafka.topics import TopicSpec, ensure_topics
 
 __all__ = [
     "DEFAULT_REPLIES_TOPIC",

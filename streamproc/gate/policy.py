@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from streamproc.events import Action, AnswerJudgement
-from streamproc.gate_events import FailurePolicy
+from streamproc.contracts.events import Action, AnswerJudgement
+from streamproc.contracts.gate_events import FailurePolicy
 
 __all__ = ["Decision", "answer_text", "decide_reply", "decision_for", "trimmed"]
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streamproc.events import AnswerEvent
-from streamproc.gate_events import GateReply
-from streamproc.stream.loop.publisher import OutboundRecord
-from streamproc.stream.output.dead_letter import MessageOrigin
-from streamproc.stream.output.topic import OutHeaders
+from streamproc.contracts.events import AnswerEvent
+from streamproc.contracts.gate_events import GateReply
+from streamproc.kafka.publisher import OutboundRecord
+from streamproc.verdicts.dead_letter import MessageOrigin
+from streamproc.verdicts.output_topic import OutHeaders
 
 __all__ = ["HTTP_ORIGIN_TOPIC", "GateRequest", "GateResult", "http_origin"]
 

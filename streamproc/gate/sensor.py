@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-from streamproc.gate_events import GateErrorCode, GateReply
+from streamproc.contracts.gate_events import GateErrorCode, GateReply
 
 __all__ = ["GatePath", "GateSensor", "NullGateSensor"]
 

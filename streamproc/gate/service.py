@@ -44,17 +44,27 @@ from datetime import UTC, datetime
 import structlog
 
 from streamproc.config import Settings
-from streamproc.events import AnswerEvent, AnswerJudgement, JudgeInfo, UnverifiedReason, Verdict
+from streamproc.contracts.events import (
+    AnswerEvent,
+    AnswerJudgement,
+    JudgeInfo,
+    UnverifiedReason,
+    Verdict,
+)
+from streamproc.contracts.gate_events import BUDGET_HEADER, FailurePolicy, GateError, GateReply
 from streamproc.gate.admission import Admission, work_units
 from streamproc.gate.policy import decide_reply
 from streamproc.gate.request import GateRequest, GateResult
 from streamproc.gate.sensor import GateSensor, NullGateSensor
 from streamproc.gate.tracing import DecisionSpan, DecisionTracing, PassThroughTracing
-from streamproc.gate_events import BUDGET_HEADER, FailurePolicy, GateError, GateReply
 from streamproc.judge.decision.actions import not_checked
 from streamproc.judge.protocols import Judge, SettlesCheaply
-from streamproc.stream.judging.intake import parse_answer
-from streamproc.stream.judging.stage import (
+from streamproc.kafka.publisher import OutboundRecord
+from streamproc.verdicts.catalog import OutputTopics
+from streamproc.verdicts.dead_letter import Rejection
+from streamproc.verdicts.intake import parse_answer
+from streamproc.verdicts.output_topic import OutHeaders
+from streamproc.verdicts.stage import (
     IncomingMessage,
     JudgedAnswer,
     StageLimits,
@@ -62,10 +72,6 @@ from streamproc.stream.judging.stage import (
     outputs_for,
     verdict_for,
 )
-from streamproc.stream.loop.publisher import OutboundRecord
-from streamproc.stream.output.catalog import OutputTopics
-from streamproc.stream.output.dead_letter import Rejection
-from streamproc.stream.output.topic import OutHeaders
 
 __all__ = ["GateService"]
 

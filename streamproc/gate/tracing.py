@@ -3,7 +3,7 @@
 One span per decision continues the caller's ``traceparent``; its context goes into the
 records published for the answer (so the verdict on the topic is in the caller's
 trace) and the ``gen_ai.evaluation.result`` record is emitted when it ends, as the
-worker does for a streamed answer (``streamproc.adapters.gate_tracing`` implements it).
+worker does for a streamed answer (``streamproc.gate.span_tracing`` implements it).
 Without telemetry :class:`PassThroughTracing` hands the caller's headers on as they came.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from streamproc.contracts.gate_events import GateReply
 from streamproc.gate.request import GateRequest
-from streamproc.gate_events import GateReply
-from streamproc.stream.output.topic import OutHeaders
+from streamproc.verdicts.output_topic import OutHeaders
 
 __all__ = ["DecisionSpan", "DecisionTracing", "PassThroughTracing"]
 

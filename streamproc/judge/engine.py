@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from streamproc.events import (
+from streamproc.contracts.events import (
     AnswerEvent,
     AnswerJudgement,
     ClaimVerdict,

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import cast
 
-from streamproc.events import AnswerEvent, AnswerJudgement, JudgeInfo, UnverifiedReason
+from streamproc.contracts.events import AnswerEvent, AnswerJudgement, JudgeInfo, UnverifiedReason
 from streamproc.judge.deadline import AnswerTimedOut
 from streamproc.judge.decision.actions import decide, not_checked
 from streamproc.judge.limits import JudgeLimits, decompose_within, unverified_verdict, with_limits

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from streamproc.events import AnswerJudgement, ClaimVerdict, EvidenceItem, VerdictLabel
+from streamproc.contracts.events import AnswerJudgement, ClaimVerdict, EvidenceItem, VerdictLabel
 from streamproc.judge.text.claims import Claim, Decomposition, Granularity, decompose
 from streamproc.judge.text.evidence import QUESTION_ID, EvidenceUnit
 
@@ -80,7 +80,7 @@ def unchecked_verdict(claim: Claim, *reasons: str) -> ClaimVerdict:
 
 def unverified_verdict(claim: Claim, reason: str) -> ClaimVerdict:
     """A claim that should have been checked and was not (``reason``: an
-    :class:`~streamproc.events.UnverifiedReason` value, e.g. the budget ran out)."""
+    :class:`~streamproc.contracts.events.UnverifiedReason` value, e.g. the budget ran out)."""
     return unchecked_verdict(claim, reason).model_copy(update={"verdict": VerdictLabel.UNVERIFIED})
 
 

@@ -9,7 +9,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
-from streamproc.events import (
+from streamproc.contracts.events import (
     AnswerEvent,
     AnswerJudgement,
     JudgeInfo,

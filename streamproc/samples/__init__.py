@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streamproc.events import AnswerEvent
+from streamproc.contracts.events import AnswerEvent
 
 __all__ = [
     "AGENT_CASES",

@@ -28,8 +28,8 @@ from bench.cost_model import (
 )
 from bench.machine import cpu_model
 from streamproc.config import InferenceSettings
+from streamproc.contracts.events import AnswerEvent, EvidenceItem, EvidenceKind
 from streamproc.evaluate.benchmark import load_items, task_type_of
-from streamproc.events import AnswerEvent, EvidenceItem, EvidenceKind
 from streamproc.inference.loader import load_embedder
 from streamproc.judge.text.claims import Granularity
 

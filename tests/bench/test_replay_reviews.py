@@ -23,19 +23,19 @@ from scripts.replay_reviews import (
     resample,
     summarise,
 )
-from streamproc.alerting.judge_accuracy import JudgeAccuracy
-from streamproc.alerting.live_accuracy import CellState, accuracy_event
 from streamproc.config import Settings
-from streamproc.events import (
+from streamproc.contracts.events import (
     AnswerJudgement,
     AnswerOutcome,
     JudgeInfo,
     Timings,
     Verdict,
 )
-from streamproc.label_events import AccuracyCell, JudgeAccuracyEvent, ReviewItem, Tally
-from streamproc.stream.windows.live_accuracy import LiveAccuracy
-from streamproc.stream.windows.panes import WindowTotals
+from streamproc.contracts.label_events import AccuracyCell, JudgeAccuracyEvent, ReviewItem, Tally
+from streamproc.monitor.windows.live_accuracy import LiveAccuracy
+from streamproc.monitor.windows.panes import WindowTotals
+from streamproc.rates.judge_accuracy import JudgeAccuracy
+from streamproc.rates.live_accuracy import CellState, accuracy_event
 
 NOW = datetime(2026, 5, 1, tzinfo=UTC)
 JUDGE = "rules"

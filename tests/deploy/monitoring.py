@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.adapters.gate_metrics import GateMetrics
-from streamproc.adapters.metrics import WorkerMetrics
 from streamproc.config import AlertSettings, Settings
-from streamproc.prometheus_rules import rule_groups
+from streamproc.gate.metrics import GateMetrics
+from streamproc.monitor.prometheus_rules import rule_groups
+from streamproc.telemetry.metrics import WorkerMetrics
 
 __all__ = [
     "BUILTIN_SERIES",

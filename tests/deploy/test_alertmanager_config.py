@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from streamproc.config import AlertSettings
-from streamproc.prometheus_rules import GROUP_LABELS, rule_groups
+from streamproc.monitor.prometheus_rules import GROUP_LABELS, rule_groups
 from tests.deploy.monitoring import REPO, run_tool, tool_or_skip
 
 CONFIG_FILE = REPO / "deploy/alertmanager/alertmanager.yml"

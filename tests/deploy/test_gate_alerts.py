@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from streamproc.config import AlertSettings
-from streamproc.prometheus_rules import (
+from streamproc.monitor.prometheus_rules import (
     GATE_DECISIONS_METRIC,
     GATE_FOR,
     GATE_GROUP_LABELS,

@@ -16,7 +16,7 @@ from typing import Any, cast
 import pytest
 import yaml
 
-from streamproc.prometheus_rules import ALERT_NAME, OBJECTIVE_RECORD, THRESHOLD_RECORD
+from streamproc.monitor.prometheus_rules import ALERT_NAME, OBJECTIVE_RECORD, THRESHOLD_RECORD
 from tests.deploy.monitoring import (
     BUILTIN_SERIES,
     REPO,

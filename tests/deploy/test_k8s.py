@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 
 from streamproc.config import Settings
-from streamproc.stream.judging.loop import judge_group_id
+from streamproc.monitor.judging_loop import judge_group_id
 from tests.deploy.crd import crd_problems, crd_schemas
 from tests.deploy.health import health_endpoint
 from tests.deploy.test_settings import (

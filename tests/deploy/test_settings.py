@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from streamproc.cli import main
+from streamproc.cli.main import main
 from streamproc.config import Settings
 
 __all__ = [

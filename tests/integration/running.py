@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from streamproc.stream.loop.consumer import ConsumerLoop
+from streamproc.kafka.consumer import ConsumerLoop
 
 __all__ = ["RunningLoops"]
 

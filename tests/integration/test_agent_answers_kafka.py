@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.adapters.kafka_io import OutputTail
-from streamproc.adapters.worker_process import WorkerProcess
+from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import Settings
-from streamproc.events import AnswerEvent, Verdict
+from streamproc.contracts.events import AnswerEvent, Verdict
 from streamproc.judge.records.findings import RecordReason
+from streamproc.kafka.clients import OutputTail
+from streamproc.kafka.topics import prepare_topics
 from streamproc.samples import AGENT_CASES, load_answers
-from streamproc.stream.topics import prepare_topics
 from tests.integration.kcat import KEY_DELIMITER, kcat_or_skip, produce
 
 WAIT_S = 180.0  # the first verdicts wait for the verifier model to load

@@ -18,11 +18,8 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from streamproc.adapters.audit_store import AuditQuery, AuditStore, StoredPurge, StoredRecord
 from streamproc.audit import AuditRecord
-from streamproc.cli import main
-from streamproc.config import Settings
-from streamproc.stream.audit_sink import (
+from streamproc.audit.sink import (
     AuditSink,
     audit_checkpoint_topic_spec,
     audit_topic_spec,
@@ -30,7 +27,10 @@ from streamproc.stream.audit_sink import (
     label_key,
     publish_tombstones,
 )
-from streamproc.stream.topics import ensure_topics
+from streamproc.audit.store import AuditQuery, AuditStore, StoredPurge, StoredRecord
+from streamproc.cli.main import main
+from streamproc.config import Settings
+from streamproc.kafka.topics import ensure_topics
 from tests.unit.audit.audit_samples import make_records
 from tests.unit.audit.label_samples import label_bytes, make_label
 from tests.unit.audit.store_contract import sql

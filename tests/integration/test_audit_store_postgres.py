@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from streamproc.adapters.audit_store import AuditStore
+from streamproc.audit.store import AuditStore
 from tests.unit.adapters.test_audit_store_labels import LabelStoreContract
 from tests.unit.audit.audit_samples import make_records
 from tests.unit.audit.keys import CHECKER, SIGNER

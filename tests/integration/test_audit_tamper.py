@@ -22,14 +22,14 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from sqlalchemy import MetaData, create_engine, delete, insert, select
 
-from streamproc.adapters.audit_store import AuditStore
-from streamproc.config import Settings
-from streamproc.stream.audit_sink import (
+from streamproc.audit.sink import (
     audit_checkpoint_topic_spec,
     audit_topic_spec,
     label_key,
 )
-from streamproc.stream.topics import ensure_topics
+from streamproc.audit.store import AuditStore
+from streamproc.config import Settings
+from streamproc.kafka.topics import ensure_topics
 from tests.unit.audit.audit_samples import make_records
 from tests.unit.audit.keys import FORGER, write_key_files
 from tests.unit.audit.label_samples import make_label

@@ -32,11 +32,11 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from streamproc._process_group import stop_process_group
-from streamproc.adapters.audit_store import AuditStore, RecordSummary
-from streamproc.adapters.worker_process import WorkerProcess
+from streamproc.audit.store import AuditStore, RecordSummary
+from streamproc.cli._process_group import stop_process_group
+from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import Settings
-from streamproc.stream.topics import prepare_topics
+from streamproc.kafka.topics import prepare_topics
 from streamproc.wiring import build_judge
 from tests.unit.audit.store_contract import sql
 

@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from streamproc.adapters.kafka_io import OutputTail, publish_answers, publish_raw
-from streamproc.adapters.worker_process import WorkerProcess
+from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import Settings
-from streamproc.events import (
+from streamproc.contracts.events import (
     Action,
     AnswerEvent,
     DeadLetter,
@@ -27,9 +26,10 @@ from streamproc.events import (
     Verdict,
     WindowAggregate,
 )
+from streamproc.kafka.clients import OutputTail, publish_answers, publish_raw
+from streamproc.kafka.topics import prepare_topics
+from streamproc.rates.stats import wilson_interval
 from streamproc.samples import SEED_LAB, load_answers
-from streamproc.stats import wilson_interval
-from streamproc.stream.topics import prepare_topics
 from streamproc.wiring import build_judge
 
 MALFORMED = b'{"event_id": "broken", "answer": '

@@ -26,10 +26,10 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from streamproc.adapters.worker_process import WorkerProcess
+from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import Settings
-from streamproc.events import AnswerEvent, EvidenceItem
-from streamproc.stream.topics import prepare_topics
+from streamproc.contracts.events import AnswerEvent, EvidenceItem
+from streamproc.kafka.topics import prepare_topics
 
 ANSWERS = 10_000
 ASSISTANTS = 5

@@ -13,7 +13,7 @@ import uuid
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from streamproc.stream.loop.fair_read import FairReader
+from streamproc.kafka.fair_read import FairReader
 
 PER_PARTITION = 400
 BATCH = 30

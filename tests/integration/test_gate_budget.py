@@ -38,10 +38,10 @@ import aiohttp
 import pytest
 from aiokafka import AIOKafkaConsumer
 
-from streamproc.adapters.gate.auth import caller_stanza
-from streamproc.adapters.worker_process import WorkerProcess
+from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import Settings
-from streamproc.gate_events import GateReply
+from streamproc.contracts.gate_events import GateReply
+from streamproc.gate.http.auth import caller_stanza
 from tests.integration.run_settings import run_settings
 
 _KAFKA_SH = Path(__file__).resolve().parents[2] / "scripts" / "kafka.sh"

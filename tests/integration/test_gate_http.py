@@ -26,9 +26,9 @@ import aiohttp
 import pytest
 from aiokafka import AIOKafkaConsumer
 
-from streamproc.adapters.worker_process import WorkerProcess
+from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import Settings
-from streamproc.gate_events import GateError, GateReply
+from streamproc.contracts.gate_events import GateError, GateReply
 from tests.integration.run_settings import run_settings
 
 TOKEN = "integration-gate-token"

@@ -22,9 +22,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from streamproc.adapters.telemetry import Telemetry
 from streamproc.config import Settings
-from streamproc.events import (
+from streamproc.contracts.events import (
     Action,
     AnswerEvent,
     DeadLetter,
@@ -32,14 +31,15 @@ from streamproc.events import (
     UnverifiedReason,
     Verdict,
 )
+from streamproc.contracts.gate_events import CORRELATION_ID_HEADER, GateError, GateReply
 from streamproc.gate.client import GateClient
+from streamproc.gate.kafka import GateRequestLoop, KafkaRecordSink
 from streamproc.gate.request import GateRequest, http_origin
 from streamproc.gate.sensor import NullGateSensor
 from streamproc.gate.service import GateService
-from streamproc.gate_events import CORRELATION_ID_HEADER, GateError, GateReply
-from streamproc.stream.gate import GateRequestLoop, KafkaRecordSink
-from streamproc.stream.loop.publisher import PublishFailed
-from streamproc.stream.topics import prepare_topics
+from streamproc.kafka.publisher import PublishFailed
+from streamproc.kafka.topics import prepare_topics
+from streamproc.telemetry.otel import Telemetry
 from streamproc.wiring import build_gate
 from tests.unit.gate.conftest import event
 

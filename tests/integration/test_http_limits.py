@@ -24,7 +24,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from streamproc.adapters.worker_process import WorkerProcess
+from streamproc.cli.child_process import WorkerProcess
 from tests.integration.run_settings import run_settings
 
 pytestmark = pytest.mark.slow

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.adapters.kafka_io import OutputTail, publish_answers
-from streamproc.events import Verdict
+from streamproc.contracts.events import Verdict
+from streamproc.kafka.clients import OutputTail, publish_answers
 from streamproc.samples import SEED_LAB, load_answers
 from tests.integration.run_settings import run_settings
 

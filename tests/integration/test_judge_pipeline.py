@@ -14,12 +14,12 @@ from datetime import UTC, datetime
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
-from streamproc.adapters.kafka_io import OutputTail, publish_answers
 from streamproc.config import Settings
-from streamproc.events import AnswerEvent, AnswerJudgement, Verdict
+from streamproc.contracts.events import AnswerEvent, AnswerJudgement, Verdict
+from streamproc.kafka.clients import OutputTail, publish_answers
+from streamproc.kafka.topics import prepare_topics
+from streamproc.monitor.judging_loop import JudgeLoop, judge_group_id
 from streamproc.samples import SEED_LAB, load_answers
-from streamproc.stream.judging.loop import JudgeLoop, judge_group_id
-from streamproc.stream.topics import prepare_topics
 from tests.integration.run_settings import run_settings
 from tests.integration.wrapped_judge import WrappedJudge
 

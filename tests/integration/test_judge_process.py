@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.adapters.kafka_io import OutputTail, publish_answers
-from streamproc.adapters.worker_process import WorkerProcess
+from streamproc.cli.child_process import WorkerProcess
+from streamproc.cli.worker import EXIT_JUDGE_DIED
 from streamproc.config import Settings
-from streamproc.events import AnswerEvent, Verdict
+from streamproc.contracts.events import AnswerEvent, Verdict
+from streamproc.kafka.clients import OutputTail, publish_answers
+from streamproc.kafka.topics import prepare_topics
 from streamproc.samples import SEED_LAB, load_answers
-from streamproc.stream.topics import prepare_topics
-from streamproc.worker import EXIT_JUDGE_DIED
 from tests.integration.run_settings import run_settings
 
 ANSWERS = 120

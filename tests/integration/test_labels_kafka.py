@@ -20,14 +20,14 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.structs import TopicPartition
 
-from streamproc.adapters.kafka_io import publish_raw
 from streamproc.config import Settings
-from streamproc.events import DeadLetter, DeadLetterReason
-from streamproc.label_events import JudgeAccuracyEvent, LabelAuditEntry, LabelDelta
-from streamproc.stream.labels.accuracy_loop import AccuracyLoop
-from streamproc.stream.labels.loop import LabelsLoop
-from streamproc.stream.output.catalog import LABEL_KEY_PREFIX
-from streamproc.stream.topics import ensure_topics, review_topic_specs, topic_specs
+from streamproc.contracts.events import DeadLetter, DeadLetterReason
+from streamproc.contracts.label_events import JudgeAccuracyEvent, LabelAuditEntry, LabelDelta
+from streamproc.kafka.clients import publish_raw
+from streamproc.kafka.topics import ensure_topics, review_topic_specs, topic_specs
+from streamproc.review.labels.accuracy_loop import AccuracyLoop
+from streamproc.review.labels.loop import LabelsLoop
+from streamproc.verdicts.catalog import LABEL_KEY_PREFIX
 from tests.integration.running import RunningLoops
 from tests.unit.stream.labels.test_join import label_bytes, may_label, review_item
 

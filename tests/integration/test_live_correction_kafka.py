@@ -14,14 +14,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from aiokafka import AIOKafkaConsumer
 
-from streamproc.adapters.kafka_io import Headers, publish_raw
-from streamproc.alerting.live_accuracy import CellState, accuracy_event
 from streamproc.config import Settings
-from streamproc.events import AnswerOutcome, WindowAggregate
-from streamproc.label_events import AccuracyCell, JudgeAccuracyEvent, Tally
-from streamproc.stream.topics import prepare_topics
-from streamproc.stream.windows.live_accuracy import LiveAccuracy
-from streamproc.stream.windows.loop import WindowLoop
+from streamproc.contracts.events import AnswerOutcome, WindowAggregate
+from streamproc.contracts.label_events import AccuracyCell, JudgeAccuracyEvent, Tally
+from streamproc.kafka.clients import Headers, publish_raw
+from streamproc.kafka.topics import prepare_topics
+from streamproc.monitor.windows.live_accuracy import LiveAccuracy
+from streamproc.monitor.windows.loop import WindowLoop
+from streamproc.rates.live_accuracy import CellState, accuracy_event
 from streamproc.wiring import judge_key_of, measured_accuracy
 
 BASE = datetime(2026, 2, 2, 10, 0, tzinfo=UTC)  # long past: quiet keys close by idle

@@ -26,15 +26,15 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from streamproc.adapters.kafka_io import publish_answers
-from streamproc.adapters.worker_process import WorkerProcess
+from streamproc.cli.child_process import WorkerProcess
+from streamproc.cli.worker import EXIT_PUBLISH_FAILED
 from streamproc.config import Settings
-from streamproc.events import AnswerEvent
+from streamproc.contracts.events import AnswerEvent
+from streamproc.kafka.clients import publish_answers
+from streamproc.kafka.topics import prepare_topics
+from streamproc.monitor.judging_loop import JudgeLoop, judge_group_id
 from streamproc.samples import SEED_LAB, load_answers
-from streamproc.stream.judging.loop import JudgeLoop, judge_group_id
-from streamproc.stream.topics import prepare_topics
 from streamproc.wiring import build_judge
-from streamproc.worker import EXIT_PUBLISH_FAILED
 
 
 def _settings(bootstrap: str, prefix: str, **worker: object) -> Settings:

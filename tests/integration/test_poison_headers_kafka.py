@@ -29,21 +29,21 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from streamproc.adapters.metrics import WorkerMetrics
-from streamproc.adapters.worker_process import WorkerProcess
+from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import Settings
-from streamproc.events import DeadLetter, DeadLetterReason, Verdict
-from streamproc.gate.client import GateClient
-from streamproc.gate_events import (
+from streamproc.contracts.events import DeadLetter, DeadLetterReason, Verdict
+from streamproc.contracts.gate_events import (
     BUDGET_HEADER,
     CORRELATION_ID_HEADER,
     REPLY_TOPIC_HEADER,
     GateReply,
 )
-from streamproc.label_events import LabelAuditEntry
-from streamproc.stream.judging.loop import JudgeLoop
-from streamproc.stream.labels.loop import LabelsLoop
-from streamproc.stream.topics import prepare_topics
+from streamproc.contracts.label_events import LabelAuditEntry
+from streamproc.gate.client import GateClient
+from streamproc.kafka.topics import prepare_topics
+from streamproc.monitor.judging_loop import JudgeLoop
+from streamproc.review.labels.loop import LabelsLoop
+from streamproc.telemetry.metrics import WorkerMetrics
 from streamproc.wiring import build_judge
 from tests.integration import test_gate_kafka as gate_kafka
 from tests.integration import test_labels_kafka as labels_kafka

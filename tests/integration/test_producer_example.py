@@ -12,10 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-from streamproc.adapters.kafka_io import OutputTail
-from streamproc.events import Verdict
-from streamproc.stream.judging.loop import JudgeLoop
-from streamproc.stream.topics import prepare_topics
+from streamproc.contracts.events import Verdict
+from streamproc.kafka.clients import OutputTail
+from streamproc.kafka.topics import prepare_topics
+from streamproc.monitor.judging_loop import JudgeLoop
 from streamproc.wiring import build_judge
 from tests.integration.run_settings import run_settings
 

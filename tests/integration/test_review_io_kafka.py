@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from streamproc.adapters.review.auth import new_token, token_stanza
 from streamproc.config import Settings
-from streamproc.label_events import LabelEvent
-from streamproc.review_io.exporter import labelled_rows, read_topic, run_export
-from streamproc.review_io.importer import publish_labels, read_labels, run_import
-from streamproc.stream.topics import ensure_topics, review_topic_specs
+from streamproc.contracts.label_events import LabelEvent
+from streamproc.kafka.topics import ensure_topics, review_topic_specs
+from streamproc.review.label_files.exporter import labelled_rows, read_topic, run_export
+from streamproc.review.label_files.importer import publish_labels, read_labels, run_import
+from streamproc.review.page.auth import new_token, token_stanza
 from tests.integration.run_settings import run_settings
 from tests.unit.review_io.items import label, review_item
 

@@ -30,13 +30,13 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
-from streamproc.adapters.review.auth import Reviewers, new_token, token_stanza
-from streamproc.adapters.review.queue_store import ReviewQueueStore
+from streamproc.cli.review import serve
 from streamproc.config import Settings
-from streamproc.label_events import ClaimLabel, ClaimLabelValue, LabelEvent, ReviewItem
-from streamproc.review_cli import serve
-from streamproc.stream.output.catalog import OutputTopics
-from streamproc.stream.topics import ensure_topics, review_topic_specs
+from streamproc.contracts.label_events import ClaimLabel, ClaimLabelValue, LabelEvent, ReviewItem
+from streamproc.kafka.topics import ensure_topics, review_topic_specs
+from streamproc.review.page.auth import Reviewers, new_token, token_stanza
+from streamproc.review.page.queue_store import ReviewQueueStore
+from streamproc.verdicts.catalog import OutputTopics
 from tests.unit.adapters.review import test_queue_store as queue_tests
 from tests.unit.adapters.review.samples import review_item
 

@@ -22,12 +22,12 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
-from streamproc.adapters.review.auth import Reviewers, new_token, token_stanza
-from streamproc.adapters.review.server import COOKIE
+from streamproc.cli.review import serve
 from streamproc.config import Settings
-from streamproc.label_events import LabelEvent
-from streamproc.review_cli import serve
-from streamproc.stream.topics import ensure_topics, review_topic_specs
+from streamproc.contracts.label_events import LabelEvent
+from streamproc.kafka.topics import ensure_topics, review_topic_specs
+from streamproc.review.page.auth import Reviewers, new_token, token_stanza
+from streamproc.review.page.server import COOKIE
 from tests.integration import test_review_page as page_tests
 from tests.unit.adapters.review.samples import review_item
 

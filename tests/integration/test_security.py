@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from streamproc.adapters.kafka_io import OutputTail, publish_answers, publish_raw
-from streamproc.adapters.kafka_security import BrokerAccessDenied, aiokafka_options
-from streamproc.adapters.worker_process import WorkerProcess
+from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import KafkaSecurity, Settings, TopicSettings
-from streamproc.events import AnswerEvent, DeadLetter, DeadLetterReason, Verdict
+from streamproc.contracts.events import AnswerEvent, DeadLetter, DeadLetterReason, Verdict
+from streamproc.kafka.clients import OutputTail, publish_answers, publish_raw
+from streamproc.kafka.security import BrokerAccessDenied, aiokafka_options
+from streamproc.kafka.topics import TopicSpec, ensure_topics, prepare_topics, topic_specs
 from streamproc.samples import SEED_LAB, load_answers
-from streamproc.stream.topics import TopicSpec, ensure_topics, prepare_topics, topic_specs
 
 if TYPE_CHECKING:
     from tests.integration.conftest import SaslMechanism, SecureKafka

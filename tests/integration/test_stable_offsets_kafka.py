@@ -10,7 +10,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
-from streamproc.stream.loop.stable_offsets import stable_committed
+from streamproc.kafka.stable_offsets import stable_committed
 
 
 async def test_pending_offsets_are_waited_for_until_their_transaction_commits(

@@ -16,13 +16,13 @@ from datetime import UTC, datetime
 
 import aiohttp
 
-from streamproc.adapters.health import HealthServer, HealthState
-from streamproc.adapters.kafka_io import publish_answers
 from streamproc.config import Settings
-from streamproc.events import AnswerEvent, AnswerJudgement
+from streamproc.contracts.events import AnswerEvent, AnswerJudgement
+from streamproc.kafka.clients import publish_answers
+from streamproc.kafka.topics import prepare_topics
+from streamproc.monitor.judging_loop import JudgeLoop
 from streamproc.samples import SEED_LAB, load_answers
-from streamproc.stream.judging.loop import JudgeLoop
-from streamproc.stream.topics import prepare_topics
+from streamproc.web.health import HealthServer, HealthState
 from tests.integration.wrapped_judge import WrappedJudge
 
 

@@ -25,28 +25,28 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 
-from streamproc.adapters.gate.auth import caller_stanza
-from streamproc.adapters.kafka_io import publish_answers, publish_raw
-from streamproc.adapters.metrics import WorkerMetrics
-from streamproc.adapters.review.auth import Reviewer
-from streamproc.adapters.review.intake import ReviewIntake
-from streamproc.adapters.review.queue_store import ReviewQueueStore
-from streamproc.adapters.telemetry import Telemetry
 from streamproc.config import Settings
-from streamproc.events import AnswerEvent, DeadLetter, DeadLetterReason, Verdict
-from streamproc.gate.sensor import NullGateSensor
-from streamproc.gate_events import (
+from streamproc.contracts.events import AnswerEvent, DeadLetter, DeadLetterReason, Verdict
+from streamproc.contracts.gate_events import (
     BUDGET_HEADER,
     CORRELATION_ID_HEADER,
     REPLY_TOPIC_HEADER,
     GateError,
     GateReply,
 )
-from streamproc.label_events import LabelAuditEntry, ReviewItem
-from streamproc.stream.gate.loop import GateRequestLoop
-from streamproc.stream.judging.loop import JudgeLoop, judge_group_id
-from streamproc.stream.labels.loop import LabelsLoop
-from streamproc.stream.topics import TopicSpec, ensure_topics, prepare_topics
+from streamproc.contracts.label_events import LabelAuditEntry, ReviewItem
+from streamproc.gate.http.auth import caller_stanza
+from streamproc.gate.kafka.loop import GateRequestLoop
+from streamproc.gate.sensor import NullGateSensor
+from streamproc.kafka.clients import publish_answers, publish_raw
+from streamproc.kafka.topics import TopicSpec, ensure_topics, prepare_topics
+from streamproc.monitor.judging_loop import JudgeLoop, judge_group_id
+from streamproc.review.labels.loop import LabelsLoop
+from streamproc.review.page.auth import Reviewer
+from streamproc.review.page.intake import ReviewIntake
+from streamproc.review.page.queue_store import ReviewQueueStore
+from streamproc.telemetry.metrics import WorkerMetrics
+from streamproc.telemetry.otel import Telemetry
 from streamproc.wiring import build_gate, build_judge
 from tests.integration.run_settings import run_settings
 from tests.integration.running import RunningLoops

@@ -21,11 +21,11 @@ from opentelemetry import trace
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from streamproc.adapters import semconv
-from streamproc.adapters.telemetry import Telemetry
 from streamproc.config import Settings, TelemetrySettings
-from streamproc.stream.judging.loop import JudgeLoop
-from streamproc.stream.topics import prepare_topics
+from streamproc.kafka.topics import prepare_topics
+from streamproc.monitor.judging_loop import JudgeLoop
+from streamproc.telemetry import semconv
+from streamproc.telemetry.otel import Telemetry
 from streamproc.wiring import build_judge
 
 TRACE_A, SPAN_A = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.adapters.kafka_security import EXIT_BROKER_UNREACHABLE
+from streamproc.kafka.security import EXIT_BROKER_UNREACHABLE
 
 GIVE_UP_S = 3
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.adapters.kafka_io import OutputTail, publish_answers
-from streamproc.adapters.worker_process import WorkerProcess
+from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import Settings
-from streamproc.events import AnswerEvent, Verdict, WindowAggregate
+from streamproc.contracts.events import AnswerEvent, Verdict, WindowAggregate
+from streamproc.kafka.clients import OutputTail, publish_answers
+from streamproc.kafka.topics import prepare_topics
 from streamproc.samples import SEED_LAB, load_answers
-from streamproc.stream.topics import prepare_topics
 from streamproc.wiring import build_judge
 
 WINDOW_START = datetime(2026, 2, 2, 10, 0, tzinfo=UTC)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from streamproc.config import Settings
-from streamproc.events import AnswerEvent, AnswerJudgement, JudgeInfo
+from streamproc.contracts.events import AnswerEvent, AnswerJudgement, JudgeInfo
 from streamproc.wiring import build_judge
 
 

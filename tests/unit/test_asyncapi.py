@@ -13,9 +13,9 @@ import jsonschema
 import pytest
 import yaml
 
-from streamproc.asyncapi import ASYNCAPI_FILE, render_asyncapi
 from streamproc.config import Settings
-from streamproc.stream.topics import topic_specs
+from streamproc.contracts.asyncapi import ASYNCAPI_FILE, render_asyncapi
+from streamproc.kafka.topics import topic_specs
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 SPEC = Path(__file__).resolve().parent / "vendor" / "asyncapi-3.0.0-without-$id.json"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.adapters.audit_store import AuditStore
 from streamproc.audit import canonical_json, leaf_hash
-from streamproc.cli import main
-from streamproc.label_events import ClaimLabelValue
+from streamproc.audit.store import AuditStore
+from streamproc.cli.main import main
+from streamproc.contracts.label_events import ClaimLabelValue
 from tests.unit.audit.audit_samples import EVIDENCE_TEXT, NOW, TRACE_ID, make_records
 from tests.unit.audit.keys import write_key_files
 from tests.unit.audit.label_samples import NOTE, label_bytes, make_label

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.cli import EXIT_MODEL_MISSING, main
+from streamproc.cli.main import EXIT_MODEL_MISSING, main
 from streamproc.inference.registry import ModelIntegrityError
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.cli import EXIT_CONFIGURATION, _parser, main
+from streamproc.cli.main import EXIT_CONFIGURATION, _parser, main
 from streamproc.config import NOT_SETTINGS, setting_variables
 
 REPO = Path(__file__).resolve().parents[2]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+from streamproc.cli.demo import verdict_line
 from streamproc.config import JudgeSettings
-from streamproc.demo import verdict_line
-from streamproc.events import Action, Outcome, Timings, Verdict
+from streamproc.contracts.events import Action, Outcome, Timings, Verdict
 from streamproc.samples import load_sample_answers
 from streamproc.wiring import build_judge
 

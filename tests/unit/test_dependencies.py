@@ -16,14 +16,14 @@ from types import ModuleType
 
 import pytest
 
-from streamproc.brokers import BrokerStartError, EmbeddedTansu, TansuNotInstalledError
-from streamproc.cli import EXIT_MODEL_MISSING, main
+from streamproc.cli.main import EXIT_MODEL_MISSING, main
 from streamproc.inference.registry import (
     MissingExtraError,
     ModelRegistry,
     ModelSourceError,
     extra_providing,
 )
+from streamproc.kafka.brokers import BrokerStartError, EmbeddedTansu, TansuNotInstalledError
 from tests.unit.test_cli_models import worker_start_failure
 
 CHECKOUT = Path(__file__).resolve().parents[2]

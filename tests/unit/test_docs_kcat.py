@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from streamproc.config import TopicSettings, WorkerSettings
-from streamproc.events import AnswerEvent
-from streamproc.stream.judging.intake import parse_answer
+from streamproc.contracts.events import AnswerEvent
+from streamproc.verdicts.intake import parse_answer
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "stream.md"
 _FENCED = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from streamproc import gate_process
-from streamproc.adapters.gate.auth import Callers
-from streamproc.cli import main
+from streamproc.cli import gate_process
+from streamproc.cli.gate import EXIT_BAD_SETTINGS
+from streamproc.cli.main import main
 from streamproc.config import Settings
-from streamproc.gate_cli import EXIT_BAD_SETTINGS
+from streamproc.gate.http.auth import Callers
 
 
 def test_help_lists_serve_and_token(capsys: pytest.CaptureFixture[str]) -> None:

@@ -86,13 +86,18 @@ def broken(imports: list[Import]) -> dict[str, list[str]]:
             str(i)
             for i in ours
             if within(i.importer, "streamproc.judge")
-            and not within(i.imported, "streamproc.judge", "streamproc.events", "streamproc.stats")
+            and not within(
+                i.imported,
+                "streamproc.judge",
+                "streamproc.contracts.events",
+                "streamproc.rates.stats",
+            )
             and i.imported != "streamproc"
         ],
         "alerting imports no inference, adapters, stream, evaluate": [
             str(i)
             for i in ours
-            if within(i.importer, "streamproc.alerting")
+            if within(i.importer, "streamproc.monitor.alerts")
             and within(
                 i.imported,
                 "streamproc.inference",
@@ -103,13 +108,13 @@ def broken(imports: list[Import]) -> dict[str, list[str]]:
             )
         ],
         "events imports nothing of streamproc": [
-            str(i) for i in ours if i.importer == "streamproc.events"
+            str(i) for i in ours if i.importer == "streamproc.contracts.events"
         ],
         "label_events imports only events": [
             str(i)
             for i in ours
-            if i.importer == "streamproc.label_events"
-            and not within(i.imported, "streamproc.events")
+            if i.importer == "streamproc.contracts.label_events"
+            and not within(i.imported, "streamproc.contracts.events")
         ],
         "adapters never import stream": [
             str(i)
@@ -132,22 +137,20 @@ def broken(imports: list[Import]) -> dict[str, list[str]]:
             and not within(
                 i.imported,
                 "streamproc.gate",
-                "streamproc.events",
-                "streamproc.gate_events",
+                "streamproc.contracts.events",
+                "streamproc.contracts.gate_events",
                 "streamproc.config",
                 "streamproc.judge",
                 "streamproc.stream.judging",
                 "streamproc.stream.output",
-                "streamproc.stream.loop.publisher",
+                "streamproc.kafka.publisher",
             )
             and i.imported != "streamproc"
             # The Kafka client is the caller's side, already allowed aiokafka: it needs
             # the broker's security options and the reply topic's name and creation.
             and not (
                 i.importer == "streamproc.gate.client"
-                and within(
-                    i.imported, "streamproc.adapters.kafka_security", "streamproc.stream.topics"
-                )
+                and within(i.imported, "streamproc.kafka.security", "streamproc.kafka.topics")
             )
         ],
         "gate imports no aiohttp, nor aiokafka outside its client": [
@@ -190,7 +193,11 @@ def test_every_dependency_direction_holds(package_imports: list[Import]) -> None
 
 def test_the_reader_sees_every_module_of_the_package(package_imports: list[Import]) -> None:
     importers = {i.importer for i in package_imports}
-    assert {"streamproc.judge.nli.judge", "streamproc.wiring", "streamproc.events"} <= importers
+    assert {
+        "streamproc.judge.nli.judge",
+        "streamproc.wiring",
+        "streamproc.contracts.events",
+    } <= importers
     assert len(importers) > 100
 
 
@@ -211,19 +218,19 @@ def test_function_local_and_type_checking_imports_are_read() -> None:
         "streamproc.config",
         "streamproc.inference.loader",
         "streamproc.stream.worker",
-        "streamproc.adapters.metrics",
+        "streamproc.telemetry.metrics",
     } <= found
 
 
 def test_a_wrong_way_import_is_reported() -> None:
     planted = [
         Import("streamproc.judge.engine", "streamproc.config", 3),
-        Import("streamproc.alerting.monitor", "streamproc.inference.loader", 9),
-        Import("streamproc.events", "streamproc.alerting.corrected_rate", 15),
-        Import("streamproc.label_events", "streamproc.config", 12),
-        Import("streamproc.adapters.metrics", "streamproc.stream.judging.stage", 34),
+        Import("streamproc.monitor.alerts.alert_monitor", "streamproc.inference.loader", 9),
+        Import("streamproc.contracts.events", "streamproc.rates.corrected_rate", 15),
+        Import("streamproc.contracts.label_events", "streamproc.config", 12),
+        Import("streamproc.telemetry.metrics", "streamproc.verdicts.stage", 34),
         Import("streamproc.evaluate.calibration.collect", "streamproc.judge._protocols", 20),
-        Import("streamproc.gate.service", "streamproc.adapters.telemetry", 7),
+        Import("streamproc.gate.service", "streamproc.telemetry.otel", 7),
         Import("streamproc.gate.service", "aiokafka", 8),
     ]
     breaks = broken(planted)

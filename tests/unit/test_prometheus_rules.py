@@ -16,9 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from streamproc.adapters.metrics import OTHER
 from streamproc.config import AlertSettings, BurnRateWindow
-from streamproc.prometheus_rules import (
+from streamproc.monitor.prometheus_rules import (
     ALERT_NAME,
     DRIFT_ALERT_NAME,
     DRIFT_FOR,
@@ -34,7 +33,8 @@ from streamproc.prometheus_rules import (
     wilson_low_record,
     windows,
 )
-from streamproc.stats import wilson_interval
+from streamproc.rates.stats import wilson_interval
+from streamproc.telemetry.metrics import OTHER
 from tests.deploy.monitoring import REPO, contract_metrics, metric_names, run_tool, tool_or_skip
 
 RULES_FILE = REPO / "deploy/prometheus/rules/streamproc-slo.rules.yml"
@@ -152,7 +152,7 @@ def test_a_wilson_bound_is_recorded_after_what_it_reads() -> None:
 @pytest.mark.parametrize(("hits", "n"), [(3, 4), (4, 40), (40, 400), (0, 30), (30, 30), (1, 1)])
 def test_the_promql_wilson_bound_is_the_one_the_worker_computes(hits: int, n: int) -> None:
     """The recorded expression, evaluated with the ratio and the count put in, gives
-    ``streamproc.stats.wilson_interval``'s lower bound (PromQL arithmetic reads as Python)."""
+    ``streamproc.rates.stats.wilson_interval``'s lower bound (PromQL arithmetic reads as Python)."""
     (rule,) = [
         r
         for r in _rules(rule_groups(AlertSettings()))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.cli import main
-from streamproc.review_cli import EXIT_BAD_TOKENS_FILE
+from streamproc.cli.main import main
+from streamproc.cli.review import EXIT_BAD_TOKENS_FILE
 
 
 def test_serve_refuses_a_malformed_tokens_file_with_the_reason(

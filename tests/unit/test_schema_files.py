@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from streamproc.schema_files import SCHEMA_MODELS, drifted_schemas, render_schemas
+from streamproc.contracts.schema_files import SCHEMA_MODELS, drifted_schemas, render_schemas
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from streamproc.contracts.events import AnswerJudgement, VerdictLabel
 from streamproc.evaluate.calibration.fit import balanced_accuracy, fit_logistic
-from streamproc.events import AnswerJudgement, VerdictLabel
 from streamproc.judge.decision.answer import ANSWER_FEATURES, answer_features
 from streamproc.judge.decision.calibrator import REGIMES, LinearPart, regime_of
 

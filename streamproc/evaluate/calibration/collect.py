@@ -14,9 +14,9 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from streamproc.contracts.events import AnswerJudgement, ClaimVerdict, JudgeInfo, VerdictLabel
 from streamproc.evaluate.benchmark import BenchmarkItem, judge_items
 from streamproc.evaluate.cases import person_verdicts
-from streamproc.events import AnswerJudgement, ClaimVerdict, JudgeInfo, VerdictLabel
 from streamproc.judge.decision.calibrator import REGIMES, regime_of
 from streamproc.judge.protocols import Judge
 from streamproc.judge.records.findings import RecordReason

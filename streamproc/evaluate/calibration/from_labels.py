@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from streamproc.events import AnswerEvent, AnswerJudgement, EvidenceKind, VerdictLabel
+from streamproc.contracts.events import AnswerEvent, AnswerJudgement, EvidenceKind, VerdictLabel
 from streamproc.judge.decision.answer import AnswerCalibrator
 from streamproc.judge.decision.calibrator import REGIMES, regime, regime_of
 from streamproc.judge.decision.hard_findings import has_hard_finding

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from streamproc.events import (
+from streamproc.contracts.events import (
     Action,
     AnswerJudgement,
     ClaimVerdict,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from streamproc.events import ClaimVerdict, VerdictLabel
+from streamproc.contracts.events import ClaimVerdict, VerdictLabel
 from streamproc.judge.records.findings import RecordReason
 from streamproc.judge.records.structured import ValueReason
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from streamproc.events import VerdictLabel
+from streamproc.contracts.events import VerdictLabel
 from streamproc.judge.nli.premises import ComposedPremise
 from streamproc.judge.nli.retrieval import Candidate
 from streamproc.judge.nli.work import AnswerWork

@@ -39,7 +39,7 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import NDArray
 
-from streamproc.events import (
+from streamproc.contracts.events import (
     AnswerEvent,
     AnswerJudgement,
     ClaimClass,

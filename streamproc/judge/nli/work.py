@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from streamproc.events import AnswerEvent, ClaimClass
+from streamproc.contracts.events import AnswerEvent, ClaimClass
 from streamproc.judge.deadline import Deadline
 from streamproc.judge.decision.calibrator import regime
 from streamproc.judge.limits import CappedShape

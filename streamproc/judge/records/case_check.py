@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from streamproc.events import AnswerEvent, EvidenceItem, EvidenceKind, VerdictLabel
+from streamproc.contracts.events import AnswerEvent, EvidenceItem, EvidenceKind, VerdictLabel
 from streamproc.judge.records.case_facts import MAX_DATE_TEXT_CHARS, MAX_FIELDS, CaseFacts, Typed
 from streamproc.judge.records.claim_values import ValueReaders, read_values
 from streamproc.judge.records.execution import (

@@ -23,7 +23,7 @@ from functools import cached_property
 from itertools import combinations
 from typing import Final
 
-from streamproc.events import EvidenceItem, EvidenceKind
+from streamproc.contracts.events import EvidenceItem, EvidenceKind
 from streamproc.judge.records.calendar import DateMention, RecordedTime
 from streamproc.judge.records.claim_values import ValueReaders, read_values, tokens
 from streamproc.judge.records.common import Record

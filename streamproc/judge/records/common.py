@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from streamproc.events import EvidenceItem, EvidenceKind
+from streamproc.contracts.events import EvidenceItem, EvidenceKind
 from streamproc.judge.records.findings import RecordFinding, RecordReason
 from streamproc.judge.text.evidence import FieldLeaf, readable_field, record_leaves
 from streamproc.judge.text.features import numbers

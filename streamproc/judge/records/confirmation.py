@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from streamproc.events import EvidenceItem
+from streamproc.contracts.events import EvidenceItem
 from streamproc.judge.records.common import records_of
 from streamproc.judge.records.money import parse_amount
 from streamproc.judge.rules.confidence import specific_spans

@@ -25,7 +25,7 @@ from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Final
 
-from streamproc.events import VerdictLabel
+from streamproc.contracts.events import VerdictLabel
 from streamproc.judge.records.case_facts import CaseFacts
 from streamproc.judge.records.claim_values import ClaimValues, tokens
 from streamproc.judge.records.common import Record

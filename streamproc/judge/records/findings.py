@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from streamproc.events import VerdictLabel
+from streamproc.contracts.events import VerdictLabel
 
 __all__ = [
     "RecordFinding",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Final, Literal
 
-from streamproc.events import EvidenceItem
+from streamproc.contracts.events import EvidenceItem
 from streamproc.judge.records import value_parse as vp
 from streamproc.judge.records.money import parse_amount
 from streamproc.judge.records.value_parse import CONCEPTS, Concept

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from streamproc.events import VerdictLabel
+from streamproc.contracts.events import VerdictLabel
 from streamproc.judge.records.case_facts import CaseFacts, Typed
 from streamproc.judge.records.execution import Call
 from streamproc.judge.records.findings import RecordFinding, RecordReason

@@ -24,7 +24,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Final
 
-from streamproc.events import EvidenceItem
+from streamproc.contracts.events import EvidenceItem
 from streamproc.judge.records import value_parse as vp
 from streamproc.judge.records.record_values import (
     WORD,

@@ -19,7 +19,7 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Final, TypeVar
 
-from streamproc.events import VerdictLabel
+from streamproc.contracts.events import VerdictLabel
 from streamproc.judge.records.calendar import DateMention
 from streamproc.judge.records.case_facts import (
     CaseFacts,

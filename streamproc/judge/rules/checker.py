@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from streamproc.events import VerdictLabel
+from streamproc.contracts.events import VerdictLabel
 from streamproc.judge.protocols import PremiseCheck
 from streamproc.judge.text.features import content_words, numbers
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from streamproc.events import ConfidenceMark, TokenLogprob
+from streamproc.contracts.events import ConfidenceMark, TokenLogprob
 from streamproc.judge.text.features import STOP_WORDS, word_set
 
 __all__ = [

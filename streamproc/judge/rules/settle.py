@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from streamproc.events import AnswerEvent, ClaimClass, ConfidenceMark, VerdictLabel
+from streamproc.contracts.events import AnswerEvent, ClaimClass, ConfidenceMark, VerdictLabel
 from streamproc.judge.nli.retrieval import names
 from streamproc.judge.records.case_check import CaseCheck
 from streamproc.judge.records.structured import StructuredEvidence, ValueFinding, ValueReason

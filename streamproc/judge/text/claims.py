@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from streamproc.events import ClaimClass, EvidenceItem, EvidenceKind
+from streamproc.contracts.events import ClaimClass, EvidenceItem, EvidenceKind
 from streamproc.judge.text.atomic import asserts, atomic_spans
 from streamproc.judge.text.document_claims import about_document
 from streamproc.judge.text.features import numbers

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from streamproc.events import EvidenceItem, EvidenceKind
+from streamproc.contracts.events import EvidenceItem, EvidenceKind
 from streamproc.judge.text.sentences import split_sentences
 
 __all__ = [

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from streamproc.events import EvidenceItem
+from streamproc.contracts.events import EvidenceItem
 
 __all__ = ["CitationMark", "find_citations", "resolve_citation", "strip_citations"]
 

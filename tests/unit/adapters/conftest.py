@@ -13,11 +13,11 @@ import pytest
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from streamproc.adapters.telemetry import Telemetry
 from streamproc.config import JudgeSettings, TelemetrySettings
-from streamproc.events import Verdict
-from streamproc.stream.judging.stage import IncomingMessage, StageOutput, judge_messages
-from streamproc.stream.output.dead_letter import MessageOrigin
+from streamproc.contracts.events import Verdict
+from streamproc.telemetry.otel import Telemetry
+from streamproc.verdicts.dead_letter import MessageOrigin
+from streamproc.verdicts.stage import IncomingMessage, StageOutput, judge_messages
 from streamproc.wiring import build_judge
 
 TOPIC = "streamproc.answers"

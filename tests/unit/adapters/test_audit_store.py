@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.adapters import audit_store
-from streamproc.adapters.audit_store import AuditStore
-from streamproc.adapters.sql_store import StoreMissing
+from streamproc.audit import store as audit_store
+from streamproc.audit.store import AuditStore
+from streamproc.sql_store import StoreMissing
 from tests.unit.audit.store_contract import StoreContract
 
 

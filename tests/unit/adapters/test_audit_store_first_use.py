@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from streamproc.adapters.audit_store import AuditStore
+from streamproc.audit.store import AuditStore
 
 
 def test_openers_racing_on_a_fresh_store_all_succeed(tmp_path: Path) -> None:

@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect
 
-from streamproc.adapters.audit_store import (
+from streamproc.audit import AuditRecord, Checkpoint, canonical_json, leaf_hash
+from streamproc.audit.store import (
     AuditQuery,
     AuditStore,
     StoredLabel,
     StoredPurge,
     StoredRecord,
 )
-from streamproc.audit import AuditRecord, Checkpoint, canonical_json, leaf_hash
-from streamproc.label_events import ClaimLabelValue, LabelAuditEntry
+from streamproc.contracts.label_events import ClaimLabelValue, LabelAuditEntry
 from tests.unit.audit.audit_samples import NOW, make_records
 from tests.unit.audit.keys import SIGNER
 from tests.unit.audit.label_samples import NOTE, label_bytes, make_label
@@ -369,7 +369,7 @@ def test_reads_in_pages_smaller_than_a_chain_see_every_link_once(
         whole = [_name(entry) for entry in store.export_entries()]
         checked = [(c.partition, c.records, c.labels) for c in store.verify().partitions]
         middle = store.verify(0, since_seq=2, until_seq=5).partitions[0]
-        monkeypatch.setattr("streamproc.adapters.audit_store._read._PAGE", 2)
+        monkeypatch.setattr("streamproc.audit.store._read._PAGE", 2)
         assert [_name(entry) for entry in store.export_entries()] == whole
         assert len(whole) == 10 and len(set(whole)) == 10
         assert [_name(e) for e in store.export(AuditQuery(partition=1))] == [

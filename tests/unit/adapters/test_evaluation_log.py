@@ -8,10 +8,10 @@ from opentelemetry._logs import SeverityNumber
 from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.trace import SpanContext, TraceFlags
 
-from streamproc.adapters import semconv
-from streamproc.adapters.evaluation_log import evaluation_records, reason_codes
-from streamproc.adapters.tracing import MessageRef, Tracing
-from streamproc.stream.output.dead_letter import MessageOrigin
+from streamproc.telemetry import semconv
+from streamproc.telemetry.evaluation_log import evaluation_records, reason_codes
+from streamproc.telemetry.tracing import MessageRef, Tracing
+from streamproc.verdicts.dead_letter import MessageOrigin
 from tests.unit.adapters.conftest import (
     BAD,
     EVIDENCE,

@@ -8,16 +8,16 @@ import aiohttp
 import pytest
 from prometheus_client import REGISTRY
 
-from streamproc.adapters.gate_metrics import GateMetrics, batch_size_buckets
-from streamproc.adapters.metrics_server import MetricsServer
 from streamproc.config import GateSettings, JudgeSettings, Settings
-from streamproc.events import Action, UnverifiedReason
+from streamproc.contracts.events import Action, UnverifiedReason
+from streamproc.contracts.gate_events import GateReply
 from streamproc.gate import GateService
+from streamproc.gate.metrics import GateMetrics, batch_size_buckets
 from streamproc.gate.outbox import Outbox, OutboxLimits
 from streamproc.gate.sensor import GateSensor
-from streamproc.gate_events import GateReply
-from streamproc.prometheus_rules import GATE_DECISIONS_METRIC
-from streamproc.stream.loop.publisher import OutboundRecord
+from streamproc.kafka.publisher import OutboundRecord
+from streamproc.monitor.prometheus_rules import GATE_DECISIONS_METRIC
+from streamproc.telemetry.metrics_server import MetricsServer
 from streamproc.wiring import build_judge
 from tests.unit.gate.conftest import event, request
 

@@ -16,15 +16,15 @@ import pytest
 from aiohttp import web
 from pydantic import ValidationError
 
-from streamproc.adapters.http_errors import error_body
-from streamproc.adapters.http_limits import (
+from streamproc.config import HttpLimitSettings
+from streamproc.web.errors import error_body
+from streamproc.web.limits import (
     HttpLimits,
     _LimitedServer,
     file_headroom,
     head_arrived,
 )
-from streamproc.adapters.http_server import AppServer
-from streamproc.config import HttpLimitSettings
+from streamproc.web.server import AppServer
 from tests.unit.adapters.gate.test_server import self_signed
 
 LIMITS = HttpLimits(header_timeout_s=0.3, body_timeout_s=0.5, idle_timeout_s=0.6, max_connections=4)

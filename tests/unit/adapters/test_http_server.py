@@ -6,8 +6,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from streamproc.adapters.health import HealthServer, HealthState
-from streamproc.adapters.http_server import AppServer
+from streamproc.web.health import HealthServer, HealthState
+from streamproc.web.server import AppServer
 
 
 class _Hello(AppServer):

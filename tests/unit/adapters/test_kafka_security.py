@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from aiokafka.protocol.admin import SaslAuthenticateRequest_v1
 
-from streamproc.adapters.kafka_security import aiokafka_options
 from streamproc.config import KafkaSecurity, Settings
+from streamproc.kafka.security import aiokafka_options
 
 PASSWORD = "s3cret-pa55word"
 

@@ -14,15 +14,15 @@ import structlog
 from opentelemetry import trace
 from pydantic import ValidationError
 
-from streamproc.adapters.log_context import (
+from streamproc.config import Settings
+from streamproc.contracts.events import AnswerEvent
+from streamproc.telemetry.log_context import (
     add_answer_context,
     bound_answer,
     current_answer_fields,
     log_processors,
     scrub_error_text,
 )
-from streamproc.config import Settings
-from streamproc.events import AnswerEvent
 from tests.unit.adapters.conftest import BAD, EVIDENCE, Otel
 
 QUESTION = str(BAD["question"])

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from streamproc.adapters.log_dedup import RepeatFilter
+from streamproc.telemetry.log_dedup import RepeatFilter
 
 
 class _Clock:

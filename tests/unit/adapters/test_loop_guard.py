@@ -6,12 +6,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from streamproc.adapters.loop_guard import EXIT_LOOP_BLOCKED
+from streamproc.telemetry.loop_guard import EXIT_LOOP_BLOCKED
 
 _SCRIPT = """
 import asyncio, time
-from streamproc.adapters.logging import configure_logging
-from streamproc.adapters.loop_guard import LoopGuard
+from streamproc.telemetry.logging import configure_logging
+from streamproc.telemetry.loop_guard import LoopGuard
 
 async def main(block):
     guard = LoopGuard(blocked_after_s=0.6, check_every_s=0.1)

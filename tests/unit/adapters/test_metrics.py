@@ -15,36 +15,36 @@ from prometheus_client.openmetrics.parser import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
-from streamproc.adapters.health import HealthState
-from streamproc.adapters.metrics import (
-    ACCURACY_STALE_FACTOR,
-    LABEL_OUTCOMES,
-    OTHER,
-    WorkerMetrics,
-    window_label,
-)
-from streamproc.adapters.metrics_server import MetricsServer
-from streamproc.alerting.corrected_rate import ConfusionCounts
-from streamproc.alerting.live_accuracy import DRIFT_FINDINGS, CellState, accuracy_event
 from streamproc.config import JudgeSettings, MetricsSettings, Settings
-from streamproc.events import Action, DeadLetterReason, UnverifiedReason, VerdictLabel
-from streamproc.label_events import (
+from streamproc.contracts.events import Action, DeadLetterReason, UnverifiedReason, VerdictLabel
+from streamproc.contracts.label_events import (
     AccuracyCell,
     JudgeAccuracyEvent,
     JudgeDriftAlert,
     SampledBecause,
     Tally,
 )
-from streamproc.sensors import AccuracySensor, PublishedBatch
-from streamproc.stream.judging.review_sampling import ReviewSampling
-from streamproc.stream.judging.stage import (
+from streamproc.kafka.progress import ProgressWatch, partition_lags
+from streamproc.rates.corrected_rate import ConfusionCounts
+from streamproc.rates.live_accuracy import DRIFT_FINDINGS, CellState, accuracy_event
+from streamproc.telemetry.metrics import (
+    ACCURACY_STALE_FACTOR,
+    LABEL_OUTCOMES,
+    OTHER,
+    WorkerMetrics,
+    window_label,
+)
+from streamproc.telemetry.metrics_server import MetricsServer
+from streamproc.telemetry.sensors import AccuracySensor, PublishedBatch
+from streamproc.verdicts.dead_letter import MessageOrigin
+from streamproc.verdicts.review_sampling import ReviewSampling
+from streamproc.verdicts.stage import (
     IncomingMessage,
     StageLimits,
     StageOutput,
     judge_messages,
 )
-from streamproc.stream.loop.progress import ProgressWatch, partition_lags
-from streamproc.stream.output.dead_letter import MessageOrigin
+from streamproc.web.health import HealthState
 from streamproc.wiring import build_judge
 
 OCCURRED = datetime(2026, 1, 1, tzinfo=UTC)
@@ -701,8 +701,8 @@ def test_the_server_follows_the_settings() -> None:
 
 def test_the_hallucinated_series_exists_at_zero_before_the_first_hallucination() -> None:
     from streamproc.config import JudgeSettings
-    from streamproc.stream.judging.stage import IncomingMessage, judge_messages
-    from streamproc.stream.output.dead_letter import MessageOrigin
+    from streamproc.verdicts.dead_letter import MessageOrigin
+    from streamproc.verdicts.stage import IncomingMessage, judge_messages
     from streamproc.wiring import build_judge
 
     event = {

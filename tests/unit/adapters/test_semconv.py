@@ -6,7 +6,7 @@ from __future__ import annotations
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes, messaging_attributes
 from opentelemetry.semconv.attributes import error_attributes, service_attributes
 
-from streamproc.adapters import semconv
+from streamproc.telemetry import semconv
 
 
 def test_names_match_the_published_conventions() -> None:

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import Column, Integer, MetaData, Table, inspect, select
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from streamproc.adapters.sql_store import SqlStore, engine_options
+from streamproc.sql_store import SqlStore, engine_options
 
 _metadata = MetaData()
 _things = Table("things", _metadata, Column("id", Integer, primary_key=True))

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
-from streamproc.adapters.logging import StartUpQuiet, configure_logging, start_up_done
+from streamproc.telemetry.logging import StartUpQuiet, configure_logging, start_up_done
 
 NOT_LEADER = (
     "Failed fetch offsets from %s: %s",
@@ -57,7 +57,7 @@ def test_while_starting_connection_failures_drop_to_debug() -> None:
 def test_other_errors_keep_their_level_while_starting() -> None:
     quiet = StartUpQuiet()
     unrelated = _record("aiokafka.consumer.group_coordinator", REAL)
-    ours = _record("streamproc.worker", NOT_LEADER)  # only aiokafka's reports are lowered
+    ours = _record("streamproc.cli.worker", NOT_LEADER)  # only aiokafka's reports are lowered
     assert quiet.filter(unrelated) and quiet.filter(ours)
     assert unrelated.levelno == ours.levelno == logging.ERROR
 

@@ -8,7 +8,7 @@ import signal
 
 import structlog
 
-from streamproc.adapters.task_dump import install_task_dump, task_stacks
+from streamproc.telemetry.task_dump import install_task_dump, task_stacks
 
 
 async def _waits_for(event: asyncio.Event) -> None:

@@ -12,12 +12,12 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace.sampling import ParentBased
 
 from streamproc import __version__
-from streamproc.adapters import semconv
-from streamproc.adapters.telemetry import Telemetry
-from streamproc.adapters.trace_headers import extract
-from streamproc.adapters.tracing import MessageRef, Tracing
 from streamproc.config import TelemetrySettings
-from streamproc.stream.output.dead_letter import MessageOrigin
+from streamproc.telemetry import semconv
+from streamproc.telemetry.otel import Telemetry
+from streamproc.telemetry.trace_headers import extract
+from streamproc.telemetry.tracing import MessageRef, Tracing
+from streamproc.verdicts.dead_letter import MessageOrigin
 from tests.unit.adapters.conftest import GOOD, GROUP, PARENT_TRACE, TOPIC, TRACEPARENT, judged
 
 
@@ -27,8 +27,8 @@ def test_exporter_none_imports_no_sdk_and_records_nothing() -> None:
     script = textwrap.dedent(
         f"""
         import sys
-        from streamproc.adapters.telemetry import Telemetry
-        from streamproc.adapters.tracing import MessageRef, Tracing
+        from streamproc.telemetry.otel import Telemetry
+        from streamproc.telemetry.tracing import MessageRef, Tracing
         from streamproc.config import TelemetrySettings
 
         telemetry = Telemetry.from_settings(TelemetrySettings(exporter="none"))
@@ -149,7 +149,7 @@ def test_default_instance_id_names_host_and_process() -> None:
 def test_each_exporter_setting_builds_its_exporters(
     exporter: str, span_class: str, log_class: str
 ) -> None:
-    from streamproc.adapters.telemetry import _exporters
+    from streamproc.telemetry.otel import _exporters
 
     settings = TelemetrySettings.model_validate(
         {"exporter": exporter, "endpoint": "http://collector:4318"}

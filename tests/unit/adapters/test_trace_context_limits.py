@@ -8,7 +8,8 @@ import json
 import pytest
 from opentelemetry import baggage, trace
 
-from streamproc.adapters.trace_headers import (
+from streamproc.config import JudgeSettings
+from streamproc.telemetry.trace_headers import (
     BAGGAGE_MAX_BYTES,
     BAGGAGE_MAX_MEMBERS,
     TRACESTATE_MAX_CHARS,
@@ -18,10 +19,9 @@ from streamproc.adapters.trace_headers import (
     passthrough,
     read_trace_context,
 )
-from streamproc.adapters.tracing import MessageRef, Tracing
-from streamproc.config import JudgeSettings
-from streamproc.stream.judging.stage import IncomingMessage, judge_messages
-from streamproc.stream.output.dead_letter import MessageOrigin
+from streamproc.telemetry.tracing import MessageRef, Tracing
+from streamproc.verdicts.dead_letter import MessageOrigin
+from streamproc.verdicts.stage import IncomingMessage, judge_messages
 from streamproc.wiring import build_judge
 from tests.unit.adapters.conftest import GOOD, GROUP, PARENT_TRACE, TOPIC, TRACEPARENT, Otel
 
@@ -141,7 +141,7 @@ def test_the_propagator_never_sees_a_dropped_field() -> None:
 
 @pytest.mark.parametrize("enabled", [False, True])
 def test_each_message_says_what_was_dropped(otel: Otel, enabled: bool) -> None:
-    from streamproc.adapters.telemetry import Telemetry
+    from streamproc.telemetry.otel import Telemetry
 
     telemetry = otel.telemetry if enabled else Telemetry.disabled()
     poison = [("traceparent", TRACEPARENT), ("baggage", _baggage_of(1_000_000))]

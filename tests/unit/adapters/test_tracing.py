@@ -9,11 +9,11 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
-from streamproc.adapters import semconv
-from streamproc.adapters.trace_headers import KafkaHeadersSetter, extract, inject
-from streamproc.adapters.tracing import MessageRef, Tracing
-from streamproc.stream.judging.stage import trace_id_from_traceparent
-from streamproc.stream.output.dead_letter import MessageOrigin
+from streamproc.telemetry import semconv
+from streamproc.telemetry.trace_headers import KafkaHeadersSetter, extract, inject
+from streamproc.telemetry.tracing import MessageRef, Tracing
+from streamproc.verdicts.dead_letter import MessageOrigin
+from streamproc.verdicts.stage import trace_id_from_traceparent
 from tests.unit.adapters.conftest import (
     BAD,
     GOOD,

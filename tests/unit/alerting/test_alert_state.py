@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from streamproc.alerting.alert_state import AlertEvent, AlertState, StatePolicy, alert_id
-from streamproc.alerting.monitor import AlertMonitor
 from streamproc.config import AlertSettings, BurnRateWindow
+from streamproc.monitor.alerts.alert_monitor import AlertMonitor
+from streamproc.monitor.alerts.alert_state import AlertEvent, AlertState, StatePolicy, alert_id
 
 T0 = 1_800_000_000
 MINUTE = 60

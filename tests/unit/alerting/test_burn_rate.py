@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from streamproc.alerting.burn_rate import (
+from streamproc.config import AlertSettings, BurnRateWindow
+from streamproc.monitor.alerts.burn_rate import (
     BUCKET_S,
     BurnCondition,
     RollingCounts,
@@ -15,7 +16,6 @@ from streamproc.alerting.burn_rate import (
     burn_condition,
     evaluate_burn,
 )
-from streamproc.config import AlertSettings, BurnRateWindow
 
 T0 = 1_800_000_000  # a whole day in epoch seconds (divisible by 6 h)
 HOUR = 3600

@@ -8,14 +8,14 @@ import math
 import numpy as np
 import pytest
 
-from streamproc.alerting.corrected_rate import (
+from streamproc.rates.corrected_rate import (
     ConfusionCounts,
     corrected_rate,
     corrected_rate_mixed,
     identifiable,
     rogan_gladen,
 )
-from streamproc.stats import wilson_interval
+from streamproc.rates.stats import wilson_interval
 
 # A judge measured on HaluEval QA (report split): 474 of 590 hallucinated answers
 # flagged, 581 of 590 faithful ones passed.

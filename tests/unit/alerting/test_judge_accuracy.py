@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.alerting.corrected_rate import ConfusionCounts, corrected_rate
-from streamproc.alerting.judge_accuracy import (
+from streamproc.config import JudgeSettings
+from streamproc.judge.decision.calibrator import ALL_REGIMES
+from streamproc.rates.corrected_rate import ConfusionCounts, corrected_rate
+from streamproc.rates.judge_accuracy import (
     TASK_OF_REGIME,
     judge_accuracy,
     judge_key,
     known_judges,
 )
-from streamproc.config import JudgeSettings
-from streamproc.judge.decision.calibrator import ALL_REGIMES
 from streamproc.wiring import judge_key_of
 
 EVALUATION = Path(__file__).resolve().parents[3] / "EVALUATION.md"

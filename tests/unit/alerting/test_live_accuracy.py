@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from streamproc.alerting.corrected_rate import ConfusionCounts, corrected_rate_mixed
-from streamproc.alerting.live_accuracy import (
+from streamproc.contracts.label_events import AccuracyCell, AnswerLabel, LabelDelta, Tally
+from streamproc.rates.corrected_rate import ConfusionCounts, corrected_rate_mixed
+from streamproc.rates.live_accuracy import (
     CellState,
     accuracy_event,
     add_tally,
@@ -28,7 +29,6 @@ from streamproc.alerting.live_accuracy import (
     step_drift,
     weighted_proportion,
 )
-from streamproc.label_events import AccuracyCell, AnswerLabel, LabelDelta, Tally
 
 CELL = AccuracyCell(tenant="acme", assistant_id="bot", task_type="QA", judge_key="nli-v3")
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)

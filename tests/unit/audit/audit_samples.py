@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 from streamproc.audit import AuditRecord, applied_settings, build_audit_record
 from streamproc.config import JudgeSettings, Settings
-from streamproc.events import Verdict
-from streamproc.stream.judging.stage import IncomingMessage, StageLimits, judge_messages
-from streamproc.stream.output.dead_letter import MessageOrigin
+from streamproc.contracts.events import Verdict
+from streamproc.verdicts.dead_letter import MessageOrigin
+from streamproc.verdicts.stage import IncomingMessage, StageLimits, judge_messages
 from streamproc.wiring import build_judge
 
 __all__ = [

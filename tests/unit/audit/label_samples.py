@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 
 from streamproc.audit import AuditRecord
-from streamproc.label_events import (
+from streamproc.contracts.label_events import (
     AnswerLabel,
     ClaimLabel,
     ClaimLabelValue,

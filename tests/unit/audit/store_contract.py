@@ -9,9 +9,9 @@ from datetime import timedelta
 
 from sqlalchemy import create_engine, text
 
-from streamproc.adapters.audit_store import AuditQuery, AuditStore, PartitionCheck
 from streamproc.audit import AuditRecord, Checkpoint, canonical_json, leaf_hash
-from streamproc.events import Action
+from streamproc.audit.store import AuditQuery, AuditStore, PartitionCheck
+from streamproc.contracts.events import Action
 from tests.unit.audit.audit_samples import EVIDENCE_TEXT, NOW, make_records
 from tests.unit.audit.keys import SIGNER
 

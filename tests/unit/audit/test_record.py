@@ -10,7 +10,7 @@ import pytest
 
 from streamproc.audit import AuditRecord, applied_settings, build_audit_record, code_version
 from streamproc.config import Settings
-from streamproc.events import Action, JudgeInfo, VerdictLabel
+from streamproc.contracts.events import Action, JudgeInfo, VerdictLabel
 from tests.unit.audit.audit_samples import (
     EVIDENCE_TEXT,
     INPUT_TOPIC,

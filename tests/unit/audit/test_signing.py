@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from streamproc.audit.signing import KeyFileError, SignatureChecker, Signer
-from streamproc.cli import main
+from streamproc.cli.main import main
 from tests.unit.audit.keys import CHECKER, FORGER, SIGNER
 
 

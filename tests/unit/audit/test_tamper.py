@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.adapters.audit_store import AmbiguousAnswer, AuditStore, PartitionCheck
 from streamproc.audit import canonical_json, leaf_hash
 from streamproc.audit.anchors import parse_checkpoint
-from streamproc.cli import main
+from streamproc.audit.store import AmbiguousAnswer, AuditStore, PartitionCheck
+from streamproc.cli.main import main
 from tests.unit.audit.audit_samples import NOW, make_records
 from tests.unit.audit.keys import CHECKER, FORGER, SIGNER, write_key_files
 from tests.unit.audit.label_samples import make_label

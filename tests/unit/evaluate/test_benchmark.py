@@ -10,18 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from streamproc.cli.evaluate import register
 from streamproc.config import JudgeSettings
-from streamproc.evaluate import benchmark
-from streamproc.evaluate.benchmark import (
-    Confusion,
-    binary_report,
-    bootstrap_intervals,
-    dump_rows,
-    judge_items,
-    load_items,
-)
-from streamproc.evaluate.cli import register
-from streamproc.events import (
+from streamproc.contracts.events import (
     Action,
     AnswerEvent,
     AnswerJudgement,
@@ -31,8 +22,17 @@ from streamproc.events import (
     Outcome,
     VerdictLabel,
 )
+from streamproc.evaluate import benchmark
+from streamproc.evaluate.benchmark import (
+    Confusion,
+    binary_report,
+    bootstrap_intervals,
+    dump_rows,
+    judge_items,
+    load_items,
+)
 from streamproc.judge import Judge
-from streamproc.stats import wilson_interval
+from streamproc.rates.stats import wilson_interval
 from streamproc.wiring import build_judge
 
 SAMPLES = Path(__file__).resolve().parents[3] / "streamproc" / "samples"

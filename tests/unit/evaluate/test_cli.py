@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.evaluate.cli import register
+from streamproc.cli.evaluate import register
 
 SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "data"
 LAB = ["--cases", str(SHARED / "seed_cases.jsonl"), "--notes", str(SHARED / "seed_notes.json")]

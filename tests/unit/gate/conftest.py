@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from streamproc.config import GateSettings, Settings
-from streamproc.events import AnswerEvent
+from streamproc.contracts.events import AnswerEvent
 from streamproc.gate import GateRequest
 from streamproc.gate.request import http_origin
 from streamproc.judge import NliScore
 from streamproc.judge.nli.judge import NliJudge, NliOptions, NliThresholds
-from streamproc.stream.output.topic import OutHeaders
+from streamproc.verdicts.output_topic import OutHeaders
 from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
 
 NOTE = "Incomplete orders cannot be delivered or billed. The supplier delivered 90 of 100 pieces."

@@ -17,9 +17,9 @@ from aiokafka.structs import TopicPartition
 
 import streamproc.gate.client as client_module
 from streamproc.config import Settings
-from streamproc.events import Action, AnswerEvent, UnverifiedReason, Verdict
+from streamproc.contracts.events import Action, AnswerEvent, UnverifiedReason, Verdict
+from streamproc.contracts.gate_events import GateError, GateReply
 from streamproc.gate.client import GateClient, budget_header
-from streamproc.gate_events import GateError, GateReply
 from tests.unit.gate.conftest import event
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "schemas" / "examples"

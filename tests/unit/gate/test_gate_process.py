@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from streamproc.cli.gate_process import run_gate
 from streamproc.config import GateSettings, JudgeSettings, Settings
 from streamproc.gate import GateService
-from streamproc.gate_process import run_gate
 
 EVENTS: list[str] = []
 
@@ -62,8 +62,8 @@ async def test_publish_off_serves_http_only_and_stops_on_sigterm(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     EVENTS.clear()
-    fake_module(monkeypatch, "streamproc.adapters.gate.server", GateServer=FakeServer)
-    fake_module(monkeypatch, "streamproc.adapters.gate_metrics", GateMetrics=FakeMetrics)
+    fake_module(monkeypatch, "streamproc.gate.http.server", GateServer=FakeServer)
+    fake_module(monkeypatch, "streamproc.gate.metrics", GateMetrics=FakeMetrics)
     settings = Settings(judge=JudgeSettings(name="rules"), gate=GateSettings(publish=False, port=0))
     running = asyncio.create_task(run_gate(settings))
     for _ in range(500):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamproc.events import Action, UnverifiedReason
+from streamproc.contracts.events import Action, UnverifiedReason
 from streamproc.gate.policy import answer_text, decide_reply, decision_for, trimmed
 from streamproc.judge.decision.actions import not_checked
 

@@ -10,11 +10,17 @@ import time
 from collections.abc import Sequence
 
 from streamproc.config import JudgeSettings
-from streamproc.events import Action, AnswerEvent, AnswerJudgement, JudgeInfo, UnverifiedReason
+from streamproc.contracts.events import (
+    Action,
+    AnswerEvent,
+    AnswerJudgement,
+    JudgeInfo,
+    UnverifiedReason,
+)
+from streamproc.contracts.gate_events import GateError, GateReply
 from streamproc.gate import GateService
 from streamproc.gate.sensor import NullGateSensor
-from streamproc.gate_events import GateError, GateReply
-from streamproc.stream.output.catalog import OutputTopics
+from streamproc.verdicts.catalog import OutputTopics
 from streamproc.wiring import build_judge
 from tests.unit.gate.conftest import NOTE, SlowScorer, event, request, settings, slow_nli
 

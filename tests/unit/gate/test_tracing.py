@@ -10,12 +10,12 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
-from streamproc.adapters import semconv
-from streamproc.adapters.gate_tracing import GATE_DECISION, GATE_VERIFIED, gate_tracing
-from streamproc.adapters.telemetry import Telemetry
 from streamproc.config import JudgeSettings
 from streamproc.gate import GateService
+from streamproc.gate.span_tracing import GATE_DECISION, GATE_VERIFIED, gate_tracing
 from streamproc.gate.tracing import PassThroughTracing
+from streamproc.telemetry import semconv
+from streamproc.telemetry.otel import Telemetry
 from streamproc.wiring import build_judge
 from tests.unit.adapters.conftest import PARENT_SPAN, PARENT_TRACE, TRACEPARENT, Otel, make_otel
 from tests.unit.gate.conftest import event, request, settings

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from streamproc.events import AnswerEvent
+from streamproc.contracts.events import AnswerEvent
 from streamproc.judge import AnswerTimedOut, Deadline, Judge, PremiseCheck
 from streamproc.judge.decision.calibrator import REGIMES, VerdictCalibrator
 from streamproc.judge.decision.signals import SIGNAL_NAMES

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from streamproc.config import JudgeSettings
-from streamproc.events import Action, AnswerEvent, EvidenceItem, Outcome, VerdictLabel
+from streamproc.contracts.events import Action, AnswerEvent, EvidenceItem, Outcome, VerdictLabel
 from streamproc.judge import PremiseCheck
 from streamproc.judge.engine import ClaimJudge
 from streamproc.judge.rules.checker import RulesChecker

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from streamproc.config import JudgeSettings, LanguageSettings
-from streamproc.events import (
+from streamproc.contracts.events import (
     AnswerEvent,
     AnswerJudgement,
     JudgeInfo,

@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from streamproc.config import JudgeSettings, LimitSettings
-from streamproc.events import Action, AnswerEvent, AnswerJudgement, EvidenceItem, VerdictLabel
+from streamproc.contracts.events import (
+    Action,
+    AnswerEvent,
+    AnswerJudgement,
+    EvidenceItem,
+    VerdictLabel,
+)
 from streamproc.judge import Judge, NliScore
 from streamproc.judge.engine import ClaimJudge
 from streamproc.judge.limits import JudgeLimits, cap_units

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from streamproc.events import AnswerEvent, EvidenceItem, EvidenceKind, TokenLogprob
+from streamproc.contracts.events import AnswerEvent, EvidenceItem, EvidenceKind, TokenLogprob
 from streamproc.judge.nli.retrieval import names, rank_candidates
 from streamproc.judge.records import value_parse as vp
 from streamproc.judge.records.calendar import DateReader

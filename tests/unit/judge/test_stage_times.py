@@ -6,7 +6,7 @@ import threading
 from datetime import UTC, datetime
 
 from streamproc.config import JudgeSettings
-from streamproc.events import AnswerEvent, EvidenceItem
+from streamproc.contracts.events import AnswerEvent, EvidenceItem
 from streamproc.judge.stage_times import collecting, stage
 from streamproc.wiring import build_judge
 

@@ -7,9 +7,9 @@ from functools import cache
 from typing import Any
 
 from streamproc.config import JudgeSettings
-from streamproc.events import AnswerEvent, EvidenceItem
+from streamproc.contracts.events import AnswerEvent, EvidenceItem
+from streamproc.contracts.label_events import LabelEvent, ReviewItem, SampledBecause
 from streamproc.judge.protocols import Judge
-from streamproc.label_events import LabelEvent, ReviewItem, SampledBecause
 from streamproc.wiring import build_judge
 
 EVIDENCE = "The order 7 was shipped on 5 May from the Lyon warehouse. Delivery takes two days."

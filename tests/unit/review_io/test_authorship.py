@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.adapters.review.auth import new_token, token_stanza
-from streamproc.cli import main
-from streamproc.review_io.authorship import import_author, read_token
-from streamproc.review_io.importer import read_labels
+from streamproc.cli.main import main
+from streamproc.review.label_files.authorship import import_author, read_token
+from streamproc.review.label_files.importer import read_labels
+from streamproc.review.page.auth import new_token, token_stanza
 
 EXPORT = Path(__file__).parent / "data" / "label_studio_export.json"
 ANA = new_token()

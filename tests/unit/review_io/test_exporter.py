@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.cli import main
+from streamproc.cli.main import main
 from streamproc.evaluate.benchmark import load_items
-from streamproc.review_io.exporter import export_rows, write_rows
+from streamproc.review.label_files.exporter import export_rows, write_rows
 from tests.unit.review_io.items import ANSWER, EVIDENCE, QUESTION, label, review_item
 
 

@@ -8,8 +8,12 @@ from typing import Any
 
 import pytest
 
-from streamproc.label_events import ClaimLabelValue
-from streamproc.review_io.label_file import LabelFileError, default_label_id, read_label_file
+from streamproc.contracts.label_events import ClaimLabelValue
+from streamproc.review.label_files.label_file import (
+    LabelFileError,
+    default_label_id,
+    read_label_file,
+)
 
 
 def write(tmp_path: Path, *rows: Any) -> Path:

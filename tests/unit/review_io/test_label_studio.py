@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from streamproc.label_events import ClaimLabelValue
-from streamproc.review_io.label_file import LabelFileError, default_label_id
-from streamproc.review_io.label_studio import labels_from_export, read_label_studio
+from streamproc.contracts.label_events import ClaimLabelValue
+from streamproc.review.label_files.label_file import LabelFileError, default_label_id
+from streamproc.review.label_files.label_studio import labels_from_export, read_label_studio
 
 EXPORT = Path(__file__).parent / "data" / "label_studio_export.json"
 

@@ -15,17 +15,17 @@ from aiokafka import ConsumerRecord
 from aiokafka.errors import CommitFailedError
 from aiokafka.structs import TopicPartition
 
-from streamproc.adapters.audit_store import AuditStore
-from streamproc.config import Settings
-from streamproc.stream.audit_sink import (
+from streamproc.audit.sink import (
     AUDIT_MAX_MESSAGE_BYTES,
     CHECKPOINT_KEY_PREFIX,
     AuditSink,
     audit_sink_group,
     label_key,
 )
-from streamproc.stream.loop.consumer import _Rebalance
-from streamproc.stream.loop.publisher import AtLeastOncePublisher, OutboundRecord, PublishFailed
+from streamproc.audit.store import AuditStore
+from streamproc.config import Settings
+from streamproc.kafka.consumer import _Rebalance
+from streamproc.kafka.publisher import AtLeastOncePublisher, OutboundRecord, PublishFailed
 from tests.unit.audit.audit_samples import make_records
 from tests.unit.audit.keys import CHECKER, SIGNER
 from tests.unit.audit.label_samples import label_bytes, make_label

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from streamproc.config import Settings
-from streamproc.stream.topics import DEAD_LETTER_MAX_BYTES, topic_specs
+from streamproc.kafka.topics import DEAD_LETTER_MAX_BYTES, topic_specs
 
 
 def test_every_output_topic_has_an_explicit_message_size_and_the_dead_letters_a_retention() -> None:

@@ -19,18 +19,18 @@ from unittest import mock
 import aiohttp
 import pytest
 
-from streamproc.adapters.gate.auth import caller_stanza
-from streamproc.adapters.gate.server import CHECK_PATH, GateServer, GateTlsError
-from streamproc.adapters.telemetry import Telemetry
-from streamproc.adapters.token_file import TokensFileError, new_token
 from streamproc.config import Settings, TelemetrySettings
-from streamproc.events import Action
+from streamproc.contracts.events import Action
+from streamproc.contracts.gate_events import GateError, GateErrorCode, GateReply
+from streamproc.gate.http.auth import caller_stanza
+from streamproc.gate.http.server import CHECK_PATH, GateServer, GateTlsError
 from streamproc.gate.outbox import Outbox, OutboxLimits
 from streamproc.gate.service import GateService
 from streamproc.gate.sink import RecordSink
-from streamproc.gate_events import GateError, GateErrorCode, GateReply
-from streamproc.stream.loop.publisher import OutboundRecord
-from streamproc.stream.output.catalog import OutputTopics
+from streamproc.kafka.publisher import OutboundRecord
+from streamproc.telemetry.otel import Telemetry
+from streamproc.verdicts.catalog import OutputTopics
+from streamproc.web.token_file import TokensFileError, new_token
 from streamproc.wiring import build_gate
 from tests.unit.gate.conftest import event
 
@@ -432,7 +432,7 @@ async def test_the_body_reader_stops_one_byte_past_the_limit(tmp_path: Path) -> 
     from aiohttp import streams
     from aiohttp.test_utils import make_mocked_request
 
-    from streamproc.adapters.gate import server as module
+    from streamproc.gate.http import server as module
 
     settings = gate_settings(tmp_path, worker={"max_event_bytes": SMALL_LIMIT})
     service = build_gate(

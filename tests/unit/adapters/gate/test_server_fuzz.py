@@ -20,8 +20,8 @@ import pytest_asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamproc.adapters.gate.auth import caller_stanza
-from streamproc.gate_events import GateError, GateReply
+from streamproc.contracts.gate_events import GateError, GateReply
+from streamproc.gate.http.auth import caller_stanza
 from tests.unit.adapters.gate.test_server import (
     OTHER_TOKEN,
     TOKEN,

@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 
 from streamproc.config import JudgeSettings
-from streamproc.events import AnswerEvent, EvidenceItem
+from streamproc.contracts.events import AnswerEvent, EvidenceItem
+from streamproc.contracts.label_events import ReviewItem, SampledBecause
 from streamproc.judge.protocols import Judge
-from streamproc.label_events import ReviewItem, SampledBecause
 from streamproc.wiring import build_judge
 
 EVIDENCE = (

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.adapters.review.auth import (
+from streamproc.cli.main import main
+from streamproc.config import Settings
+from streamproc.review.page.auth import (
     Reviewers,
     TokensFileError,
     hash_token,
@@ -16,8 +18,6 @@ from streamproc.adapters.review.auth import (
     reviewers_for,
     token_stanza,
 )
-from streamproc.cli import main
-from streamproc.config import Settings
 
 
 def write_tokens(path: Path, *entries: tuple[str, list[str], str]) -> Path:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
-from streamproc.adapters.review.intake import intake_group, next_offsets, read_items
 from streamproc.config import Settings
+from streamproc.review.page.intake import intake_group, next_offsets, read_items
 from tests.unit.adapters.review.samples import review_item
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.adapters.review.auth import Reviewer
-from streamproc.adapters.review.queue_store import ReviewQueueStore, wanted_labels
+from streamproc.review.page.auth import Reviewer
+from streamproc.review.page.queue_store import ReviewQueueStore, wanted_labels
 from tests.unit.adapters.review.samples import review_item
 
 NOW = datetime(2026, 1, 2, tzinfo=UTC)

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from streamproc.adapters.review.auth import Reviewers, new_token, token_stanza
-from streamproc.adapters.review.queue_store import ReviewQueueStore
-from streamproc.adapters.review.server import COOKIE, build_app
-from streamproc.adapters.review.sessions import SessionBook
-from streamproc.events import EvidenceItem
-from streamproc.label_events import ClaimLabel, ClaimLabelValue, LabelEvent
+from streamproc.contracts.events import EvidenceItem
+from streamproc.contracts.label_events import ClaimLabel, ClaimLabelValue, LabelEvent
+from streamproc.review.page.auth import Reviewers, new_token, token_stanza
+from streamproc.review.page.queue_store import ReviewQueueStore
+from streamproc.review.page.server import COOKIE, build_app
+from streamproc.review.page.sessions import SessionBook
 from tests.unit.adapters.review.samples import review_item
 
 NOW = datetime(2026, 1, 3, 12, 0, tzinfo=UTC)

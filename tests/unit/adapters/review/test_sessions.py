@@ -3,7 +3,7 @@ maximum age, for its own reviewer only, and the book stays bounded."""
 
 from __future__ import annotations
 
-from streamproc.adapters.review.sessions import SessionBook
+from streamproc.review.page.sessions import SessionBook
 
 
 class Clock:

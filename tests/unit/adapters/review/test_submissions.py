@@ -13,7 +13,7 @@ from threading import Barrier
 
 import pytest
 
-from streamproc.adapters.review.submissions import (
+from streamproc.review.page.submissions import (
     FORM_TOKEN,
     KeyedLocks,
     SubmissionKey,

@@ -3,8 +3,8 @@ of each claim marked in its evidence."""
 
 from __future__ import annotations
 
-from streamproc.adapters.review.view import Segment, deciding_sentence, item_view
-from streamproc.events import EvidenceItem
+from streamproc.contracts.events import EvidenceItem
+from streamproc.review.page.view import Segment, deciding_sentence, item_view
 from tests.unit.adapters.review.samples import EVIDENCE, review_item
 
 

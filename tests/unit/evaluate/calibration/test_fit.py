@@ -14,7 +14,7 @@ from streamproc.evaluate.calibration.fit import (
     fit_logistic,
     reliability_table,
 )
-from streamproc.stats import auroc
+from streamproc.rates.stats import auroc
 
 
 def test_logistic_regression_recovers_known_weights() -> None:

@@ -14,8 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.cli import main
+from streamproc.cli.main import main
 from streamproc.config import Settings
+from streamproc.contracts.events import (
+    AnswerEvent,
+    AnswerJudgement,
+    ClaimClass,
+    ClaimVerdict,
+    EvidenceKind,
+    JudgeInfo,
+    VerdictLabel,
+)
 from streamproc.evaluate.benchmark import load_items
 from streamproc.evaluate.calibration.from_labels import (
     LabelledAnswer,
@@ -30,15 +39,6 @@ from streamproc.evaluate.calibration.label_refit import (
     refit,
     run_calibrate,
     write_calibrator,
-)
-from streamproc.events import (
-    AnswerEvent,
-    AnswerJudgement,
-    ClaimClass,
-    ClaimVerdict,
-    EvidenceKind,
-    JudgeInfo,
-    VerdictLabel,
 )
 from streamproc.inference.calibrator_loader import (
     load_answer_calibrator,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streamproc.events import Action, ClaimClass, ClaimVerdict, Outcome, VerdictLabel
+from streamproc.contracts.events import Action, ClaimClass, ClaimVerdict, Outcome, VerdictLabel
 from streamproc.judge.decision.actions import decide
 
 S, C, U = VerdictLabel.SUPPORTED, VerdictLabel.CONTRADICTED, VerdictLabel.UNSUPPORTED

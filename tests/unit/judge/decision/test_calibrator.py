@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from streamproc.events import VerdictLabel
+from streamproc.contracts.events import VerdictLabel
 from streamproc.inference.calibrator_loader import (
     load_answer_calibrator,
     load_calibrator,

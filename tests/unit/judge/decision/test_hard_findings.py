@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from streamproc.events import Action, ClaimClass, ClaimVerdict, VerdictLabel
+from streamproc.contracts.events import Action, ClaimClass, ClaimVerdict, VerdictLabel
 from streamproc.judge.decision.answer import ANSWER_FEATURES, AnswerCalibrator
 from streamproc.judge.decision.calibrator import REGIMES, VerdictCalibrator
 from streamproc.judge.decision.hard_findings import has_hard_finding, reason_code

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from streamproc.events import (
+from streamproc.contracts.events import (
     Action,
     AnswerEvent,
     EvidenceItem,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from streamproc.events import (
+from streamproc.contracts.events import (
     Action,
     AnswerEvent,
     ConfidenceMark,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from streamproc.events import Action, AnswerEvent, ClaimClass, VerdictLabel
+from streamproc.contracts.events import Action, AnswerEvent, ClaimClass, VerdictLabel
 from streamproc.judge.decision.answer import ANSWER_FEATURES, AnswerCalibrator
 from streamproc.judge.decision.calibrator import REGIMES, VerdictCalibrator
 from streamproc.judge.nli.judge import NliJudge, NliOptions, NliThresholds

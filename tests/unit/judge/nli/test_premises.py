@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streamproc.events import EvidenceItem
+from streamproc.contracts.events import EvidenceItem
 from streamproc.judge.nli.premises import compose_premise
 from streamproc.judge.text.evidence import build_units
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from streamproc.events import AnswerJudgement, EvidenceItem, VerdictLabel
+from streamproc.contracts.events import AnswerJudgement, EvidenceItem, VerdictLabel
 from streamproc.judge.nli.judge import NliJudge, NliOptions, NliThresholds
 from streamproc.judge.nli.shortlist import lexical_shortlist
 from streamproc.judge.protocols import NliScore

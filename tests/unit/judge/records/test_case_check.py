@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from streamproc.events import AnswerEvent, EvidenceItem, EvidenceKind, VerdictLabel
+from streamproc.contracts.events import AnswerEvent, EvidenceItem, EvidenceKind, VerdictLabel
 from streamproc.judge.records.case_check import MAX_DATE_SEARCHES, CaseChecker, check_record
 from streamproc.judge.records.confirmation import confirmed_by_records
 from streamproc.judge.records.findings import RecordFinding, RecordReason

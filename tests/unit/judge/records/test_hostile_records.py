@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamproc.events import AnswerEvent, EvidenceItem, EvidenceKind, VerdictLabel
+from streamproc.contracts.events import AnswerEvent, EvidenceItem, EvidenceKind, VerdictLabel
 from streamproc.judge.nli.judge import NliJudge
 from streamproc.judge.records.case_check import CaseChecker
 from streamproc.judge.records.case_facts import MAX_FIELDS

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from streamproc.events import EvidenceItem, EvidenceKind
+from streamproc.contracts.events import EvidenceItem, EvidenceKind
 from streamproc.judge.records.structured import StructuredEvidence, ValueFinding, ValueReason
 
 MISMATCH = ValueReason.VALUE_MISMATCH

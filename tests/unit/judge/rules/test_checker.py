@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamproc.events import VerdictLabel
+from streamproc.contracts.events import VerdictLabel
 from streamproc.judge import PremiseCheck
 from streamproc.judge.rules.checker import RulesChecker
 from streamproc.judge.text.features import content_words, numbers

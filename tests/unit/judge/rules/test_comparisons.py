@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamproc.events import VerdictLabel
+from streamproc.contracts.events import VerdictLabel
 from streamproc.judge.rules.comparisons import Question, check_comparison, parse_question
 from tests.unit.judge.nli.test_judge import event
 from tests.unit.judge.nli.test_judge_summaries import calibrator, nli

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from streamproc.events import ConfidenceMark, EvidenceItem, EvidenceKind, TokenLogprob
+from streamproc.contracts.events import ConfidenceMark, EvidenceItem, EvidenceKind, TokenLogprob
 from streamproc.judge.records.confirmation import confirmed_by_records, confirmed_values
 from streamproc.judge.rules.confidence import (
     ConfidenceThresholds,

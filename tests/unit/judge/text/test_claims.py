@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamproc.events import ClaimClass, EvidenceItem, EvidenceKind
+from streamproc.contracts.events import ClaimClass, EvidenceItem, EvidenceKind
 from streamproc.judge.text.claims import asserts, decompose, split_sentences
 
 NOTES = [EvidenceItem(id=f"D0{i}", text=f"note {i}") for i in range(1, 4)]

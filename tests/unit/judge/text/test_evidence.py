@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from streamproc.events import EvidenceItem, EvidenceKind
+from streamproc.contracts.events import EvidenceItem, EvidenceKind
 from streamproc.judge.text.evidence import (
     NOT_EXECUTED_PREFIX,
     QUESTION_ID,

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from streamproc.adapters.gate.auth import caller_stanza
-from streamproc.adapters.telemetry import Telemetry
 from streamproc.config import Settings
-from streamproc.events import DeadLetterReason, Verdict
+from streamproc.contracts.events import DeadLetterReason, Verdict
+from streamproc.contracts.gate_events import GateError
+from streamproc.gate.http.auth import caller_stanza
+from streamproc.gate.kafka.access import ReplyTopicRule, internal_topics
+from streamproc.gate.kafka.loop import GateRequestLoop
+from streamproc.gate.kafka.reply_topics import ReplyTopics
 from streamproc.gate.service import GateService
-from streamproc.gate_events import GateError
-from streamproc.stream.gate.access import ReplyTopicRule, internal_topics
-from streamproc.stream.gate.loop import GateRequestLoop
-from streamproc.stream.gate.reply_topics import ReplyTopics
+from streamproc.telemetry.otel import Telemetry
 from streamproc.wiring import build_gate
 from tests.unit.stream.gate.test_loop import (
     REPLIES,

@@ -16,14 +16,20 @@ import pytest
 from aiokafka import ConsumerRecord
 from aiokafka.structs import TopicPartition
 
-from streamproc.adapters.telemetry import Telemetry
 from streamproc.config import Settings
-from streamproc.events import Action, DeadLetter, DeadLetterReason, UnverifiedReason, Verdict
+from streamproc.contracts.events import (
+    Action,
+    DeadLetter,
+    DeadLetterReason,
+    UnverifiedReason,
+    Verdict,
+)
+from streamproc.contracts.gate_events import GateError, GateErrorCode, GateReply
+from streamproc.gate.kafka.loop import MAX_CORRELATION_ID_BYTES, GateRequestLoop
+from streamproc.gate.kafka.reply_topics import ReplyTopics
 from streamproc.gate.service import GateService
-from streamproc.gate_events import GateError, GateErrorCode, GateReply
-from streamproc.stream.gate.loop import MAX_CORRELATION_ID_BYTES, GateRequestLoop
-from streamproc.stream.gate.reply_topics import ReplyTopics
-from streamproc.stream.loop.publisher import OutboundRecord
+from streamproc.kafka.publisher import OutboundRecord
+from streamproc.telemetry.otel import Telemetry
 from streamproc.wiring import build_gate
 from tests.unit.gate.conftest import SlowScorer, event, settings, slow_nli
 

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from streamproc.stream.gate.reply_topics import ReplyTopics, unusable_reply_topic
+from streamproc.gate.kafka.reply_topics import ReplyTopics, unusable_reply_topic
 
 
 @pytest.mark.parametrize("name", ["caller.replies", "a", "A-b_c.9", "x" * 249, "..."])

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from streamproc.config import Settings
+from streamproc.gate.kafka import KafkaRecordSink
 from streamproc.gate.sink import RecordsNotTaken
-from streamproc.stream.gate import KafkaRecordSink
-from streamproc.stream.loop.publisher import OutboundRecord
+from streamproc.kafka.publisher import OutboundRecord
 
 
 async def test_nothing_to_send_returns_at_once_even_before_start() -> None:

@@ -4,7 +4,7 @@ requests topic and the default reply topic, short-lived, replies as large as a v
 from __future__ import annotations
 
 from streamproc.config import Settings
-from streamproc.stream.topics import gate_topic_specs, topic_specs
+from streamproc.kafka.topics import gate_topic_specs, topic_specs
 
 
 def test_the_requests_and_default_reply_topics_are_created_with_the_others() -> None:

@@ -8,11 +8,11 @@ import json
 from typing import Any
 
 from streamproc.config import JudgeSettings, Settings
-from streamproc.events import Verdict
-from streamproc.stream.judging.dedup import EventDedup, JudgeDedup, event_identity, mark_key
-from streamproc.stream.judging.stage import IncomingMessage, StageLimits, judge_messages
-from streamproc.stream.output.dead_letter import MessageOrigin
-from streamproc.stream.windows.store import decode_entry
+from streamproc.contracts.events import Verdict
+from streamproc.kafka.store import decode_entry
+from streamproc.monitor.dedup import EventDedup, JudgeDedup, event_identity, mark_key
+from streamproc.verdicts.dead_letter import MessageOrigin
+from streamproc.verdicts.stage import IncomingMessage, StageLimits, judge_messages
 from streamproc.wiring import build_judge
 from tests.unit.gate.conftest import event
 

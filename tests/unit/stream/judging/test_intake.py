@@ -7,9 +7,9 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from streamproc.events import MAX_INPUT_ITEMS, AnswerEvent, DeadLetterReason
-from streamproc.stream.judging.intake import MAX_DEPTH, parse_answer
-from streamproc.stream.output.dead_letter import Rejection
+from streamproc.contracts.events import MAX_INPUT_ITEMS, AnswerEvent, DeadLetterReason
+from streamproc.verdicts.dead_letter import Rejection
+from streamproc.verdicts.intake import MAX_DEPTH, parse_answer
 
 VALID = {
     "event_id": "e1",

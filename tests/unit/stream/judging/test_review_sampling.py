@@ -6,11 +6,11 @@ import json
 from collections.abc import Sequence
 
 from streamproc.config import JudgeSettings, SampleRate, Settings
-from streamproc.label_events import ReviewItem, SampledBecause
-from streamproc.stream.judging.review_sampling import ReviewSampling, review_draw
-from streamproc.stream.judging.stage import StageLimits, judge_messages
-from streamproc.stream.loop.publisher import OutboundRecord
-from streamproc.stream.output.catalog import OutputTopics
+from streamproc.contracts.label_events import ReviewItem, SampledBecause
+from streamproc.kafka.publisher import OutboundRecord
+from streamproc.verdicts.catalog import OutputTopics
+from streamproc.verdicts.review_sampling import ReviewSampling, review_draw
+from streamproc.verdicts.stage import StageLimits, judge_messages
 from streamproc.wiring import build_judge
 from tests.unit.stream.judging.test_stage import BAD, GOOD, answer, message
 

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from streamproc.config import InferenceSettings, JudgeSettings, Settings, WorkerSettings
-from streamproc.stream.judging.runner import (
+from streamproc.verdicts.runner import (
     JudgeProcess,
     JudgeProcessDied,
     JudgeThread,
 )
-from streamproc.stream.judging.stage import StageLimits
+from streamproc.verdicts.stage import StageLimits
 from streamproc.wiring import build_judge, judge_runner
 from tests.unit.stream.judging.test_stage import BAD, GOOD, TOPICS, message
 
@@ -135,7 +135,7 @@ def test_a_worker_killed_with_sigkill_leaves_no_judge_process(tmp_path: Path) ->
         import asyncio, sys
         from streamproc.config import JudgeSettings
         from functools import partial
-        from streamproc.stream.judging.runner import JudgeProcess
+        from streamproc.verdicts.runner import JudgeProcess
         from streamproc.wiring import build_judge
 
         async def main() -> None:

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from streamproc.audit.record import AuditRecord, applied_settings
 from streamproc.config import (
     AuditSettings,
     JudgeSettings,
@@ -21,7 +20,8 @@ from streamproc.config import (
     TopicSettings,
     WorkerSettings,
 )
-from streamproc.events import (
+from streamproc.contracts.audit_record import AuditRecord, applied_settings
+from streamproc.contracts.events import (
     Action,
     AnswerEvent,
     AnswerJudgement,
@@ -29,18 +29,18 @@ from streamproc.events import (
     DeadLetterReason,
     JudgeInfo,
 )
-from streamproc.stream.judging.intake import parse_answer
-from streamproc.stream.judging.review_sampling import ReviewSampling
-from streamproc.stream.judging.stage import (
+from streamproc.kafka.publisher import OutboundRecord
+from streamproc.verdicts.catalog import OutputTopics
+from streamproc.verdicts.dead_letter import MessageOrigin
+from streamproc.verdicts.intake import parse_answer
+from streamproc.verdicts.review_sampling import ReviewSampling
+from streamproc.verdicts.stage import (
     IncomingMessage,
     StageLimits,
     StageOutput,
     judge_messages,
     trace_id_from_traceparent,
 )
-from streamproc.stream.loop.publisher import OutboundRecord
-from streamproc.stream.output.catalog import OutputTopics
-from streamproc.stream.output.dead_letter import MessageOrigin
 from streamproc.wiring import build_judge
 
 TOPICS = OutputTopics.from_settings(Settings.model_construct())
@@ -167,7 +167,7 @@ def test_traceparent_parsing() -> None:
 # --- records ready to send ----------------------------------------------------------------
 
 RULES = build_judge(JudgeSettings(name="rules"))
-PARSE = "streamproc.stream.judging.stage.parse_answer"  # patched to get past intake's checks
+PARSE = "streamproc.verdicts.stage.parse_answer"  # patched to get past intake's checks
 NOW = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
 
 

@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from streamproc.events import (
+from streamproc.contracts.events import (
     Action,
     AnswerEvent,
     AnswerJudgement,
@@ -19,8 +19,8 @@ from streamproc.events import (
     Outcome,
 )
 from streamproc.judge.deadline import AnswerTimedOut, Deadline
-from streamproc.stream.judging.stage import IncomingMessage, StageLimits, judge_messages
-from streamproc.stream.output.dead_letter import MessageOrigin
+from streamproc.verdicts.dead_letter import MessageOrigin
+from streamproc.verdicts.stage import IncomingMessage, StageLimits, judge_messages
 from tests.unit.stream.judging.test_stage import TOPICS
 
 NOW = datetime(2026, 1, 1, 0, 1, tzinfo=UTC)

@@ -35,16 +35,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamproc.config import JudgeSettings
-from streamproc.events import (
+from streamproc.contracts.events import (
     MAX_INPUT_ITEMS,
     AnswerEvent,
     DeadLetter,
     DeadLetterReason,
     Verdict,
 )
-from streamproc.stream.judging.intake import MAX_DEPTH, parse_answer
-from streamproc.stream.judging.stage import IncomingMessage, StageLimits, judge_messages
-from streamproc.stream.output.dead_letter import MessageOrigin, Rejection
+from streamproc.verdicts.dead_letter import MessageOrigin, Rejection
+from streamproc.verdicts.intake import MAX_DEPTH, parse_answer
+from streamproc.verdicts.stage import IncomingMessage, StageLimits, judge_messages
 from streamproc.wiring import build_judge
 
 pytestmark = pytest.mark.slow  # seconds per test: real models or hypothesis floods

@@ -11,20 +11,20 @@ from typing import Any
 from aiokafka import ConsumerRecord
 from aiokafka.structs import TopicPartition
 
-from streamproc.alerting.live_accuracy import CellState
 from streamproc.config import Settings
-from streamproc.events import DeadLetter, DeadLetterReason
-from streamproc.label_events import (
+from streamproc.contracts.events import DeadLetter, DeadLetterReason
+from streamproc.contracts.label_events import (
     AccuracyCell,
     JudgeAccuracyEvent,
     JudgeDriftAlert,
     LabelDelta,
     Tally,
 )
-from streamproc.stream.labels.accuracy_loop import NEXT_OFFSET_KEY, AccuracyLoop, _Cell
-from streamproc.stream.loop.publisher import OutboundRecord
-from streamproc.stream.topics import accuracy_changelog_topic
-from streamproc.stream.windows.store import TrackedStore, encode_entry
+from streamproc.kafka.publisher import OutboundRecord
+from streamproc.kafka.store import TrackedStore, encode_entry
+from streamproc.kafka.topics import accuracy_changelog_topic
+from streamproc.rates.live_accuracy import CellState
+from streamproc.review.labels.accuracy_loop import NEXT_OFFSET_KEY, AccuracyLoop, _Cell
 
 SETTINGS = Settings(app_id="unit", labels={"drift_min_labels": 5})
 DELTAS = TopicPartition(SETTINGS.labels.deltas_topic, 1)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from streamproc.events import DeadLetterReason
-from streamproc.label_events import AccuracyCell
-from streamproc.stream.labels.inputs import parse_input
-from streamproc.stream.output.dead_letter import Rejection
+from streamproc.contracts.events import DeadLetterReason
+from streamproc.contracts.label_events import AccuracyCell
+from streamproc.review.labels.inputs import parse_input
+from streamproc.verdicts.dead_letter import Rejection
 
 CELL = AccuracyCell(tenant="acme", assistant_id="bot", task_type="Summary", judge_key="rules")
 

@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from streamproc.alerting.live_accuracy import CellState, answer_contribution, apply_delta
-from streamproc.events import (
+from streamproc.contracts.events import (
     Action,
     AnswerJudgement,
     ClaimClass,
@@ -24,7 +23,7 @@ from streamproc.events import (
     Outcome,
     VerdictLabel,
 )
-from streamproc.label_events import (
+from streamproc.contracts.label_events import (
     AccuracyCell,
     AnswerLabel,
     LabelEvent,
@@ -32,7 +31,9 @@ from streamproc.label_events import (
     SampledBecause,
     Tally,
 )
-from streamproc.stream.labels.join import (
+from streamproc.kafka.store import TrackedStore
+from streamproc.rates.live_accuracy import CellState, answer_contribution, apply_delta
+from streamproc.review.labels.join import (
     ITEM_PREFIX,
     WAIT_PREFIX,
     Accepted,
@@ -46,8 +47,7 @@ from streamproc.stream.labels.join import (
     item_key,
     wait_key,
 )
-from streamproc.stream.output.dead_letter import MessageOrigin
-from streamproc.stream.windows.store import TrackedStore
+from streamproc.verdicts.dead_letter import MessageOrigin
 
 T0 = 1_790_000_000.0
 WAIT_S = 60.0

@@ -15,14 +15,14 @@ from aiokafka import ConsumerRecord
 from aiokafka.structs import TopicPartition
 
 from streamproc.config import Settings
-from streamproc.events import DeadLetter, DeadLetterReason
-from streamproc.label_events import LabelAuditEntry, LabelDelta
-from streamproc.stream.labels.join import Handled, LabelJoin, item_key
-from streamproc.stream.labels.loop import LabelsLoop
-from streamproc.stream.loop.publisher import OutboundRecord
-from streamproc.stream.output.topic import OutputTopic
-from streamproc.stream.topics import labels_changelog_topic
-from streamproc.stream.windows.store import TrackedStore
+from streamproc.contracts.events import DeadLetter, DeadLetterReason
+from streamproc.contracts.label_events import LabelAuditEntry, LabelDelta
+from streamproc.kafka.publisher import OutboundRecord
+from streamproc.kafka.store import TrackedStore
+from streamproc.kafka.topics import labels_changelog_topic
+from streamproc.review.labels.join import Handled, LabelJoin, item_key
+from streamproc.review.labels.loop import LabelsLoop
+from streamproc.verdicts.output_topic import OutputTopic
 from tests.unit.stream.labels.test_join import T0, label_bytes, may_label, review_item
 
 SETTINGS = Settings(app_id="unit")

@@ -10,10 +10,10 @@ import pytest
 from aiokafka.structs import TopicPartition
 
 from streamproc.config import Settings
-from streamproc.stream.loop import changelog
-from streamproc.stream.loop.changelog import changelog_records, restore_state, restore_states
-from streamproc.stream.output.topic import OutputTopic
-from streamproc.stream.windows.store import TrackedStore
+from streamproc.kafka import changelog
+from streamproc.kafka.changelog import changelog_records, restore_state, restore_states
+from streamproc.kafka.store import TrackedStore
+from streamproc.verdicts.output_topic import OutputTopic
 
 TOPIC: OutputTopic[Any] = OutputTopic("app.state-changelog", 10_000)
 

@@ -15,8 +15,8 @@ from aiokafka import ConsumerRecord
 from aiokafka.structs import TopicPartition
 
 from streamproc.config import Settings
-from streamproc.stream.loop.consumer import ConsumerLoop, _Rebalance
-from streamproc.stream.loop.stable_offsets import StableOffsetsUnavailable
+from streamproc.kafka.consumer import ConsumerLoop, _Rebalance
+from streamproc.kafka.stable_offsets import StableOffsetsUnavailable
 
 P0 = TopicPartition("answers", 0)
 P1 = TopicPartition("answers", 1)
@@ -110,7 +110,7 @@ async def test_an_assignment_starts_from_the_stable_committed_offsets_and_puts_b
         assert group_id == "streamproc.judge" and timeout_s > 0
         return {P0: 250}  # P1 has no committed offset yet
 
-    monkeypatch.setattr("streamproc.stream.loop.consumer.stable_committed", stable)
+    monkeypatch.setattr("streamproc.kafka.consumer.stable_committed", stable)
     loop, seeks, rebalance = _loop()
     loop._stable_fetch = True
     await rebalance.on_partitions_assigned([P0, P1])
@@ -132,7 +132,7 @@ async def test_a_broker_without_stable_offsets_is_asked_once(
         calls += 1
         raise StableOffsetsUnavailable("OffsetFetch v7 not supported")
 
-    monkeypatch.setattr("streamproc.stream.loop.consumer.stable_committed", unavailable)
+    monkeypatch.setattr("streamproc.kafka.consumer.stable_committed", unavailable)
     loop, seeks, rebalance = _loop()
     loop._stable_fetch = True
     await rebalance.on_partitions_assigned([P0])

@@ -12,7 +12,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.errors import UnsupportedCodecError
 from aiokafka.structs import TopicPartition
 
-from streamproc.stream.loop.fair_read import FairReader
+from streamproc.kafka.fair_read import FairReader
 
 TPS = [TopicPartition("answers", p) for p in range(3)]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streamproc.stream.loop.progress import ProgressWatch
+from streamproc.kafka.progress import ProgressWatch
 
 
 def test_a_partition_with_lag_that_does_not_move_is_stalled_after_the_limit() -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from streamproc.stream.loop.publisher import OutboundRecord, TransactionalPublisher
-from streamproc.stream.output.fit import TooLarge
-from streamproc.stream.output.topic import OutputTopic, header_bytes
+from streamproc.kafka.publisher import OutboundRecord, TransactionalPublisher
+from streamproc.verdicts.fit import TooLarge
+from streamproc.verdicts.output_topic import OutputTopic, header_bytes
 
 
 def _publisher(diverted: list[tuple[OutboundRecord, str]]) -> TransactionalPublisher:

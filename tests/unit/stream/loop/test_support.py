@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from structlog.testing import capture_logs
 
-from streamproc.stream.loop.support import bounded_close
+from streamproc.kafka.support import bounded_close
 
 
 async def _cancelled_inside() -> None:

@@ -8,17 +8,17 @@ import json
 from datetime import UTC, datetime
 
 from streamproc.config import Settings
-from streamproc.events import DeadLetter, DeadLetterReason
-from streamproc.stream.output.catalog import OutputTopics
-from streamproc.stream.output.dead_letter import (
+from streamproc.contracts.events import DeadLetter, DeadLetterReason
+from streamproc.verdicts.catalog import OutputTopics
+from streamproc.verdicts.dead_letter import (
     MessageOrigin,
     Rejection,
     dead_letter_for,
     original_key,
     prepare_dead_letter,
 )
-from streamproc.stream.output.fit import encode
-from streamproc.stream.output.topic import OutputTopic
+from streamproc.verdicts.fit import encode
+from streamproc.verdicts.output_topic import OutputTopic
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 TOPIC = OutputTopics.from_settings(Settings.model_construct()).dead_letters

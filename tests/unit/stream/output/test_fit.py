@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamproc.events import (
+from streamproc.contracts.events import (
     Action,
     AnswerJudgement,
     ClaimClass,
@@ -23,7 +23,7 @@ from streamproc.events import (
     Verdict,
     VerdictLabel,
 )
-from streamproc.stream.output.fit import (
+from streamproc.verdicts.fit import (
     OVERHEAD_BYTES,
     Fitted,
     TooLarge,

@@ -10,17 +10,17 @@ from typing import Any
 import pytest
 
 from streamproc.config import AlertSettings, Settings, TopicSettings, WindowSettings
-from streamproc.events import AnswerOutcome, DeadLetter
-from streamproc.stream.loop.publisher import OutboundRecord
-from streamproc.stream.output.catalog import OutputTopics
-from streamproc.stream.output.fit import OVERHEAD_BYTES, TooLarge, encode
-from streamproc.stream.output.topic import OutputTopic, Prepared, RecordTooLarge
-from streamproc.stream.topics import (
+from streamproc.contracts.events import AnswerOutcome, DeadLetter
+from streamproc.kafka.publisher import OutboundRecord
+from streamproc.kafka.topics import (
     DEAD_LETTER_MAX_BYTES,
     judge_dedup_changelog_topic,
     topic_specs,
     window_changelog_topic,
 )
+from streamproc.verdicts.catalog import OutputTopics
+from streamproc.verdicts.fit import OVERHEAD_BYTES, TooLarge, encode
+from streamproc.verdicts.output_topic import OutputTopic, Prepared, RecordTooLarge
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 HEADERS = (("traceparent", b"00-abc"),)

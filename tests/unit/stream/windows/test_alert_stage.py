@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamproc.adapters.metrics import WorkerMetrics
-from streamproc.alerting.alert_state import AlertEvent
 from streamproc.config import AlertSettings, BurnRateWindow, Settings
-from streamproc.stream.windows.alert_stage import AlertHooks
-from streamproc.stream.windows.report import ExtensionState, PaneDelta, WindowReport
+from streamproc.monitor.alerts.alert_state import AlertEvent
+from streamproc.monitor.windows.alert_stage import AlertHooks
+from streamproc.monitor.windows.report import ExtensionState, PaneDelta, WindowReport
+from streamproc.telemetry.metrics import WorkerMetrics
 
 START = 1_772_442_000.0  # a whole minute, epoch seconds
 # A pair short enough that a 30 % spike over a 5 % objective pages in minutes (the

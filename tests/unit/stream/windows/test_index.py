@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from streamproc.config import WindowSettings
-from streamproc.events import AnswerOutcome
-from streamproc.stream.windows.index import PartitionIndex
-from streamproc.stream.windows.spec import SeriesKey
-from streamproc.stream.windows.store import decode_entry, encode_entry
-from streamproc.stream.windows.table import (
+from streamproc.contracts.events import AnswerOutcome
+from streamproc.kafka.store import decode_entry, encode_entry
+from streamproc.monitor.windows.index import PartitionIndex
+from streamproc.monitor.windows.spec import SeriesKey
+from streamproc.monitor.windows.table import (
     PANE_PREFIX,
     SEEN_PREFIX,
     SERIES_PREFIX,

@@ -10,17 +10,17 @@ from typing import Any
 
 import pytest
 
-from streamproc.alerting.corrected_rate import ConfusionCounts
-from streamproc.alerting.judge_accuracy import JudgeAccuracy
-from streamproc.alerting.live_accuracy import CellState, accuracy_event, live_confusion
 from streamproc.config import Settings, WindowSettings
-from streamproc.events import AnswerOutcome
-from streamproc.label_events import AccuracyCell, JudgeAccuracyEvent, Tally
-from streamproc.stream.windows.index import PartitionIndex
-from streamproc.stream.windows.live_accuracy import LiveAccuracy
-from streamproc.stream.windows.loop import WindowLoop
-from streamproc.stream.windows.panes import LiveCounts, WindowTotals
-from streamproc.stream.windows.table import close_due, count_outcome, window_timing
+from streamproc.contracts.events import AnswerOutcome
+from streamproc.contracts.label_events import AccuracyCell, JudgeAccuracyEvent, Tally
+from streamproc.monitor.windows.index import PartitionIndex
+from streamproc.monitor.windows.live_accuracy import LiveAccuracy
+from streamproc.monitor.windows.loop import WindowLoop
+from streamproc.monitor.windows.panes import LiveCounts, WindowTotals
+from streamproc.monitor.windows.table import close_due, count_outcome, window_timing
+from streamproc.rates.corrected_rate import ConfusionCounts
+from streamproc.rates.judge_accuracy import JudgeAccuracy
+from streamproc.rates.live_accuracy import CellState, accuracy_event, live_confusion
 
 JUDGE = "nli+some-calibrator"
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)

@@ -11,12 +11,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from streamproc.alerting.corrected_rate import ConfusionCounts, corrected_rate_mixed
-from streamproc.alerting.judge_accuracy import JudgeAccuracy, judge_accuracy
 from streamproc.config import HoppingWindow, Settings, WindowSettings
-from streamproc.events import AnswerOutcome
-from streamproc.stats import wilson_interval
-from streamproc.stream.windows.panes import (
+from streamproc.contracts.events import AnswerOutcome
+from streamproc.kafka.store import decode_entry, encode_entry
+from streamproc.monitor.windows.panes import (
     LATENCY_BINS,
     LiveCounts,
     Pane,
@@ -26,7 +24,7 @@ from streamproc.stream.windows.panes import (
     latency_bin,
     latency_quantiles,
 )
-from streamproc.stream.windows.spec import (
+from streamproc.monitor.windows.spec import (
     SeriesKey,
     WindowSpec,
     next_window_end,
@@ -35,7 +33,9 @@ from streamproc.stream.windows.spec import (
     size_label,
     window_specs,
 )
-from streamproc.stream.windows.store import decode_entry, encode_entry
+from streamproc.rates.corrected_rate import ConfusionCounts, corrected_rate_mixed
+from streamproc.rates.judge_accuracy import JudgeAccuracy, judge_accuracy
+from streamproc.rates.stats import wilson_interval
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 START = int(T0.timestamp() * 1000)

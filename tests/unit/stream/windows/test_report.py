@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from streamproc.stream.windows.report import EXTENSION_PREFIX, ExtensionState
+from streamproc.monitor.windows.report import EXTENSION_PREFIX, ExtensionState
 
 
 def test_hook_state_is_kept_apart_from_the_window_state() -> None:

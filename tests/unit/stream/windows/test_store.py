@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from streamproc.stream.windows.panes import Pane
-from streamproc.stream.windows.store import TrackedStore, decode_entry, encode_entry
+from streamproc.kafka.store import TrackedStore, decode_entry, encode_entry
+from streamproc.monitor.windows.panes import Pane
 
 
 def test_changes_are_drained_once_in_first_change_order_with_deletions_as_none() -> None:

@@ -12,11 +12,10 @@ from typing import Any
 import pytest
 
 from streamproc.config import HoppingWindow, WindowSettings
-from streamproc.events import AnswerOutcome, WindowAggregate
-from streamproc.stats import wilson_interval
-from streamproc.stream.windows.index import PartitionIndex
-from streamproc.stream.windows.spec import pane_ms_of, window_specs
-from streamproc.stream.windows.table import (
+from streamproc.contracts.events import AnswerOutcome, WindowAggregate
+from streamproc.monitor.windows.index import PartitionIndex
+from streamproc.monitor.windows.spec import pane_ms_of, window_specs
+from streamproc.monitor.windows.table import (
     Counted,
     close_due,
     count_outcome,
@@ -24,6 +23,7 @@ from streamproc.stream.windows.table import (
     rebuild_index,
     window_timing,
 )
+from streamproc.rates.stats import wilson_interval
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 START = T0.timestamp()

@@ -1,0 +1,3 @@
+"""Event-time windows: the spec, panes, state, the window loop and its reports."""
+
+__all__: list[str] = []

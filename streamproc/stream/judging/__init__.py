@@ -1,1 +1,0 @@
-"""The judging loop: intake, the judging stage, and where the judge runs."""

@@ -1,1 +1,0 @@
-"""The consumer-loop discipline every loop shares: fair reads, progress, transactions."""

@@ -1,1 +1,0 @@
-"""The one path out: output topics, their size limit, and dead letters."""

@@ -1,1 +1,0 @@
-"""Event-time windows: the spec, panes, state, the window loop and its reports."""
