@@ -102,9 +102,10 @@ from bench.cost_model import (  # noqa: E402
 )
 from bench.machine import machine_info  # noqa: E402
 from scripts.benchmark import sample_events  # noqa: E402
-from streamproc.config import JudgeSettings, Settings  # noqa: E402
+from streamproc.config import Settings  # noqa: E402
 from streamproc.contracts.events import AnswerEvent  # noqa: E402
 from streamproc.evaluate.benchmark import task_type_of  # noqa: E402
+from streamproc.inference.options import JudgeSettings  # noqa: E402
 from streamproc.judge.stage_times import collecting  # noqa: E402
 from streamproc.wiring import build_judge  # noqa: E402
 

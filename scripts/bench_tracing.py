@@ -48,7 +48,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from streamproc.config import JudgeSettings, TelemetrySettings
+from streamproc.inference.options import JudgeSettings
+from streamproc.telemetry.options import TelemetrySettings
 from streamproc.telemetry.otel import Telemetry
 from streamproc.telemetry.tracing import MessageRef, Tracing
 from streamproc.verdicts.dead_letter import MessageOrigin

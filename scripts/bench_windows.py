@@ -42,9 +42,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from streamproc.config import WindowSettings
 from streamproc.contracts.events import AnswerOutcome
 from streamproc.kafka.store import encode_entry
+from streamproc.monitor.options import WindowSettings
 from streamproc.monitor.windows.index import PartitionIndex
 from streamproc.monitor.windows.loop import SERIES_PER_TICK
 from streamproc.monitor.windows.table import (

@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from streamproc.config import JudgeSettings
 from streamproc.contracts.events import AnswerEvent
 from streamproc.evaluate.benchmark import BenchmarkItem, load_items
 from streamproc.evaluate.loaders import default_cases, load_cases
@@ -34,6 +33,7 @@ from streamproc.evaluate.runner import judge_cases_with
 from streamproc.inference.loader import load_embedder, load_nli
 from streamproc.inference.manifest import MarginOutput
 from streamproc.inference.nli import scores_from_logits
+from streamproc.inference.options import JudgeSettings
 from streamproc.judge import NliScore
 from streamproc.judge.nli.judge import NliJudge, NliOptions, NliThresholds
 from streamproc.judge.text.claims import Granularity

@@ -37,10 +37,10 @@ if str(ROOT) not in sys.path:  # run as a plain script, without installing the p
     sys.path.insert(0, str(ROOT))
 
 # Imported after the path is set, for the reason above.
-from streamproc.config import JudgeSettings  # noqa: E402
 from streamproc.contracts.events import AnswerJudgement, VerdictLabel  # noqa: E402
 from streamproc.evaluate.benchmark import load_items  # noqa: E402
 from streamproc.evaluate.splits import SPLIT_DESCRIPTION  # noqa: E402
+from streamproc.inference.options import JudgeSettings  # noqa: E402
 from streamproc.judge.decision.calibrator import CASE_REGIME, regime_of  # noqa: E402
 from streamproc.judge.decision.hard_findings import has_hard_finding  # noqa: E402
 from streamproc.wiring import build_nli_judge  # noqa: E402

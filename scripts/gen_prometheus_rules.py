@@ -20,7 +20,8 @@ from typing import Any
 
 import yaml
 
-from streamproc.config import AlertSettings, Settings
+from streamproc.config import Settings
+from streamproc.monitor.options import AlertSettings
 from streamproc.monitor.prometheus_rules import duration, rule_groups
 
 REPO = Path(__file__).resolve().parents[1]

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from streamproc.config import JudgeSettings, Settings, WindowSettings
-from streamproc.contracts.audit_record import AuditRecord, applied_settings
+from streamproc.config import Settings
+from streamproc.contracts.audit_record import AuditRecord
 from streamproc.contracts.events import AnswerEvent, Timings
 from streamproc.contracts.gate_events import GateReply
 from streamproc.contracts.label_events import (
@@ -37,10 +37,13 @@ from streamproc.contracts.label_events import (
     Tally,
 )
 from streamproc.gate.policy import decide_reply
+from streamproc.inference.options import JudgeSettings
+from streamproc.monitor.options import WindowSettings
 from streamproc.monitor.windows.index import PartitionIndex
 from streamproc.monitor.windows.table import close_due, count_outcome, window_timing
 from streamproc.rates.judge_accuracy import judge_accuracy
 from streamproc.verdicts.dead_letter import MessageOrigin
+from streamproc.verdicts.options import TopicSettings, WorkerSettings, applied_settings
 from streamproc.verdicts.review_sampling import ReviewSampling
 from streamproc.verdicts.stage import IncomingMessage, StageLimits, judge_messages
 from streamproc.wiring import build_judge, judge_key_of
@@ -110,7 +113,7 @@ def examples() -> dict[str, BaseModel]:
         build_judge(settings),
         limits=StageLimits(
             max_event_bytes=512 * 1024,
-            audit_settings=applied_settings(Settings.model_construct(judge=settings)),
+            audit_settings=applied_settings(settings, WorkerSettings(), TopicSettings()),
             review=ReviewSampling(rate=0.02, judge_key=key),
         ),
         now=NOW,

@@ -53,9 +53,10 @@ import onnxruntime as ort  # type: ignore[import-untyped]  # noqa: E402
 
 from bench.cost_model import checked_claims, evidence_sentences  # noqa: E402
 from scripts.benchmark import sample_events  # noqa: E402
-from streamproc.config import InferenceSettings, Settings  # noqa: E402
+from streamproc.config import Settings  # noqa: E402
 from streamproc.evaluate.benchmark import default_data_files, load_items  # noqa: E402
 from streamproc.inference.loader import load_embedder  # noqa: E402
+from streamproc.inference.options import InferenceSettings  # noqa: E402
 from streamproc.inference.registry import ModelRegistry  # noqa: E402
 
 SOURCE = "minilm-l6-v2-int8"

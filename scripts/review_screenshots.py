@@ -30,9 +30,9 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-from streamproc.config import JudgeSettings  # noqa: E402
 from streamproc.contracts.events import AnswerEvent, EvidenceItem, EvidenceKind  # noqa: E402
 from streamproc.contracts.label_events import LabelEvent, ReviewItem, SampledBecause  # noqa: E402
+from streamproc.inference.options import JudgeSettings  # noqa: E402
 from streamproc.review.page.auth import Reviewer, Reviewers, hash_token, new_token  # noqa: E402
 from streamproc.review.page.queue_store import ReviewQueueStore  # noqa: E402
 from streamproc.review.page.server import ReviewServer, build_app  # noqa: E402

@@ -30,8 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from streamproc.config import JudgeSettings, Settings  # noqa: E402
+from streamproc.config import Settings  # noqa: E402
 from streamproc.evaluate.benchmark import default_data_files, load_items  # noqa: E402
+from streamproc.inference.options import JudgeSettings  # noqa: E402
 from streamproc.judge.protocols import TextEmbedder  # noqa: E402
 from streamproc.wiring import build_nli_judge  # noqa: E402
 

@@ -16,7 +16,8 @@ from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from streamproc.config import JudgeSettings, Settings
+from streamproc.config import Settings
+from streamproc.inference.options import JudgeSettings
 from streamproc.judge.engine import ClaimJudge
 from streamproc.judge.limits import JudgeLimits
 from streamproc.judge.protocols import Judge, TextEmbedder

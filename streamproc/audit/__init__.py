@@ -21,7 +21,6 @@ from streamproc.contracts.audit_record import (
     RECORD_VERSION,
     AuditRecord,
     InputOrigin,
-    applied_settings,
     build_audit_record,
     code_version,
 )
@@ -35,7 +34,6 @@ __all__ = [
     "ChainVerifier",
     "Checkpoint",
     "InputOrigin",
-    "applied_settings",
     "build_audit_record",
     "canonical_json",
     "chain_hash",

@@ -13,13 +13,14 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from streamproc.config import JudgeSettings, Settings
+from streamproc.config import Settings
 from streamproc.evaluate.benchmark import add_benchmark_arguments, run_benchmark
 from streamproc.evaluate.cases import LabelMismatch
 from streamproc.evaluate.loaders import LoadError, default_cases, load_cases
 from streamproc.evaluate.metrics import agreement, scores
 from streamproc.evaluate.reports import Rendered, render_agree, render_check, render_score
 from streamproc.evaluate.runner import judge_cases
+from streamproc.inference.options import JudgeSettings
 from streamproc.wiring import available_judges
 
 __all__ = ["register", "run_calibrate_command", "run_eval"]

@@ -21,7 +21,8 @@ from typing import Any, NoReturn
 
 import structlog
 
-from streamproc.config import GateSettings, Settings
+from streamproc.config import Settings
+from streamproc.gate.options import GateSettings
 from streamproc.gate.outbox import Outbox, OutboxLimits
 from streamproc.kafka.security import (
     EXIT_BROKER_UNREACHABLE,

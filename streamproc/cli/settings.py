@@ -5,8 +5,11 @@ configuration; and the help epilog that points each server's ``--help`` at it.""
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
 import types
+from dataclasses import dataclass
 from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, SecretStr
@@ -15,9 +18,10 @@ from pydantic_core import PydanticUndefined
 from streamproc._env_names import Variable
 from streamproc.config import NOT_SETTINGS, setting_variables
 
-__all__ = ["register", "settings_epilog", "settings_table"]
+__all__ = ["SettingRow", "register", "setting_rows", "settings_epilog", "settings_table"]
 
 PREFIX = "STREAMPROC_"
+REFERENCE_PAGE = "docs/reference/settings.md"
 
 
 def register(
@@ -34,6 +38,11 @@ def register(
     command.add_argument(
         "group", nargs="?", help="only this group's variables (e.g. worker, gate, audit)"
     )
+    command.add_argument(
+        "--markdown",
+        action="store_true",
+        help=f"print the whole list as the reference page ({REFERENCE_PAGE})",
+    )
     command.set_defaults(func=_settings)
 
 
@@ -46,27 +55,56 @@ def settings_epilog(*groups: str) -> str:
     return (
         f"Settings are environment variables: {also}{PREFIX}BROKER_URL, {PREFIX}SECURITY__*, "
         f"{PREFIX}LOG_LEVEL, ... . 'streamproc settings' lists every one with its type, "
-        f"default and meaning ('streamproc settings {first}' one group); a misspelt "
-        f"{PREFIX}* name is refused."
+        f"default and meaning ('streamproc settings {first}' one group; also "
+        f"{REFERENCE_PAGE}); a misspelt {PREFIX}* name is refused."
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SettingRow:
+    """One variable as ``streamproc settings`` and the reference page show it."""
+
+    name: str
+    type: str
+    default: str
+    meaning: str
+
+
+def setting_rows(group: str | None = None) -> list[SettingRow]:
+    """Every variable that takes a value (groups left out), the variables of ``group``
+    only if given."""
+    wanted = f"{PREFIX}{group.upper()}__" if group else PREFIX
+    variables = setting_variables()
+    names = {each.name for each in variables}
+    return [
+        SettingRow(
+            each.name,
+            _type_name(each.field.annotation),
+            _default(each),
+            _meaning(each, names),
+        )
+        for each in variables
+        if each.kind != "group" and each.name.startswith(wanted)
+    ]
 
 
 def settings_table(group: str | None = None) -> list[str]:
     """``NAME (TYPE, default X)`` and an indented meaning per variable, the variables of
     ``group`` only if given."""
-    wanted = f"{PREFIX}{group.upper()}__" if group else PREFIX
     lines = []
-    for each in setting_variables():
-        if each.kind == "group" or not each.name.startswith(wanted):
-            continue
-        lines.append(f"{each.name} ({_type_name(each.field.annotation)}, default {_default(each)})")
-        meaning = _meaning(each)
-        if meaning:
-            lines.append(f"    {meaning}")
+    for row in setting_rows(group):
+        lines.append(f"{row.name} ({row.type}, default {row.default})")
+        if row.meaning:
+            lines.append(f"    {row.meaning}")
     return lines
 
 
 def _settings(args: argparse.Namespace) -> int:
+    if args.markdown:
+        from streamproc.cli.reference import render_settings_page
+
+        print(render_settings_page(), end="")
+        return 0
     lines = settings_table(args.group)
     if not lines:
         groups = sorted(
@@ -85,11 +123,15 @@ def _settings(args: argparse.Namespace) -> int:
     return 0
 
 
+_MODULE_PATH = re.compile(r"\b(?:[A-Za-z_]\w*\.)+(?=[A-Z]\w*)")
+"""``typing.``, ``pathlib.``, ``streamproc.monitor.options.`` before a type's name."""
+
+
 def _type_name(annotation: Any) -> str:
     if get_origin(annotation) in (Union, types.UnionType):
         return " | ".join(_type_name(arg) for arg in get_args(annotation))
-    if get_origin(annotation) is not None:  # Literal, tuple, dict: as written
-        return str(annotation).replace("typing.", "").replace("streamproc.config.", "")
+    if get_origin(annotation) is not None:  # Literal, tuple, dict: as written, less modules
+        return _MODULE_PATH.sub("", str(annotation))
     if annotation is type(None):
         return "None"
     if isinstance(annotation, type):
@@ -103,16 +145,49 @@ def _default(variable: Variable) -> str:
         value = field.default_factory() if field.default_factory is not None else None  # type: ignore[call-arg]
     else:
         value = field.default
-    if value is None or value == () or value == {}:
+    if value is None:
         return "-"
     if isinstance(value, SecretStr):
         return "(secret)"
     if isinstance(value, BaseModel):
         return value.model_dump_json()
+    if isinstance(value, list | tuple | dict):  # set as one JSON value
+        return json.dumps(_jsonable(value))
     if isinstance(value, bool):
         return "true" if value else "false"
+    if value == "":
+        return '""'
     return str(getattr(value, "value", value))
 
 
-def _meaning(variable: Variable) -> str:
-    return " ".join((variable.field.description or "").split())
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list | tuple):
+        return [_jsonable(each) for each in value]
+    if isinstance(value, dict):
+        return {key: _jsonable(each) for key, each in value.items()}
+    return value
+
+
+_REFERENCE = re.compile(r"``([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*)``")
+"""A field named in a description the Python way: ``late_topic``, ``topics.aggregates``."""
+
+
+def _meaning(variable: Variable, names: set[str]) -> str:
+    """The field's description on one line, a field it names (``late_topic``,
+    ``topics.aggregates``) named as its variable (a sibling first, then from the top)."""
+    text = " ".join((variable.field.description or "").split())
+
+    def as_variable(match: re.Match[str]) -> str:
+        field = match.group(1).replace(".", "__").upper()
+        parts = variable.name.removeprefix(PREFIX).split("__")[:-1]
+        while True:
+            candidate = PREFIX + "__".join([*parts, field])
+            if candidate in names:
+                return f"`{candidate}`"
+            if not parts:
+                return f"`{match.group(1)}`"
+            parts.pop()
+
+    return _REFERENCE.sub(as_variable, text)

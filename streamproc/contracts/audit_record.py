@@ -24,7 +24,6 @@ from typing import Any, Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from streamproc.config import Settings
 from streamproc.contracts.events import (
     Action,
     AnswerEvent,
@@ -40,7 +39,6 @@ __all__ = [
     "RECORD_VERSION",
     "AuditRecord",
     "InputOrigin",
-    "applied_settings",
     "build_audit_record",
     "code_version",
 ]
@@ -133,8 +131,9 @@ def build_audit_record(
     ``raw`` is the answer event's bytes as read from the input topic (the judging
     stage's ``IncomingMessage.value``); ``verdict`` is the verdict made from it, whole
     (before any trimming to fit the verdict topic). ``settings_applied`` is what
-    :func:`applied_settings` returns for the worker's settings. ``trace_id`` is the trace
-    the answer's processing belongs to; None falls back to the verdict's.
+    :func:`streamproc.verdicts.options.applied_settings` returns for the worker's
+    settings. ``trace_id`` is the trace the answer's processing belongs to; None falls
+    back to the verdict's.
 
     Raises ``ValueError`` when ``raw`` is not the event the verdict is about (a wiring
     bug, not bad input: only events that were judged reach here)."""
@@ -167,24 +166,6 @@ def build_audit_record(
         trace_id=trace_id if trace_id is not None else verdict.trace_id,
         origin=InputOrigin(topic=origin_topic, partition=origin_partition, offset=origin_offset),
     )
-
-
-def applied_settings(settings: Settings) -> dict[str, object]:
-    """The settings that shape a verdict, as JSON: the judge (thresholds, models,
-    calibrator, limits, confidence), the worker's bounds on input and time, and the output
-    size cap. Nothing about brokers or credentials. Compute it once per worker."""
-    worker = settings.worker
-    return {
-        "judge": settings.judge.model_dump(mode="json"),
-        "worker": {
-            "max_event_bytes": worker.max_event_bytes,
-            "judge_deadline_s": worker.judge_deadline_s,
-            "event_time_max_future_s": worker.event_time_max_future_s,
-            "event_time_max_past_s": worker.event_time_max_past_s,
-            "exactly_once": worker.exactly_once,
-        },
-        "topics": {"output_max_message_bytes": settings.topics.output_max_message_bytes},
-    }
 
 
 @cache

@@ -29,11 +29,12 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import ValidationError
 
-from streamproc.config import JudgeSettings, Settings
+from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent, AnswerJudgement, JudgeInfo, VerdictLabel
 from streamproc.evaluate.cases import LabelledCase, person_verdicts
 from streamproc.evaluate.loaders import LoadError, benchmark_row_to_event, json_rows
 from streamproc.evaluate.splits import SPLIT_DESCRIPTION, Split, split_of
+from streamproc.inference.options import JudgeSettings
 from streamproc.judge import Judge
 from streamproc.rates.stats import wilson_interval
 from streamproc.wiring import build_judge

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from streamproc.config import InferenceSettings
 from streamproc.inference.loader import load_nli
+from streamproc.inference.options import InferenceSettings
 
 __all__ = ["CeilingConfig", "ceiling_configs", "ceiling_run"]
 

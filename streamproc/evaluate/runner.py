@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from streamproc.config import JudgeSettings
 from streamproc.contracts.events import JudgeInfo
 from streamproc.evaluate.cases import CaseResult, LabelledCase, person_verdicts
+from streamproc.inference.options import JudgeSettings
 from streamproc.judge import Judge
 from streamproc.judge.text.claims import Granularity
 from streamproc.wiring import build_judge

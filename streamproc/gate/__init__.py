@@ -1,13 +1,13 @@
 """The inline gate: an answer in, a decision back within the caller's latency budget.
 
-The concept only - requests, the service that judges them in micro-batches with a
-budget, admission and a failure policy, and the ports it reports through (sensor,
-record sink, tracing). The HTTP server and the Kafka request loop that carry requests
-to it live in the adapters and the stream layer; nothing here imports aiohttp or
-aiokafka (``client.py`` aside: the caller's side of Kafka request / reply).
+- :mod:`.service`: requests judged in micro-batches within a budget, with admission and
+  each tenant's failure policy; Kafka-free, as are :mod:`.request`, :mod:`.policy`,
+  :mod:`.admission`, :mod:`.outbox` and the ports it reports through (:mod:`.sensor`,
+  :mod:`.sink`, :mod:`.tracing`);
+- :mod:`.http`: the aiohttp server (``POST /v1/check``) and its callers' tokens;
+- :mod:`.kafka`: the request / reply loop on Kafka and its record sink;
+- :mod:`.client`: the caller's side, over HTTP or Kafka;
+- :mod:`.options`: the gate's settings group.
 """
 
-from streamproc.gate.request import GateRequest, GateResult
-from streamproc.gate.service import GateService
-
-__all__ = ["GateRequest", "GateResult", "GateService"]
+__all__: list[str] = []

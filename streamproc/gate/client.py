@@ -45,7 +45,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 from pydantic import SecretStr, ValidationError
 
-from streamproc.config import GateSettings, KafkaSecurity, Settings
+from streamproc.config import Settings
 from streamproc.contracts.events import Action, AnswerEvent, UnverifiedReason
 from streamproc.contracts.gate_events import (
     AUTHORIZATION_HEADER,
@@ -56,6 +56,8 @@ from streamproc.contracts.gate_events import (
     GateError,
     GateReply,
 )
+from streamproc.gate.options import GateSettings
+from streamproc.kafka.options import KafkaSecurity
 from streamproc.kafka.security import aiokafka_options, explain_access_errors
 from streamproc.kafka.topics import TopicSpec, ensure_topics
 

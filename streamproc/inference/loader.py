@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from streamproc.config import InferenceSettings
 from streamproc.inference.embeddings import OnnxEmbedder
 from streamproc.inference.manifest import ModelManifest
 from streamproc.inference.nli import OnnxNliScorer
 from streamproc.inference.onnx_session import OnnxModel, open_session
+from streamproc.inference.options import InferenceSettings
 from streamproc.inference.registry import ModelRegistry
 from streamproc.inference.tokenize import TextTokenizer
 

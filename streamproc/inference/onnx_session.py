@@ -19,8 +19,8 @@ import structlog
 from numpy.typing import NDArray
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors  # type: ignore[import-untyped]
 
-from streamproc.config import InferenceSettings
 from streamproc.inference.manifest import ModelInputs
+from streamproc.inference.options import InferenceSettings
 from streamproc.inference.symbolic_axis import input_shapes, make_dim_symbolic
 
 __all__ = ["OnnxModel", "open_session", "session_options"]

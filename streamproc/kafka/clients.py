@@ -16,9 +16,10 @@ from typing import Self
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from pydantic import BaseModel
 
-from streamproc.config import KafkaSecurity, TopicSettings
 from streamproc.contracts.events import AnswerEvent, DeadLetter, Flag, Verdict, WindowAggregate
+from streamproc.kafka.options import KafkaSecurity
 from streamproc.kafka.security import aiokafka_options, explain_access_errors
+from streamproc.verdicts.options import TopicSettings
 
 __all__ = ["OutputRecord", "OutputTail", "publish_answers", "publish_raw"]
 

@@ -34,7 +34,7 @@ from aiokafka.errors import (
 )
 from aiokafka.helpers import create_ssl_context
 
-from streamproc.config import KafkaSecurity
+from streamproc.kafka.options import KafkaSecurity
 
 __all__ = [
     "EXIT_BROKER_UNREACHABLE",

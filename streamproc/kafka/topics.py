@@ -30,7 +30,8 @@ import structlog
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError, for_code
 
-from streamproc.config import KafkaSecurity, Settings
+from streamproc.config import Settings
+from streamproc.kafka.options import KafkaSecurity
 from streamproc.kafka.security import (
     BrokerUnreachable,
     aiokafka_options,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamproc.config import AlertSettings, BurnRateWindow
+from streamproc.monitor.options import AlertSettings, BurnRateWindow
 
 __all__ = [
     "ALERT_NAME",

@@ -86,11 +86,7 @@ def judge_key(name: str, calibrator: str | None, answer_calibrator: str | None =
 
 @functools.cache
 def _load() -> _File:
-    text = (
-        resources.files("streamproc.rates")
-        .joinpath("judge_accuracy.json")
-        .read_text("utf-8")
-    )
+    text = resources.files("streamproc.rates").joinpath("judge_accuracy.json").read_text("utf-8")
     return _File.model_validate(json.loads(text))
 
 

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from opentelemetry import _logs, trace
 
 from streamproc import __version__
-from streamproc.config import TelemetrySettings
 from streamproc.telemetry import semconv
+from streamproc.telemetry.options import TelemetrySettings
 
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs import LoggerProvider

@@ -18,9 +18,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from streamproc.config import SampleRate, Settings
+from streamproc.config import Settings
 from streamproc.contracts.events import Action, AnswerEvent, Verdict
 from streamproc.contracts.label_events import ReviewItem, SampledBecause
+from streamproc.verdicts.options import SampleRate
 
 __all__ = ["ReviewSampling", "review_draw"]
 

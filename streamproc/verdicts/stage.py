@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 
-from streamproc.config import Settings, WorkerSettings
-from streamproc.contracts.audit_record import AuditRecord, applied_settings, build_audit_record
+from streamproc.config import Settings
+from streamproc.contracts.audit_record import AuditRecord, build_audit_record
 from streamproc.contracts.events import (
     Action,
     AnswerEvent,
@@ -43,6 +43,7 @@ from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
 from streamproc.verdicts.fit import TooLarge
 from streamproc.verdicts.intake import parse_answer
+from streamproc.verdicts.options import WorkerSettings, applied_settings
 from streamproc.verdicts.output_topic import OutHeaders
 from streamproc.verdicts.review_sampling import ReviewSampling
 from streamproc.verdicts.task_type import task_type_of
@@ -88,7 +89,7 @@ class StageLimits:
     event_time_max_past_s: float | None = None
     """How far ``occurred_at`` may lie behind the clock; None: unchecked."""
     audit_settings: Mapping[str, object] | None = None
-    """The settings that shape a verdict (``audit.record.applied_settings``), written into
+    """The settings that shape a verdict (``verdicts.options.applied_settings``), written into
     every answer's audit record; None: no audit records."""
     review: ReviewSampling | None = None
     """Which answers go to the review queue; None: none."""
@@ -103,7 +104,9 @@ class StageLimits:
             judge_deadline_s=worker.judge_deadline_s,
             event_time_max_future_s=worker.event_time_max_future_s,
             event_time_max_past_s=worker.event_time_max_past_s,
-            audit_settings=applied_settings(settings) if settings.audit.enabled else None,
+            audit_settings=applied_settings(settings.judge, settings.worker, settings.topics)
+            if settings.audit.enabled
+            else None,
             review=(
                 ReviewSampling.from_settings(settings, judge_key=judge_key)
                 if settings.review.enabled

@@ -46,8 +46,8 @@ from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
 
-from streamproc.config import HttpLimitSettings
 from streamproc.web.errors import error_body, json_errors, raw_reply
+from streamproc.web.options import HttpLimitSettings
 
 __all__ = [
     "BodyTimeout",

@@ -27,10 +27,10 @@ from bench.cost_model import (
     with_claims,
 )
 from bench.machine import cpu_model
-from streamproc.config import InferenceSettings
 from streamproc.contracts.events import AnswerEvent, EvidenceItem, EvidenceKind
 from streamproc.evaluate.benchmark import load_items, task_type_of
 from streamproc.inference.loader import load_embedder
+from streamproc.inference.options import InferenceSettings
 from streamproc.judge.text.claims import Granularity
 
 SAMPLES = Path(__file__).resolve().parents[2] / "streamproc" / "samples"

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.config import AlertSettings, Settings
+from streamproc.config import Settings
 from streamproc.gate.metrics import GateMetrics
+from streamproc.monitor.options import AlertSettings
 from streamproc.monitor.prometheus_rules import rule_groups
 from streamproc.telemetry.metrics import WorkerMetrics
 

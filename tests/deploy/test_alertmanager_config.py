@@ -11,7 +11,7 @@ from typing import Any, cast
 import pytest
 import yaml
 
-from streamproc.config import AlertSettings
+from streamproc.monitor.options import AlertSettings
 from streamproc.monitor.prometheus_rules import GROUP_LABELS, rule_groups
 from tests.deploy.monitoring import REPO, run_tool, tool_or_skip
 

@@ -30,8 +30,9 @@ import pytest
 import yaml
 from sqlalchemy.engine import make_url
 
-from streamproc.config import AlertSettings, Settings
+from streamproc.config import Settings
 from streamproc.gate.http.auth import Callers
+from streamproc.monitor.options import AlertSettings
 from streamproc.review.page.auth import Reviewers, TokensFileError
 from tests.deploy.health import health_endpoint
 from tests.deploy.test_settings import is_command, settings_from_env

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from streamproc.config import AlertSettings
+from streamproc.monitor.options import AlertSettings
 from streamproc.monitor.prometheus_rules import (
     GATE_DECISIONS_METRIC,
     GATE_FOR,

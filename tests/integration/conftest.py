@@ -23,8 +23,8 @@ from typing import Literal
 import pytest
 from pydantic import SecretStr
 
-from streamproc.config import KafkaSecurity
 from streamproc.kafka.brokers import EmbeddedTansu
+from streamproc.kafka.options import KafkaSecurity
 
 # A real PostgreSQL server (tests/integration/postgres.py), for the audit store's tests.
 from tests.integration.postgres import postgres_database, postgres_server  # noqa: F401

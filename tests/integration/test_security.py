@@ -19,12 +19,14 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from streamproc.cli.child_process import WorkerProcess
-from streamproc.config import KafkaSecurity, Settings, TopicSettings
+from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent, DeadLetter, DeadLetterReason, Verdict
 from streamproc.kafka.clients import OutputTail, publish_answers, publish_raw
+from streamproc.kafka.options import KafkaSecurity
 from streamproc.kafka.security import BrokerAccessDenied, aiokafka_options
 from streamproc.kafka.topics import TopicSpec, ensure_topics, prepare_topics, topic_specs
 from streamproc.samples import SEED_LAB, load_answers
+from streamproc.verdicts.options import TopicSettings
 
 if TYPE_CHECKING:
     from tests.integration.conftest import SaslMechanism, SecureKafka

@@ -21,10 +21,11 @@ from opentelemetry import trace
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from streamproc.config import Settings, TelemetrySettings
+from streamproc.config import Settings
 from streamproc.kafka.topics import prepare_topics
 from streamproc.monitor.judging_loop import JudgeLoop
 from streamproc.telemetry import semconv
+from streamproc.telemetry.options import TelemetrySettings
 from streamproc.telemetry.otel import Telemetry
 from streamproc.wiring import build_judge
 

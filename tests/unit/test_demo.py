@@ -6,8 +6,8 @@ import re
 from datetime import UTC, datetime
 
 from streamproc.cli.demo import verdict_line
-from streamproc.config import JudgeSettings
 from streamproc.contracts.events import Action, Outcome, Timings, Verdict
+from streamproc.inference.options import JudgeSettings
 from streamproc.samples import load_sample_answers
 from streamproc.wiring import build_judge
 

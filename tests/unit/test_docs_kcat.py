@@ -12,9 +12,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from streamproc.config import TopicSettings, WorkerSettings
 from streamproc.contracts.events import AnswerEvent
 from streamproc.verdicts.intake import parse_answer
+from streamproc.verdicts.options import TopicSettings, WorkerSettings
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "stream.md"
 _FENCED = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)

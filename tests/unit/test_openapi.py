@@ -16,12 +16,12 @@ from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from streamproc.config import JudgeSettings
 from streamproc.contracts.gate_events import GateError, GateErrorCode, GateReply
 from streamproc.contracts.openapi import CHECK_PATH, OPENAPI_FILE, components
 from streamproc.contracts.schema_files import render_schemas
-from streamproc.gate import GateService
 from streamproc.gate.http.server import CHECK_PATH as SERVED_PATH
+from streamproc.gate.service import GateService
+from streamproc.inference.options import JudgeSettings
 from streamproc.wiring import build_judge
 from tests.unit.gate.conftest import event, request, settings
 

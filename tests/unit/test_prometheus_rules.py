@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from streamproc.config import AlertSettings, BurnRateWindow
+from streamproc.monitor.options import AlertSettings, BurnRateWindow
 from streamproc.monitor.prometheus_rules import (
     ALERT_NAME,
     DRIFT_ALERT_NAME,

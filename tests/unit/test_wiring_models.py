@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from streamproc.config import InferenceSettings, JudgeSettings
 from streamproc.contracts.events import AnswerEvent, ClaimVerdict, VerdictLabel
 from streamproc.evaluate.loaders import default_cases, load_cases
 from streamproc.evaluate.metrics import agreement
 from streamproc.evaluate.runner import judge_cases_with
+from streamproc.inference.options import InferenceSettings, JudgeSettings
 from streamproc.judge import Judge
 from streamproc.judge.decision.calibrator import CalibratorError
 from streamproc.wiring import build_judge

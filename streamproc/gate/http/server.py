@@ -53,11 +53,12 @@ from http import HTTPStatus
 import structlog
 from aiohttp import HttpVersion11, hdrs, web
 
-from streamproc.config import GateSettings, Settings
+from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent, DeadLetterReason, UnverifiedReason
 from streamproc.contracts.gate_events import BUDGET_HEADER, GateError, GateErrorCode
 from streamproc.gate.body_budget import BodyBudget, Held
 from streamproc.gate.http.auth import Caller, Callers, callers_for
+from streamproc.gate.options import GateSettings
 from streamproc.gate.outbox import Outbox
 from streamproc.gate.request import GateRequest, GateResult, http_origin
 from streamproc.gate.sensor import GateSensor

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from streamproc.config import AlertSettings
 from streamproc.monitor.alerts.alert_state import AlertEvent, AlertState, StatePolicy, step_alerts
 from streamproc.monitor.alerts.burn_rate import (
     SEVERITIES,
@@ -28,6 +27,7 @@ from streamproc.monitor.alerts.burn_rate import (
     alert_windows,
     evaluate_burn,
 )
+from streamproc.monitor.options import AlertSettings
 
 __all__ = ["AlertKey", "AlertMonitor"]
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
-from streamproc.config import AlertSettings, BurnRateWindow
+from streamproc.monitor.options import AlertSettings, BurnRateWindow
 from streamproc.rates.stats import wilson_interval
 
 __all__ = [

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from streamproc.config import WindowSettings
 from streamproc.contracts.events import AnswerOutcome
+from streamproc.monitor.options import WindowSettings
 
 __all__ = [
     "SeriesKey",

@@ -60,8 +60,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final, TypedDict
 
-from streamproc.config import WindowSettings
 from streamproc.contracts.events import AnswerOutcome, WindowAggregate
+from streamproc.monitor.options import WindowSettings
 from streamproc.monitor.windows.index import PartitionIndex, SeriesRuntime, WindowTiming
 from streamproc.monitor.windows.panes import (
     LiveCells,

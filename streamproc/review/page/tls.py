@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from streamproc.web.tls import server_tls_context
 
 if TYPE_CHECKING:
-    from streamproc.config import ReviewSettings
+    from streamproc.review.options import ReviewSettings
 
 __all__ = ["ReviewTlsError", "tls_context"]
 

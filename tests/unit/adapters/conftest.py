@@ -13,8 +13,9 @@ import pytest
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from streamproc.config import JudgeSettings, TelemetrySettings
 from streamproc.contracts.events import Verdict
+from streamproc.inference.options import JudgeSettings
+from streamproc.telemetry.options import TelemetrySettings
 from streamproc.telemetry.otel import Telemetry
 from streamproc.verdicts.dead_letter import MessageOrigin
 from streamproc.verdicts.stage import IncomingMessage, StageOutput, judge_messages

@@ -8,13 +8,15 @@ import aiohttp
 import pytest
 from prometheus_client import REGISTRY
 
-from streamproc.config import GateSettings, JudgeSettings, Settings
+from streamproc.config import Settings
 from streamproc.contracts.events import Action, UnverifiedReason
 from streamproc.contracts.gate_events import GateReply
-from streamproc.gate import GateService
 from streamproc.gate.metrics import GateMetrics, batch_size_buckets
+from streamproc.gate.options import GateSettings
 from streamproc.gate.outbox import Outbox, OutboxLimits
 from streamproc.gate.sensor import GateSensor
+from streamproc.gate.service import GateService
+from streamproc.inference.options import JudgeSettings
 from streamproc.kafka.publisher import OutboundRecord
 from streamproc.monitor.prometheus_rules import GATE_DECISIONS_METRIC
 from streamproc.telemetry.metrics_server import MetricsServer

@@ -16,7 +16,6 @@ import pytest
 from aiohttp import web
 from pydantic import ValidationError
 
-from streamproc.config import HttpLimitSettings
 from streamproc.web.errors import error_body
 from streamproc.web.limits import (
     HttpLimits,
@@ -24,6 +23,7 @@ from streamproc.web.limits import (
     file_headroom,
     head_arrived,
 )
+from streamproc.web.options import HttpLimitSettings
 from streamproc.web.server import AppServer
 from tests.unit.adapters.gate.test_server import self_signed
 

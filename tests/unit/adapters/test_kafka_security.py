@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from aiokafka.protocol.admin import SaslAuthenticateRequest_v1
 
-from streamproc.config import KafkaSecurity, Settings
+from streamproc.config import Settings
+from streamproc.kafka.options import KafkaSecurity
 from streamproc.kafka.security import aiokafka_options
 
 PASSWORD = "s3cret-pa55word"

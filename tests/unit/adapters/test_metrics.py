@@ -15,7 +15,7 @@ from prometheus_client.openmetrics.parser import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
-from streamproc.config import JudgeSettings, MetricsSettings, Settings
+from streamproc.config import Settings
 from streamproc.contracts.events import Action, DeadLetterReason, UnverifiedReason, VerdictLabel
 from streamproc.contracts.label_events import (
     AccuracyCell,
@@ -24,6 +24,7 @@ from streamproc.contracts.label_events import (
     SampledBecause,
     Tally,
 )
+from streamproc.inference.options import JudgeSettings
 from streamproc.kafka.progress import ProgressWatch, partition_lags
 from streamproc.rates.corrected_rate import ConfusionCounts
 from streamproc.rates.live_accuracy import DRIFT_FINDINGS, CellState, accuracy_event
@@ -35,6 +36,7 @@ from streamproc.telemetry.metrics import (
     window_label,
 )
 from streamproc.telemetry.metrics_server import MetricsServer
+from streamproc.telemetry.options import MetricsSettings
 from streamproc.telemetry.sensors import AccuracySensor, PublishedBatch
 from streamproc.verdicts.dead_letter import MessageOrigin
 from streamproc.verdicts.review_sampling import ReviewSampling
@@ -700,7 +702,7 @@ def test_the_server_follows_the_settings() -> None:
 
 
 def test_the_hallucinated_series_exists_at_zero_before_the_first_hallucination() -> None:
-    from streamproc.config import JudgeSettings
+    from streamproc.inference.options import JudgeSettings
     from streamproc.verdicts.dead_letter import MessageOrigin
     from streamproc.verdicts.stage import IncomingMessage, judge_messages
     from streamproc.wiring import build_judge

@@ -12,8 +12,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace.sampling import ParentBased
 
 from streamproc import __version__
-from streamproc.config import TelemetrySettings
 from streamproc.telemetry import semconv
+from streamproc.telemetry.options import TelemetrySettings
 from streamproc.telemetry.otel import Telemetry
 from streamproc.telemetry.trace_headers import extract
 from streamproc.telemetry.tracing import MessageRef, Tracing

@@ -8,7 +8,7 @@ import json
 import pytest
 from opentelemetry import baggage, trace
 
-from streamproc.config import JudgeSettings
+from streamproc.inference.options import JudgeSettings
 from streamproc.telemetry.trace_headers import (
     BAGGAGE_MAX_BYTES,
     BAGGAGE_MAX_MEMBERS,

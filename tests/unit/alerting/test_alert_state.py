@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from streamproc.config import AlertSettings, BurnRateWindow
 from streamproc.monitor.alerts.alert_monitor import AlertMonitor
 from streamproc.monitor.alerts.alert_state import AlertEvent, AlertState, StatePolicy, alert_id
+from streamproc.monitor.options import AlertSettings, BurnRateWindow
 
 T0 = 1_800_000_000
 MINUTE = 60

@@ -6,7 +6,6 @@ import random
 
 import pytest
 
-from streamproc.config import AlertSettings, BurnRateWindow
 from streamproc.monitor.alerts.burn_rate import (
     BUCKET_S,
     BurnCondition,
@@ -16,6 +15,7 @@ from streamproc.monitor.alerts.burn_rate import (
     burn_condition,
     evaluate_burn,
 )
+from streamproc.monitor.options import AlertSettings, BurnRateWindow
 
 T0 = 1_800_000_000  # a whole day in epoch seconds (divisible by 6 h)
 HOUR = 3600

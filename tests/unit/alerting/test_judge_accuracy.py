@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.config import JudgeSettings
+from streamproc.inference.options import JudgeSettings
 from streamproc.judge.decision.calibrator import ALL_REGIMES
 from streamproc.rates.corrected_rate import ConfusionCounts, corrected_rate
 from streamproc.rates.judge_accuracy import (

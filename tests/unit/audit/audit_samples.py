@@ -7,10 +7,12 @@ import json
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from streamproc.audit import AuditRecord, applied_settings, build_audit_record
-from streamproc.config import JudgeSettings, Settings
+from streamproc.audit import AuditRecord, build_audit_record
+from streamproc.config import Settings
 from streamproc.contracts.events import Verdict
+from streamproc.inference.options import JudgeSettings
 from streamproc.verdicts.dead_letter import MessageOrigin
+from streamproc.verdicts.options import applied_settings
 from streamproc.verdicts.stage import IncomingMessage, StageLimits, judge_messages
 from streamproc.wiring import build_judge
 
@@ -29,7 +31,8 @@ INPUT_TOPIC = "assistant.answers"
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 EVIDENCE_TEXT = "Order 7 was shipped on 5 May from the Köln depot \u2014 tracking “KX-1”."
 RULES = build_judge(JudgeSettings(name="rules"))
-SETTINGS = applied_settings(Settings(judge={"name": "rules"}))
+_RULES = Settings(judge={"name": "rules"})
+SETTINGS = applied_settings(_RULES.judge, _RULES.worker, _RULES.topics)
 
 
 def raw_answer(

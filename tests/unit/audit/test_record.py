@@ -8,9 +8,10 @@ import hashlib
 
 import pytest
 
-from streamproc.audit import AuditRecord, applied_settings, build_audit_record, code_version
+from streamproc.audit import AuditRecord, build_audit_record, code_version
 from streamproc.config import Settings
 from streamproc.contracts.events import Action, JudgeInfo, VerdictLabel
+from streamproc.verdicts.options import applied_settings
 from tests.unit.audit.audit_samples import (
     EVIDENCE_TEXT,
     INPUT_TOPIC,
@@ -88,7 +89,7 @@ def test_the_calibrator_is_named_when_the_nli_judge_decided() -> None:
     nli = verdict.model_copy(
         update={"judge": JudgeInfo(name="nli", version="1", granularity="atomic")}
     )
-    settings = applied_settings(Settings())
+    settings = applied_settings(Settings().judge, Settings().worker, Settings().topics)
     record = build_audit_record(
         raw,
         nli,
@@ -120,9 +121,11 @@ def test_applied_settings_hold_no_broker_or_credentials() -> None:
         broker_url="kafka://secret-host:9092",
         security={"protocol": "SASL_SSL", "sasl_username": "u", "sasl_password": "hunter2"},
     )
-    text = str(applied_settings(settings))
+    text = str(applied_settings(settings.judge, settings.worker, settings.topics))
     assert "secret-host" not in text and "hunter2" not in text
-    assert applied_settings(settings)["judge"] == settings.judge.model_dump(mode="json")
+    assert applied_settings(settings.judge, settings.worker, settings.topics)[
+        "judge"
+    ] == settings.judge.model_dump(mode="json")
 
 
 def test_the_event_bytes_are_base64_of_the_raw_input() -> None:

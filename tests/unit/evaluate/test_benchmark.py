@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from streamproc.cli.evaluate import register
-from streamproc.config import JudgeSettings
 from streamproc.contracts.events import (
     Action,
     AnswerEvent,
@@ -31,6 +30,7 @@ from streamproc.evaluate.benchmark import (
     judge_items,
     load_items,
 )
+from streamproc.inference.options import JudgeSettings
 from streamproc.judge import Judge
 from streamproc.rates.stats import wilson_interval
 from streamproc.wiring import build_judge

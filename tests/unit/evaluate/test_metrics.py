@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from streamproc.cli.evaluate import register
-from streamproc.config import JudgeSettings
 from streamproc.contracts.events import AnswerEvent, VerdictLabel
 from streamproc.evaluate import LoadError, judge_cases, load_cases
 from streamproc.evaluate.cases import LabelMismatch
 from streamproc.evaluate.metrics import agreement, scores
 from streamproc.evaluate.reports import render_score
+from streamproc.inference.options import JudgeSettings
 
 SAMPLES = Path(__file__).resolve().parents[3] / "streamproc" / "samples"
 SHARED = Path(__file__).resolve().parents[3].parent / "shared"

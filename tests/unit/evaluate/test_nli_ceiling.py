@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from streamproc.config import InferenceSettings
 from streamproc.evaluate.nli_ceiling import ceiling_configs, ceiling_run
+from streamproc.inference.options import InferenceSettings
 
 PAIRS = [
     ("The supplier delivered 90 of 100 pieces.", "The supplier delivered 90 pieces."),

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from streamproc.config import GateSettings, Settings
+from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent
-from streamproc.gate import GateRequest
-from streamproc.gate.request import http_origin
+from streamproc.gate.options import GateSettings
+from streamproc.gate.request import GateRequest, http_origin
 from streamproc.judge import NliScore
 from streamproc.judge.nli.judge import NliJudge, NliOptions, NliThresholds
 from streamproc.verdicts.output_topic import OutHeaders

@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 from streamproc.cli.gate_process import run_gate
-from streamproc.config import GateSettings, JudgeSettings, Settings
-from streamproc.gate import GateService
+from streamproc.config import Settings
+from streamproc.gate.options import GateSettings
+from streamproc.gate.service import GateService
+from streamproc.inference.options import JudgeSettings
 
 EVENTS: list[str] = []
 

@@ -9,7 +9,6 @@ import json
 import time
 from collections.abc import Sequence
 
-from streamproc.config import JudgeSettings
 from streamproc.contracts.events import (
     Action,
     AnswerEvent,
@@ -18,8 +17,9 @@ from streamproc.contracts.events import (
     UnverifiedReason,
 )
 from streamproc.contracts.gate_events import GateError, GateReply
-from streamproc.gate import GateService
 from streamproc.gate.sensor import NullGateSensor
+from streamproc.gate.service import GateService
+from streamproc.inference.options import JudgeSettings
 from streamproc.verdicts.catalog import OutputTopics
 from streamproc.wiring import build_judge
 from tests.unit.gate.conftest import NOTE, SlowScorer, event, request, settings, slow_nli

@@ -10,10 +10,10 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
-from streamproc.config import JudgeSettings
-from streamproc.gate import GateService
+from streamproc.gate.service import GateService
 from streamproc.gate.span_tracing import GATE_DECISION, GATE_VERIFIED, gate_tracing
 from streamproc.gate.tracing import PassThroughTracing
+from streamproc.inference.options import JudgeSettings
 from streamproc.telemetry import semconv
 from streamproc.telemetry.otel import Telemetry
 from streamproc.wiring import build_judge

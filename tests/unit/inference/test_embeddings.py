@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streamproc.config import InferenceSettings
 from streamproc.inference.embeddings import OnnxEmbedder, mean_pool
 from streamproc.inference.loader import load_embedder
+from streamproc.inference.options import InferenceSettings
 
 _TEXTS = [
     "A man is playing a guitar on stage.",

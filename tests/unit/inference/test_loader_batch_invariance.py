@@ -13,8 +13,8 @@ import numpy as np
 import onnxruntime as ort  # type: ignore[import-untyped]
 import pytest
 
-from streamproc.config import InferenceSettings
 from streamproc.inference.loader import load_embedder, load_nli
+from streamproc.inference.options import InferenceSettings
 from streamproc.inference.registry import ModelRegistry
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from streamproc.config import InferenceSettings
 from streamproc.inference import loader, onnx_session
 from streamproc.inference.loader import LoadedModel, load_model, load_nli
 from streamproc.inference.nli import OnnxNliScorer
 from streamproc.inference.onnx_session import OnnxModel
+from streamproc.inference.options import InferenceSettings
 
 _PREMISE = "The supplier delivered 90 of 100 pieces but invoiced all 100."
 _PROBES = [

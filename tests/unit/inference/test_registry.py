@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.config import InferenceSettings
 from streamproc.inference.loader import load_nli
 from streamproc.inference.manifest import FileSource
+from streamproc.inference.options import InferenceSettings
 from streamproc.inference.registry import (
     ModelIntegrityError,
     ModelRegistry,

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from streamproc.config import InferenceSettings
 from streamproc.inference.loader import load_model
+from streamproc.inference.options import InferenceSettings
 from streamproc.inference.symbolic_axis import make_dim_symbolic
 
 onnx = pytest.importorskip("onnx")  # the model and dev extras

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from streamproc.config import JudgeSettings
 from streamproc.contracts.events import Action, AnswerEvent, EvidenceItem, Outcome, VerdictLabel
+from streamproc.inference.options import JudgeSettings
 from streamproc.judge import PremiseCheck
 from streamproc.judge.engine import ClaimJudge
 from streamproc.judge.rules.checker import RulesChecker

@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from streamproc.config import JudgeSettings, LanguageSettings
 from streamproc.contracts.events import (
     AnswerEvent,
     AnswerJudgement,
@@ -18,6 +17,7 @@ from streamproc.contracts.events import (
     UnverifiedReason,
     VerdictLabel,
 )
+from streamproc.inference.options import JudgeSettings, LanguageSettings
 from streamproc.judge.deadline import AnswerTimedOut
 from streamproc.judge.language import LanguageCheckedJudge
 from streamproc.judge.protocols import SettlesCheaply

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from streamproc.config import JudgeSettings, LimitSettings
 from streamproc.contracts.events import (
     Action,
     AnswerEvent,
@@ -18,6 +17,7 @@ from streamproc.contracts.events import (
     EvidenceItem,
     VerdictLabel,
 )
+from streamproc.inference.options import JudgeSettings, LimitSettings
 from streamproc.judge import Judge, NliScore
 from streamproc.judge.engine import ClaimJudge
 from streamproc.judge.limits import JudgeLimits, cap_units

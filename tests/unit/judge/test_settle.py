@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from streamproc.config import JudgeSettings
 from streamproc.contracts.events import Action, AnswerEvent, Outcome, UnverifiedReason, VerdictLabel
+from streamproc.inference.options import JudgeSettings
 from streamproc.judge.nli.judge import NliJudge, NliOptions, NliThresholds
 from streamproc.judge.protocols import SettlesCheaply
 from streamproc.wiring import build_judge

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime
 
-from streamproc.config import JudgeSettings
 from streamproc.contracts.events import AnswerEvent, EvidenceItem
+from streamproc.inference.options import JudgeSettings
 from streamproc.judge.stage_times import collecting, stage
 from streamproc.wiring import build_judge
 

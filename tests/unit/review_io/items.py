@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
 
-from streamproc.config import JudgeSettings
 from streamproc.contracts.events import AnswerEvent, EvidenceItem
 from streamproc.contracts.label_events import LabelEvent, ReviewItem, SampledBecause
+from streamproc.inference.options import JudgeSettings
 from streamproc.judge.protocols import Judge
 from streamproc.wiring import build_judge
 

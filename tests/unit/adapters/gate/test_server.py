@@ -19,7 +19,7 @@ from unittest import mock
 import aiohttp
 import pytest
 
-from streamproc.config import Settings, TelemetrySettings
+from streamproc.config import Settings
 from streamproc.contracts.events import Action
 from streamproc.contracts.gate_events import GateError, GateErrorCode, GateReply
 from streamproc.gate.http.auth import caller_stanza
@@ -28,6 +28,7 @@ from streamproc.gate.outbox import Outbox, OutboxLimits
 from streamproc.gate.service import GateService
 from streamproc.gate.sink import RecordSink
 from streamproc.kafka.publisher import OutboundRecord
+from streamproc.telemetry.options import TelemetrySettings
 from streamproc.telemetry.otel import Telemetry
 from streamproc.verdicts.catalog import OutputTopics
 from streamproc.web.token_file import TokensFileError, new_token

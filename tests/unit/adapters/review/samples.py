@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from functools import cache
 
-from streamproc.config import JudgeSettings
 from streamproc.contracts.events import AnswerEvent, EvidenceItem
 from streamproc.contracts.label_events import ReviewItem, SampledBecause
+from streamproc.inference.options import JudgeSettings
 from streamproc.judge.protocols import Judge
 from streamproc.wiring import build_judge
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from streamproc.config import JudgeSettings, Settings
+from streamproc.config import Settings
 from streamproc.contracts.events import Verdict
+from streamproc.inference.options import JudgeSettings
 from streamproc.kafka.store import decode_entry
 from streamproc.monitor.dedup import EventDedup, JudgeDedup, event_identity, mark_key
 from streamproc.verdicts.dead_letter import MessageOrigin

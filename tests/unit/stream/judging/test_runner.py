@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.config import InferenceSettings, JudgeSettings, Settings, WorkerSettings
+from streamproc.config import Settings
+from streamproc.inference.options import InferenceSettings, JudgeSettings
+from streamproc.verdicts.options import WorkerSettings
 from streamproc.verdicts.runner import (
     JudgeProcess,
     JudgeProcessDied,

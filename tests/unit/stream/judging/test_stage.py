@@ -12,15 +12,9 @@ from typing import Any
 
 import pytest
 
-from streamproc.config import (
-    AuditSettings,
-    JudgeSettings,
-    ReviewSettings,
-    Settings,
-    TopicSettings,
-    WorkerSettings,
-)
-from streamproc.contracts.audit_record import AuditRecord, applied_settings
+from streamproc.audit.options import AuditSettings
+from streamproc.config import Settings
+from streamproc.contracts.audit_record import AuditRecord
 from streamproc.contracts.events import (
     Action,
     AnswerEvent,
@@ -29,10 +23,13 @@ from streamproc.contracts.events import (
     DeadLetterReason,
     JudgeInfo,
 )
+from streamproc.inference.options import JudgeSettings
 from streamproc.kafka.publisher import OutboundRecord
+from streamproc.review.options import ReviewSettings
 from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import MessageOrigin
 from streamproc.verdicts.intake import parse_answer
+from streamproc.verdicts.options import TopicSettings, WorkerSettings, applied_settings
 from streamproc.verdicts.review_sampling import ReviewSampling
 from streamproc.verdicts.stage import (
     IncomingMessage,
@@ -343,7 +340,7 @@ def test_limits_from_settings() -> None:
         judge_deadline_s=2.5,
         event_time_max_future_s=60,
         event_time_max_past_s=3600,
-        audit_settings=applied_settings(settings),
+        audit_settings=applied_settings(settings.judge, settings.worker, settings.topics),
         review=ReviewSampling(rate=0.02, judge_key="nli+x"),
     )
     no_audit = settings.model_copy(update={"audit": AuditSettings(enabled=False)})
@@ -353,7 +350,9 @@ def test_limits_from_settings() -> None:
 
 
 def test_each_judged_answer_has_an_audit_record_with_its_exact_bytes() -> None:
-    limits = StageLimits(audit_settings=applied_settings(Settings()))
+    limits = StageLimits(
+        audit_settings=applied_settings(Settings().judge, Settings().worker, Settings().topics)
+    )
     raw = json.dumps(GOOD, indent=3).encode()  # spacing a re-serialisation would lose
     output = judge_messages([message(raw, 4), message(b"[1]", 5)], RULES, limits=limits)
     audits = [r for r in output.records if kind(r) == "audit"]
@@ -450,7 +449,9 @@ def test_records_go_to_the_topics_given() -> None:
     output = judge_messages(
         [message(BAD, 0), message(b"[1]", 1)],
         RULES,
-        limits=StageLimits(audit_settings=applied_settings(settings)),
+        limits=StageLimits(
+            audit_settings=applied_settings(settings.judge, settings.worker, settings.topics)
+        ),
         topics=OutputTopics.from_settings(settings),
     )
     assert [r.topic for r in output.records] == ["v", "f", "o", "a", "d"]

@@ -34,7 +34,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamproc.config import JudgeSettings
 from streamproc.contracts.events import (
     MAX_INPUT_ITEMS,
     AnswerEvent,
@@ -42,6 +41,7 @@ from streamproc.contracts.events import (
     DeadLetterReason,
     Verdict,
 )
+from streamproc.inference.options import JudgeSettings
 from streamproc.verdicts.dead_letter import MessageOrigin, Rejection
 from streamproc.verdicts.intake import MAX_DEPTH, parse_answer
 from streamproc.verdicts.stage import IncomingMessage, StageLimits, judge_messages

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from streamproc.config import AlertSettings, Settings, TopicSettings, WindowSettings
+from streamproc.config import Settings
 from streamproc.contracts.events import AnswerOutcome, DeadLetter
 from streamproc.kafka.publisher import OutboundRecord
 from streamproc.kafka.topics import (
@@ -18,8 +18,10 @@ from streamproc.kafka.topics import (
     topic_specs,
     window_changelog_topic,
 )
+from streamproc.monitor.options import AlertSettings, WindowSettings
 from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.fit import OVERHEAD_BYTES, TooLarge, encode
+from streamproc.verdicts.options import TopicSettings
 from streamproc.verdicts.output_topic import OutputTopic, Prepared, RecordTooLarge
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamproc.config import AlertSettings, BurnRateWindow, Settings
+from streamproc.config import Settings
 from streamproc.monitor.alerts.alert_state import AlertEvent
+from streamproc.monitor.options import AlertSettings, BurnRateWindow
 from streamproc.monitor.windows.alert_stage import AlertHooks
 from streamproc.monitor.windows.report import ExtensionState, PaneDelta, WindowReport
 from streamproc.telemetry.metrics import WorkerMetrics

@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from streamproc.config import WindowSettings
 from streamproc.contracts.events import AnswerOutcome
 from streamproc.kafka.store import decode_entry, encode_entry
+from streamproc.monitor.options import WindowSettings
 from streamproc.monitor.windows.index import PartitionIndex
 from streamproc.monitor.windows.spec import SeriesKey
 from streamproc.monitor.windows.table import (

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from streamproc.config import Settings, WindowSettings
+from streamproc.config import Settings
 from streamproc.contracts.events import AnswerOutcome
 from streamproc.contracts.label_events import AccuracyCell, JudgeAccuracyEvent, Tally
+from streamproc.monitor.options import WindowSettings
 from streamproc.monitor.windows.index import PartitionIndex
 from streamproc.monitor.windows.live_accuracy import LiveAccuracy
 from streamproc.monitor.windows.loop import WindowLoop

@@ -11,9 +11,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from streamproc.config import HoppingWindow, Settings, WindowSettings
+from streamproc.config import Settings
 from streamproc.contracts.events import AnswerOutcome
 from streamproc.kafka.store import decode_entry, encode_entry
+from streamproc.monitor.options import HoppingWindow, WindowSettings
 from streamproc.monitor.windows.panes import (
     LATENCY_BINS,
     LiveCounts,

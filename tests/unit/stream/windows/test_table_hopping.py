@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from streamproc.config import HoppingWindow, WindowSettings
 from streamproc.contracts.events import AnswerOutcome, WindowAggregate
+from streamproc.monitor.options import HoppingWindow, WindowSettings
 from streamproc.monitor.windows.index import PartitionIndex
 from streamproc.monitor.windows.spec import pane_ms_of, window_specs
 from streamproc.monitor.windows.table import (
