@@ -156,6 +156,10 @@ def _parser() -> argparse.ArgumentParser:
 
     gate = register_gate(commands)  # gate serve | token
 
+    from streamproc.cli.rules import register as register_rules
+
+    register_rules(commands)  # rules write | check
+
     # Each long-running command's --help says which variables configure it.
     commands.choices["audit-sink"].epilog = settings_epilog("audit")
     review.choices["serve"].epilog = settings_epilog("review")

@@ -6,7 +6,7 @@ Wilson guard), expressed on the metric contract so Prometheus can page without t
 alert engine: per (tenant, assistant) an error ratio per window (recording rules), the
 answered count and the Wilson 95 % lower bound over each long window, then one alerting
 rule per burn-rate pair. Pure: a document of plain dicts and strings; rendering it as YAML
-is scripts/gen_prometheus_rules.py's job.
+is ``streamproc rules``'s job (``streamproc.cli.rules``).
 
 One more alert does not come from the settings: ``JudgeDrift`` (severity ticket), raised
 while the worker's ``streamproc_judge_drift`` gauge says a cell's live sensitivity or

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from streamproc.cli.rules import rule_files, to_yaml
 from streamproc.monitor.options import AlertSettings, BurnRateWindow
 from streamproc.monitor.prometheus_rules import (
     ALERT_NAME,
@@ -39,7 +40,6 @@ from tests.deploy.monitoring import REPO, contract_metrics, metric_names, run_to
 
 RULES_FILE = REPO / "deploy/prometheus/rules/streamproc-slo.rules.yml"
 PROMTOOL_TESTS = sorted((REPO / "deploy/prometheus/tests").glob("*.yml"))
-SCRIPT = REPO / "scripts/gen_prometheus_rules.py"
 
 
 def _rules(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -54,10 +54,10 @@ def _alerts(document: dict[str, Any]) -> list[dict[str, Any]]:
 def _generate(
     *args: str | Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """The generator as a user runs it, with no STREAMPROC_* variable but those given."""
+    """``streamproc rules`` as a user runs it, with no STREAMPROC_* variable but those given."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("STREAMPROC_")}
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *map(str, args)],
+        [sys.executable, "-m", "streamproc", "rules", *map(str, args)],
         env={**clean, **(env or {})},
         capture_output=True,
         text=True,
@@ -83,26 +83,46 @@ def test_a_window_prometheus_cannot_spell_is_refused(seconds: float) -> None:
 
 def test_the_committed_rules_are_what_the_settings_generate() -> None:
     assert yaml.safe_load(RULES_FILE.read_text()) == rule_groups(AlertSettings())
-    checked = _generate("--check")
+    checked = _generate("check", "-o", RULES_FILE.parent)
     assert checked.returncode == 0, checked.stderr
+    assert rule_files(AlertSettings()) == {RULES_FILE.name: RULES_FILE.read_text()}
 
 
-def test_check_names_a_file_that_drifted(tmp_path: Path) -> None:
-    drifted = tmp_path / "rules.yml"
+def test_check_names_each_stale_file_on_one_line(tmp_path: Path) -> None:
+    drifted = tmp_path / RULES_FILE.name
     drifted.write_text(RULES_FILE.read_text().replace("> 0.72", "> 0.7"))
-    checked = _generate("--check", "--output", drifted)
+    checked = _generate("check", "-o", tmp_path)
     assert checked.returncode == 1
-    assert f"{drifted} differs from what settings.alerts generates" in checked.stderr
+    assert checked.stderr.splitlines() == [
+        f"{drifted} differs from what settings.alerts generates "
+        f"(run: streamproc rules write -o {tmp_path})"
+    ]
+    drifted.unlink()
+    checked = _generate("check", "--output", tmp_path)
+    assert checked.returncode == 1
+    assert checked.stderr.splitlines() == [
+        f"{drifted} missing (run: streamproc rules write -o {tmp_path})"
+    ]
+
+
+def test_the_yaml_reads_back_as_the_document() -> None:
+    """Written without PyYAML (not a run-time dependency): quoting where YAML 1.1 would
+    read another type or an indicator, literal blocks for lines."""
+    texts = ["5m", "yes", "1.5", "0x1f", "~", "- x", "{{ $value }}", "it's: here", "a #b", ""]
+    texts += ["two\nlines\n", "two\nlines", "a\n\nb\n", " lead\nx\n", "ünïcode", "tab\tx"]
+    document = {"groups": [{"name": "g", "rules": [{"labels": {"k": t}} for t in texts]}]}
+    assert yaml.safe_load(to_yaml(document)) == document
+    assert to_yaml({"a": {"b": "5m"}, "c": ["d"]}) == "a:\n  b: 5m\nc:\n- d\n"
 
 
 def test_tuned_settings_from_the_environment_generate_tuned_rules(tmp_path: Path) -> None:
-    out = tmp_path / "rules.yml"
+    out = tmp_path / RULES_FILE.name
     env = {
         "STREAMPROC_ALERTS__OBJECTIVE": "0.02",
         "STREAMPROC_ALERTS__MIN_ANSWERED": "50",
         "STREAMPROC_ALERTS__PAGE": '[{"long_s": 7200, "short_s": 600, "factor": 10}]',
     }
-    written = _generate("--output", out, env=env)
+    written = _generate("write", "--output", tmp_path, env=env)
     assert written.returncode == 0, written.stderr
     tuned = AlertSettings(
         objective=0.02, min_answered=50, page=[BurnRateWindow(long_s=7200, short_s=600, factor=10)]
