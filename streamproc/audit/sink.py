@@ -58,7 +58,7 @@ from streamproc.audit.signing import KeyFileError, Signer
 from streamproc.audit.store import AuditStore, StoredCheckpoint
 from streamproc.config import Settings
 from streamproc.kafka.consumer import ConsumerLoop
-from streamproc.kafka.publisher import OutboundRecord, PublishFailed
+from streamproc.kafka.publisher import PublishFailed
 from streamproc.kafka.security import (
     EXIT_BROKER_UNREACHABLE,
     BrokerUnreachable,
@@ -76,6 +76,7 @@ from streamproc.kafka.topics import (
 )
 from streamproc.telemetry.logging import START_UP_SETTLE_S, start_up_done
 from streamproc.verdicts.catalog import LABEL_KEY_PREFIX
+from streamproc.verdicts.record import OutboundRecord
 
 __all__ = [
     "AUDIT_MAX_MESSAGE_BYTES",

@@ -16,8 +16,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-from streamproc.cli._process_group import stop_process_group
 from streamproc.config import Settings
+from streamproc.kafka.brokers._process_group import stop_process_group
 
 __all__ = ["WorkerProcess"]
 

@@ -54,7 +54,7 @@ async def run_gate(settings: Settings) -> int:
     the start ends it at once (8)."""
     from streamproc.gate.http.server import GateServer
     from streamproc.gate.metrics import GateMetrics
-    from streamproc.telemetry.metrics_server import MetricsServer
+    from streamproc.web.metrics_server import MetricsServer
 
     gate = settings.gate
     telemetry = Telemetry.from_settings(settings.telemetry)

@@ -27,11 +27,11 @@ from streamproc.monitor.windows.loop import WindowLoop
 from streamproc.telemetry.logging import START_UP_SETTLE_S, start_up_done
 from streamproc.telemetry.loop_guard import LoopGuard
 from streamproc.telemetry.metrics import WorkerMetrics
-from streamproc.telemetry.metrics_server import MetricsServer
 from streamproc.telemetry.otel import Telemetry
 from streamproc.telemetry.task_dump import install_task_dump
 from streamproc.verdicts.runner import JudgeProcessDied, JudgeRunner, LogOptions
 from streamproc.web.health import HealthServer, HealthState
+from streamproc.web.metrics_server import MetricsServer
 from streamproc.wiring import build_loops, judge_runner
 
 __all__ = ["run_worker"]

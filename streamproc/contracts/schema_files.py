@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode
 
+from streamproc.contracts.alert_events import AlertEvent
 from streamproc.contracts.asyncapi import ASYNCAPI_FILE, render_asyncapi
 from streamproc.contracts.audit_record import AuditRecord
 from streamproc.contracts.events import (
@@ -37,7 +38,6 @@ from streamproc.contracts.label_events import (
     ReviewItem,
 )
 from streamproc.contracts.openapi import OPENAPI_FILE, render_openapi
-from streamproc.monitor.alerts.alert_state import AlertEvent
 
 __all__ = ["SCHEMA_MODELS", "drifted_schemas", "render_schemas", "write_schemas"]
 

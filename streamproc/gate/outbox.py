@@ -34,7 +34,7 @@ from typing import Literal
 import structlog
 
 from streamproc.gate.sink import RecordSink, RecordsNotTaken
-from streamproc.kafka.publisher import OutboundRecord
+from streamproc.verdicts.record import OutboundRecord
 
 __all__ = ["Outbox", "OutboxLimits", "UnreadyReason", "record_bytes"]
 

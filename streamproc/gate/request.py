@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from streamproc.contracts.events import AnswerEvent
 from streamproc.contracts.gate_events import GateReply
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.verdicts.dead_letter import MessageOrigin
 from streamproc.verdicts.output_topic import OutHeaders
+from streamproc.verdicts.record import OutboundRecord
 
 __all__ = ["HTTP_ORIGIN_TOPIC", "GateRequest", "GateResult", "http_origin"]
 

@@ -59,11 +59,11 @@ from streamproc.gate.sensor import GateSensor, NullGateSensor
 from streamproc.gate.tracing import DecisionSpan, DecisionTracing, PassThroughTracing
 from streamproc.judge.decision.actions import not_checked
 from streamproc.judge.protocols import Judge, SettlesCheaply
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import Rejection
 from streamproc.verdicts.intake import parse_answer
 from streamproc.verdicts.output_topic import OutHeaders
+from streamproc.verdicts.record import OutboundRecord
 from streamproc.verdicts.stage import (
     IncomingMessage,
     JudgedAnswer,

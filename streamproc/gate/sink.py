@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from streamproc.kafka.publisher import OutboundRecord
+from streamproc.verdicts.record import OutboundRecord
 
 __all__ = ["RecordSink", "RecordsNotTaken"]
 

@@ -17,9 +17,9 @@ from typing import Any
 from aiokafka.structs import TopicPartition
 
 from streamproc.config import Settings
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.kafka.store import TrackedStore, encode_entry, restore_partition
 from streamproc.verdicts.output_topic import OutputTopic
+from streamproc.verdicts.record import OutboundRecord
 
 __all__ = ["changelog_records", "restore_state", "restore_states"]
 

@@ -38,18 +38,14 @@ from aiokafka.structs import TopicPartition
 
 from streamproc.config import Settings
 from streamproc.contracts.events import DeadLetterReason
-from streamproc.kafka.publisher import (
-    AtLeastOncePublisher,
-    OutboundRecord,
-    Publisher,
-    TransactionalPublisher,
-)
+from streamproc.kafka.publisher import AtLeastOncePublisher, Publisher, TransactionalPublisher
 from streamproc.kafka.security import explain_access_errors
 from streamproc.kafka.stable_offsets import StableOffsetsUnavailable, stable_committed
 from streamproc.kafka.support import bounded_close, partition_names, record_count
 from streamproc.kafka.watch import ConsumerWatch
 from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
+from streamproc.verdicts.record import OutboundRecord
 
 __all__ = ["ConsumerLoop", "transactional_id"]
 

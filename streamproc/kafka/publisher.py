@@ -29,14 +29,14 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import MessageSizeTooLargeError, RecordListTooLargeError
-from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
+
+from streamproc.verdicts.record import OutboundRecord
 
 __all__ = [
     "AtLeastOncePublisher",
@@ -49,43 +49,6 @@ __all__ = [
 ]
 
 log = structlog.get_logger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class OutboundRecord:
-    """One record to send: the topic it goes to, its key, its serialised value (None: a
-    tombstone, which deletes the key from a compacted topic) and, where it matters, the
-    partition. The loops make theirs with
-    :class:`~streamproc.verdicts.output_topic.OutputTopic`, which keys, encodes and sizes
-    them for their topic."""
-
-    topic: str
-    key: bytes | None
-    value: bytes | None
-    partition: int | None = None
-    """None: the producer's partitioner picks by key (murmur2, as Java clients do)."""
-    headers: tuple[tuple[str, bytes], ...] = ()
-    """Kafka record headers, e.g. the ``traceparent`` that continues the answer's trace."""
-
-    @property
-    def size(self) -> int:
-        """Its size as the producer measures it against ``max_request_size`` (an upper
-        bound of what the broker measures against ``max.message.bytes``)."""
-        return int(
-            DefaultRecordBatchBuilder.estimate_size_in_bytes(
-                self.key, self.value, list(self.headers)
-            )
-        )
-
-    def describe(self) -> dict[str, str | int]:
-        """Topic, key (cut), size and headers' size, for a log line."""
-        key = "" if self.key is None else self.key[:80].decode("utf-8", "backslashreplace")
-        return {
-            "topic": self.topic,
-            "key": key,
-            "size": self.size,
-            "header_bytes": sum(len(name) + len(value) for name, value in self.headers),
-        }
 
 
 Divert = Callable[[OutboundRecord, str], OutboundRecord]

@@ -38,6 +38,14 @@ from streamproc.kafka.security import (
     explain_access_errors,
     socket_error,
 )
+from streamproc.verdicts.topic_names import (
+    AUDIT_MAX_MESSAGE_BYTES,
+    DEAD_LETTER_MAX_BYTES,
+    accuracy_changelog_topic,
+    judge_dedup_changelog_topic,
+    labels_changelog_topic,
+    window_changelog_topic,
+)
 
 __all__ = [
     "AUDIT_MAX_MESSAGE_BYTES",
@@ -59,14 +67,7 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-DEAD_LETTER_MAX_BYTES = 8 * 1024 * 1024
-"""A dead letter carries the original bytes base64-encoded (4/3 larger), so its topic
-accepts bigger records than the input topic."""
 
-
-AUDIT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
-"""An audit record holds the event exactly as received (base64) and parsed for display,
-next to the whole verdict: with the default 512 KiB event cap it stays far below this."""
 _DAY_MS = 24 * 3600 * 1000
 
 _GATE_RETENTION_MS = 3600 * 1000
@@ -80,27 +81,6 @@ class TopicSpec:
     partitions: int
     replication_factor: int
     config: dict[str, str] = field(default_factory=dict)
-
-
-def window_changelog_topic(settings: Settings) -> str:
-    """The compacted topic holding the window loop's state, partitioned like the outcomes."""
-    return f"{settings.app_id}.window-state-changelog"
-
-
-def labels_changelog_topic(settings: Settings) -> str:
-    """The labels loop's state (review items waiting for labels), partitioned like the
-    review queue."""
-    return f"{settings.app_id}.labels-state-changelog"
-
-
-def accuracy_changelog_topic(settings: Settings) -> str:
-    """The accuracy loop's state (tallies per cell), partitioned like the label deltas."""
-    return f"{settings.app_id}.accuracy-state-changelog"
-
-
-def judge_dedup_changelog_topic(settings: Settings) -> str:
-    """The judging loop's (tenant, event_id) marks, partitioned like the answers."""
-    return f"{settings.app_id}.judge-dedup-changelog"
 
 
 def review_topic_specs(settings: Settings) -> list[TopicSpec]:
@@ -119,8 +99,8 @@ def review_topic_specs(settings: Settings) -> list[TopicSpec]:
         spec(settings.review.labels_topic, output),
         spec(settings.labels.deltas_topic, output),
         spec(settings.labels.accuracy_topic, compacted),
-        spec(labels_changelog_topic(settings), compacted),
-        spec(accuracy_changelog_topic(settings), compacted),
+        spec(labels_changelog_topic(settings.app_id), compacted),
+        spec(accuracy_changelog_topic(settings.app_id), compacted),
     ]
 
 
@@ -146,11 +126,11 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         spec(settings.alerts.topic, output),  # firing / resolved events, key tenant/assistant
         # The window loop's state, partitioned like the outcomes it is derived from.
         spec(
-            window_changelog_topic(settings),
+            window_changelog_topic(settings.app_id),
             {"cleanup.policy": "compact", **output},
         ),
         # The judging loop's (tenant, event_id) marks, partitioned like the answers.
-        spec(judge_dedup_changelog_topic(settings), {"cleanup.policy": "compact", **output}),
+        spec(judge_dedup_changelog_topic(settings.app_id), {"cleanup.policy": "compact", **output}),
         *([audit_topic_spec(settings)] if settings.audit.enabled else []),
         *(
             review_topic_specs(settings)

@@ -33,11 +33,11 @@ from aiokafka.structs import TopicPartition
 
 from streamproc.config import Settings
 from streamproc.kafka.changelog import restore_states
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.kafka.store import TrackedStore, encode_entry
 from streamproc.kafka.topics import judge_dedup_changelog_topic
 from streamproc.verdicts.dead_letter import MessageOrigin
 from streamproc.verdicts.output_topic import OutputTopic
+from streamproc.verdicts.record import OutboundRecord
 from streamproc.verdicts.stage import IncomingMessage, StageOutput
 
 __all__ = ["MARK_PREFIX", "EventDedup", "JudgeDedup", "event_identity", "mark_key"]
@@ -178,7 +178,7 @@ class JudgeDedup:
         self.marks = EventDedup(
             horizon_s=worker.dedup_horizon_s, max_entries=worker.dedup_max_entries
         )
-        self.topic_name = judge_dedup_changelog_topic(settings)
+        self.topic_name = judge_dedup_changelog_topic(settings.app_id)
         self._topic: OutputTopic[Any] = OutputTopic(
             self.topic_name, settings.topics.output_max_message_bytes
         )

@@ -47,7 +47,6 @@ from streamproc.contracts.events import DeadLetterReason
 from streamproc.judge import Judge
 from streamproc.kafka.consumer import ConsumerLoop
 from streamproc.kafka.fair_read import FairReader
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.kafka.topics import DEAD_LETTER_MAX_BYTES
 from streamproc.monitor.dedup import JudgeDedup
 from streamproc.telemetry.metrics import WorkerMetrics
@@ -58,6 +57,7 @@ from streamproc.telemetry.tracing import BatchTrace, MessageRef, MessageTrace, T
 from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
 from streamproc.verdicts.output_topic import OutHeaders
+from streamproc.verdicts.record import OutboundRecord
 from streamproc.verdicts.runner import JudgeRunner, JudgeThread
 from streamproc.verdicts.stage import IncomingMessage, StageLimits, StageOutput
 

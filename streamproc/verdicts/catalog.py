@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamproc.config import Settings
+from streamproc.contracts.alert_events import AlertEvent
 from streamproc.contracts.audit_record import AuditRecord
 from streamproc.contracts.events import AnswerOutcome, DeadLetter, Flag, Verdict, WindowAggregate
 from streamproc.contracts.label_events import (
@@ -26,17 +27,16 @@ from streamproc.contracts.label_events import (
     LabelEvent,
     ReviewItem,
 )
-from streamproc.kafka.topics import (
+from streamproc.verdicts.dead_letter import original_key
+from streamproc.verdicts.fit import fit_dead_letter, fit_verdict
+from streamproc.verdicts.output_topic import OutputTopic
+from streamproc.verdicts.topic_names import (
     AUDIT_MAX_MESSAGE_BYTES,
     DEAD_LETTER_MAX_BYTES,
     accuracy_changelog_topic,
     labels_changelog_topic,
     window_changelog_topic,
 )
-from streamproc.monitor.alerts.alert_state import AlertEvent
-from streamproc.verdicts.dead_letter import original_key
-from streamproc.verdicts.fit import fit_dead_letter, fit_verdict
-from streamproc.verdicts.output_topic import OutputTopic
 
 __all__ = ["LABEL_KEY_PREFIX", "OutputTopics"]
 
@@ -85,7 +85,7 @@ class OutputTopics:
             hopping=OutputTopic(settings.window.hopping_topic, limit, _assistant_key),
             late=OutputTopic(settings.window.late_topic, limit, _assistant_key),
             alerts=OutputTopic(settings.alerts.topic, limit, _alert_key),
-            window_state=OutputTopic(window_changelog_topic(settings), limit),
+            window_state=OutputTopic(window_changelog_topic(settings.app_id), limit),
             review_items=OutputTopic(
                 settings.review.queue_topic, AUDIT_MAX_MESSAGE_BYTES, _answer_key
             ),
@@ -93,8 +93,8 @@ class OutputTopics:
             label_audit=OutputTopic(settings.audit.topic, AUDIT_MAX_MESSAGE_BYTES, _label_key),
             label_deltas=OutputTopic(settings.labels.deltas_topic, limit, _cell_key),
             judge_accuracy=OutputTopic(settings.labels.accuracy_topic, limit, _cell_key),
-            labels_state=OutputTopic(labels_changelog_topic(settings), limit),
-            accuracy_state=OutputTopic(accuracy_changelog_topic(settings), limit),
+            labels_state=OutputTopic(labels_changelog_topic(settings.app_id), limit),
+            accuracy_state=OutputTopic(accuracy_changelog_topic(settings.app_id), limit),
         )
 
 

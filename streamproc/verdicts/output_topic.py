@@ -4,7 +4,7 @@ A record's headers count against its topic's limit: what they take is kept free
 (:func:`header_bytes`) besides the framing overhead.
 
 Every loop that writes (the judging stage, the window loop, its alert hooks) turns a
-model into the publisher's :class:`~streamproc.kafka.publisher.OutboundRecord`
+model into the publisher's :class:`~streamproc.verdicts.record.OutboundRecord`
 here and nowhere else, so a topic's key, wire form and ``max.message.bytes`` are decided
 once, in :mod:`~streamproc.verdicts.catalog`, and a record changes shape once:
 model in, outbound record out.
@@ -28,8 +28,8 @@ from typing import Generic, TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.verdicts.fit import OVERHEAD_BYTES, Fitter, TooLarge, fit_record, fits
+from streamproc.verdicts.record import OutboundRecord
 
 __all__ = ["OutHeaders", "OutputTopic", "Prepared", "RecordTooLarge", "header_bytes"]
 

@@ -38,13 +38,13 @@ from streamproc.contracts.label_events import ReviewItem
 from streamproc.judge import Judge
 from streamproc.judge.deadline import AnswerTimedOut
 from streamproc.judge.stage_times import StageTime, collecting
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
 from streamproc.verdicts.fit import TooLarge
 from streamproc.verdicts.intake import parse_answer
 from streamproc.verdicts.options import WorkerSettings, applied_settings
 from streamproc.verdicts.output_topic import OutHeaders
+from streamproc.verdicts.record import OutboundRecord
 from streamproc.verdicts.review_sampling import ReviewSampling
 from streamproc.verdicts.task_type import task_type_of
 

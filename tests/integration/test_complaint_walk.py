@@ -33,9 +33,9 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from streamproc.audit.store import AuditStore, RecordSummary
-from streamproc.cli._process_group import stop_process_group
 from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import Settings
+from streamproc.kafka.brokers._process_group import stop_process_group
 from streamproc.kafka.topics import prepare_topics
 from streamproc.wiring import build_judge
 from tests.unit.audit.store_contract import sql

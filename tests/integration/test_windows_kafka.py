@@ -21,11 +21,11 @@ from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent, AnswerOutcome, WindowAggregate
 from streamproc.kafka.clients import publish_answers, publish_raw
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.kafka.topics import prepare_topics
 from streamproc.monitor.windows.loop import WindowLoop
 from streamproc.monitor.windows.report import WindowReport
 from streamproc.samples import SEED_LAB, load_answers
+from streamproc.verdicts.record import OutboundRecord
 from streamproc.wiring import measured_accuracy
 
 BASE = datetime(2026, 2, 2, 10, 0, tzinfo=UTC)  # event time, long past: quiet keys close by idle

@@ -16,8 +16,9 @@ from typing import Any
 import structlog
 from aiokafka import AIOKafkaProducer
 
-from streamproc.kafka.publisher import OutboundRecord, PublishFailed, RecordsOnlyPublisher
+from streamproc.kafka.publisher import PublishFailed, RecordsOnlyPublisher
 from streamproc.kafka.support import bounded_close
+from streamproc.verdicts.record import OutboundRecord
 
 __all__ = ["ImmediateReplies"]
 

@@ -84,12 +84,13 @@ from streamproc.gate.request import GateRequest, GateResult
 from streamproc.gate.sensor import GateSensor, NullGateSensor
 from streamproc.gate.service import GateService
 from streamproc.kafka.consumer import ConsumerLoop
-from streamproc.kafka.publisher import OutboundRecord, PublishFailed
+from streamproc.kafka.publisher import PublishFailed
 from streamproc.kafka.topics import DEAD_LETTER_MAX_BYTES
 from streamproc.telemetry.trace_headers import read_trace_context, report_dropped
 from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
 from streamproc.verdicts.output_topic import OutHeaders
+from streamproc.verdicts.record import OutboundRecord
 
 __all__ = ["MAX_CORRELATION_ID_BYTES", "GateRequestLoop"]
 

@@ -22,8 +22,8 @@ from aiokafka import AIOKafkaProducer
 
 from streamproc.config import Settings
 from streamproc.gate.sink import RecordsNotTaken
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.kafka.topics import DEAD_LETTER_MAX_BYTES
+from streamproc.verdicts.record import OutboundRecord
 
 __all__ = ["KafkaRecordSink"]
 

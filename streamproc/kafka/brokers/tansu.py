@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from streamproc.cli._process_group import stop_process_group
+from streamproc.kafka.brokers._process_group import stop_process_group
 from streamproc.kafka.brokers.ports import free_port
 
 __all__ = ["BrokerStartError", "EmbeddedTansu", "TansuNotInstalledError", "tansu_binary"]

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from streamproc.monitor.alerts.burn_rate import SEVERITIES, BurnCondition, BurnDecision, Severity
+from streamproc.contracts.alert_events import SEVERITIES, AlertEvent, BurnCondition, Severity
+from streamproc.monitor.alerts.burn_rate import BurnDecision
 
 __all__ = [
     "AlertEvent",
@@ -42,29 +43,6 @@ __all__ = [
     "alert_id",
     "step_alerts",
 ]
-
-
-class AlertEvent(BaseModel):
-    """One message on the alerts topic."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    alert_id: str
-    state: Literal["firing", "resolved"]
-    severity: Severity
-    tenant: str
-    assistant_id: str
-    objective: float = Field(description="Most hallucinated share of answered answers allowed.")
-    condition: BurnCondition | None = Field(
-        description="Firing: the met condition. Resolved: the same window pair now. None only "
-        "when the policy no longer has a pair of this severity."
-    )
-    example_answer_ids: list[str] = Field(
-        default_factory=list, description="Flagged answers of the incident, for the audit trail."
-    )
-    started_at: AwareDatetime
-    resolved_at: AwareDatetime | None = None
-    event_time: AwareDatetime = Field(description="The evaluation (event time) that decided.")
 
 
 class OpenAlert(BaseModel):

@@ -22,8 +22,9 @@ import math
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Protocol
 
+from streamproc.contracts.alert_events import SEVERITIES, BurnCondition, Severity, Unmet
 from streamproc.monitor.options import AlertSettings, BurnRateWindow
 from streamproc.rates.stats import wilson_interval
 
@@ -41,12 +42,6 @@ __all__ = [
     "burn_condition",
     "evaluate_burn",
 ]
-
-Severity = Literal["page", "ticket"]
-SEVERITIES: Final[tuple[Severity, ...]] = ("page", "ticket")
-"""Highest first."""
-
-Unmet = Literal["long_burn", "short_burn", "min_answered", "wilson"]
 
 BUCKET_S: Final = 60
 """The finest resolution: counts arrive per closed one-minute bucket (or per answer)."""
@@ -71,34 +66,6 @@ class WindowCount:
     @property
     def rate(self) -> float | None:
         return self.hallucinated / self.answered if self.answered > 0 else None
-
-
-@dataclass(frozen=True, slots=True)
-class BurnCondition:
-    """One long/short pair evaluated: every number an on-call engineer needs to see why it
-    fired (or did not). Flat on purpose: it is copied into alert events as it is."""
-
-    severity: Severity
-    long_window_s: float
-    short_window_s: float
-    factor: float
-    objective: float
-    min_answered: int
-    long_answered: int
-    long_hallucinated: int
-    long_rate: float | None
-    long_burn_rate: float | None
-    long_wilson_low: float | None
-    short_answered: int
-    short_hallucinated: int
-    short_rate: float | None
-    short_burn_rate: float | None
-    unmet: tuple[Unmet, ...]
-    """Which tests failed; empty when the condition is met."""
-
-    @property
-    def met(self) -> bool:
-        return not self.unmet
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,13 +19,13 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from streamproc.config import Settings
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.monitor.alerts.alert_monitor import AlertMonitor
 from streamproc.monitor.alerts.alert_state import AlertEvent, StatePolicy
 from streamproc.monitor.options import AlertSettings
 from streamproc.monitor.windows.report import WindowReport
 from streamproc.telemetry.sensors import WindowSensor
 from streamproc.verdicts.catalog import OutputTopics
+from streamproc.verdicts.record import OutboundRecord
 
 __all__ = ["ALERT_KEY_PREFIX", "AlertHooks", "PartitionAlerts"]
 

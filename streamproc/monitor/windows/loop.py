@@ -42,7 +42,6 @@ from streamproc.config import Settings
 from streamproc.contracts.events import AnswerOutcome, DeadLetterReason
 from streamproc.kafka.changelog import changelog_records, restore_states
 from streamproc.kafka.consumer import ConsumerLoop
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.kafka.store import TrackedStore
 from streamproc.kafka.topics import window_changelog_topic
 from streamproc.monitor.windows.index import PartitionIndex
@@ -71,6 +70,7 @@ from streamproc.telemetry.trace_headers import passthrough, traceparent_headers
 from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
 from streamproc.verdicts.output_topic import OutHeaders
+from streamproc.verdicts.record import OutboundRecord
 
 __all__ = ["SERIES_PER_TICK", "WindowLoop"]
 
@@ -368,7 +368,7 @@ class WindowLoop(ConsumerLoop):
         await self._restore(partitions)
 
     async def _restore(self, partitions: Iterable[TopicPartition]) -> None:
-        topic = window_changelog_topic(self._settings)
+        topic = window_changelog_topic(self._settings.app_id)
         started = time.monotonic()
         states = await restore_states(
             self._settings, topic, (tp.partition for tp in partitions), self._client_options

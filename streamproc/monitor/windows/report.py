@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from streamproc.contracts.events import AnswerOutcome, WindowAggregate
-from streamproc.kafka.publisher import OutboundRecord
+from streamproc.verdicts.record import OutboundRecord
 
 __all__ = [
     "EXTENSION_PREFIX",

@@ -1,4 +1,4 @@
-"""``streamproc review export --out FILE``: labelled answers in the benchmark JSONL shape.
+"""``streamproc review export --output FILE``: labelled answers in the benchmark JSONL shape.
 
 Reads the review-queue topic (:class:`~streamproc.contracts.label_events.ReviewItem`) and the
 labels topic (:class:`~streamproc.contracts.label_events.LabelEvent`) from the beginning to their

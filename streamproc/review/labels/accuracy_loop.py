@@ -34,7 +34,6 @@ from streamproc.contracts.label_events import (
 )
 from streamproc.kafka.changelog import changelog_records, restore_states
 from streamproc.kafka.consumer import ConsumerLoop
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.kafka.store import TrackedStore
 from streamproc.kafka.topics import accuracy_changelog_topic
 from streamproc.rates.corrected_rate import ConfusionCounts
@@ -52,6 +51,7 @@ from streamproc.telemetry.sensors import AccuracySensor
 from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
 from streamproc.verdicts.output_topic import OutputTopic
+from streamproc.verdicts.record import OutboundRecord
 
 __all__ = ["NEXT_OFFSET_KEY", "AccuracyLoop", "drift_alert_topic"]
 
@@ -307,7 +307,7 @@ class AccuracyLoop(ConsumerLoop):
 
     async def _on_assigned(self, partitions: list[TopicPartition]) -> None:
         settings = self._settings
-        topic = accuracy_changelog_topic(settings)
+        topic = accuracy_changelog_topic(settings.app_id)
         started = time.monotonic()
         states = await restore_states(
             settings, topic, (tp.partition for tp in partitions), self._client_options

@@ -31,7 +31,6 @@ from streamproc.contracts.events import DeadLetterReason
 from streamproc.contracts.label_events import ReviewItem
 from streamproc.kafka.changelog import changelog_records, restore_states
 from streamproc.kafka.consumer import ConsumerLoop
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.kafka.store import TrackedStore
 from streamproc.kafka.topics import labels_changelog_topic
 from streamproc.review.labels.inputs import parse_input
@@ -48,6 +47,7 @@ from streamproc.telemetry.sensors import AccuracySensor
 from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
 from streamproc.verdicts.output_topic import RecordTooLarge
+from streamproc.verdicts.record import OutboundRecord
 
 __all__ = ["SWEEP_EVERY_S", "LabelsLoop"]
 
@@ -249,7 +249,7 @@ class LabelsLoop(ConsumerLoop):
 
     async def _restore(self, partitions: Iterable[int]) -> None:
         settings = self._settings
-        topic = labels_changelog_topic(settings)
+        topic = labels_changelog_topic(settings.app_id)
         started = time.monotonic()
         states = await restore_states(settings, topic, partitions, self._client_options)
         for partition, state in states.items():

@@ -17,9 +17,9 @@ from streamproc.gate.outbox import Outbox, OutboxLimits
 from streamproc.gate.sensor import GateSensor
 from streamproc.gate.service import GateService
 from streamproc.inference.options import JudgeSettings
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.monitor.prometheus_rules import GATE_DECISIONS_METRIC
-from streamproc.telemetry.metrics_server import MetricsServer
+from streamproc.verdicts.record import OutboundRecord
+from streamproc.web.metrics_server import MetricsServer
 from streamproc.wiring import build_judge
 from tests.unit.gate.conftest import event, request
 

@@ -35,7 +35,6 @@ from streamproc.telemetry.metrics import (
     WorkerMetrics,
     window_label,
 )
-from streamproc.telemetry.metrics_server import MetricsServer
 from streamproc.telemetry.options import MetricsSettings
 from streamproc.telemetry.sensors import AccuracySensor, PublishedBatch
 from streamproc.verdicts.dead_letter import MessageOrigin
@@ -47,6 +46,7 @@ from streamproc.verdicts.stage import (
     judge_messages,
 )
 from streamproc.web.health import HealthState
+from streamproc.web.metrics_server import MetricsServer
 from streamproc.wiring import build_judge
 
 OCCURRED = datetime(2026, 1, 1, tzinfo=UTC)

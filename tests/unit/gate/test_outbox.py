@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from streamproc.gate.outbox import Outbox, OutboxLimits, record_bytes
 from streamproc.gate.sink import RecordsNotTaken
-from streamproc.kafka.publisher import OutboundRecord
+from streamproc.verdicts.record import OutboundRecord
 
 
 def records(count: int, size: int = 10, topic: str = "verdicts") -> list[OutboundRecord]:

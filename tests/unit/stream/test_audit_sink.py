@@ -25,7 +25,8 @@ from streamproc.audit.sink import (
 from streamproc.audit.store import AuditStore
 from streamproc.config import Settings
 from streamproc.kafka.consumer import _Rebalance
-from streamproc.kafka.publisher import AtLeastOncePublisher, OutboundRecord, PublishFailed
+from streamproc.kafka.publisher import AtLeastOncePublisher, PublishFailed
+from streamproc.verdicts.record import OutboundRecord
 from tests.unit.audit.audit_samples import make_records
 from tests.unit.audit.keys import CHECKER, SIGNER
 from tests.unit.audit.label_samples import label_bytes, make_label

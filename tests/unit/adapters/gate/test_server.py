@@ -27,10 +27,10 @@ from streamproc.gate.http.server import CHECK_PATH, GateServer, GateTlsError
 from streamproc.gate.outbox import Outbox, OutboxLimits
 from streamproc.gate.service import GateService
 from streamproc.gate.sink import RecordSink
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.telemetry.options import TelemetrySettings
 from streamproc.telemetry.otel import Telemetry
 from streamproc.verdicts.catalog import OutputTopics
+from streamproc.verdicts.record import OutboundRecord
 from streamproc.web.token_file import TokensFileError, new_token
 from streamproc.wiring import build_gate
 from tests.unit.gate.conftest import event

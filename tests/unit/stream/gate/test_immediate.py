@@ -8,7 +8,7 @@ from typing import Any
 from aiokafka.errors import KafkaTimeoutError
 
 from streamproc.gate.kafka.immediate import ImmediateReplies
-from streamproc.kafka.publisher import OutboundRecord
+from streamproc.verdicts.record import OutboundRecord
 
 REPLY = OutboundRecord(
     topic="replies", key=b"c-1", value=b"{}", headers=(("correlation-id", b"c-1"),)

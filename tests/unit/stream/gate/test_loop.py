@@ -28,8 +28,8 @@ from streamproc.contracts.gate_events import GateError, GateErrorCode, GateReply
 from streamproc.gate.kafka.loop import MAX_CORRELATION_ID_BYTES, GateRequestLoop
 from streamproc.gate.kafka.reply_topics import ReplyTopics
 from streamproc.gate.service import GateService
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.telemetry.otel import Telemetry
+from streamproc.verdicts.record import OutboundRecord
 from streamproc.wiring import build_gate
 from tests.unit.gate.conftest import SlowScorer, event, settings, slow_nli
 

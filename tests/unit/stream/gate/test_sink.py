@@ -8,7 +8,7 @@ import pytest
 from streamproc.config import Settings
 from streamproc.gate.kafka import KafkaRecordSink
 from streamproc.gate.sink import RecordsNotTaken
-from streamproc.kafka.publisher import OutboundRecord
+from streamproc.verdicts.record import OutboundRecord
 
 
 async def test_nothing_to_send_returns_at_once_even_before_start() -> None:

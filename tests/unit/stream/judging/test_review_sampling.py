@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from streamproc.config import Settings
 from streamproc.contracts.label_events import ReviewItem, SampledBecause
 from streamproc.inference.options import JudgeSettings
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.options import SampleRate
+from streamproc.verdicts.record import OutboundRecord
 from streamproc.verdicts.review_sampling import ReviewSampling, review_draw
 from streamproc.verdicts.stage import StageLimits, judge_messages
 from streamproc.wiring import build_judge

@@ -24,12 +24,12 @@ from streamproc.contracts.events import (
     JudgeInfo,
 )
 from streamproc.inference.options import JudgeSettings
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.review.options import ReviewSettings
 from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import MessageOrigin
 from streamproc.verdicts.intake import parse_answer
 from streamproc.verdicts.options import TopicSettings, WorkerSettings, applied_settings
+from streamproc.verdicts.record import OutboundRecord
 from streamproc.verdicts.review_sampling import ReviewSampling
 from streamproc.verdicts.stage import (
     IncomingMessage,

@@ -20,11 +20,11 @@ from streamproc.contracts.label_events import (
     LabelDelta,
     Tally,
 )
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.kafka.store import TrackedStore, encode_entry
 from streamproc.kafka.topics import accuracy_changelog_topic
 from streamproc.rates.live_accuracy import CellState
 from streamproc.review.labels.accuracy_loop import NEXT_OFFSET_KEY, AccuracyLoop, _Cell
+from streamproc.verdicts.record import OutboundRecord
 
 SETTINGS = Settings(app_id="unit", labels={"drift_min_labels": 5})
 DELTAS = TopicPartition(SETTINGS.labels.deltas_topic, 1)
@@ -110,7 +110,7 @@ def test_missed_hallucinations_fire_a_drift_alert_once_and_resolve_it() -> None:
 def test_a_cells_state_comes_back_from_its_changelog_entry() -> None:
     harness = _Harness()
     out = harness.batch(_delta(1, "tp"), _delta(2, "fp"))
-    (entry,) = out[accuracy_changelog_topic(SETTINGS)]
+    (entry,) = out[accuracy_changelog_topic(SETTINGS.app_id)]
     assert entry.key == CELL.key.encode() and entry.partition == 1
     back = _Cell.from_json(json.loads(entry.value or b""))
     assert back.cell == CELL
@@ -124,7 +124,7 @@ def test_without_transactions_redelivered_deltas_are_not_counted_twice() -> None
     harness = _Harness(SETTINGS.model_copy(update={"broker_flavour": "tansu"}))
     assert not harness.loop.transactional
     first = harness.batch(_delta(1, "tp"), _delta(2, "tp"))
-    mark = first[accuracy_changelog_topic(SETTINGS)][-1]
+    mark = first[accuracy_changelog_topic(SETTINGS.app_id)][-1]
     assert (mark.key, mark.value, mark.partition) == (NEXT_OFFSET_KEY.encode(), b"2", 1)
     # A crash before the offsets were committed: the same two come again, then a new one.
     again = harness.batch(_delta(1, "tp"), _delta(2, "tp"), _delta(3, "fp"), offset=0)

@@ -17,12 +17,12 @@ from aiokafka.structs import TopicPartition
 from streamproc.config import Settings
 from streamproc.contracts.events import DeadLetter, DeadLetterReason
 from streamproc.contracts.label_events import LabelAuditEntry, LabelDelta
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.kafka.store import TrackedStore
 from streamproc.kafka.topics import labels_changelog_topic
 from streamproc.review.labels.join import Handled, LabelJoin, item_key
 from streamproc.review.labels.loop import LabelsLoop
 from streamproc.verdicts.output_topic import OutputTopic
+from streamproc.verdicts.record import OutboundRecord
 from tests.unit.stream.labels.test_join import T0, label_bytes, may_label, review_item
 
 SETTINGS = Settings(app_id="unit")
@@ -70,7 +70,7 @@ def test_items_and_labels_become_audit_entries_deltas_and_changelog_entries() ->
     dead = DeadLetter.model_validate_json(letter.value or b"")
     assert (dead.reason, dead.offset, dead.topic) == (DeadLetterReason.BAD_JSON, 0, QUEUE.topic)
     assert dead.received_at == datetime.fromtimestamp(T0, UTC)
-    (entry,) = first[labels_changelog_topic(SETTINGS)]  # the repeated item changed nothing
+    (entry,) = first[labels_changelog_topic(SETTINGS.app_id)]  # the repeated item changed nothing
     assert (entry.key, entry.partition) == (item_key("acme", "a1").encode(), 2)
 
     second = _by_topic(_batch(loop, LABELS, label_bytes()))
@@ -80,7 +80,7 @@ def test_items_and_labels_become_audit_entries_deltas_and_changelog_entries() ->
     (delta,) = second[SETTINGS.labels.deltas_topic]
     assert delta.key == b"acme/bot/Summary/rules"
     assert LabelDelta.model_validate_json(delta.value or b"").tp.w == 1.0
-    (entry,) = second[labels_changelog_topic(SETTINGS)]
+    (entry,) = second[labels_changelog_topic(SETTINGS.app_id)]
     assert entry.partition == 2 and [
         label["label_id"] for label in json.loads(entry.value or b"")["labels"]
     ] == ["l1"]

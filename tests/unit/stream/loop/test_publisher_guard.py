@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from streamproc.kafka.publisher import OutboundRecord, TransactionalPublisher
+from streamproc.kafka.publisher import TransactionalPublisher
 from streamproc.verdicts.fit import TooLarge
 from streamproc.verdicts.output_topic import OutputTopic, header_bytes
+from streamproc.verdicts.record import OutboundRecord
 
 
 def _publisher(diverted: list[tuple[OutboundRecord, str]]) -> TransactionalPublisher:

@@ -11,7 +11,6 @@ import pytest
 
 from streamproc.config import Settings
 from streamproc.contracts.events import AnswerOutcome, DeadLetter
-from streamproc.kafka.publisher import OutboundRecord
 from streamproc.kafka.topics import (
     DEAD_LETTER_MAX_BYTES,
     judge_dedup_changelog_topic,
@@ -23,6 +22,7 @@ from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.fit import OVERHEAD_BYTES, TooLarge, encode
 from streamproc.verdicts.options import TopicSettings
 from streamproc.verdicts.output_topic import OutputTopic, Prepared, RecordTooLarge
+from streamproc.verdicts.record import OutboundRecord
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 HEADERS = (("traceparent", b"00-abc"),)
@@ -106,7 +106,7 @@ def test_the_catalog_names_keys_and_sizes_every_output() -> None:
     assert "max.message.bytes" not in specs.pop(settings.gate.requests_topic).config
     # The judging loop's (tenant, event_id) marks: written by its JudgeDedup, sized as the
     # other changelogs.
-    dedup = specs.pop(judge_dedup_changelog_topic(settings))
+    dedup = specs.pop(judge_dedup_changelog_topic(settings.app_id))
     assert int(dedup.config["max.message.bytes"]) == topics.labels_state.max_bytes
     created = {
         name: int(spec.config["max.message.bytes"])
@@ -116,7 +116,7 @@ def test_the_catalog_names_keys_and_sizes_every_output() -> None:
     assert int(gate_replies.config["max.message.bytes"]) == topics.verdicts.max_bytes
     assert topics.label_audit.name == topics.audit.name  # labels join the audit chain
     assert {name: topic.max_bytes for name, topic in names.items()} == created
-    assert topics.window_state.name == window_changelog_topic(settings)
+    assert topics.window_state.name == window_changelog_topic(settings.app_id)
     assert topics.dead_letters.max_bytes == DEAD_LETTER_MAX_BYTES
     assert topics.outcomes.record(OUTCOME).key == b"bot"
     assert topics.late.name == "late" and topics.hopping.name == "hop"

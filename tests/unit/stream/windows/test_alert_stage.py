@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamproc.config import Settings
-from streamproc.monitor.alerts.alert_state import AlertEvent
+from streamproc.contracts.alert_events import AlertEvent
 from streamproc.monitor.options import AlertSettings, BurnRateWindow
 from streamproc.monitor.windows.alert_stage import AlertHooks
 from streamproc.monitor.windows.report import ExtensionState, PaneDelta, WindowReport
