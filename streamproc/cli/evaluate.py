@@ -27,39 +27,63 @@ __all__ = ["register", "run_calibrate_command", "run_eval"]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add the ``eval`` subcommand."""
+    """Add the ``eval`` subcommand: one parser per report, so each ``--help`` shows only
+    the options that report takes."""
     parser = subparsers.add_parser(
         "eval",
         help="offline evaluation on labelled answers: check | agree | score | benchmark",
         description="Run the judge over labelled answers and compare it with people. "
-        "Default cases: the in-repo seed-lab sample.",
+        "'streamproc eval REPORT --help' lists a report's options.",
     )
-    parser.add_argument(
-        "what",
-        choices=["check", "agree", "score", "benchmark"],
-        metavar="check|agree|score|benchmark",
-        help="per-claim verdicts | judge against people | the score report | "
-        "metrics with intervals on the benchmark files (see the benchmark options)",
-    )
-    parser.add_argument("--judge", choices=available_judges(), default="rules")
-    parser.add_argument(
-        "--penalty", type=float, default=1.0, help="points lost per wrong answer (default 1)"
-    )
-    parser.add_argument("--report", type=Path, metavar="FILE.md", help="also write markdown here")
-    parser.add_argument(
-        "--cases",
-        type=Path,
-        help="AnswerEvent JSONL with labels, a data/ benchmark JSONL, or lab seed_cases.jsonl",
-    )
-    parser.add_argument(
-        "--notes", type=Path, help="lab notes (default: seed_notes.json beside --cases)"
-    )
-    parser.add_argument(
+    reports = parser.add_subparsers(dest="what", metavar="REPORT", required=True)
+
+    shared = argparse.ArgumentParser(add_help=False)
+    shared.add_argument("--judge", choices=available_judges(), default="rules")
+    shared.add_argument(
         "--granularity",
         choices=["sentence", "atomic"],
         help="claim granularity (claim-labelled cases are always judged per sentence)",
     )
-    add_benchmark_arguments(parser)
+    shared.add_argument(
+        "--output",
+        "-o",
+        dest="report",
+        type=Path,
+        metavar="FILE.md",
+        help="also write the report as markdown here",
+    )
+    cases = argparse.ArgumentParser(add_help=False)
+    cases.add_argument(
+        "--cases",
+        type=Path,
+        help="AnswerEvent JSONL with labels, a data/ benchmark JSONL, or lab seed_cases.jsonl "
+        "(default: the in-repo seed-lab sample)",
+    )
+    cases.add_argument(
+        "--notes", type=Path, help="lab notes (default: seed_notes.json beside --cases)"
+    )
+
+    for name, about in (
+        ("check", "per-claim verdicts beside people's labels"),
+        ("agree", "the judge against people: agreement per claim and per answer"),
+        ("score", "the score report: faithfulness, hallucination rate, citations"),
+    ):
+        report = reports.add_parser(name, parents=[shared, cases], help=about, description=about)
+        if name == "score":
+            report.add_argument(
+                "--penalty",
+                type=float,
+                default=1.0,
+                help="points lost per wrong answer (default 1)",
+            )
+    benchmark = reports.add_parser(
+        "benchmark",
+        parents=[shared],
+        help="metrics with intervals on the benchmark files",
+        description="The judge against third-party labels (RAGTruth, HaluEval, agent "
+        "cases), with bootstrap intervals.",
+    )
+    add_benchmark_arguments(benchmark)
     parser.set_defaults(func=run_eval)
     _register_calibrate(subparsers)
 
@@ -98,7 +122,8 @@ def run_eval(args: argparse.Namespace) -> int:
     """Run one report; 0 on success, 2 when the input cannot be used (message on stderr)."""
     if args.what == "benchmark":
         return run_benchmark(args, _settings(args))
-    if args.penalty < 0:
+    penalty: float = getattr(args, "penalty", 1.0)  # score only
+    if penalty < 0:
         print("--penalty must be 0 or more", file=sys.stderr)
         return 2
     try:
@@ -113,7 +138,7 @@ def run_eval(args: argparse.Namespace) -> int:
     elif args.what == "agree":
         rendered = render_agree(agreement(results), infos)
     else:
-        rendered = render_score(scores(results, args.penalty), infos)
+        rendered = render_score(scores(results, penalty), infos)
     print(rendered.text)
     if args.report:
         args.report.write_text(rendered.markdown, encoding="utf-8")

@@ -124,7 +124,9 @@ def _parser() -> argparse.ArgumentParser:
         help="run a stream worker (settings: STREAMPROC_*)",
         description="Judge the answers topic and publish verdicts, windows and alerts until "
         "SIGTERM/SIGINT.",
-        epilog=settings_epilog("worker", "judge", "window", "topics"),
+        epilog=settings_epilog(
+            "worker", "judge", "window", "alerts", "topics", "audit", "review", "labels"
+        ),
     )
     worker.set_defaults(func=_worker)
 
@@ -136,13 +138,25 @@ def _parser() -> argparse.ArgumentParser:
 
     schemas = commands.add_parser("schemas", help="write or check the JSON Schema files")
     schemas.add_argument("action", choices=["write", "check"])
-    schemas.add_argument("--dir", type=Path, default=_REPO_SCHEMAS)
+    schemas.add_argument(
+        "--output",
+        "-o",
+        dest="dir",
+        type=Path,
+        metavar="DIR",
+        default=_REPO_SCHEMAS,
+        help="the folder written or checked (default: the repository's schemas/)",
+    )
     schemas.set_defaults(func=_schemas)
 
     from streamproc.cli.evaluate import register
 
     register(commands)
     register_settings(commands)  # settings [GROUP]
+
+    from streamproc.cli.reference import register as register_docs
+
+    register_docs(commands)  # docs write | check
 
     from streamproc.cli.audit import register as register_audit
 

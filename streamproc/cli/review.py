@@ -100,7 +100,9 @@ def register(
         help="labelled answers (review queue + labels topics) as benchmark JSON lines, for "
         "'eval benchmark --data' and 'calibrate --from-labels'",
     )
-    export.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
+    export.add_argument(
+        "--output", "-o", type=Path, metavar="FILE", required=True, help="the JSONL file to write"
+    )
     export.set_defaults(func=_export)
 
     def _review_help(args: argparse.Namespace) -> int:
@@ -149,7 +151,7 @@ def _export(args: argparse.Namespace) -> int:
     from streamproc.config import Settings
     from streamproc.review.label_files.exporter import run_export
 
-    return run_export(Settings(), args.out)
+    return run_export(Settings(), args.output)
 
 
 def _settings(args: argparse.Namespace) -> Settings:

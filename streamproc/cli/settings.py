@@ -170,24 +170,33 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-_REFERENCE = re.compile(r"``([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*)``")
-"""A field named in a description the Python way: ``late_topic``, ``topics.aggregates``."""
+_REFERENCE = re.compile(
+    r"``([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*)``"  # ``late_topic``, ``topics.aggregates``
+    r"|(?<![\w`.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w`])"  # a bare snake_case name
+)
+"""A field named in a description the Python way."""
 
 
 def _meaning(variable: Variable, names: set[str]) -> str:
     """The field's description on one line, a field it names (``late_topic``,
-    ``topics.aggregates``) named as its variable (a sibling first, then from the top)."""
+    ``topics.aggregates``; a bare ``tls_cert`` of its own group only) named as its
+    variable (a sibling first, then from the top)."""
     text = " ".join((variable.field.description or "").split())
+    group = variable.name.removeprefix(PREFIX).split("__")[:-1]
 
     def as_variable(match: re.Match[str]) -> str:
-        field = match.group(1).replace(".", "__").upper()
-        parts = variable.name.removeprefix(PREFIX).split("__")[:-1]
+        quoted, bare = match.group(1), match.group(2)
+        if bare is not None:
+            sibling = PREFIX + "__".join([*group, bare.upper()])
+            return f"`{sibling}`" if sibling in names else bare
+        field = quoted.replace(".", "__").upper()
+        parts = list(group)
         while True:
             candidate = PREFIX + "__".join([*parts, field])
             if candidate in names:
                 return f"`{candidate}`"
             if not parts:
-                return f"`{match.group(1)}`"
+                return f"`{quoted}`"
             parts.pop()
 
     return _REFERENCE.sub(as_variable, text)

@@ -617,7 +617,7 @@ def dump_rows(
 
 
 def add_benchmark_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``eval benchmark`` (``--judge``, ``--granularity`` and ``--report`` are
+    """Options of ``eval benchmark`` (``--judge``, ``--granularity`` and ``--output`` are
     shared with the other ``eval`` reports)."""
     group = parser.add_argument_group("benchmark")
     group.add_argument(

@@ -241,7 +241,7 @@ def test_text_report_dump_and_markdown(tmp_path: Path, capsys: pytest.CaptureFix
     data = write_jsonl(tmp_path / "rows.jsonl", ROWS)
     dump, md = tmp_path / "dump.jsonl", tmp_path / "report.md"
     argv = ["eval", "benchmark", "--data", str(data), "--split", "all"]
-    code, out, err = run_cli([*argv, "--dump", str(dump), "--report", str(md)], capsys)
+    code, out, err = run_cli([*argv, "--dump", str(dump), "--output", str(md)], capsys)
     assert code == 0
     assert "Answer level" in out and "Claim level" in out and "Summary" in out
     assert "judged 5/5" not in err  # progress only every few hundred answers

@@ -86,7 +86,7 @@ def test_check_marks_the_disagreements(capsys: pytest.CaptureFixture[str]) -> No
 
 def test_report_writes_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "report.md"
-    run(["eval", "score", "--penalty", "3", "--report", str(report)], capsys)
+    run(["eval", "score", "--penalty", "3", "--output", str(report)], capsys)
     text = report.read_text(encoding="utf-8")
     assert "| Measure | Result |" in text
     assert "| Citations that pull their weight (citation precision) | 13/19 = 68% |" in text
