@@ -1,4 +1,4 @@
-"""The pure pieces of ``scripts/bench_cost.py``: how the judge's cost grows with the
+"""The pure pieces of ``python -m bench cost``: how the judge's cost grows with the
 shape of an answer.
 
 The benchmark judges controlled variants of real answers, so that one thing changes at a

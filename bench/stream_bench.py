@@ -1,4 +1,4 @@
-"""The reusable pieces of ``scripts/bench_stream.py``: the stream measured end to end.
+"""The reusable pieces of ``python -m bench stream``: the stream measured end to end.
 
 Kept apart from the script so the arithmetic is tested (tests/unit/evaluate): when an
 open-loop producer sends, how percentiles and rates are taken from what a verdict reader

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The static checks the style guide asks for, as CI runs them: ruff (lint and format) and
-# mypy (strict) over the package, its tests and scripts. Needs .venv (scripts/test.sh
+# The static checks the style guide asks for, as CI runs them: ruff (lint and format),
+# mypy (strict) over the package, its tests and scripts, and the dependency rules
+# (import-linter contracts in pyproject.toml). Needs .venv (scripts/test.sh
 # makes it); about ten seconds from a cold cache.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -10,3 +11,4 @@ source scripts/venv.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy streamproc bench tests scripts
+.venv/bin/lint-imports --no-cache

@@ -286,7 +286,7 @@ class Model:
 def trial(batch_size: int) -> None:
     """Invariance, distance to the per-call graph and speed, on the benchmark's inputs."""
     from bench.cost_model import checked_claims, evidence_sentences
-    from scripts.benchmark import sample_events
+    from bench.judge import sample_events
     from streamproc.config import Settings
 
     settings = Settings()
@@ -299,7 +299,7 @@ def trial(batch_size: int) -> None:
         texts += sentences + claims
         pairs += [(sentence, claim) for claim in claims for sentence in sentences[:3]]
     texts = list(dict.fromkeys(texts))
-    print(f"{len(texts):,} texts and {len(pairs):,} pairs from scripts/benchmark.py's sample")
+    print(f"{len(texts):,} texts and {len(pairs):,} pairs from `python -m bench judge`'s sample")
     registry = ModelRegistry(ROOT / "models")
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1

@@ -24,7 +24,7 @@ extra: ``.venv/bin/pip install -e '.[model]'``); nothing here runs in the worker
     .venv/bin/python scripts/quantize_embedder.py --static-trial  # why not static QDQ
 
 ``--compare`` needs no extra: it embeds the evidence sentences and checked claims of
-``scripts/benchmark.py``'s 60 answers with each graph as the judge runs it (the package
+``python -m bench judge``'s 60 answers with each graph as the judge runs it (the package
 graph: batches of 16 on two threads; this one: one text per call, two calls side by
 side; this one in length-sorted batches of 16, two calls side by side, which is not
 batch-invariant; and ``minilm-l6-v2-pt8``, per-token activations, in batches of 8
@@ -52,7 +52,7 @@ import numpy as np  # noqa: E402
 import onnxruntime as ort  # type: ignore[import-untyped]  # noqa: E402
 
 from bench.cost_model import checked_claims, evidence_sentences  # noqa: E402
-from scripts.benchmark import sample_events  # noqa: E402
+from bench.judge import sample_events  # noqa: E402
 from streamproc.config import Settings  # noqa: E402
 from streamproc.evaluate.benchmark import default_data_files, load_items  # noqa: E402
 from streamproc.inference.loader import load_embedder  # noqa: E402
@@ -127,7 +127,7 @@ def compare(rounds: int = 1, qa: bool = False) -> None:
 
 
 def _mix_texts() -> list[str]:
-    """The evidence sentences and checked claims of scripts/benchmark.py's 60 answers."""
+    """The evidence sentences and checked claims of ``python -m bench judge``'s 60 answers."""
     settings = Settings()
     events, _ = sample_events(None, 20)
     texts: list[str] = []

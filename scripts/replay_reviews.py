@@ -6,7 +6,7 @@ with their gold labels: does the live-corrected rate find the true rate?
         [--sample-rate P] [--min-labels K] [--judge nli|rules] [--json]
 
 The real code path: a broker (``scripts/kafka.sh`` in a private state dir, as
-``scripts/bench_stream.py`` starts one, unless ``--bootstrap``), one ``python -m
+``python -m bench stream`` starts one, unless ``--bootstrap``), one ``python -m
 streamproc worker`` with default settings apart from unique topic names, the judge
 (``--judge``, default ``$STREAMPROC_JUDGE__NAME`` or nli) and the review sample rate
 (``--sample-rate``, default 0.2: a small file needs more passed answers reviewed than
@@ -59,7 +59,8 @@ if str(ROOT) not in sys.path:  # run as a plain script, without installing the p
     sys.path.insert(0, str(ROOT))
 
 # Imported after the path is set, for the reason above.
-from scripts.bench_stream import command_line, kafka_broker, log, run_topics  # noqa: E402
+from bench import command_line  # noqa: E402
+from bench.stream import kafka_broker, log, run_topics  # noqa: E402
 from streamproc.cli.child_process import WorkerProcess  # noqa: E402
 from streamproc.config import Settings  # noqa: E402
 from streamproc.contracts.events import AnswerEvent, AnswerOutcome, CorrectedRate, Verdict  # noqa: E402

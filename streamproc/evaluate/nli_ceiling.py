@@ -1,4 +1,4 @@
-"""The isolated ONNX Runtime ceiling of the judge's NLI model, for ``scripts/benchmark.py``.
+"""The isolated ONNX Runtime ceiling of the judge's NLI model, for ``python -m bench judge``.
 
 The judge's NLI stage is measured against the same model scoring the same pairs with
 nothing else running, in each way the model can be run on the configured threads: one

@@ -2,7 +2,7 @@
 
 ``exporter="none"`` installs nothing: :class:`Telemetry` then hands out the API's no-op
 tracer and logger and never imports ``opentelemetry.sdk``, so tracing off costs nothing
-(scripts/bench_tracing.py measures it). Any other exporter builds a ``TracerProvider``
+(``python -m bench tracing`` measures it). Any other exporter builds a ``TracerProvider``
 (parent-based ratio sampling, a batch span processor) and a ``LoggerProvider`` for the
 ``gen_ai.evaluation.result`` records, both with the same resource.
 

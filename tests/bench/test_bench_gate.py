@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from scripts.bench_gate import (
+from bench.gate import (
     GRACE_MS,
     Gate,
     HttpCaller,
@@ -40,7 +40,6 @@ from scripts.bench_gate import (
 from tests.integration.conftest import kafka_bootstrap, kafka_env  # noqa: F401 - fixtures
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "bench_gate.py"
 
 # ------------------------------------------------------------------------ schedule
 
@@ -356,7 +355,7 @@ def _run_script(tmp_path: Path, *args: str, timeout_s: float = 240) -> dict[str,
     out = tmp_path / "bench.json"
     env = {**os.environ, "STREAMPROC_JUDGE__NAME": "rules"}
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--json", str(out), *args],
+        [sys.executable, "-m", "bench", "gate", "--quick", "--json", str(out), *args],
         env=env,
         cwd=ROOT,
         capture_output=True,

@@ -18,7 +18,6 @@ from aiokafka.admin import AIOKafkaAdminClient
 from tests.integration.conftest import kafka_bootstrap, kafka_env  # noqa: F401 - fixtures
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "kafka_round_trip.py"
 
 
 @pytest.mark.slow
@@ -32,7 +31,7 @@ def test_every_request_comes_back_and_its_legs_add_up_to_the_round_trip(
     args += ["--judge", "--rounds", "1", "--judge-answers", "4"]
     env = {**os.environ, "STREAMPROC_JUDGE__NAME": "rules"}
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), *args],
+        [sys.executable, "-m", "bench", "kafka-round-trip", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -22,7 +22,7 @@ closing (the 1 h windows too). Times are CPU seconds of this process with the ga
 collector paused while a tick is timed (a collection of the whole state is nobody's
 tick); the machine is shared, wall time would measure the neighbours.
 
-    .venv/bin/python scripts/bench_windows.py [--keys 1000 10000] [--shapes sparse steady]
+    .venv/bin/python -m bench windows [--keys 1000 10000] [--shapes sparse steady]
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import sys
 import time
 import uuid
 import zlib
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -271,8 +271,10 @@ def _median(values: list[int]) -> str:
     return f"{statistics.median(values):,.0f}" if values else "-"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench windows", description=(__doc__ or "").splitlines()[0]
+    )
     parser.add_argument("--keys", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--shapes", nargs="+", default=["sparse", "steady"])
     parser.add_argument("--answers", type=int, default=100_000, help="sparse: answers")
@@ -280,7 +282,7 @@ def main() -> None:
     parser.add_argument("--steady-minutes", type=int, default=130)
     parser.add_argument("--tick-s", type=float, default=1.0)
     parser.add_argument("--tumbling-only", action="store_true", help="skip the default windows")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     print(
         f"{platform.python_implementation()} {platform.python_version()}, "
         f"nproc {os.cpu_count()}, {_cpu_model()}; {PARTITIONS} partitions, "
@@ -299,6 +301,7 @@ def main() -> None:
                     items = steady(keys, args.steady_minutes, seed=keys)
                     name = f"steady, {keys:,} keys x 1/min for {args.steady_minutes} min, {label}"
                 run_case(name, items, settings, args.tick_s)
+    return 0
 
 
 def _cpu_model() -> str:
@@ -310,7 +313,3 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown CPU"
-
-
-if __name__ == "__main__":
-    main()

@@ -3,10 +3,10 @@ no Kafka and no queue: each answer checked alone (``GateService.check``, publish
 unless ``--publish``: then the monitored records are built as a publishing gate builds
 them, and sent nowhere; a 30 s budget), minus the judge call's own time inside it
 (``GateResult.judge_ms``); also the intake parse and the reply's JSON. Splits
-scripts/bench_gate.py's "gate p50 - judge p50" into the service's part and the rest (the
+``python -m bench gate``'s "gate p50 - judge p50" into the service's part and the rest (the
 HTTP round trip, waiting behind a batch, the load generator on the same cores).
 
-    .venv/bin/python scripts/gate_overhead.py [--answers qa|ragtruth] [--count 80] [--publish]
+    .venv/bin/python -m bench gate-overhead [--answers qa|ragtruth] [--count 80] [--publish]
 """
 
 from __future__ import annotations
@@ -14,23 +14,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a plain script, without installing the package
-    sys.path.insert(0, str(ROOT))
-
-# Imported after the path is set, for the reason above.
-from scripts.bench_gate import answer_pool  # noqa: E402
-from streamproc.config import Settings  # noqa: E402
-from streamproc.contracts.events import AnswerEvent  # noqa: E402
-from streamproc.gate.request import GateRequest, http_origin  # noqa: E402
-from streamproc.gate.sensor import NullGateSensor  # noqa: E402
-from streamproc.telemetry.otel import Telemetry  # noqa: E402
-from streamproc.wiring import build_gate  # noqa: E402
+from bench.gate import answer_pool
+from streamproc.config import Settings
+from streamproc.contracts.events import AnswerEvent
+from streamproc.gate.request import GateRequest, http_origin
+from streamproc.gate.sensor import NullGateSensor
+from streamproc.telemetry.otel import Telemetry
+from streamproc.wiring import build_gate
 
 
 async def measure(events: list[AnswerEvent], *, publish: bool = False) -> dict[str, float]:
@@ -78,12 +72,14 @@ async def measure(events: list[AnswerEvent], *, publish: bool = False) -> dict[s
     return out
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench gate-overhead", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--answers", choices=["qa", "ragtruth"], default="qa")
     parser.add_argument("--count", type=int, default=80)
     parser.add_argument("--publish", action="store_true", help="build the monitored records")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     events, _ = answer_pool(args.answers, None)
     figures = asyncio.run(measure(events[: args.count], publish=args.publish))
     records = ", monitored records built" if args.publish else ""
@@ -91,7 +87,3 @@ def main() -> int:
     for name, value in figures.items():
         print(f"  {name}: {value:.2f}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,11 +3,11 @@
 Prints a markdown section for the cost model in BENCHMARKS.md (``--out`` writes it,
 ``--json`` the numbers behind it):
 
-    .venv/bin/python scripts/bench_cost.py [--answers 12] [--runs 3]
+    .venv/bin/python -m bench cost [--answers 12] [--runs 3]
         [--qa-lengths 5,20,80] [--rag-lengths 100,200,300] [--claims 1,4,16]
         [--seed 20250611] [--pool 1000] [--data FILE ...] [--out FILE.md] [--json FILE]
 
-Events: ``sample_events`` of ``scripts/benchmark.py`` (the dev files in ../shared/data,
+Events: ``sample_events`` of ``python -m bench judge`` (the dev files in ../shared/data,
 sha256(id) order), the first ``--pool`` answers per task type. Two kinds of traffic,
 measured apart: QA-like (HaluEval QA) and RAGTruth-like (Summary and Data2txt, taking
 turns). Each takes its first ``--answers`` answers whose own evidence is no longer than
@@ -37,7 +37,7 @@ passed over). Variants of those answers (bench/cost_model.py):
   reads together with that question, so sentences of different QA answers cannot share
   one answer without changing what is judged.
 
-Measurement: every run is one fresh process (spawn, as scripts/benchmark.py does) that
+Measurement: every run is one fresh process (spawn, as ``python -m bench judge`` does) that
 builds the judge of ``Settings().judge`` (the default NLI judge: owned verifier,
 embedder and calibrator) with the embedding cache turned off
 (``inference.embedding_cache_entries=0`` on a copy of the settings), so that evidence
@@ -65,8 +65,6 @@ import argparse
 import importlib
 import importlib.metadata
 import json
-import os
-import shlex
 import statistics
 import sys
 import time
@@ -78,12 +76,8 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a plain script, without installing the package
-    sys.path.insert(0, str(ROOT))
-
-# Imported after the path is set, for the reason above.
-from bench.cost_model import (  # noqa: E402
+from bench import command_line
+from bench.cost_model import (
     TRAFFIC_TASKS,
     CountingEmbedder,
     Traffic,
@@ -100,14 +94,14 @@ from bench.cost_model import (  # noqa: E402
     select_traffic,
     sentence_pool,
 )
-from bench.machine import machine_info  # noqa: E402
-from scripts.benchmark import sample_events  # noqa: E402
-from streamproc.config import Settings  # noqa: E402
-from streamproc.contracts.events import AnswerEvent  # noqa: E402
-from streamproc.evaluate.benchmark import task_type_of  # noqa: E402
-from streamproc.inference.options import JudgeSettings  # noqa: E402
-from streamproc.judge.stage_times import collecting  # noqa: E402
-from streamproc.wiring import build_judge  # noqa: E402
+from bench.judge import sample_events
+from bench.machine import machine_info
+from streamproc.config import Settings
+from streamproc.contracts.events import AnswerEvent
+from streamproc.evaluate.benchmark import task_type_of
+from streamproc.inference.options import JudgeSettings
+from streamproc.judge.stage_times import collecting
+from streamproc.wiring import build_judge
 
 Payload = list[tuple[str, list[str]]]
 """(variant name, its events as JSON lines), in judging order."""
@@ -264,11 +258,6 @@ def _result(variant: Variant) -> VariantResult:
 # ------------------------------------------------------------------------------- report
 
 
-def _python() -> str:
-    relative = os.path.relpath(sys.executable)
-    return sys.executable if relative.startswith("..") else relative
-
-
 def _header(args: argparse.Namespace, host: dict[str, Any], sample: str) -> list[str]:
     settings = Settings()
     judge = _judge_settings()
@@ -276,7 +265,7 @@ def _header(args: argparse.Namespace, host: dict[str, Any], sample: str) -> list
     return [
         "### What the judge costs per answer: evidence length and claims per answer",
         "",
-        f"- Command: `{shlex.join([_python(), *sys.argv])}`",
+        f"- Command: `{command_line()}`",
         f"- When: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; machine: "
         f"{host['system']}, nproc {host['nproc']}, {host['cpu_model']}, Python "
         f"{host['python']}, onnxruntime {host['onnxruntime'] or 'not installed'}.",
@@ -292,7 +281,7 @@ def _header(args: argparse.Namespace, host: dict[str, Any], sample: str) -> list
         f"- Runs: {args.runs}, each a fresh process judging every variant after one untimed "
         "warm-up answer; medians (range over runs in brackets). CPU s = process CPU time "
         "(time.process_time(), all threads) over the judge_batch calls; cores per 100 "
-        "answers/s = 100 x CPU s per answer. How variants are built: scripts/bench_cost.py "
+        "answers/s = 100 x CPU s per answer. How variants are built: bench/cost.py "
         "docstring.",
     ]
 
@@ -306,7 +295,7 @@ def _ints(text: str) -> list[int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     doc = __doc__ or ""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench cost", description=doc.splitlines()[0])
     parser.add_argument("--answers", type=int, default=12, help="answers per variant")
     parser.add_argument("--runs", type=int, default=3, help="fresh processes (medians)")
     parser.add_argument("--qa-lengths", type=_ints, default=[5, 20, 80], metavar="N,N,N")
@@ -369,7 +358,7 @@ def _as_json(
         row["cores_per_100_answers_per_s"] = None if cpu is None else cores_per_100(cpu)
         variants.append(row)
     document = {
-        "command": shlex.join([_python(), *sys.argv]),
+        "command": command_line(),
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": host,
         "judge": _judge_settings().model_dump(mode="json"),
@@ -381,7 +370,3 @@ def _as_json(
         "notes": list(notes),
     }
     return json.dumps(document, indent=2, default=str) + "\n"
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """The inline gate measured: open-loop load on a gate process, over HTTP and over Kafka.
 
-    .venv/bin/python scripts/bench_gate.py [--json [PATH]] [--paths http,kafka]
+    .venv/bin/python -m bench gate [--json [PATH]] [--paths http,kafka]
         [--loads 25,50,90,200] [--duration-s 20] [--answers qa,ragtruth]
         [--bootstrap HOST:PORT] [--budget-ms MS] [--quick]
 
@@ -40,7 +40,7 @@ client.GateClient`` on the gate's request topic; needs a broker). Without
 (its warm-up then shares the cores; see BENCHMARKS.md).
 
 Answers: ``qa`` = HaluEval QA, ``ragtruth`` = RAGTruth Summary and Data2txt in turn, from
-``../shared/data`` (``scripts/bench_stream.py``'s pool); every request gets fresh ids.
+``../shared/data`` (``python -m bench stream``'s pool); every request gets fresh ids.
 One gate serves a kind's whole series, so once its pool is used up answers repeat (the
 JSON counts the repeats; the judge's embedding cache makes a repeat cheaper).
 """
@@ -75,25 +75,21 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a plain script, without installing the package
-    sys.path.insert(0, str(ROOT))
+from streamproc.cli._process_group import stop_process_group
 
-# Imported after the path is set, for the reason above.
-from bench.cpu_share import cores_used, snapshot  # noqa: E402
-from bench.machine import machine_info  # noqa: E402
-from bench.stream_bench import percentile  # noqa: E402
-from scripts.bench_stream import (  # noqa: E402
+from bench import command_line
+from bench.cpu_share import cores_used, snapshot
+from bench.machine import machine_info
+from bench.stream import (
     Answers,
-    command_line,
     event_pool,
     kafka_broker,
     run_topics,
 )
-from streamproc.cli._process_group import stop_process_group  # noqa: E402
-from streamproc.config import Settings  # noqa: E402
-from streamproc.contracts.events import AnswerEvent  # noqa: E402
-from streamproc.contracts.gate_events import BUDGET_HEADER  # noqa: E402
+from bench.stream_bench import percentile
+from streamproc.config import Settings
+from streamproc.contracts.events import AnswerEvent
+from streamproc.contracts.gate_events import BUDGET_HEADER
 
 KINDS: dict[str, tuple[str, ...]] = {"qa": ("QA",), "ragtruth": ("Summary", "Data2txt")}
 """Answer kinds and the task types each is drawn from."""
@@ -122,7 +118,7 @@ def log(message: str) -> None:
 
 
 def answer_pool(kind: str, data: Sequence[Path] | None) -> tuple[list[AnswerEvent], str]:
-    """The distinct answers of ``kind``, in ``scripts/bench_stream.py``'s order."""
+    """The distinct answers of ``kind``, in ``python -m bench stream``'s order."""
     return event_pool(data, list(KINDS[kind]))
 
 
@@ -785,7 +781,7 @@ async def _ensure_gate_topic(settings: Settings) -> None:
 
 
 async def _delete(settings: Settings) -> None:
-    from scripts.bench_stream import delete_topics
+    from bench.stream import delete_topics
 
     await delete_topics(settings)
 
@@ -997,7 +993,7 @@ def _csv(kind: Callable[[str], Any]) -> Callable[[str], list[Any]]:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     doc = __doc__ or ""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench gate", description=doc.splitlines()[0])
     parser.add_argument("--paths", type=_csv(str), default=["http", "kafka"])
     parser.add_argument("--loads", type=_csv(float), default=[25.0, 50.0, 90.0, 200.0])
     parser.add_argument("--answers", type=_csv(str), default=["qa", "ragtruth"])
@@ -1122,7 +1118,3 @@ def _json_default(value: object) -> Any:
     if hasattr(value, "__dataclass_fields__"):
         return asdict(value)  # type: ignore[call-overload]
     raise TypeError(f"not JSON: {type(value).__name__}")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -19,7 +19,7 @@ order, garbage collector paused while timing. The
 judging stage itself (``judge_messages`` with the rules judge, the cheapest judge) on the
 same batch is the reference the overhead is given against.
 
-    .venv/bin/python scripts/bench_tracing.py [--batch 64] [--repeats 200]
+    .venv/bin/python -m bench tracing [--batch 64] [--repeats 200]
 """
 
 from __future__ import annotations
@@ -164,8 +164,10 @@ def median_cpu_s(works: dict[str, Callable[[], Any]], repeats: int) -> dict[str,
     return {name: statistics.median(spent) for name, spent in times.items()}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench tracing", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--batch", type=int, default=64, help="answers per micro-batch")
     parser.add_argument("--repeats", type=int, default=200, help="batches timed per mode")
     parser.add_argument(
@@ -175,7 +177,7 @@ def main() -> None:
         help="the default judge's time per answer, for scale (BENCHMARKS.md: owned verifier "
         "+ calibrator, 4.4 answers/s)",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     incoming, refs = batch_of(args.batch)
     judge = build_judge(JudgeSettings(name="rules"))
@@ -250,7 +252,4 @@ def main() -> None:
         f"default judge's ~{args.reference_ms:.0f} ms), {leaner:.0f} us without stage spans "
         f"and claim records"
     )
-
-
-if __name__ == "__main__":
-    main()
+    return 0

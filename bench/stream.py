@@ -1,6 +1,6 @@
 """The stream measured end to end: real worker processes against a real Kafka broker.
 
-    .venv/bin/python scripts/bench_stream.py [--bootstrap HOST:PORT] [--judge nli|rules]
+    .venv/bin/python -m bench stream [--bootstrap HOST:PORT] [--judge nli|rules]
         [--workers 1 2] [--answers 150] [--loads 0.5 0.9] [--duration 60]
         [--task QA ...] [--judge-in-thread] [--json PATH]
 
@@ -24,10 +24,10 @@ each):
 Every phase reports decision latency (from the producer's send to the verdict read by a
 ``read_committed`` consumer) p50/p95/p99 and the judge group's lag sampled every second
 (end offsets minus committed offsets of ``<app_id>.judge``). Before the stream, the
-offline judge (``scripts/benchmark.py``'s ``measure``, in a fresh process) judges the
+offline judge (``python -m bench judge``'s ``measure``, in a fresh process) judges the
 same answers as the saturation backlog, for the ratio stream / offline.
 
-Events: ``scripts/benchmark.py``'s sample (the first answers per task type in sha256(id)
+Events: ``python -m bench judge``'s sample (the first answers per task type in sha256(id)
 order), taken in turn from each task type so any prefix holds the same mix; each
 produced answer gets fresh ids and ``occurred_at`` = now. A phase never repeats an
 answer while the pool lasts (the judge caches evidence embeddings; repeats would
@@ -47,7 +47,6 @@ import contextlib
 import json
 import logging
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -65,13 +64,10 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a plain script, without installing the package
-    sys.path.insert(0, str(ROOT))
-
-# Imported after the path is set, for the reason above.
-from bench.machine import machine_info  # noqa: E402
-from bench.stream_bench import (  # noqa: E402
+from bench import command_line
+from bench.judge import measure, sample_events
+from bench.machine import machine_info
+from bench.stream_bench import (
     LagSampler,
     Mode,
     PhaseResult,
@@ -79,15 +75,15 @@ from bench.stream_bench import (  # noqa: E402
     pacing_schedule,
     summarise_phase,
 )
-from scripts.benchmark import measure, sample_events  # noqa: E402
-from streamproc.cli.child_process import WorkerProcess  # noqa: E402
-from streamproc.config import Settings  # noqa: E402
-from streamproc.contracts.events import AnswerEvent  # noqa: E402
-from streamproc.evaluate.benchmark import TASKS, task_type_of  # noqa: E402
-from streamproc.kafka.topics import prepare_topics, topic_specs  # noqa: E402
-from streamproc.monitor.judging_loop import judge_group_id  # noqa: E402
-from streamproc.telemetry.logging import configure_logging  # noqa: E402
+from streamproc.cli.child_process import WorkerProcess
+from streamproc.config import Settings
+from streamproc.contracts.events import AnswerEvent
+from streamproc.evaluate.benchmark import TASKS, task_type_of
+from streamproc.kafka.topics import prepare_topics, topic_specs
+from streamproc.monitor.judging_loop import judge_group_id
+from streamproc.telemetry.logging import configure_logging
 
+ROOT = Path(__file__).resolve().parent.parent
 KAFKA_SH = ROOT / "scripts" / "kafka.sh"
 KAFKA_START_TIMEOUT_S = 600  # the first start on a machine fetches the broker's jars
 READY_TIMEOUT_S = 180.0
@@ -103,7 +99,7 @@ def event_pool(
 ) -> tuple[list[AnswerEvent], str]:
     """Every answer of the benchmark's sample (of ``tasks`` only, when given), one task
     type after another in turn, so that any prefix holds the mix of
-    ``scripts/benchmark.py`` (equal shares per type) and the first 3 x 20 are exactly
+    ``python -m bench judge`` (equal shares per type) and the first 3 x 20 are exactly
     its 60 answers."""
     events, origin = sample_events(data, per_task=100_000)
     by_task: dict[str, list[AnswerEvent]] = {}
@@ -145,7 +141,7 @@ def fresh(event: AnswerEvent, run: str, index: int) -> tuple[str, bytes, bytes]:
 
 
 def offline_judge(judge: str, batch_size: int, events: Sequence[AnswerEvent]) -> dict[str, Any]:
-    """The judge called directly on ``events``, as ``scripts/benchmark.py`` measures it:
+    """The judge called directly on ``events``, as ``python -m bench judge`` measures it:
     micro-batches of ``batch_size``, a fresh process, one untimed warm-up call."""
     payload = [event.model_dump_json() for event in events]
     with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
@@ -781,18 +777,12 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def command_line() -> str:
-    relative = os.path.relpath(sys.executable)
-    python = sys.executable if relative.startswith("..") else relative
-    return shlex.join([python, *sys.argv])
-
-
 # ----------------------------------------------------------------------------- main
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     doc = __doc__ or ""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench stream", description=doc.splitlines()[0])
     parser.add_argument("--bootstrap", metavar="HOST:PORT", help="use this broker")
     parser.add_argument("--judge", choices=["nli", "rules"], default="nli")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], metavar="N")
@@ -859,7 +849,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         log(f"wrote {args.json}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,7 +2,7 @@
 without the cache, with a cold cache, and with a warm one (the same evidence again, as
 when many questions hit the same retrieved documents).
 
-    .venv/bin/python scripts/bench_embedding_cache.py [--per-task 20] [--runs 3]
+    .venv/bin/python -m bench embedding-cache [--per-task 20] [--runs 3]
 
 Embedding only (no NLI): the judge embeds every evidence sentence of a batch once and
 each checked claim, so these are the texts measured. Medians over runs, each run with a
@@ -16,7 +16,7 @@ import statistics
 import time
 from collections.abc import Sequence
 
-from scripts.benchmark import sample_events
+from bench.judge import sample_events
 from streamproc.config import Settings
 from streamproc.inference.embedding_cache import CachedEmbedder
 from streamproc.inference.loader import load_embedder
@@ -45,11 +45,13 @@ def _embed_all(embedder: TextEmbedder, answers: Sequence[list[str]], batch: int)
     return time.perf_counter() - started
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench embedding-cache", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--per-task", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     answers = _texts(args.per_task)
     settings = Settings()
     inner = load_embedder(settings.judge.inference)
@@ -69,7 +71,4 @@ def main() -> None:
         seconds = statistics.median(runs)
         print(f"| {name} | {seconds:.2f} | {texts / seconds:,.0f} |")
     print(f"cold-cache hit rate (evidence shared within the sample): {statistics.median(hits):.0%}")
-
-
-if __name__ == "__main__":
-    main()
+    return 0

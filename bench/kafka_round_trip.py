@@ -12,7 +12,7 @@ With ``--judge`` it then times the default judge alone, one QA-like answer per c
 ``--gap-ms`` apart, in rounds that alternate quiet and with that traffic flowing (the
 caller in a process of its own): the judge's slowdown that no gate code causes.
 
-    .venv/bin/python scripts/kafka_round_trip.py [--bootstrap HOST:PORT] [--requests 300]
+    .venv/bin/python -m bench kafka-round-trip [--bootstrap HOST:PORT] [--requests 300]
         [--gap-ms 80] [--judge] [--rounds 2] [--judge-answers 150] [--json PATH]
 
 Without ``--bootstrap`` a private broker comes from ``scripts/kafka.sh``. The broker's
@@ -36,20 +36,16 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a plain script, without installing the package
-    sys.path.insert(0, str(ROOT))
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.structs import TopicPartition
 
-# Imported after the path is set, for the reason above.
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # noqa: E402
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # noqa: E402
-from aiokafka.structs import TopicPartition  # noqa: E402
-
-from bench.machine import machine_info  # noqa: E402
-from scripts.bench_gate import answer_pool, summarise_ms  # noqa: E402
-from scripts.bench_stream import kafka_broker  # noqa: E402
-from streamproc.config import Settings  # noqa: E402
-from streamproc.kafka.security import aiokafka_options  # noqa: E402
+from bench import command_line
+from bench.gate import answer_pool, summarise_ms
+from bench.machine import machine_info
+from bench.stream import kafka_broker
+from streamproc.config import Settings
+from streamproc.kafka.security import aiokafka_options
 
 RECEIVED_HEADER = "received-at"
 REPLY_TIMEOUT_S = 5.0
@@ -265,8 +261,10 @@ def measure(bootstrap: str, args: argparse.Namespace) -> dict[str, Any]:
         asyncio.run(_topics(bootstrap, [requests, replies], create=False))
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench kafka-round-trip", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--bootstrap", help="a running broker (default: a private one)")
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--gap-ms", type=float, default=80.0, help="between requests")
@@ -274,10 +272,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2, help="judge rounds of each condition")
     parser.add_argument("--judge-answers", type=int, default=150, help="per round and condition")
     parser.add_argument("--json", type=Path, help="write the report here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with kafka_broker(args.bootstrap) as (bootstrap, broker):
         report = {
-            "command": " ".join([".venv/bin/python", "scripts/kafka_round_trip.py", *sys.argv[1:]]),
+            "command": command_line(),
             "when": datetime.now(UTC).isoformat(timespec="seconds"),
             "machine": machine_info(),
             "broker": broker,
@@ -291,7 +289,3 @@ def main() -> int:
         args.json.write_text(text + "\n", encoding="utf-8")
     print(text)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,7 +2,7 @@
 
 Prints a markdown section for BENCHMARKS.md (and writes it with ``--out``):
 
-    .venv/bin/python scripts/benchmark.py [--judge nli|rules] [--batch-size N]
+    .venv/bin/python -m bench judge [--judge nli|rules] [--batch-size N]
         [--per-task 20] [--runs 3] [--data FILE ...] [--out FILE.md]
 
 Both sides judge the same fixed events: the first ``--per-task`` answers of each task
@@ -34,7 +34,6 @@ import importlib.metadata
 import os
 import platform
 import resource
-import shlex
 import statistics
 import sys
 import time
@@ -49,30 +48,27 @@ from typing import Any, Literal
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a plain script, without installing the package
-    sys.path.insert(0, str(ROOT))
-
-# Imported after the path is set, for the reason above.
-from bench.cost_model import checked_claims  # noqa: E402
-from streamproc.config import Settings  # noqa: E402
-from streamproc.contracts.events import AnswerEvent  # noqa: E402
-from streamproc.evaluate.benchmark import (  # noqa: E402
+from bench import command_line
+from bench.cost_model import checked_claims
+from streamproc.config import Settings
+from streamproc.contracts.events import AnswerEvent
+from streamproc.evaluate.benchmark import (
     TASKS,
     BenchmarkItem,
     default_data_files,
     load_items,
 )
-from streamproc.evaluate.nli_ceiling import ceiling_configs, ceiling_run  # noqa: E402
-from streamproc.judge import Judge, PairScorer  # noqa: E402
-from streamproc.judge.engine import premise  # noqa: E402
-from streamproc.judge.stage_times import collecting  # noqa: E402
-from streamproc.judge.text.claims import Granularity  # noqa: E402
-from streamproc.wiring import build_judge  # noqa: E402
+from streamproc.evaluate.nli_ceiling import ceiling_configs, ceiling_run
+from streamproc.judge import Judge, PairScorer
+from streamproc.judge.engine import premise
+from streamproc.judge.stage_times import collecting
+from streamproc.judge.text.claims import Granularity
+from streamproc.wiring import build_judge
 
 Side = Literal["judge", "baseline", "ceiling"]
 Measurement = dict[str, Any]
 
+ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "streamproc" / "samples"
 _PAIR_COUNTERS = ("pairs_scored", "pair_count", "pairs_checked", "scored_pairs")
 _MIB = 1024 * 1024
@@ -345,7 +341,7 @@ def render(
     show_pairs = any(r.get("pairs") is not None for r in judge_runs)
     granularity = settings.judge.granularity
     claims = judge_runs[0]["claims"] if judge_runs else base_runs[0]["claims"] if base_runs else 0
-    command = shlex.join([_python(), *sys.argv])
+    command = command_line()
     header = ["side", "batch", "answers/s", "claims/s"]
     header += ["NLI pairs/s"] if show_pairs else []
     header += [
@@ -451,12 +447,6 @@ def _ceiling_lines(
     return lines
 
 
-def _python() -> str:
-    """The interpreter as typed from the repo (``.venv/bin/python``), else its full path."""
-    relative = os.path.relpath(sys.executable)
-    return sys.executable if relative.startswith("..") else relative
-
-
 def _ratios(judge_runs: Sequence[Measurement], base_runs: Sequence[Measurement]) -> str:
     if not judge_runs or not base_runs:
         return "Judge / baseline: n/a (one side did not run; see below)."
@@ -476,7 +466,7 @@ def _ratios(judge_runs: Sequence[Measurement], base_runs: Sequence[Measurement])
 
 def main(argv: Sequence[str] | None = None) -> int:
     doc = __doc__ or ""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench judge", description=doc.splitlines()[0])
     parser.add_argument("--judge", choices=["nli", "rules"], default="nli")
     parser.add_argument(
         "--batch-size", type=int, default=Settings().worker.batch_max, help="answers per call"
@@ -512,7 +502,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.out.write_text(section, encoding="utf-8")
         print(f"wrote {args.out}", file=sys.stderr)
     return 0 if results["judge"] else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
