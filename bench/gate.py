@@ -75,8 +75,6 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from streamproc.cli._process_group import stop_process_group
-
 from bench import command_line
 from bench.cpu_share import cores_used, snapshot
 from bench.machine import machine_info
@@ -90,6 +88,7 @@ from bench.stream_bench import percentile
 from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent
 from streamproc.contracts.gate_events import BUDGET_HEADER
+from streamproc.kafka.brokers._process_group import stop_process_group
 
 KINDS: dict[str, tuple[str, ...]] = {"qa": ("QA",), "ragtruth": ("Summary", "Data2txt")}
 """Answer kinds and the task types each is drawn from."""
