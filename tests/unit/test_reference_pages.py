@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.cli import reference
+from streamproc.cli import _topics_page
 from streamproc.cli.main import main
 from streamproc.cli.reference import REFERENCE_DIR, render_reference, stale_pages, write_reference
 from streamproc.config import Settings, setting_variables
@@ -74,11 +74,11 @@ def test_the_topics_page_says_key_value_settings_and_config() -> None:
 
 
 def test_a_topic_nobody_described_stops_the_generator(monkeypatch: pytest.MonkeyPatch) -> None:
-    flows = dict(reference._FLOWS)
+    flows = dict(_topics_page._FLOWS)
     del flows["<STREAMPROC_TOPICS__FLAGS>"]
-    monkeypatch.setattr(reference, "_FLOWS", flows)
+    monkeypatch.setattr(_topics_page, "_FLOWS", flows)
     with pytest.raises(KeyError, match=r"groundedness\.flags"):
-        reference.render_topics_page()
+        _topics_page.render_topics_page()
 
 
 def test_the_pages_do_not_depend_on_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
