@@ -6,7 +6,7 @@
   character spans, a response label);
 * the project's own AnswerEvent JSONL with ``labels`` (what ``streamproc/samples`` holds).
 
-The converters are shared with ``scripts/make_samples.py``, so the in-repo samples and
+The converters are shared with ``modelwork/make_samples.py``, so the in-repo samples and
 the original files judge identically.
 """
 

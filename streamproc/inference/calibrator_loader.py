@@ -30,7 +30,7 @@ __all__ = [
 
 CALIBRATORS_FOLDER = "calibrators"
 ANSWER_KIND = "answer_logistic_regression_per_regime"
-"""The manifest ``kind`` of an answer calibrator (``scripts/train_answer_calibrator.py``)."""
+"""The manifest ``kind`` of an answer calibrator (``modelwork/train_answer_calibrator.py``)."""
 
 
 def calibrators_folder(models_dir: Path | None = None) -> Path:

@@ -6,7 +6,7 @@ faithful claims are flagged together 1 - 0.76^6 = 81 % of the time. So the answe
 decision is calibrated on its own, per answer regime (``calibrator.regime_of``): a small
 logistic model over the highest calibrated claim risk and the number of claims it was
 the highest of, with its own threshold, fitted on the calibrate split
-(``scripts/train_answer_calibrator.py``). A hard finding - a record that contradicts a
+(``modelwork/train_answer_calibrator.py``). A hard finding - a record that contradicts a
 claim, a guessed sentence cut, a negation flip where those are reliable - still flags
 the answer outright. The claims keep their own verdicts: they are what a trim removes.
 
@@ -108,7 +108,7 @@ class AnswerCalibrator:
             raise CalibratorError(
                 f"answer calibrator {self.name!r} was fitted on the risks of "
                 f"{self.claim_calibrator!r}, not {name!r}: refit it "
-                "(scripts/train_answer_calibrator.py)"
+                "(modelwork/train_answer_calibrator.py)"
             )
 
     def decide(

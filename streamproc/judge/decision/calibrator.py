@@ -2,7 +2,7 @@
 
 Logistic regressions over standardised signals (``signals.py``), one per answer regime
 (``regime_of``: a summary of a record, a reply to a question, a task over passages),
-trained offline by ``scripts/train_calibrator.py`` and shipped as a small JSON file with
+trained offline by ``modelwork/train_calibrator.py`` and shipped as a small JSON file with
 a manifest. The regimes get their own weights because the same signal means different
 things in them (word coverage of a flattened record against fluent prose, say). At run
 time it is a dot product in numpy - no training library is needed to use it - and its
@@ -169,7 +169,7 @@ class VerdictCalibrator:
             if trained is not None and trained != running:
                 raise CalibratorError(
                     f"calibrator {self.name!r} was trained on {role} model {trained!r}, "
-                    f"not {running!r}: train one for it (scripts/train_calibrator.py)"
+                    f"not {running!r}: train one for it (modelwork/train_calibrator.py)"
                 )
 
     def check_signals(self, available: Sequence[str]) -> None:

@@ -7,7 +7,7 @@ verifier about the claim against the sentences of its top retrieved units, joine
 order the document has them (so "he" still follows the name it refers to), cut to a word
 budget that fits the model's input with the claim.
 
-Pure and shared with the verifier's training pairs (``scripts/verifier/pairs.py``), so the
+Pure and shared with the verifier's training pairs (``modelwork/verifier/pairs.py``), so the
 model is trained on premises built exactly the way the judge builds them.
 """
 

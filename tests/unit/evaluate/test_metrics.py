@@ -122,7 +122,7 @@ def test_ragtruth_sample_scores_end_to_end() -> None:
 
 @pytest.mark.skipif(not (SHARED / "data").exists(), reason="no shared data here")
 def test_make_samples_reproduces_the_committed_files(tmp_path: Path) -> None:
-    script = Path(__file__).resolve().parents[3] / "scripts" / "make_samples.py"
+    script = Path(__file__).resolve().parents[3] / "modelwork" / "make_samples.py"
     subprocess.run(
         [sys.executable, str(script), "--shared", str(SHARED), "--out", str(tmp_path)],
         check=True,

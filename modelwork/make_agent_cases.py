@@ -8,8 +8,8 @@ answer with exactly one hallucinated span. This script checks every scenario and
 labels, in the shape ``streamproc eval benchmark --data`` reads. Deterministic: the same
 scenarios give byte-identical output.
 
-    .venv/bin/python scripts/make_agent_cases.py           # check and write
-    .venv/bin/python scripts/make_agent_cases.py --check   # check only
+    .venv/bin/python modelwork/make_agent_cases.py           # check and write
+    .venv/bin/python modelwork/make_agent_cases.py --check   # check only
 """
 
 from __future__ import annotations

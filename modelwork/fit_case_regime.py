@@ -17,7 +17,7 @@ plus a ``case`` part: the base's record weights with the chosen threshold) and a
 answer calibrator fitted to it, each with its manifest and sha256. Other regimes judge
 exactly as before. Reproducible:
 
-    .venv/bin/python scripts/fit_case_regime.py [--dry-run]
+    .venv/bin/python modelwork/fit_case_regime.py [--dry-run]
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def _toml_value(value: Any) -> str:
 
 
 def _manifest(path: Path, fields: dict[str, Any], tables: dict[str, dict[str, Any]]) -> None:
-    lines = [f"# Written by scripts/fit_case_regime.py on {datetime.now(UTC).date()}."]
+    lines = [f"# Written by modelwork/fit_case_regime.py on {datetime.now(UTC).date()}."]
     lines += [f"{key} = {_toml_value(value)}" for key, value in fields.items()]
     for name, table in tables.items():
         lines += ["", f"[{name}]"] + [f"{k} = {_toml_value(v)}" for k, v in table.items()]

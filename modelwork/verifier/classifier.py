@@ -6,7 +6,7 @@ the exported graph keeps plain MatMul + Softmax, which ``quantize_dynamic`` turn
 int8 products. The head is new: mean pooling over the attention mask (the base model was
 trained to mean-pool) -> dropout -> linear(2). Logit 0 = "not supported", logit 1 =
 "supported". It replaces a hand-written BERT in plain torch (``bert.py`` until
-2026-12-01), whose forward pass it matches (``scripts/verifier/check_port.py``).
+2026-12-01), whose forward pass it matches (``modelwork/verifier/check_port.py``).
 """
 
 from __future__ import annotations
