@@ -1,7 +1,7 @@
 """Check that the transformers verifier computes what the hand-written one did.
 
 Until 2026-12-01 the verifier was a hand-written BERT in plain torch
-(``modelwork/verifier/bert.py`` at commit 846ad50); ``classifier.py`` now builds it from
+(``scripts/verifier/bert.py`` at commit 846ad50); ``classifier.py`` now builds it from
 ``transformers.BertModel``. This loads both on the same base weights, gives them the same
 head, and compares their logits on real training-style pairs (claim/evidence pairs of
 different lengths, batched with padding), in eval mode and for one training step's
@@ -28,7 +28,7 @@ from modelwork.verifier.classifier import load_base  # noqa: E402
 from modelwork.verifier.pairs import Pair  # noqa: E402
 from modelwork.verifier.train_verifier import Encoder, _base_dir, _pad  # noqa: E402
 
-OLD = ("846ad50", "modelwork/verifier/bert.py")
+OLD = ("846ad50", "scripts/verifier/bert.py")
 PAIRS = [
     ("The supplier invoiced 100 pieces but only 90 were delivered.", "90 pieces arrived."),
     ("Payment is on hold until the goods receipt is posted.", "The invoice was paid."),
