@@ -40,7 +40,7 @@ from streamproc.judge.protocols import ClaimChecker, PremiseCheck
 from streamproc.judge.records.case_check import CaseCheck, CaseChecker
 from streamproc.judge.rules.citations import assess_citations, citation_subsets
 from streamproc.judge.stage_times import stage
-from streamproc.judge.text.claims import Claim, Granularity
+from streamproc.judge.text.claims import AnswerClaim, Granularity
 from streamproc.judge.text.evidence import build_units
 
 __all__ = [
@@ -206,7 +206,7 @@ class ClaimJudge:
 
     def _claim_verdict(
         self,
-        claim: Claim,
+        claim: AnswerClaim,
         plan: _Plan,
         lookup: Mapping[PremiseCheck, tuple[VerdictLabel, float]],
         evidence_ids: list[str],
@@ -250,7 +250,7 @@ class ClaimJudge:
         return []
 
 
-def citation_reasons(claim: Claim, supported: bool | None) -> list[str]:
+def citation_reasons(claim: AnswerClaim, supported: bool | None) -> list[str]:
     """Reason codes about a claim's citations (unknown ids, missing or not supporting)."""
     reasons = []
     if claim.unresolved:

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from streamproc.contracts.events import AnswerJudgement, ClaimVerdict, EvidenceItem, VerdictLabel
-from streamproc.judge.text.claims import Claim, Decomposition, Granularity, decompose
+from streamproc.judge.text.claims import AnswerClaim, Decomposition, Granularity, decompose
 from streamproc.judge.text.evidence import QUESTION_ID, EvidenceUnit
 
 __all__ = [
@@ -61,7 +61,7 @@ class JudgeLimits:
     max_unit_chars: int = 2000
 
 
-def unchecked_verdict(claim: Claim, *reasons: str) -> ClaimVerdict:
+def unchecked_verdict(claim: AnswerClaim, *reasons: str) -> ClaimVerdict:
     """The verdict record of a claim before (or without) checking it: a conversational
     claim, or one a cap left out (then ``reasons`` names the cap)."""
     return ClaimVerdict(
@@ -78,7 +78,7 @@ def unchecked_verdict(claim: Claim, *reasons: str) -> ClaimVerdict:
     )
 
 
-def unverified_verdict(claim: Claim, reason: str) -> ClaimVerdict:
+def unverified_verdict(claim: AnswerClaim, reason: str) -> ClaimVerdict:
     """A claim that should have been checked and was not (``reason``: an
     :class:`~streamproc.contracts.events.UnverifiedReason` value, e.g. the budget ran out)."""
     return unchecked_verdict(claim, reason).model_copy(update={"verdict": VerdictLabel.UNVERIFIED})
@@ -142,7 +142,7 @@ def cap_claims(
     """Leave out of ``shape`` the claims over ``max_claim_chars``, the claims of
     ``cut_sentence`` (a sentence cut short), and the claims to check beyond the first
     ``max_claims``. Conversational claims are never checked, so they never count."""
-    kept: list[Claim] = []
+    kept: list[AnswerClaim] = []
     left: list[ClaimVerdict] = []
     too_long = beyond = checked = 0
     for claim in shape.claims:

@@ -19,7 +19,7 @@ from streamproc.judge.nli.work import AnswerWork
 from streamproc.judge.protocols import NliScore
 from streamproc.judge.rules.overstatement import overstated
 from streamproc.judge.rules.settle import Settled
-from streamproc.judge.text.claims import Claim, split_sentences
+from streamproc.judge.text.claims import AnswerClaim, split_sentences
 from streamproc.judge.text.evidence import EvidenceUnit
 from streamproc.judge.text.negation import flips_negation
 
@@ -41,7 +41,7 @@ class NliThresholds:
 
 
 def decide_claim(
-    claim: Claim,
+    claim: AnswerClaim,
     candidates: Sequence[Candidate],
     work: AnswerWork,
     lookup: Mapping[tuple[str, str], NliScore],

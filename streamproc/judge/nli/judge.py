@@ -29,12 +29,15 @@ and batched NLI calls in rounds, a claim's candidates asked until one decides it
 ``TextEmbedder``), so tests use fakes and the judge stays free of I/O. The work caps
 (:mod:`streamproc.judge.limits`) bound what one answer adds to those calls; each
 answer's own steps run against its deadline (:mod:`streamproc.judge.deadline`).
+
+This module runs the stages and the model calls: :mod:`._preparer` does levels 1 and 2a,
+:mod:`._verdicts` decides the claims and the answer, :mod:`._judge_info` states the
+judge's identity.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,35 +45,22 @@ from numpy.typing import NDArray
 from streamproc.contracts.events import (
     AnswerEvent,
     AnswerJudgement,
-    ClaimClass,
-    ClaimVerdict,
-    ConfidenceMark,
     JudgeInfo,
     UnverifiedReason,
-    VerdictLabel,
 )
 from streamproc.judge.deadline import Deadline
-from streamproc.judge.decision.actions import decide
 from streamproc.judge.decision.answer import AnswerCalibrator
-from streamproc.judge.decision.calibrated import calibrated_decision
-from streamproc.judge.decision.calibrator import ALL_REGIMES, VerdictCalibrator
-from streamproc.judge.decision.hard_findings import has_hard_finding
-from streamproc.judge.decision.signals import SIGNAL_NAMES, ClaimEvidence, claim_signals
-from streamproc.judge.engine import citation_reasons
-from streamproc.judge.limits import (
-    cap_units,
-    decompose_within,
-    unchecked_verdict,
-    unverified_verdict,
-    with_limits,
-)
-from streamproc.judge.nli.decision import NliThresholds, decide_claim, flips, item_text
+from streamproc.judge.decision.calibrator import VerdictCalibrator
+from streamproc.judge.decision.signals import SIGNAL_NAMES
+from streamproc.judge.nli._judge_info import judge_info
+from streamproc.judge.nli._preparer import AnswerPreparer
+from streamproc.judge.nli._verdicts import VerdictAssembler, settled_judgement
+from streamproc.judge.nli.decision import NliThresholds, flips
 from streamproc.judge.nli.options import NliOptions
-from streamproc.judge.nli.premises import COMPOSED_WORDS
 from streamproc.judge.nli.retrieval import rank_candidates
 from streamproc.judge.nli.rounds import ask_composed, ask_in_rounds
 from streamproc.judge.nli.shortlist import lexical_shortlist
-from streamproc.judge.nli.units import statements_only, unit_vectors, window_members
+from streamproc.judge.nli.units import unit_vectors, window_members
 from streamproc.judge.nli.work import (
     AnswerWork,
     ClaimWork,
@@ -79,22 +69,8 @@ from streamproc.judge.nli.work import (
 )
 from streamproc.judge.protocols import NliScore, PairScorer, TextEmbedder
 from streamproc.judge.records.case_check import CaseChecker
-from streamproc.judge.records.confirmation import confirmed_values
-from streamproc.judge.records.record_values import ZeroLengthHours
-from streamproc.judge.records.structured import StructuredEvidence, ValueReason
-from streamproc.judge.rules.citations import assess_citations, citation_subsets
-from streamproc.judge.rules.confidence import (
-    ConfidenceThresholds,
-    SentenceConfidence,
-    sentence_confidence,
-)
-from streamproc.judge.rules.overstatement import overstated
-from streamproc.judge.rules.settle import EvidenceFacts, Prechecks, Settled, precheck
+from streamproc.judge.rules.citations import citation_subsets
 from streamproc.judge.stage_times import stage
-from streamproc.judge.text.claims import Claim, Granularity
-from streamproc.judge.text.evidence import build_units, is_structured
-from streamproc.judge.text.features import content_words, numbers
-from streamproc.judge.text.name_forms import fold
 
 __all__ = ["NLI_JUDGE_VERSION", "NliJudge", "NliOptions", "NliThresholds"]
 
@@ -131,68 +107,36 @@ class NliJudge:
             if calibrator is None:
                 raise ValueError("an answer calibrator reads claim risks: give a calibrator")
             answer_calibrator.check_claim_calibrator(calibrator.name)
-        self._calibrator = calibrator
-        self._answer_calibrator = answer_calibrator
-        self._records = records or CaseChecker()
+        records = records or CaseChecker()
         soft_rules = options.soft_rules
-        self._soft_rules = calibrator is not None if soft_rules is None else soft_rules
         self._scorer = scorer
         self._embedder = embedder
         self._thresholds = options.thresholds
-        self._confidence = options.confidence
-        self._confidence_by_model = dict(options.confidence_by_model)
-        self._granularity: Granularity = options.granularity
         self._top_k = options.top_k
-        self._window = options.window_sentences
-        self._limits = options.limits
         self._decisive = options.decisive_entailment
         self._shortlist = options.shortlist_sentences
         self._composed_regimes = frozenset(options.composed_premise_regimes)
-        self._hard_negation = frozenset(options.hard_negation_regimes)
-        self._document_claims = options.document_claims
-        self._zero_length_hours: ZeroLengthHours = options.zero_length_hours
-        self.pairs_scored = 0
-        self._info = JudgeInfo(
-            name="nli",
-            version=NLI_JUDGE_VERSION,
-            granularity=options.granularity,
-            thresholds={
-                **self._thresholds.as_dict(),
-                **self._confidence.as_dict(),
-                **dict(options.model_thresholds),
-                "top_k": float(options.top_k),
-                "window_sentences": float(options.window_sentences),
-                **_optional("decisive_entailment", options.decisive_entailment),
-                **_optional("shortlist_sentences", options.shortlist_sentences),
-                **_regime_flags("composed_premise", self._composed_regimes),
-                **_regime_flags("hard_negation", self._hard_negation),
-                "document_claims": float(options.document_claims),
-                "zero_length_hours_closed": float(options.zero_length_hours == "closed"),
-                **_optional(
-                    "composed_premise_words",
-                    COMPOSED_WORDS if options.composed_premise_regimes else None,
-                ),
-            },
-            models={scorer.model_name: scorer.sha256, embedder.model_name: embedder.sha256},
-            options=self._records.describe(),
+        self._preparer = AnswerPreparer(
+            records,
+            options.granularity,
+            options.limits,
+            options.document_claims,
+            options.window_sentences,
+            options.zero_length_hours,
+            options.confidence,
+            dict(options.confidence_by_model),
+            calibrator is not None if soft_rules is None else soft_rules,
         )
-        if calibrator is not None:
-            self._info = self._info.model_copy(
-                update={
-                    "thresholds": {**self._info.thresholds, **calibrator.describe()},
-                    "models": {**self._info.models, calibrator.name: calibrator.sha256},
-                }
-            )
-        if answer_calibrator is not None:
-            self._info = self._info.model_copy(
-                update={
-                    "thresholds": {**self._info.thresholds, **answer_calibrator.describe()},
-                    "models": {
-                        **self._info.models,
-                        answer_calibrator.name: answer_calibrator.sha256,
-                    },
-                }
-            )
+        self._verdicts = VerdictAssembler(
+            options.thresholds,
+            calibrator,
+            answer_calibrator,
+            frozenset(options.hard_negation_regimes),
+        )
+        self.pairs_scored = 0
+        self._info = judge_info(
+            NLI_JUDGE_VERSION, options, scorer, embedder, records, calibrator, answer_calibrator
+        )
 
     @property
     def info(self) -> JudgeInfo:
@@ -207,7 +151,7 @@ class NliJudge:
         with stage("nli"):  # batched model calls for every answer of the batch
             lookup = self._ask(works)
         with stage("decide"):
-            return [self._assemble(work, lookup) for work in works]
+            return [self._verdicts.assemble(work, lookup) for work in works]
 
     def settle_batch(
         self, answers: Sequence[AnswerEvent], *, reason: UnverifiedReason
@@ -221,40 +165,11 @@ class NliJudge:
         answer on a fraction of its evidence."""
         with stage("claims"):
             works = [
-                self._prepare(answer, Deadline(None).start(i)) for i, answer in enumerate(answers)
+                self._preparer.prepare(answer, Deadline(None).start(i))
+                for i, answer in enumerate(answers)
             ]
         with stage("decide"):
-            return [self._settle(work, reason) for work in works]
-
-    def _settle(self, work: AnswerWork, reason: UnverifiedReason) -> AnswerJudgement:
-        verdicts: list[ClaimVerdict] = []
-        for item in work.claims:
-            claim = item.claim
-            if not claim.checked:
-                verdicts.append(unchecked_verdict(claim))
-            elif item.settled is None:
-                verdicts.append(unverified_verdict(claim, reason.value))
-            else:
-                settled = item.settled
-                verdicts.append(
-                    unchecked_verdict(claim).model_copy(
-                        update={
-                            "verdict": settled.verdict,
-                            "score": round(settled.score, 4),
-                            "reasons": list(settled.reasons),
-                            "evidence_ids": list(settled.evidence_ids),
-                            "confidence": item.confidence.mark if item.confidence else None,
-                        }
-                    )
-                )
-        judgement = decide(
-            work.capped.verdicts(verdicts),
-            [s.text for s in work.shape.sentences],
-            abstained=work.shape.abstained,
-            answerable=work.answer.answerable,
-            unverified_reason=reason,
-        )
-        return with_limits(judgement, work.limits)
+            return [settled_judgement(work, reason) for work in works]
 
     def nli_pairs(self, answers: Sequence[AnswerEvent]) -> list[tuple[str, str]]:
         """The (premise, hypothesis) pairs judging ``answers`` as one batch sends to the
@@ -288,75 +203,11 @@ class NliJudge:
         with stage("claims"):  # decompose, token confidence, record checks
             for index, answer in enumerate(answers):
                 clock = Deadline(deadline_s).start(index)
-                works.append(self._prepare(answer, clock))
+                works.append(self._preparer.prepare(answer, clock))
                 clock.pause()
         with stage("retrieval"):
             self._retrieve(works)
         return works
-
-    # -- level 1 and 2a: no model --------------------------------------------------------
-
-    def _prepare(self, answer: AnswerEvent, clock: Deadline) -> AnswerWork:
-        capped = decompose_within(
-            answer.answer,
-            answer.evidence,
-            self._granularity,
-            self._limits,
-            document_claims=self._document_claims,
-        )
-        clock.check()
-        every_unit = build_units(answer.question, answer.evidence, self._window)
-        kept = cap_units(every_unit, self._limits)
-        units = statements_only(kept.units)  # what retrieval and NLI may see
-        # The presence checks (is this number, this name anywhere in the evidence?) are
-        # linear and read it all: a figure stated only beyond the unit cap must read as
-        # "not entailed by what we read", never as "not in the evidence" (contradicted).
-        all_text = " ".join(u.text for u in every_unit)
-        clock.check()
-        cases = self._records.for_answer(answer)
-        case_regime = cases.case_evidence
-        facts = EvidenceFacts(
-            names_text=fold(all_text),
-            numbers=frozenset().union(*(numbers(u.text) for u in every_unit)),
-            words=content_words(all_text),
-            structured=StructuredEvidence.from_items(answer.evidence, self._zero_length_hours)
-            if not case_regime
-            else StructuredEvidence(()),
-            word_count=len(all_text.split()),
-        )
-        clock.check()
-        claims = []
-        for claim in capped.shape.claims:
-            work = ClaimWork(claim)
-            if claim.checked:
-                thresholds = self._confidence_by_model.get(answer.model, self._confidence)
-                work.confidence = _confidence(answer, claim, thresholds)
-                work.prechecks = precheck(
-                    answer,
-                    claim,
-                    work.confidence,
-                    facts,
-                    soft_rules=self._soft_rules,
-                    case=cases.check(claim.text),
-                    case_regime=case_regime,
-                )
-                work.settled = work.prechecks.hard
-            claims.append(work)
-            clock.check()
-        return AnswerWork(
-            answer,
-            capped,
-            clock,
-            units,
-            facts,
-            facts.words,
-            claims,
-            checked_claims=sum(c.claim.checked for c in claims),
-            structured_evidence=not facts.structured.empty
-            or any(is_structured(e) for e in answer.evidence),
-            case_evidence=case_regime,
-            limits=capped.limits + kept.limits + cases.limits(),
-        )
 
     # -- retrieval: one embedding call for the batch --------------------------------------
 
@@ -405,203 +256,3 @@ class NliJudge:
             for subset in citation_subsets(item.claim.resolved):
                 chosen = [i for i, u in enumerate(work.units) if u.evidence_id in subset]
                 item.cited[subset] = rank_candidates(*ranking, among=chosen)
-
-    # -- level 2b: decide from the scores ------------------------------------------------
-
-    def _assemble(
-        self, work: AnswerWork, lookup: Mapping[tuple[str, str], NliScore]
-    ) -> AnswerJudgement:
-        with work.clock.running() as clock:
-            clock.check()
-            verdicts: list[ClaimVerdict] = []
-            risks: list[float] = []  # of the claims the calibrator decided
-            hard = False  # a hard finding refuted some claim
-            for item in work.claims:
-                verdict, settled = self._claim_verdict(item, work, lookup)
-                verdicts.append(verdict)
-                if settled:
-                    hard |= verdict.verdict not in (None, VerdictLabel.SUPPORTED)
-                elif verdict.risk is not None:
-                    risks.append(verdict.risk)
-                clock.check()
-            call = None
-            if self._answer_calibrator is not None:
-                call = self._answer_calibrator.decide(
-                    work.regime,
-                    risks,
-                    hard,
-                    hard_finding=any(has_hard_finding(v) for v in verdicts),
-                )
-            judgement = decide(
-                work.capped.verdicts(verdicts),
-                [s.text for s in work.shape.sentences],
-                abstained=work.shape.abstained,
-                answerable=work.answer.answerable,
-                hallucinated=None if call is None else call.hallucinated,
-            )
-            if call is not None:
-                judgement = judgement.model_copy(update={"answer_risk": call.risk})
-            clock.check()
-            return with_limits(judgement, work.limits)
-
-    def _claim_verdict(
-        self, item: ClaimWork, work: AnswerWork, lookup: Mapping[tuple[str, str], NliScore]
-    ) -> tuple[ClaimVerdict, bool]:
-        """One claim's verdict (the rule, the calibrator, truncation and citations) and
-        whether a hard finding settled it rather than the calibrator."""
-        claim = item.claim
-        base = unchecked_verdict(claim)
-        if not claim.checked:
-            return base, False
-        rule = item.settled or decide_claim(
-            item.claim, item.scored_candidates, work, lookup, self._thresholds, item.composed
-        )
-        signals = self._signals(item, rule, work, lookup)
-        decision, risk, settled = self._calibrate(item, work, rule, signals)
-        hypothesis = work.hypothesis(claim)
-        cut_ids = {
-            work.units[c.unit].evidence_id
-            for c in item.scored_candidates
-            if lookup[(work.units[c.unit].text, hypothesis)].truncated
-        }
-        if item.composed is not None and lookup[(item.composed.text, hypothesis)].truncated:
-            cut_ids.update(item.composed.evidence_ids)
-        cut = sorted(cut_ids)
-        if cut:  # the model saw only part of these units: say so on the verdict
-            decision = replace(
-                decision, reasons=(*decision.reasons, f"EVIDENCE_TRUNCATED: {', '.join(cut)}")
-            )
-
-        def supports(subset: tuple[str, ...]) -> bool:
-            return self._subset_supports(item, subset, work, lookup)
-
-        cites = assess_citations(claim.resolved, work.shape.uses_citations, supports)
-        notes = list(item.prechecks.notes) if item.prechecks else []
-        reasons = list(decision.reasons) + citation_reasons(claim, cites.supported) + notes
-        mark = item.confidence.mark if item.confidence else None
-        verdict = base.model_copy(
-            update={
-                "verdict": decision.verdict,
-                "score": round(decision.score, 4),
-                "reasons": reasons,
-                "evidence_ids": list(decision.evidence_ids),
-                "citation_supported": cites.supported,
-                "citations_needed": list(cites.needed),
-                "confidence": mark,
-                "risk": risk,
-                "signals": signals,
-            }
-        )
-        return verdict, settled
-
-    def _signals(
-        self,
-        item: ClaimWork,
-        rule: Settled,
-        work: AnswerWork,
-        lookup: Mapping[tuple[str, str], NliScore],
-    ) -> dict[str, float]:
-        """The calibrator's inputs for one checked claim (computed with or without one)."""
-        claim = item.claim
-        hypothesis = work.hypothesis(claim)
-        scored = [
-            (c, lookup[(work.units[c.unit].text, hypothesis)]) for c in item.scored_candidates
-        ]
-        flipped = _is_negation_flip(rule)
-        best = max(scored, key=lambda cs: cs[1].entailment, default=None)
-        hedged = best is not None and (
-            overstated(claim.text, item_text(work, work.units[best[0].unit])) is not None
-        )
-        checks = item.prechecks or Prechecks(None)
-        words = content_words(claim.text)
-        sentences = max(1, len(work.shape.sentences) - 1)
-        found = ClaimEvidence(
-            scored=scored,
-            candidates=item.candidates,
-            flipped=flipped,
-            overstated=hedged,
-            coverage_evidence=len(words & work.evidence_words) / len(words) if words else 1.0,
-            unknown_numbers=checks.unknown_numbers,
-            unknown_names=checks.unknown_names,
-            value_mismatch=checks.count(ValueReason.VALUE_MISMATCH),
-            field_not_in_record=checks.count(ValueReason.FIELD_NOT_IN_RECORD),
-            value_confirmed=checks.count(ValueReason.VALUE_CONFIRMED),
-            confidence_low=item.confidence is not None
-            and item.confidence.mark is not ConfidenceMark.OK,
-            record_claim=claim.claim_class is ClaimClass.RECORD,
-            claim_words=len(words),
-            position=min(1.0, claim.sentence_index / sentences),
-            structured_evidence=work.structured_evidence,
-            evidence_words=work.facts.word_count,
-            has_question=bool(work.answer.question),
-            checked_claims=work.checked_claims,
-            contradiction_min_coverage=self._thresholds.contradiction_min_coverage,
-            composed=None if item.composed is None else lookup[(item.composed.text, hypothesis)],
-            case_evidence=work.case_evidence,
-            record_confirmed=checks.record_confirmed,
-        )
-        return claim_signals(found)
-
-    def _calibrate(
-        self, item: ClaimWork, work: AnswerWork, rule: Settled, signals: Mapping[str, float]
-    ) -> tuple[Settled, float | None, bool]:
-        """The calibrated verdict and risk, or the rule's verdict when no calibrator is
-        configured or a hard finding settled the claim (the third value: it did)."""
-        calibrator = self._calibrator
-        if calibrator is None or item.settled is not None:  # no calibrator decides: no risk
-            return rule, None, True
-        risk = round(calibrator.probability(signals), 4)
-        if _is_negation_flip(rule) and work.regime in self._hard_negation:
-            return rule, risk, True  # a hard finding: never overruled
-        soft = item.prechecks.soft_reasons if item.prechecks else ()
-        drivers = calibrator.contributions(signals)
-        threshold = calibrator.threshold_for(signals)
-        return calibrated_decision(rule, risk, threshold, drivers, soft), risk, False
-
-    def _subset_supports(
-        self,
-        item: ClaimWork,
-        subset: tuple[str, ...],
-        work: AnswerWork,
-        lookup: Mapping[tuple[str, str], NliScore],
-    ) -> bool:
-        """Citation recall: does the cited evidence alone (plus the question) back it?"""
-        claim_numbers = numbers(item.claim.text)
-        subset_text = " ".join(u.text for u in work.units if u.evidence_id in subset)
-        if claim_numbers - numbers(subset_text) - numbers(work.answer.question or ""):
-            return False
-        decision = decide_claim(
-            item.claim, item.cited.get(subset, []), work, lookup, self._thresholds
-        )
-        return decision.verdict is VerdictLabel.SUPPORTED
-
-
-# ------------------------------------------------------------------------------ helpers
-
-
-def _regime_flags(name: str, regimes: Collection[str]) -> dict[str, float]:
-    """``{name}_{regime}``: 1.0 where the behaviour is on, for every regime."""
-    return {f"{name}_{regime}": float(regime in regimes) for regime in ALL_REGIMES}
-
-
-def _optional(name: str, value: float | None) -> dict[str, float]:
-    """A threshold recorded on the judge's info only when it is set."""
-    return {} if value is None else {name: float(value)}
-
-
-def _is_negation_flip(rule: Settled) -> bool:
-    """The sentence that talks most closely about the claim says the opposite."""
-    return rule.verdict is VerdictLabel.CONTRADICTED and any(
-        r.startswith("NEGATION_FLIP") for r in rule.reasons
-    )
-
-
-def _confidence(
-    answer: AnswerEvent, claim: Claim, thresholds: ConfidenceThresholds
-) -> SentenceConfidence | None:
-    if not answer.tokens:
-        return None
-    confirmed = confirmed_values(claim.text, answer.evidence)
-    return sentence_confidence(
-        answer.tokens, claim.start, claim.end, thresholds, confirmed=confirmed
-    )

@@ -15,7 +15,7 @@ from streamproc.judge.nli.retrieval import Candidate
 from streamproc.judge.rules.citations import citation_subsets
 from streamproc.judge.rules.confidence import SentenceConfidence
 from streamproc.judge.rules.settle import EvidenceFacts, Prechecks, Settled
-from streamproc.judge.text.claims import Claim, Decomposition
+from streamproc.judge.text.claims import AnswerClaim, Decomposition
 from streamproc.judge.text.document_claims import about_document
 from streamproc.judge.text.evidence import EvidenceUnit
 
@@ -26,7 +26,7 @@ __all__ = ["AnswerWork", "ClaimWork", "cited_units", "hypothesis", "needs_eviden
 class ClaimWork:
     """One claim on its way through the judge."""
 
-    claim: Claim
+    claim: AnswerClaim
     confidence: SentenceConfidence | None = None
     settled: Settled | None = None
     prechecks: Prechecks | None = None
@@ -69,7 +69,7 @@ class AnswerWork:
         """The claims to judge (those the caps left out are in ``capped.left_out``)."""
         return self.capped.shape
 
-    def hypothesis(self, claim: Claim) -> str:
+    def hypothesis(self, claim: AnswerClaim) -> str:
         """What NLI and retrieval read for ``claim`` (see :func:`hypothesis`)."""
         if claim.claim_class is ClaimClass.DOCUMENT:
             reported = about_document(claim.text)

@@ -24,9 +24,9 @@ from itertools import combinations
 from typing import Final
 
 from streamproc.contracts.events import EvidenceItem, EvidenceKind
-from streamproc.judge.records.calendar import DateMention, RecordedTime
 from streamproc.judge.records.claim_values import ValueReaders, read_values, tokens
 from streamproc.judge.records.common import Record
+from streamproc.judge.records.dates import DateMention, RecordedTime
 from streamproc.judge.records.money import Money
 from streamproc.judge.records.value_parse import number_word
 from streamproc.judge.text.evidence import FieldLeaf, Path, record_leaves

@@ -21,7 +21,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Final
 
-from streamproc.judge.records.calendar import DateMention, DateReader
+from streamproc.judge.records.calendar import DateReader
+from streamproc.judge.records.dates import DateMention
 from streamproc.judge.records.money import Money, MoneyReader
 from streamproc.judge.records.value_parse import number_word
 from streamproc.judge.text.features import STOP_WORDS, word_set

@@ -20,7 +20,7 @@ from streamproc.judge.records.case_check import CaseCheck
 from streamproc.judge.records.structured import StructuredEvidence, ValueFinding, ValueReason
 from streamproc.judge.rules.comparisons import ComparisonFinding, check_comparison, parse_question
 from streamproc.judge.rules.confidence import SentenceConfidence
-from streamproc.judge.text.claims import Claim
+from streamproc.judge.text.claims import AnswerClaim
 from streamproc.judge.text.document_claims import about_document, topic_reason
 from streamproc.judge.text.features import numbers
 from streamproc.judge.text.name_forms import known_name
@@ -69,7 +69,7 @@ class Prechecks:
 
 def precheck(
     answer: AnswerEvent,
-    claim: Claim,
+    claim: AnswerClaim,
     confidence: SentenceConfidence | None,
     facts: EvidenceFacts,
     *,
@@ -134,7 +134,7 @@ def precheck(
     return Prechecks(hard, soft, len(missing), len(unnamed), values, notes, confirmed)
 
 
-def _topic_check(claim: Claim, facts: EvidenceFacts, unknown: int) -> Settled | None:
+def _topic_check(claim: AnswerClaim, facts: EvidenceFacts, unknown: int) -> Settled | None:
     """ "The article discusses X" is settled by whether X is what the evidence is about;
     None for the other sentences about the document ("the author argues that Y"), which
     the verifier reads as Y."""
@@ -148,7 +148,7 @@ def _topic_check(claim: Claim, facts: EvidenceFacts, unknown: int) -> Settled | 
     return Settled(VerdictLabel.UNSUPPORTED, 0.0, (reason,))
 
 
-def _compare(answer: AnswerEvent, claim: Claim) -> ComparisonFinding | None:
+def _compare(answer: AnswerEvent, claim: AnswerClaim) -> ComparisonFinding | None:
     """The evidence's years against a pick between two dated things, when the question
     asks for one ("Who was born first, A or B?")."""
     question = parse_question(answer.question) if answer.question else None

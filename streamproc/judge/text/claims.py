@@ -30,7 +30,7 @@ from streamproc.judge.text.sentences import split_sentences
 from streamproc.judge.text.speech_acts import is_abstention, is_conversational
 
 __all__ = [
-    "Claim",
+    "AnswerClaim",
     "Decomposition",
     "Granularity",
     "Sentence",
@@ -56,7 +56,7 @@ class Sentence:
 
 
 @dataclass(frozen=True, slots=True)
-class Claim:
+class AnswerClaim:
     """One claim to check (or, if conversational, to report and leave alone).
 
     ``citations`` are the labels as written ("D07", "3"); ``resolved`` the evidence id
@@ -93,7 +93,7 @@ class Decomposition:
     """Everything the judge needs to know about the shape of one answer."""
 
     sentences: tuple[Sentence, ...]
-    claims: tuple[Claim, ...]
+    claims: tuple[AnswerClaim, ...]
     abstained: bool
     uses_citations: bool
 
@@ -149,7 +149,7 @@ def decompose(
     all_cites = find_citations(answer, evidence_ids)
     cite_starts = [c.start for c in all_cites]  # in order: a bisection per sentence
     sentences: list[Sentence] = []
-    claims: list[Claim] = []
+    claims: list[AnswerClaim] = []
     abstained = False
     for sentence_start, sentence_end in split_sentences(answer):
         sentence = Sentence(
@@ -174,7 +174,7 @@ def decompose(
             labels = _part_labels(cites, sentence_start, (part_start, part_end), parts[-1])
             text = strip_citations(answer[part_start:part_end], evidence_ids)
             claims.append(
-                Claim(
+                AnswerClaim(
                     index=len(claims),
                     sentence_index=sentence.index,
                     text=text,
