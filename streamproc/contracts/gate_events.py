@@ -63,11 +63,11 @@ GateErrorCode = Literal[
 ]
 
 
-class _Model(BaseModel):
+class _GateModel(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class GateReply(_Model):
+class GateReply(_GateModel):
     """The gate's answer to one request (HTTP 200 body; Kafka reply value)."""
 
     schema_version: Literal[1] = SCHEMA_VERSION
@@ -92,7 +92,7 @@ class GateReply(_Model):
     policy: FailurePolicy = Field(description="The failure policy of the answer's tenant.")
 
 
-class GateError(_Model):
+class GateError(_GateModel):
     """A refused request: a code and one line saying what was wrong."""
 
     error: GateErrorCode

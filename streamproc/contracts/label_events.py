@@ -63,11 +63,11 @@ UNKNOWN_TASK_TYPE: Final = "unknown"
 """The task type of a cell whose answers carried none."""
 
 
-class _Model(BaseModel):
+class _LabelModel(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class _Incoming(BaseModel):
+class _IncomingLabel(BaseModel):
     """Labels come from other programs too (imports, Label Studio): tolerant reader."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
@@ -83,7 +83,7 @@ class SampledBecause(StrEnum):
     """A passed answer drawn by the seeded sample (inclusion probability = its rate)."""
 
 
-class ReviewItem(_Model):
+class ReviewItem(_LabelModel):
     """One answer waiting for reviewers: what the reviewer needs to see, and the sampling
     design it was drawn under."""
 
@@ -131,14 +131,14 @@ class ClaimLabelValue(StrEnum):
 AnswerLabel = Literal["hallucinated", "faithful"]
 
 
-class ClaimLabel(_Incoming):
+class ClaimLabel(_IncomingLabel):
     """A reviewer's label of one claim, by its index in the verdict's claims."""
 
     index: NonNegativeInt
     label: ClaimLabelValue
 
 
-class LabelEvent(_Incoming):
+class LabelEvent(_IncomingLabel):
     """One reviewer's labels of one answer (topic: labels, key: answer_id)."""
 
     schema_version: Literal[1] = SCHEMA_VERSION
@@ -159,7 +159,7 @@ class LabelEvent(_Incoming):
     )
 
 
-class LabelAuditEntry(_Model):
+class LabelAuditEntry(_LabelModel):
     """An accepted label as the audit trail keeps it: who said what about which answer,
     next to what the judge had decided - so an auditor sees who disagreed with it."""
 
@@ -187,7 +187,7 @@ class LabelAuditEntry(_Model):
 # ----------------------------------------------------------------------- live accuracy
 
 
-class AccuracyCell(_Model):
+class AccuracyCell(_LabelModel):
     """Where live accuracy is kept: one judge on one assistant's answers of one task type."""
 
     tenant: str
@@ -200,7 +200,7 @@ class AccuracyCell(_Model):
         return f"{self.tenant}/{self.assistant_id}/{self.task_type}/{self.judge_key}"
 
 
-class Tally(_Model):
+class Tally(_LabelModel):
     """A weighted count: ``n`` labels (fractional when reviewers split), ``w`` their
     inverse-probability weights summed, ``w2`` the squared weights summed (for the
     effective sample size, Kish: ``w**2 / w2``)."""
@@ -210,7 +210,7 @@ class Tally(_Model):
     w2: float = 0.0
 
 
-class LabelDelta(_Model):
+class LabelDelta(_LabelModel):
     """How one label changed its cell (internal topic, key: the cell). An answer counts
     once however many reviewers label it: each of its k labels carries 1/k of it, so a
     second label moves part of the first one's share (negative tallies are normal)."""
@@ -234,7 +234,7 @@ class LabelDelta(_Model):
     )
 
 
-class RateEstimate(_Model):
+class RateEstimate(_LabelModel):
     """A proportion with its 95 % interval, from weighted labels."""
 
     estimate: float | None
@@ -243,7 +243,7 @@ class RateEstimate(_Model):
     n_effective: float = Field(description="Kish effective sample size of the denominator.")
 
 
-class JudgeAccuracyEvent(_Model):
+class JudgeAccuracyEvent(_LabelModel):
     """The judge measured against people in one cell (topic: judge accuracy, compacted,
     key: ``tenant/assistant/task_type/judge_key``)."""
 
@@ -272,7 +272,7 @@ class JudgeAccuracyEvent(_Model):
     measured_at: AwareDatetime
 
 
-class JudgeDriftAlert(_Model):
+class JudgeDriftAlert(_LabelModel):
     """The judge's live accuracy fell significantly below its offline figures or its own
     trailing baseline in one cell (topic: alerts, key ``tenant/assistant``; severity
     ticket: someone should look at the judge this week, nobody is paged)."""

@@ -62,7 +62,7 @@ class PublishFailed(Exception):
     """The broker did not take a batch; its inputs were not acknowledged."""
 
 
-class _Refused(Exception):
+class _RecordsRefused(Exception):
     """Records of the batch refused for their size (positions in the batch, and why)."""
 
     def __init__(self, refused: dict[int, BaseException]) -> None:
@@ -130,7 +130,7 @@ class _ProducerPublisher(ABC):
             try:
                 await asyncio.wait_for(self._deliver(batch, offsets), self._timeout_s)
                 return
-            except _Refused as refused:
+            except _RecordsRefused as refused:
                 _log_refused(batch, refused.refused)
                 if self._divert is None or self._make_producer is None or round_ == rounds - 1:
                     raise PublishFailed(f"{self._failure}: {refused.refused}") from refused
@@ -188,7 +188,7 @@ class _ProducerPublisher(ABC):
         await self._producer.start()
 
     async def _send_all(self, records: Sequence[OutboundRecord]) -> None:
-        """Send every record; raises :class:`_Refused` naming each refused one. A record
+        """Send every record; raises :class:`_RecordsRefused` naming each refused one. A record
         suspected this round is sent on its own: what was sent before it is acknowledged
         first, and it is acknowledged before the next is sent (order kept)."""
         pending: list[tuple[int, Awaitable[Any]]] = []
@@ -217,7 +217,7 @@ class _ProducerPublisher(ABC):
                 break  # the transaction is lost: no need to send the rest
         await settle()
         if refused:
-            raise _Refused(refused)
+            raise _RecordsRefused(refused)
 
     @abstractmethod
     async def _deliver(

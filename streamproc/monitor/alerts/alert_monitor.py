@@ -38,7 +38,7 @@ _SNAPSHOT_VERSION: Final = 1
 
 
 @dataclass(slots=True)
-class _Entry:
+class _KeyAlerts:
     counts: RollingCounts
     state: AlertState
     examples: deque[str] = field(default_factory=deque)
@@ -54,16 +54,16 @@ class AlertMonitor:
         self._longest = max(self._windows)
         pairs = [*alerts.page, *alerts.ticket]
         self._longest_short = max((pair.short_s for pair in pairs), default=0.0)
-        self._entries: dict[AlertKey, _Entry] = {}
+        self._entries: dict[AlertKey, _KeyAlerts] = {}
         self._changed: set[AlertKey] = set()
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def _entry(self, key: AlertKey) -> _Entry:
+    def _entry(self, key: AlertKey) -> _KeyAlerts:
         entry = self._entries.get(key)
         if entry is None:
-            entry = _Entry(
+            entry = _KeyAlerts(
                 RollingCounts(self._windows),
                 AlertState(tenant=key[0], assistant_id=key[1]),
                 deque(maxlen=self._policy.max_examples),
@@ -163,5 +163,5 @@ class AlertMonitor:
             counts = RollingCounts(self._windows)
         examples: deque[str] = deque(data["examples"], maxlen=self._policy.max_examples)
         key = (state.tenant, state.assistant_id)
-        self._entries[key] = _Entry(counts, state, examples)
+        self._entries[key] = _KeyAlerts(counts, state, examples)
         return key
