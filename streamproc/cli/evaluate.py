@@ -21,7 +21,7 @@ from streamproc.evaluate.metrics import agreement, scores
 from streamproc.evaluate.reports import Rendered, render_agree, render_check, render_score
 from streamproc.evaluate.runner import judge_cases
 from streamproc.inference.options import JudgeSettings
-from streamproc.wiring import available_judges
+from streamproc.wiring import available_judges, refit_options
 
 __all__ = ["register", "run_calibrate_command", "run_eval"]
 
@@ -107,7 +107,7 @@ def _register_calibrate(subparsers: argparse._SubParsersAction[argparse.Argument
 def run_calibrate_command(args: argparse.Namespace) -> int:
     from streamproc.evaluate.calibration.label_refit import run_calibrate
 
-    return run_calibrate(args)
+    return run_calibrate(args, refit_options(Settings()))
 
 
 def _settings(args: argparse.Namespace) -> JudgeSettings:
@@ -121,7 +121,7 @@ def _settings(args: argparse.Namespace) -> JudgeSettings:
 def run_eval(args: argparse.Namespace) -> int:
     """Run one report; 0 on success, 2 when the input cannot be used (message on stderr)."""
     if args.what == "benchmark":
-        return run_benchmark(args, _settings(args))
+        return run_benchmark(args, _settings(args), batch_max=Settings().worker.batch_max)
     penalty: float = getattr(args, "penalty", 1.0)  # score only
     if penalty < 0:
         print("--penalty must be 0 or more", file=sys.stderr)

@@ -29,15 +29,15 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import ValidationError
 
-from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent, AnswerJudgement, JudgeInfo, VerdictLabel
 from streamproc.evaluate.cases import LabelledCase, person_verdicts
 from streamproc.evaluate.loaders import LoadError, benchmark_row_to_event, json_rows
 from streamproc.evaluate.splits import SPLIT_DESCRIPTION, Split, split_of
+from streamproc.inference.judges import build_judge
 from streamproc.inference.options import JudgeSettings
 from streamproc.judge import Judge
 from streamproc.rates.stats import wilson_interval
-from streamproc.wiring import build_judge
+from streamproc.verdicts.options import WorkerSettings
 
 __all__ = [
     "TASKS",
@@ -65,6 +65,9 @@ TASKS: Final = ("QA", "Summary", "Data2txt", "Agent")
 DEFAULT_FILES: Final = ("ragtruth_dev.jsonl", "halueval_qa_dev.jsonl")
 DEFAULT_SEED: Final = 20250106
 DEFAULT_RESAMPLES: Final = 1000
+DEFAULT_BATCH_MAX: Final[int] = WorkerSettings.model_fields["batch_max"].default
+"""``worker.batch_max``'s default: the batch size when neither ``--batch-size`` nor the
+entry point says."""
 _REPO = Path(__file__).resolve().parents[2]
 _SPAN_DATASETS = ("ragtruth",)  # word-level human spans; HaluEval's span is the whole answer
 
@@ -676,14 +679,18 @@ def run_benchmark(
     out: TextIO | None = None,
     err: TextIO | None = None,
     build: Callable[[JudgeSettings], Judge] = build_judge,
+    *,
+    batch_max: int = DEFAULT_BATCH_MAX,
 ) -> int:
     """Run the benchmark; 0 on success, 2 when the input or judge cannot be used.
 
     ``out``/``err`` default to the *current* sys.stdout/stderr (read at call time, so
-    captured output in tests works); ``build`` is the judge factory (a fake in tests).
+    captured output in tests works); ``build`` is the judge factory (a fake in tests);
+    ``batch_max``: the batch size without ``--batch-size`` (the entry point passes
+    ``worker.batch_max``).
     """
     out, err = out or sys.stdout, err or sys.stderr
-    batch_size = args.batch_size or Settings().worker.batch_max
+    batch_size = args.batch_size or batch_max
     if batch_size < 1 or (args.limit is not None and args.limit < 1) or args.resamples < 1:
         print("streamproc eval: --batch-size, --limit and --resamples must be 1 or more", file=err)
         return 2

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 from streamproc.contracts.events import JudgeInfo
 from streamproc.evaluate.cases import CaseResult, LabelledCase, person_verdicts
+from streamproc.inference.judges import build_judge
 from streamproc.inference.options import JudgeSettings
 from streamproc.judge import Judge
 from streamproc.judge.text.claims import Granularity
-from streamproc.wiring import build_judge
 
 __all__ = ["judge_cases", "judge_cases_with"]
 

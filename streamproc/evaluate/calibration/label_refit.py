@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from streamproc.config import Settings
 from streamproc.evaluate.benchmark import judge_items, load_items
 from streamproc.evaluate.calibration.from_labels import (
     DEFAULT_MIN_FLAGGED,
@@ -39,14 +38,22 @@ from streamproc.inference.calibrator_loader import (
     load_answer_calibrator,
     resolve_answer_calibrator,
 )
+from streamproc.inference.judges import build_judge
+from streamproc.inference.options import JudgeSettings
 from streamproc.inference.registry import sha256_of
 from streamproc.judge import Judge
 from streamproc.judge.decision.answer import ANSWER_FEATURES, AnswerCalibrator
 from streamproc.judge.decision.calibrator import REGIMES
 from streamproc.judge.decision.hard_findings import HARD_REASON_CODES
-from streamproc.wiring import build_judge
 
-__all__ = ["DEFAULT_SEED", "Refit", "add_calibrate_arguments", "refit", "run_calibrate"]
+__all__ = [
+    "DEFAULT_SEED",
+    "Refit",
+    "RefitOptions",
+    "add_calibrate_arguments",
+    "refit",
+    "run_calibrate",
+]
 
 DEFAULT_SEED = 20261202
 
@@ -83,6 +90,18 @@ def add_calibrate_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class RefitOptions:
+    """What ``calibrate --from-labels`` takes from the settings (the entry point builds
+    it once): the judge whose answer calibrator is refitted, the batch size without
+    ``--batch-size`` (``worker.batch_max``) and the precision without
+    ``--target-precision`` (``labels.target_precision``)."""
+
+    judge: JudgeSettings
+    batch_max: int
+    target_precision: float
+
+
+@dataclass(frozen=True, slots=True)
 class Refit:
     """What one run fitted, measured and wrote."""
 
@@ -113,8 +132,7 @@ def _judged(
     return rows, len(items) - len(labelled)
 
 
-def _base_name(settings: Settings) -> str:
-    judge = settings.judge
+def _base_name(judge: JudgeSettings) -> str:
     name = None
     if judge.name == "nli":
         name = resolve_answer_calibrator(
@@ -129,7 +147,7 @@ def _base_name(settings: Settings) -> str:
 
 
 def refit(
-    settings: Settings,
+    options: RefitOptions,
     files: Sequence[Path],
     *,
     target: float,
@@ -141,13 +159,13 @@ def refit(
 ) -> tuple[Refit, dict[str, Any]]:
     """Judge ``files`` with the configured judge and refit its answer calibrator; the
     refit and the base calibrator's weights payload."""
-    base_name = _base_name(settings)
+    base_name = _base_name(options.judge)
     _, base_payload, base_sha = answer_calibrator_source(
-        base_name, settings.judge.inference.models_dir
+        base_name, options.judge.inference.models_dir
     )
     base = AnswerCalibrator.from_payload(base_payload, sha256=base_sha)
-    judge = build(settings.judge)
-    rows, unlabelled = _judged(files, judge, batch_size or settings.worker.batch_max, progress)
+    judge = build(options.judge)
+    rows, unlabelled = _judged(files, judge, batch_size or options.batch_max, progress)
     if not rows:
         raise LoadError("no labelled answers (response_label) in the given files")
     points = fit_operating_points(rows, base, target, seed, min_flagged)
@@ -396,7 +414,7 @@ def render_refit(result: Refit) -> str:
 
 def run_calibrate(
     args: argparse.Namespace,
-    settings: Settings | None = None,
+    options: RefitOptions,
     *,
     build: Callable[[Any], Judge] = build_judge,
     out: TextIO | None = None,
@@ -404,8 +422,7 @@ def run_calibrate(
 ) -> int:
     """Run ``calibrate --from-labels``; 0 on success, 2 when the input cannot be used."""
     out, err = out or sys.stdout, err or sys.stderr
-    settings = settings or Settings()
-    target = args.target_precision or settings.labels.target_precision
+    target = args.target_precision or options.target_precision
     if not 0 < target <= 1 or args.min_flagged < 1:
         print("streamproc calibrate: --target-precision in (0, 1], --min-flagged >= 1", file=err)
         return 2
@@ -415,7 +432,7 @@ def run_calibrate(
         return 2
     try:
         result, base_payload = refit(
-            settings,
+            options,
             args.from_labels,
             target=target,
             seed=args.seed,
@@ -424,7 +441,7 @@ def run_calibrate(
             build=build,
             progress=err,
         )
-        models_dir = args.models_dir or settings.judge.inference.models_dir
+        models_dir = args.models_dir or options.judge.inference.models_dir
         result = write_calibrator(result, base_payload, models_dir, args.out_name)
     except (LoadError, ValueError, FileExistsError) as error:
         print(f"streamproc calibrate: {error}", file=err)

@@ -35,6 +35,7 @@ from streamproc.evaluate.calibration.from_labels import (
     regime_reports,
 )
 from streamproc.evaluate.calibration.label_refit import (
+    RefitOptions,
     add_calibrate_arguments,
     refit,
     run_calibrate,
@@ -48,7 +49,13 @@ from streamproc.inference.registry import sha256_of
 from streamproc.judge.decision.actions import decide
 from streamproc.judge.decision.answer import ANSWER_FEATURES, AnswerCalibrator
 from streamproc.judge.decision.calibrator import REGIMES
-from streamproc.wiring import build_judge
+from streamproc.wiring import build_judge, refit_options
+
+
+def options() -> RefitOptions:
+    """The options ``calibrate`` gets from the environment's settings."""
+    return refit_options(Settings())
+
 
 RAGTRUTH = Path(__file__).resolve().parents[4] / ".." / "shared" / "data" / "ragtruth_dev.jsonl"
 
@@ -198,7 +205,7 @@ def test_the_command_writes_a_versioned_calibrator_the_worker_loads(tmp_path: Pa
         "--from-labels", str(labels), "--target-precision", "0.8", "--json",
         "--models-dir", str(models), "--out-name", "answers-acme-v2", "--min-flagged", "2",
     )  # fmt: skip
-    code = run_calibrate(args, Settings(), build=lambda _: LabelPeekingJudge(), out=out, err=err)
+    code = run_calibrate(args, options(), build=lambda _: LabelPeekingJudge(), out=out, err=err)
     assert code == 0, err.getvalue()
     report = json.loads(out.getvalue())
     assert report["calibrator"] == "answers-acme-v2" and report["labelled_answers"] == 40
@@ -228,7 +235,7 @@ def test_the_command_writes_a_versioned_calibrator_the_worker_loads(tmp_path: Pa
     auto = resolve_answer_calibrator("auto", "verdict-calibrator-verifier-v3", models)
     assert auto is None
 
-    again = run_calibrate(args, Settings(), build=lambda _: LabelPeekingJudge(), out=out, err=err)
+    again = run_calibrate(args, options(), build=lambda _: LabelPeekingJudge(), out=out, err=err)
     assert again == 2 and "exists" in err.getvalue(), "never overwrites a calibrator"
 
 
@@ -236,7 +243,7 @@ def test_the_table_says_where_the_target_was_not_reached(tmp_path: Path) -> None
     labels = slice_of_ragtruth(tmp_path)
     out = io.StringIO()
     args = arguments("--from-labels", str(labels), "--models-dir", str(tmp_path / "m"))
-    assert run_calibrate(args, Settings(), build=lambda _: LabelPeekingJudge(), out=out) == 0
+    assert run_calibrate(args, options(), build=lambda _: LabelPeekingJudge(), out=out) == 0
     text = out.getvalue()
     assert "task: no threshold reaches precision 0.8" in text, "the settings' target"
     assert "hard-only" in text and "STREAMPROC_JUDGE__ANSWER_CALIBRATOR=" in text
@@ -245,8 +252,8 @@ def test_the_table_says_where_the_target_was_not_reached(tmp_path: Path) -> None
 def test_a_judge_without_an_answer_calibrator_is_refused(tmp_path: Path) -> None:
     labels = slice_of_ragtruth(tmp_path, rows=4)
     err = io.StringIO()
-    settings = Settings(judge={"name": "rules"})
-    code = run_calibrate(arguments("--from-labels", str(labels)), settings, err=err)
+    rules = refit_options(Settings(judge={"name": "rules"}))
+    code = run_calibrate(arguments("--from-labels", str(labels)), rules, err=err)
     assert code == 2 and "refits an answer calibrator" in err.getvalue()
 
 
@@ -275,7 +282,7 @@ def test_the_worker_loading_the_refit_decides_as_the_fit_predicted(tmp_path: Pat
     labels = slice_of_ragtruth(tmp_path, rows=24)
     models = models_copy(tmp_path)
     settings = Settings(judge={"inference": {"models_dir": str(models)}})
-    result, payload = refit(settings, [labels], target=0.8, seed=5, min_flagged=2)
+    result, payload = refit(refit_options(settings), [labels], target=0.8, seed=5, min_flagged=2)
     assert len(result.rows) == 24
     for answer in result.rows:
         base_threshold = result.base.parts[answer.regime].threshold
