@@ -757,7 +757,7 @@ def gate_process(
 
 
 async def _prepare(settings: Settings) -> None:
-    from streamproc.kafka.topics import prepare_topics
+    from streamproc.wiring import prepare_topics
 
     await prepare_topics(settings)
     await _ensure_gate_topic(settings)

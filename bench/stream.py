@@ -79,9 +79,10 @@ from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent
 from streamproc.evaluate.benchmark import TASKS, task_type_of
-from streamproc.kafka.topics import prepare_topics, topic_specs
+from streamproc.kafka.topics import topic_specs
 from streamproc.monitor.judging_loop import judge_group_id
 from streamproc.telemetry.logging import configure_logging
+from streamproc.wiring import prepare_topics, topic_layout
 
 ROOT = Path(__file__).resolve().parent.parent
 KAFKA_SH = ROOT / "scripts" / "kafka.sh"
@@ -235,7 +236,7 @@ async def delete_topics(settings: Settings) -> None:
     admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap_servers)
     await admin.start()
     try:
-        await admin.delete_topics([spec.name for spec in topic_specs(settings)])
+        await admin.delete_topics([spec.name for spec in topic_specs(topic_layout(settings))])
     except Exception as error:  # noqa: BLE001 - cleanup; the numbers are already taken
         log(f"could not delete the phase's topics: {error!r}")
     finally:
@@ -558,7 +559,10 @@ async def measure_phase(
     answers = Answers(pool, settings.app_id)
     topics = settings.topics
     sampler = LagSampler(
-        settings.bootstrap_servers, topics.answers, topics.partitions, judge_group_id(settings)
+        settings.bootstrap_servers,
+        topics.answers,
+        topics.partitions,
+        judge_group_id(settings.app_id),
     )
     started = time.monotonic()
     await sampler.start(started)

@@ -467,7 +467,7 @@ async def replay(args: argparse.Namespace, bootstrap: str, rows: Sequence[Row]) 
     finally:
         await reader.stop()
         worker.stop()
-    table = LiveAccuracy(settings)
+    table = LiveAccuracy(settings.bootstrap_servers, settings.labels.accuracy_topic)
     for key, event in reader.accuracy.items():
         table.apply(key.encode(), event.model_dump_json().encode())
     judge_key = judge_key_of(settings.judge)

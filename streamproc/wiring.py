@@ -28,17 +28,23 @@ from streamproc.inference.judges import (
 )
 
 if TYPE_CHECKING:
+    from streamproc.contracts.openapi import GateApiDefaults
+    from streamproc.contracts.topic_names import TopicNames
     from streamproc.evaluate.calibration.label_refit import RefitOptions
     from streamproc.gate.sensor import GateSensor
     from streamproc.gate.service import GateService
-    from streamproc.kafka.consumer import ConsumerLoop
+    from streamproc.kafka.consumer import ConsumerLoop, KafkaLoopOptions
+    from streamproc.kafka.options import KafkaConnection
+    from streamproc.kafka.topics import TopicLayout
     from streamproc.monitor.judging_loop import JudgeLoop
-    from streamproc.monitor.windows.loop import WindowLoop
+    from streamproc.monitor.windows.loop import WindowLoop, WindowLoopOptions
     from streamproc.review.labels.accuracy_loop import AccuracyLoop
     from streamproc.review.labels.loop import LabelsLoop
     from streamproc.telemetry.metrics import WorkerMetrics
     from streamproc.telemetry.otel import Telemetry
+    from streamproc.verdicts.catalog import OutputTopics
     from streamproc.verdicts.runner import JudgeRunner, LogOptions
+    from streamproc.verdicts.stage import StageLimits
 
 __all__ = [
     "WorkerLoops",
@@ -47,14 +53,23 @@ __all__ = [
     "build_judge",
     "build_loops",
     "build_nli_judge",
+    "gate_api_defaults",
     "judge_key_of",
     "judge_limits",
     "judge_runner",
+    "kafka_connection",
+    "kafka_loop_options",
     "may_label",
     "measured_accuracy",
     "nli_options",
+    "output_topics",
+    "prepare_topics",
     "record_checks",
     "refit_options",
+    "stage_limits",
+    "topic_layout",
+    "topic_names",
+    "window_loop_options",
 ]
 
 
@@ -67,6 +82,131 @@ def judge_runner(settings: Settings, *, log: LogOptions | None = None) -> JudgeR
     if settings.worker.judge_process:
         return JudgeProcess(partial(build_judge, settings.judge), log)
     return JudgeThread(build_judge(settings.judge))
+
+
+def topic_names(settings: Settings) -> TopicNames:
+    """Every topic's name, as ``settings`` set them."""
+    from streamproc.contracts.topic_names import TopicNames
+
+    topics = settings.topics
+    return TopicNames(
+        app_id=settings.app_id,
+        answers=topics.answers,
+        verdicts=topics.verdicts,
+        flags=topics.flags,
+        aggregates=topics.aggregates,
+        dead_letter=topics.dead_letter,
+        outcomes=topics.outcomes,
+        hopping=settings.window.hopping_topic,
+        late=settings.window.late_topic,
+        alerts=settings.alerts.topic,
+        audit=settings.audit.topic,
+        audit_checkpoints=settings.audit.checkpoint_topic,
+        review_queue=settings.review.queue_topic,
+        labels=settings.review.labels_topic,
+        label_deltas=settings.labels.deltas_topic,
+        judge_accuracy=settings.labels.accuracy_topic,
+        gate_requests=settings.gate.requests_topic,
+        gate_replies=settings.gate.replies_topic,
+    )
+
+
+def gate_api_defaults(settings: Settings) -> GateApiDefaults:
+    """What the gate's OpenAPI document says of ``settings.gate``: its server and budgets."""
+    from streamproc.contracts.openapi import GateApiDefaults
+
+    gate = settings.gate
+    return GateApiDefaults(
+        host=gate.host,
+        port=gate.port,
+        default_budget_ms=gate.default_budget_ms,
+        max_budget_ms=gate.max_budget_ms,
+    )
+
+
+def output_topics(settings: Settings) -> OutputTopics:
+    """The catalog of every topic the worker writes: named, keyed and sized as ``settings``
+    say. Build it once per process and hand it to whoever writes."""
+    from streamproc.verdicts.catalog import OutputTopics
+
+    return OutputTopics.named(topic_names(settings), settings.topics.output_max_message_bytes)
+
+
+def topic_layout(settings: Settings) -> TopicLayout:
+    """Every topic a deployment creates, and how (``topics.*``, the audit retention, and
+    which optional topics the audit trail, the reviewers' loop and the gate need)."""
+    from streamproc.kafka.topics import TopicLayout
+
+    topics = settings.topics
+    return TopicLayout(
+        names=topic_names(settings),
+        partitions=topics.partitions,
+        replication_factor=topics.replication_factor,
+        output_max_message_bytes=topics.output_max_message_bytes,
+        dead_letter_retention_ms=topics.dead_letter_retention_ms,
+        audit_retention_days=settings.audit.retention_days,
+        audit=settings.audit.enabled,
+        review=settings.review.enabled or settings.labels.enabled,
+        gate_requests=settings.gate.kafka_requests,
+    )
+
+
+def kafka_connection(settings: Settings) -> KafkaConnection:
+    """Where the broker is and how to reach it (``broker_*``, ``security.*``)."""
+    from streamproc.kafka.options import KafkaConnection
+
+    return KafkaConnection(
+        bootstrap_servers=settings.bootstrap_servers,
+        security=settings.security,
+        flavour=settings.broker_flavour,
+        connect_timeout_s=settings.broker_connect_timeout_s,
+    )
+
+
+def kafka_loop_options(settings: Settings) -> KafkaLoopOptions:
+    """What every consumer loop of a process shares: the broker, ``worker.*``, the topics'
+    names and the output topics. Build it once per process and hand it to every loop."""
+    from streamproc.kafka.consumer import KafkaLoopOptions
+
+    return KafkaLoopOptions(
+        connection=kafka_connection(settings),
+        worker=settings.worker,
+        names=topic_names(settings),
+        outputs=output_topics(settings),
+    )
+
+
+async def prepare_topics(settings: Settings, *, delay_s: float = 2.0) -> None:
+    """Create the topics ``settings`` need, waiting for the broker to come up."""
+    from streamproc.kafka.topics import prepare_topics as create
+
+    await create(topic_layout(settings), kafka_connection(settings), delay_s=delay_s)
+
+
+def stage_limits(settings: Settings, *, judge_key: str | None = None) -> StageLimits:
+    """The judging stage's bounds (``worker.*``), the settings written into audit records
+    (when ``audit.enabled``) and the review sampling (when ``review.enabled``).
+    ``judge_key``: the judge's key in the measured-accuracy table, stamped on review
+    items (:func:`judge_key_of`)."""
+    from streamproc.verdicts.options import applied_settings
+    from streamproc.verdicts.review_sampling import ReviewSampling
+    from streamproc.verdicts.stage import StageLimits
+
+    worker, review = settings.worker, settings.review
+    return StageLimits(
+        max_event_bytes=worker.max_event_bytes,
+        judge_deadline_s=worker.judge_deadline_s,
+        event_time_max_future_s=worker.event_time_max_future_s,
+        event_time_max_past_s=worker.event_time_max_past_s,
+        audit_settings=applied_settings(settings.judge, worker, settings.topics)
+        if settings.audit.enabled
+        else None,
+        review=ReviewSampling(
+            review.sample_rate, tuple(review.sample_rates), review.seed, judge_key
+        )
+        if review.enabled
+        else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -104,6 +244,14 @@ def may_label(settings: Settings) -> Callable[[str, str], bool]:
     return allowed
 
 
+def window_loop_options(settings: Settings) -> WindowLoopOptions:
+    """What the window loop reads besides every loop's options: ``window.*`` and
+    ``labels.min_labels``."""
+    from streamproc.monitor.windows.loop import WindowLoopOptions
+
+    return WindowLoopOptions(window=settings.window, min_labels=settings.labels.min_labels)
+
+
 def build_loops(
     settings: Settings, runner: JudgeRunner, *, telemetry: Telemetry, metrics: WorkerMetrics
 ) -> WorkerLoops:
@@ -118,36 +266,52 @@ def build_loops(
     from streamproc.review.labels.loop import LabelsLoop
 
     options = aiokafka_options(settings.security)
-    alerting = AlertHooks(settings, metrics)
+    kafka = kafka_loop_options(settings)
+    alerting = AlertHooks(settings.alerts, kafka.outputs.alerts, metrics)
     key = judge_key_of(settings.judge)
     live = settings.labels.enabled
     return WorkerLoops(
         judging=JudgeLoop(
-            settings,
+            kafka,
             runner,
+            limits=stage_limits(settings, judge_key=key),
             client_options=options,
             telemetry=telemetry,
             metrics=metrics,
-            judge_key=key,
         ),
         windows=WindowLoop(
-            settings,
+            kafka,
+            window_loop_options(settings),
             client_options=options,
             telemetry=telemetry,
             accuracy=measured_accuracy(settings.judge),
-            live_accuracy=LiveAccuracy(settings, client_options=options) if live else None,
+            live_accuracy=LiveAccuracy(
+                kafka.connection.bootstrap_servers,
+                kafka.names.judge_accuracy,
+                client_options=options,
+            )
+            if live
+            else None,
             judge_key=key,
             in_transaction=alerting.in_transaction,
             after_commit=alerting.after_commit,
         ),
         labels=(
             LabelsLoop(
-                settings, client_options=options, sensor=metrics, may_label=may_label(settings)
+                kafka,
+                settings.labels,
+                client_options=options,
+                sensor=metrics,
+                may_label=may_label(settings),
             )
             if live
             else None
         ),
-        accuracy=AccuracyLoop(settings, client_options=options, sensor=metrics) if live else None,
+        accuracy=(
+            AccuracyLoop(kafka, settings.labels, client_options=options, sensor=metrics)
+            if live
+            else None
+        ),
     )
 
 

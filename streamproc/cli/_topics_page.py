@@ -251,13 +251,15 @@ def _specs(settings: Settings) -> list[Any]:
         review_topic_specs,
         topic_specs,
     )
+    from streamproc.wiring import topic_layout
 
+    layout = topic_layout(settings)
     every = [
-        *topic_specs(settings),
-        audit_topic_spec(settings),
-        *review_topic_specs(settings),
-        *gate_topic_specs(settings),
-        audit_checkpoint_topic_spec(settings),
+        *topic_specs(layout),
+        audit_topic_spec(layout),
+        *review_topic_specs(layout),
+        *gate_topic_specs(layout),
+        audit_checkpoint_topic_spec(layout),
     ]
     return list({spec.name: spec for spec in reversed(every)}.values())[::-1]
 
@@ -357,9 +359,10 @@ def _messages(settings: Settings) -> dict[str, list[_Message]]:
     from streamproc.contracts.schema_files import SCHEMA_MODELS
     from streamproc.review.labels.accuracy_loop import drift_alert_topic
     from streamproc.verdicts.catalog import OutputTopics
+    from streamproc.wiring import output_topics
 
     files = {model: f"{name}.schema.json" for name, model in SCHEMA_MODELS.items()}
-    outputs = OutputTopics.from_settings(settings)
+    outputs = output_topics(settings)
     hints = get_type_hints(OutputTopics)
     found: list[tuple[Any, Any]] = [
         (getattr(outputs, name), get_args(hints[name])[0]) for name in OutputTopics.__slots__
@@ -414,8 +417,9 @@ def _key_of(key: Callable[[Any], bytes | None], model: type[BaseModel]) -> str:
 def _contract(settings: Settings) -> dict[str, list[_Message]]:
     """The AsyncAPI document's channels: address -> message, schema file and key."""
     from streamproc.contracts.asyncapi import render_asyncapi
+    from streamproc.wiring import topic_names
 
-    text = render_asyncapi(settings)
+    text = render_asyncapi(topic_names(settings))
     document = json.loads(text[text.index("{") :])
     components = document["components"]["messages"]
     contracted: dict[str, list[_Message]] = {}

@@ -31,9 +31,9 @@ from streamproc.contracts.events import (
 )
 from streamproc.kafka.brokers import EmbeddedTansu, TansuNotInstalledError, tansu_binary
 from streamproc.kafka.clients import OutputRecord, OutputTail, publish_answers, publish_raw
-from streamproc.kafka.topics import prepare_topics
 from streamproc.samples import load_sample_answers
 from streamproc.telemetry.logging import configure_logging
+from streamproc.wiring import prepare_topics
 
 __all__ = ["EXIT_EXTRA_MISSING", "demo_settings", "run_demo", "verdict_line"]
 

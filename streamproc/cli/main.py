@@ -219,13 +219,18 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _schemas(args: argparse.Namespace) -> int:
+    from streamproc.config import Settings
     from streamproc.contracts.schema_files import drifted_schemas, write_schemas
+    from streamproc.wiring import gate_api_defaults, topic_names
 
+    # The documents show the settings' defaults, never the environment's STREAMPROC_*.
+    defaults = Settings.model_construct()
+    names, gate = topic_names(defaults), gate_api_defaults(defaults)
     if args.action == "write":
-        for path in write_schemas(args.dir):
+        for path in write_schemas(args.dir, names, gate):
             print(f"wrote {path}")
         return 0
-    drifted = drifted_schemas(args.dir)
+    drifted = drifted_schemas(args.dir, names, gate)
     if drifted:
         print("out of date: " + ", ".join(drifted) + " (run: streamproc schemas write)")
         return 1

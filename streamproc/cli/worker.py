@@ -21,7 +21,6 @@ from streamproc.kafka.consumer import ConsumerLoop
 from streamproc.kafka.progress import partition_lags
 from streamproc.kafka.publisher import PublishFailed
 from streamproc.kafka.security import EXIT_BROKER_UNREACHABLE, BrokerUnreachable
-from streamproc.kafka.topics import prepare_topics
 from streamproc.monitor.judging_loop import JudgeLoop
 from streamproc.monitor.windows.loop import WindowLoop
 from streamproc.telemetry.logging import START_UP_SETTLE_S, start_up_done
@@ -32,7 +31,7 @@ from streamproc.telemetry.task_dump import install_task_dump
 from streamproc.verdicts.runner import JudgeProcessDied, JudgeRunner, LogOptions
 from streamproc.web.health import HealthServer, HealthState
 from streamproc.web.metrics_server import MetricsServer
-from streamproc.wiring import build_loops, judge_runner
+from streamproc.wiring import build_loops, judge_runner, prepare_topics
 
 __all__ = ["run_worker"]
 
@@ -102,7 +101,7 @@ async def _serve_with(settings: Settings, runner: JudgeRunner, judge_info: Judge
     if health is not None:
         await health.start()
         log.info("health_server_started", port=health.port)
-    metrics_server = MetricsServer.from_settings(settings, metrics, probe=probe)
+    metrics_server = MetricsServer.from_settings(settings.metrics, metrics, probe=probe)
     if metrics_server is not None:
         await metrics_server.start()
         log.info("metrics_server_started", url=metrics_server.url)

@@ -1,7 +1,8 @@
 """The topic contract as an AsyncAPI 3 document (``schemas/asyncapi.yaml``), generated.
 
 Producers and consumers in other languages generate code from it: every topic the worker
-reads or writes with its default name (from the settings) but the window loop's own
+reads or writes with its default name (:class:`~streamproc.contracts.topic_names.TopicNames`,
+as the command that writes it reads them from the settings) but the window loop's own
 compacted state (the changelog), the message on it (payloads
 are the JSON Schema files beside it, generated from the same models), its key, the
 ``traceparent`` header and, for what the worker reads, its consumer group. Written and
@@ -16,12 +17,12 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
-from streamproc.config import Settings
 from streamproc.contracts.gate_events import (
     BUDGET_HEADER,
     CORRELATION_ID_HEADER,
     REPLY_TOPIC_HEADER,
 )
+from streamproc.contracts.topic_names import TopicNames
 
 __all__ = ["ASYNCAPI_FILE", "render_asyncapi"]
 
@@ -31,7 +32,7 @@ _TRACEPARENT = "^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$"
 
 
 @dataclass(frozen=True, slots=True)
-class _Topic:
+class _Channel:
     channel: str
     address: str
     message: str
@@ -47,39 +48,38 @@ class _Topic:
     """Who reads or writes it, for the operation's summary."""
 
 
-def _topics(settings: Settings) -> list[_Topic]:
-    topics, window = settings.topics, settings.window
+def _topics(names: TopicNames) -> list[_Channel]:
     return [
-        _Topic(
+        _Channel(
             "answers",
-            topics.answers,
+            names.answers,
             "AnswerEvent",
             "answer-event",
             "conversation_id",
             "receive",
             "Answers as the assistant gave them, with the evidence it was given.",
         ),
-        _Topic(
+        _Channel(
             "verdicts",
-            topics.verdicts,
+            names.verdicts,
             "Verdict",
             "verdict",
             "answer_id",
             "send",
             "One verdict per answer: every claim, its status and the sentence that decided it.",
         ),
-        _Topic(
+        _Channel(
             "flags",
-            topics.flags,
+            names.flags,
             "Flag",
             "flag",
             "answer_id",
             "send",
             "Answers that need action (hallucinated, or abstained from).",
         ),
-        _Topic(
+        _Channel(
             "aggregates",
-            topics.aggregates,
+            names.aggregates,
             "WindowAggregate",
             "window-aggregate",
             "assistant_id",
@@ -87,27 +87,27 @@ def _topics(settings: Settings) -> list[_Topic]:
             "Tumbling-window hallucination rates per tenant, "
             "assistant and model; a late answer revises a window (revision + 1).",
         ),
-        _Topic(
+        _Channel(
             "hoppingAggregates",
-            window.hopping_topic,
+            names.hopping,
             "WindowAggregate",
             "window-aggregate",
             "assistant_id",
             "send",
             "Hopping-window rates (window: 5m, 1h).",
         ),
-        _Topic(
+        _Channel(
             "deadLetter",
-            topics.dead_letter,
+            names.dead_letter,
             "DeadLetter",
             "dead-letter",
             "the original key",
             "send",
             "Input that could not be judged: the reason and the original bytes.",
         ),
-        _Topic(
+        _Channel(
             "alerts",
-            settings.alerts.topic,
+            names.alerts,
             "AlertEvent",
             "alert-event",
             "assistant_id",
@@ -116,9 +116,9 @@ def _topics(settings: Settings) -> list[_Topic]:
             "when the judge's live accuracy falls.",
             also=(("JudgeDriftAlert", "judge-drift-alert", "tenant/assistant_id"),),
         ),
-        _Topic(
+        _Channel(
             "audit",
-            settings.audit.topic,
+            names.audit,
             "AuditRecord",
             "audit-record",
             "answer_id",
@@ -129,18 +129,18 @@ def _topics(settings: Settings) -> list[_Topic]:
             "labels join the same hash chain.",
             also=(("LabelAuditEntry", "label-audit-entry", "label:<answer_id>:<label_id>"),),
         ),
-        _Topic(
+        _Channel(
             "lateEvents",
-            window.late_topic,
+            names.late,
             "AnswerOutcome",
             "answer-outcome",
             "assistant_id",
             "send",
             "Outcomes of answers too late for any window, kept for a replay or a correction.",
         ),
-        _Topic(
+        _Channel(
             "outcomes",
-            topics.outcomes,
+            names.outcomes,
             "AnswerOutcome",
             "answer-outcome",
             "assistant_id",
@@ -148,19 +148,18 @@ def _topics(settings: Settings) -> list[_Topic]:
             "Internal: one outcome per judged answer, written by the judging loop and read "
             "by the window loop (group <app_id>.windows).",
         ),
-        *_review_topics(settings),
-        *_gate_topics(settings),
+        *_review_topics(names),
+        *_gate_topics(names),
     ]
 
 
-def _review_topics(settings: Settings) -> list[_Topic]:
+def _review_topics(names: TopicNames) -> list[_Channel]:
     """The reviewers' loop: items out to people, their labels in, the judge's live
     accuracy out."""
-    review, labels = settings.review, settings.labels
     return [
-        _Topic(
+        _Channel(
             "reviewQueue",
-            review.queue_topic,
+            names.review_queue,
             "ReviewItem",
             "review-item",
             "answer_id",
@@ -169,9 +168,9 @@ def _review_topics(settings: Settings) -> list[_Topic]:
             "passed ones, each with why it was sampled and its inclusion probability. Read "
             "by the review page (group <app_id>.review-page) and the labels loop.",
         ),
-        _Topic(
+        _Channel(
             "labels",
-            review.labels_topic,
+            names.labels,
             "LabelEvent",
             "label-event",
             "answer_id",
@@ -180,9 +179,9 @@ def _review_topics(settings: Settings) -> list[_Topic]:
             "'streamproc review import', or any producer); several reviewers per answer.",
             group="labels",
         ),
-        _Topic(
+        _Channel(
             "judgeAccuracy",
-            labels.accuracy_topic,
+            names.judge_accuracy,
             "JudgeAccuracyEvent",
             "judge-accuracy-event",
             "tenant/assistant_id/task_type/judge_key",
@@ -194,13 +193,13 @@ def _review_topics(settings: Settings) -> list[_Topic]:
     ]
 
 
-def _gate_topics(settings: Settings) -> list[_Topic]:
+def _gate_topics(names: TopicNames) -> list[_Channel]:
     """The gate's Kafka request / reply (``streamproc gate``): requests in, each reply to
     the topic its request's ``reply-topic`` header names (the operation's ``reply``)."""
     return [
-        _Topic(
+        _Channel(
             "gateRequests",
-            settings.gate.requests_topic,
+            names.gate_requests,
             "GateRequest",
             "answer-event",
             "any (the client uses the correlation id)",
@@ -212,9 +211,9 @@ def _gate_topics(settings: Settings) -> list[_Topic]:
             group="gate",
             who="gate",
         ),
-        _Topic(
+        _Channel(
             "gateReplies",
-            settings.gate.replies_topic,
+            names.gate_replies,
             "GateReply",
             "gate-reply",
             "the request's correlation id",
@@ -264,11 +263,10 @@ _REQUIRED = {
 }
 
 
-def render_asyncapi(settings: Settings | None = None) -> str:
-    """The document's text, exactly as checked in: the settings' defaults (never the
-    environment's ``STREAMPROC_*``) unless ``settings``."""
-    settings = settings or Settings.model_construct()
-    topics = _topics(settings)
+def render_asyncapi(names: TopicNames) -> str:
+    """The document's text for the topics ``names`` names (as checked in: the settings'
+    defaults, never the environment's ``STREAMPROC_*``)."""
+    topics = _topics(names)
     document: dict[str, Any] = {
         "asyncapi": "3.0.0",
         "info": {
@@ -292,9 +290,7 @@ def render_asyncapi(settings: Settings | None = None) -> str:
             for t in topics
         },
         "operations": {
-            f"{t.action}{t.channel[0].upper()}{t.channel[1:]}": _operation(
-                t, f"{settings.app_id}.{t.group}"
-            )
+            f"{t.action}{t.channel[0].upper()}{t.channel[1:]}": _operation(t, names.group(t.group))
             for t in topics
         },
         "components": {"messages": _messages(topics)},
@@ -305,7 +301,7 @@ def render_asyncapi(settings: Settings | None = None) -> str:
     return header + json.dumps(document, indent=2, sort_keys=False) + "\n"
 
 
-def _operation(topic: _Topic, group: str) -> dict[str, Any]:
+def _operation(topic: _Channel, group: str) -> dict[str, Any]:
     operation: dict[str, Any] = {
         "action": topic.action,
         "channel": {"$ref": f"#/channels/{topic.channel}"},
@@ -334,7 +330,7 @@ def _operation(topic: _Topic, group: str) -> dict[str, Any]:
     return operation
 
 
-def _messages(topics: list[_Topic]) -> dict[str, Any]:
+def _messages(topics: list[_Channel]) -> dict[str, Any]:
     messages: dict[str, Any] = {}
     for topic in topics:
         for name, schema_file, key in ((topic.message, topic.schema_file, topic.key), *topic.also):

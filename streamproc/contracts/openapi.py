@@ -15,16 +15,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Final
 
-from streamproc.config import Settings
 from streamproc.contracts.gate_events import BUDGET_HEADER, GateErrorCode
 
 __all__ = [
     "CHECK_PATH",
     "OPENAPI_FILE",
     "OPENAPI_SCHEMAS",
+    "GateApiDefaults",
     "components",
     "openapi_document",
     "render_openapi",
@@ -70,21 +71,32 @@ _REFUSALS: Final[dict[int, tuple[str, tuple[GateErrorCode, ...]]]] = {
 server's own table, as the caller reads it)."""
 
 
-def render_openapi(
-    schemas: Mapping[str, Mapping[str, Any]], settings: Settings | None = None
-) -> str:
+@dataclass(frozen=True, slots=True)
+class GateApiDefaults:
+    """What the document says of the gate's settings (the checked-in document: their
+    defaults, never the environment's ``STREAMPROC_*``)."""
+
+    host: str
+    """``gate.host``."""
+    port: int
+    """``gate.port``."""
+    default_budget_ms: float
+    """``gate.default_budget_ms``."""
+    max_budget_ms: float
+    """``gate.max_budget_ms``."""
+
+
+def render_openapi(schemas: Mapping[str, Mapping[str, Any]], gate: GateApiDefaults) -> str:
     """The document's text, exactly as checked in (see :func:`openapi_document`)."""
-    return json.dumps(openapi_document(schemas, settings), indent=2, sort_keys=False) + "\n"
+    return json.dumps(openapi_document(schemas, gate), indent=2, sort_keys=False) + "\n"
 
 
 def openapi_document(
-    schemas: Mapping[str, Mapping[str, Any]], settings: Settings | None = None
+    schemas: Mapping[str, Mapping[str, Any]], gate: GateApiDefaults
 ) -> dict[str, Any]:
     """The OpenAPI 3.1 document. ``schemas``: schema file name (``answer-event``, ...) ->
-    its JSON Schema document, as written to ``schemas/``. The settings' defaults (never
-    the environment's ``STREAMPROC_*``) unless ``settings``."""
-    settings = settings or Settings.model_construct()
-    gate = settings.gate
+    its JSON Schema document, as written to ``schemas/``; ``gate``: the server and the
+    budgets it names."""
     return {
         "openapi": "3.1.0",
         "info": {

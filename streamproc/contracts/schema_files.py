@@ -5,7 +5,9 @@ the OpenAPI document of the gate's HTTP API that embeds some of them
 
 The models are the source of truth; the files are for people and for producers in other
 languages. ``streamproc schemas write`` regenerates them, ``streamproc schemas check``
-(and a unit test) fails when they drift.
+(and a unit test) fails when they drift. The topic names and the gate's defaults the
+AsyncAPI and OpenAPI documents show are passed in (the settings' defaults, read by the
+command).
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from streamproc.contracts.label_events import (
     LabelEvent,
     ReviewItem,
 )
-from streamproc.contracts.openapi import OPENAPI_FILE, render_openapi
+from streamproc.contracts.openapi import OPENAPI_FILE, GateApiDefaults, render_openapi
+from streamproc.contracts.topic_names import TopicNames
 
 __all__ = ["SCHEMA_MODELS", "drifted_schemas", "render_schemas", "write_schemas"]
 
@@ -63,8 +66,9 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
 _BASE_ID = "https://streamproc.invalid/schemas/"
 
 
-def render_schemas() -> dict[str, str]:
-    """File name -> schema text, exactly as checked in."""
+def render_schemas(names: TopicNames, gate: GateApiDefaults) -> dict[str, str]:
+    """File name -> schema text, exactly as checked in: the AsyncAPI document names the
+    topics ``names``, the OpenAPI document the gate's server and budgets ``gate``."""
     rendered: dict[str, str] = {}
     documents: dict[str, dict[str, Any]] = {}
     for name, model in SCHEMA_MODELS.items():
@@ -79,28 +83,28 @@ def render_schemas() -> dict[str, str]:
         }
         documents[name] = document
         rendered[f"{name}.schema.json"] = json.dumps(document, indent=2, sort_keys=True) + "\n"
-    rendered[ASYNCAPI_FILE] = render_asyncapi()
+    rendered[ASYNCAPI_FILE] = render_asyncapi(names)
     # The gate's HTTP API is made of the very documents written above.
-    rendered[OPENAPI_FILE] = render_openapi(documents)
+    rendered[OPENAPI_FILE] = render_openapi(documents, gate)
     return rendered
 
 
-def write_schemas(directory: Path) -> list[Path]:
+def write_schemas(directory: Path, names: TopicNames, gate: GateApiDefaults) -> list[Path]:
     """Write every schema file; return the paths written."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for file_name, text in render_schemas().items():
+    for file_name, text in render_schemas(names, gate).items():
         path = directory / file_name
         path.write_text(text, encoding="utf-8")
         written.append(path)
     return written
 
 
-def drifted_schemas(directory: Path) -> list[str]:
+def drifted_schemas(directory: Path, names: TopicNames, gate: GateApiDefaults) -> list[str]:
     """Names of schema files that are missing or differ from the models."""
     return [
         file_name
-        for file_name, text in render_schemas().items()
+        for file_name, text in render_schemas(names, gate).items()
         if not (directory / file_name).is_file()
         or (directory / file_name).read_text(encoding="utf-8") != text
     ]

@@ -16,7 +16,7 @@ from typing import Any
 
 from aiokafka.structs import TopicPartition
 
-from streamproc.config import Settings
+from streamproc.kafka.consumer import KafkaLoopOptions
 from streamproc.kafka.store import TrackedStore, encode_entry, restore_partition
 from streamproc.verdicts.output_topic import OutputTopic
 from streamproc.verdicts.record import OutboundRecord
@@ -25,7 +25,7 @@ __all__ = ["changelog_records", "restore_state", "restore_states"]
 
 
 async def restore_state(
-    settings: Settings,
+    kafka: KafkaLoopOptions,
     changelog_topic: str,
     partition: int,
     client_options: Mapping[str, Any],
@@ -34,15 +34,15 @@ async def restore_state(
     to the end, waiting as long as a previous owner's open transaction may stay open
     (the transaction timeout, plus 30 s)."""
     return await restore_partition(
-        settings.bootstrap_servers,
+        kafka.connection.bootstrap_servers,
         TopicPartition(changelog_topic, partition),
         dict(client_options),
-        settle_timeout_s=settings.worker.transaction_timeout_s + 30.0,
+        settle_timeout_s=kafka.worker.transaction_timeout_s + 30.0,
     )
 
 
 async def restore_states(
-    settings: Settings,
+    kafka: KafkaLoopOptions,
     changelog_topic: str,
     partitions: Iterable[int],
     client_options: Mapping[str, Any],
@@ -51,7 +51,7 @@ async def restore_states(
     fetch, so a member taking six partitions over would otherwise wait six times."""
     wanted = sorted(set(partitions))
     states = await asyncio.gather(
-        *(restore_state(settings, changelog_topic, p, client_options) for p in wanted)
+        *(restore_state(kafka, changelog_topic, p, client_options) for p in wanted)
     )
     return dict(zip(wanted, states, strict=True))
 

@@ -29,6 +29,7 @@ import socket
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -36,8 +37,9 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from aiokafka.abc import ConsumerRebalanceListener
 from aiokafka.structs import TopicPartition
 
-from streamproc.config import Settings
 from streamproc.contracts.events import DeadLetterReason
+from streamproc.contracts.topic_names import TopicNames
+from streamproc.kafka.options import KafkaConnection
 from streamproc.kafka.publisher import AtLeastOncePublisher, Publisher, TransactionalPublisher
 from streamproc.kafka.security import explain_access_errors
 from streamproc.kafka.stable_offsets import StableOffsetsUnavailable, stable_committed
@@ -45,18 +47,38 @@ from streamproc.kafka.support import bounded_close, partition_names, record_coun
 from streamproc.kafka.watch import ConsumerWatch
 from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
+from streamproc.verdicts.options import WorkerSettings
 from streamproc.verdicts.record import OutboundRecord
 
-__all__ = ["ConsumerLoop", "transactional_id"]
+__all__ = ["ConsumerLoop", "KafkaLoopOptions", "transactional_id"]
 
 log = structlog.get_logger(__name__)
 
 
-def transactional_id(settings: Settings, group_id: str) -> str:
-    """Stable per worker slot when ``worker.instance_id`` is set (a restarted slot fences
-    its predecessor at once); otherwise unique per process, and a killed worker's open
-    transaction is aborted by the broker after ``transaction_timeout_s``."""
-    slot = settings.worker.instance_id or f"{socket.gethostname()}-{os.getpid()}"
+@dataclass(frozen=True, slots=True)
+class KafkaLoopOptions:
+    """What every consumer loop of one process shares: the broker, the worker's group,
+    timing and transaction settings, the topics' names and the output topics. The
+    composition root builds it once (:func:`streamproc.wiring.kafka_loop_options`)."""
+
+    connection: KafkaConnection
+    worker: WorkerSettings
+    """``worker.*``: sessions, rebalances, transactions, publishing, stalls, batches."""
+    names: TopicNames
+    outputs: OutputTopics
+
+    @property
+    def app_id(self) -> str:
+        """What the consumer groups and transactional ids start with."""
+        return self.names.app_id
+
+
+def transactional_id(instance_id: str | None, group_id: str) -> str:
+    """Stable per worker slot when ``instance_id`` (``worker.instance_id``) is set (a
+    restarted slot fences its predecessor at once); otherwise unique per process, and a
+    killed worker's open transaction is aborted by the broker after
+    ``transaction_timeout_s``."""
+    slot = instance_id or f"{socket.gethostname()}-{os.getpid()}"
     return f"{group_id}.{slot}"
 
 
@@ -66,7 +88,7 @@ class ConsumerLoop(ABC):
 
     def __init__(
         self,
-        settings: Settings,
+        kafka: KafkaLoopOptions,
         *,
         name: str,
         topic: str | Sequence[str],
@@ -80,22 +102,22 @@ class ConsumerLoop(ABC):
         at-least-once publisher, for a loop whose outputs are idempotent anyway (the
         audit sink: its store skips answers it holds); otherwise one Kafka transaction
         per batch where ``worker.exactly_once`` and the broker allow it."""
-        self._settings = settings
+        self._kafka = kafka
         self.name = name
         self._subscribed: tuple[str, ...] = (topic,) if isinstance(topic, str) else tuple(topic)
         if not self._subscribed:
             raise ValueError(f"{name}: no topic to read")
         self._topic = self._subscribed[0]
         """The (first) topic read."""
-        self.group_id = f"{settings.app_id}.{name}"
+        self.group_id = kafka.names.group(name)
         # Kept as passed: kafka_security's options mask the SASL password in their repr.
         self._client_options: Mapping[str, Any] = client_options or {}
         self._consumer_options = consumer_options
         self._producer_options = producer_options
         self.transactional = (
-            exactly_once and settings.worker.exactly_once and settings.broker_flavour == "kafka"
+            exactly_once and kafka.worker.exactly_once and kafka.connection.flavour == "kafka"
         )
-        self.watch = ConsumerWatch(name, settings.worker.stall_after_s)
+        self.watch = ConsumerWatch(name, kafka.worker.stall_after_s)
         self.started = False
         self.ended = False
         """run() has returned or raised: the loop will read nothing more."""
@@ -126,13 +148,13 @@ class ConsumerLoop(ABC):
         """Run until :meth:`stop`; raises ``PublishFailed`` when a batch cannot be
         published (its inputs stay unacknowledged). A record the broker can never take
         does not fail its batch: its dead letter goes in its place (:meth:`_divert`)."""
-        settings = self._settings
+        connection = self._kafka.connection
         self._consumer, self._publisher = self._connect()
-        async with explain_access_errors(settings.bootstrap_servers, settings.security):
+        async with explain_access_errors(connection.bootstrap_servers, connection.security):
             await self._publisher.start()
         try:
             self._consumer.subscribe(list(self._subscribed), listener=_Rebalance(self))
-            async with explain_access_errors(settings.bootstrap_servers, settings.security):
+            async with explain_access_errors(connection.bootstrap_servers, connection.security):
                 await self._consumer.start()
             self.started = True
             log.info(
@@ -240,7 +262,7 @@ class ConsumerLoop(ABC):
                 self._consumer,
                 self.group_id,
                 partitions,
-                timeout_s=2 * self._settings.worker.transaction_timeout_s,
+                timeout_s=2 * self._kafka.worker.transaction_timeout_s,
             )
         except StableOffsetsUnavailable as exc:
             log.warning("stable_offsets_unavailable", consumer=self.name, error=str(exc))
@@ -254,7 +276,7 @@ class ConsumerLoop(ABC):
         """The dead letter (``output_too_large``) published in place of ``record``, which
         the broker cannot take: the topic it was for, its key and its bytes (shrunk to fit,
         saying so), none of its headers (they may be what made it too large)."""
-        dead_letters = OutputTopics.from_settings(self._settings).dead_letters
+        dead_letters = self._kafka.outputs.dead_letters
         original_is_letter = record.topic == dead_letters.name
         detail = (
             f"output record for topic {record.topic!r} of {record.size} bytes "
@@ -276,7 +298,7 @@ class ConsumerLoop(ABC):
 
     def _topic_limits(self) -> dict[str, int]:
         """``max.message.bytes`` of every topic the worker creates, by name."""
-        topics = OutputTopics.from_settings(self._settings)
+        topics = self._kafka.outputs
         limits: dict[str, int] = {}
         for name in topics.__dataclass_fields__:
             topic = getattr(topics, name)
@@ -285,10 +307,9 @@ class ConsumerLoop(ABC):
 
     def _connect(self) -> tuple[AIOKafkaConsumer, Publisher]:
         """The Kafka clients; made inside the running event loop, as aiokafka requires."""
-        settings = self._settings
-        worker = settings.worker
+        connection, worker = self._kafka.connection, self._kafka.worker
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=settings.bootstrap_servers,
+            bootstrap_servers=connection.bootstrap_servers,
             group_id=self.group_id,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
@@ -302,13 +323,13 @@ class ConsumerLoop(ABC):
         producer_options = {
             **self._client_options,
             **self._producer_options,
-            "bootstrap_servers": settings.bootstrap_servers,
+            "bootstrap_servers": connection.bootstrap_servers,
         }
         publisher: Publisher
         if self.transactional:
             publisher = TransactionalPublisher(
                 group_id=self.group_id,
-                transactional_id=transactional_id(settings, self.group_id),
+                transactional_id=transactional_id(worker.instance_id, self.group_id),
                 timeout_s=worker.publish_timeout_s,
                 client_options={
                     **producer_options,
@@ -321,7 +342,7 @@ class ConsumerLoop(ABC):
             publisher = AtLeastOncePublisher(
                 consumer=consumer,
                 timeout_s=worker.publish_timeout_s,
-                one_record_per_batch=settings.broker_flavour == "tansu",
+                one_record_per_batch=connection.flavour == "tansu",
                 client_options=producer_options,
                 divert=self._divert,
                 limits=self._topic_limits(),

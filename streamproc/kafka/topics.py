@@ -18,7 +18,8 @@ can scale, so they are chosen here, from settings, on purpose. Keys (docs/stream
   ``tenant/assistant/task_type/judge_key``.
 
 The loops write through :class:`~streamproc.verdicts.catalog.OutputTopics`, which
-keys and sizes every record under the limits set here.
+keys and sizes every record under the limits set here. Both are read from the settings
+once, by the composition root (:func:`streamproc.wiring.topic_layout`).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ import structlog
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError, for_code
 
-from streamproc.config import Settings
-from streamproc.kafka.options import KafkaSecurity
+from streamproc.contracts.topic_names import TopicNames
+from streamproc.kafka.options import KafkaConnection, KafkaSecurity
 from streamproc.kafka.security import (
     BrokerUnreachable,
     aiokafka_options,
@@ -50,6 +51,7 @@ from streamproc.verdicts.topic_names import (
 __all__ = [
     "AUDIT_MAX_MESSAGE_BYTES",
     "DEAD_LETTER_MAX_BYTES",
+    "TopicLayout",
     "TopicSpec",
     "accuracy_changelog_topic",
     "audit_checkpoint_topic_spec",
@@ -83,123 +85,127 @@ class TopicSpec:
     config: dict[str, str] = field(default_factory=dict)
 
 
-def review_topic_specs(settings: Settings) -> list[TopicSpec]:
+@dataclass(frozen=True, slots=True)
+class TopicLayout:
+    """Every topic a deployment creates, and how: the names, partition count, replication,
+    record caps and retention, and which optional groups of topics exist."""
+
+    names: TopicNames
+    partitions: int
+    """``topics.partitions``: of every topic but the audit checkpoints (one)."""
+    replication_factor: int
+    """``topics.replication_factor``."""
+    output_max_message_bytes: int
+    """``topics.output_max_message_bytes``: ``max.message.bytes`` of the output topics."""
+    dead_letter_retention_ms: int
+    """``topics.dead_letter_retention_ms``."""
+    audit_retention_days: int
+    """``audit.retention_days``: of the audit topic and its checkpoints."""
+    audit: bool
+    """``audit.enabled``: the worker creates the audit topic."""
+    review: bool
+    """``review.enabled`` or ``labels.enabled``: the worker creates the reviewers' loop's
+    topics."""
+    gate_requests: bool
+    """``gate.kafka_requests``: the worker creates the gate's request and reply topics."""
+
+    def spec(self, name: str, config: dict[str, str] | None = None) -> TopicSpec:
+        """A topic of the usual partition count and replication."""
+        return TopicSpec(name, self.partitions, self.replication_factor, config or {})
+
+    @property
+    def output(self) -> dict[str, str]:
+        """The config of an output topic: its record cap."""
+        return {"max.message.bytes": str(self.output_max_message_bytes)}
+
+
+def review_topic_specs(layout: TopicLayout) -> list[TopicSpec]:
     """The reviewers' loop: the queue and the labels (co-partitioned, by answer id), the
     internal deltas, the compacted accuracy table and the two loops' changelogs."""
-    topics = settings.topics
-
-    def spec(name: str, config: dict[str, str]) -> TopicSpec:
-        return TopicSpec(name, topics.partitions, topics.replication_factor, config)
-
-    output = {"max.message.bytes": str(topics.output_max_message_bytes)}
+    names, output, spec = layout.names, layout.output, layout.spec
     compacted = {"cleanup.policy": "compact", **output}
     return [
         # A review item carries the answer and its evidence, like an audit record.
-        spec(settings.review.queue_topic, {"max.message.bytes": str(AUDIT_MAX_MESSAGE_BYTES)}),
-        spec(settings.review.labels_topic, output),
-        spec(settings.labels.deltas_topic, output),
-        spec(settings.labels.accuracy_topic, compacted),
-        spec(labels_changelog_topic(settings.app_id), compacted),
-        spec(accuracy_changelog_topic(settings.app_id), compacted),
+        spec(names.review_queue, {"max.message.bytes": str(AUDIT_MAX_MESSAGE_BYTES)}),
+        spec(names.labels, output),
+        spec(names.label_deltas, output),
+        spec(names.judge_accuracy, compacted),
+        spec(names.labels_changelog, compacted),
+        spec(names.accuracy_changelog, compacted),
     ]
 
 
-def topic_specs(settings: Settings) -> list[TopicSpec]:
+def topic_specs(layout: TopicLayout) -> list[TopicSpec]:
     """Every topic the worker needs, with explicit partition counts and an explicit
     ``max.message.bytes`` on every topic the worker writes: the judging stage fits its
-    outputs under exactly these limits (``stream/output/catalog.py``), so they must not be
+    outputs under exactly these limits (``verdicts/catalog.py``), so they must not be
     whatever the broker's default happens to be."""
-    topics = settings.topics
-
-    def spec(name: str, config: dict[str, str] | None = None) -> TopicSpec:
-        return TopicSpec(name, topics.partitions, topics.replication_factor, config or {})
-
-    output = {"max.message.bytes": str(topics.output_max_message_bytes)}
+    names, output, spec = layout.names, layout.output, layout.spec
     return [
-        spec(topics.answers),
-        spec(topics.verdicts, output),
-        spec(topics.flags, output),
-        spec(topics.outcomes, output),
-        spec(topics.aggregates, output),
-        spec(settings.window.hopping_topic, output),
-        spec(settings.window.late_topic, output),
-        spec(settings.alerts.topic, output),  # firing / resolved events, key tenant/assistant
+        spec(names.answers),
+        spec(names.verdicts, output),
+        spec(names.flags, output),
+        spec(names.outcomes, output),
+        spec(names.aggregates, output),
+        spec(names.hopping, output),
+        spec(names.late, output),
+        spec(names.alerts, output),  # firing / resolved events, key tenant/assistant
         # The window loop's state, partitioned like the outcomes it is derived from.
-        spec(
-            window_changelog_topic(settings.app_id),
-            {"cleanup.policy": "compact", **output},
-        ),
+        spec(names.window_changelog, {"cleanup.policy": "compact", **output}),
         # The judging loop's (tenant, event_id) marks, partitioned like the answers.
-        spec(judge_dedup_changelog_topic(settings.app_id), {"cleanup.policy": "compact", **output}),
-        *([audit_topic_spec(settings)] if settings.audit.enabled else []),
-        *(
-            review_topic_specs(settings)
-            if settings.review.enabled or settings.labels.enabled
-            else []
-        ),
-        *(gate_topic_specs(settings) if settings.gate.kafka_requests else []),
+        spec(names.judge_dedup_changelog, {"cleanup.policy": "compact", **output}),
+        *([audit_topic_spec(layout)] if layout.audit else []),
+        *(review_topic_specs(layout) if layout.review else []),
+        *(gate_topic_specs(layout) if layout.gate_requests else []),
         spec(
-            topics.dead_letter,
+            names.dead_letter,
             {
                 "max.message.bytes": str(DEAD_LETTER_MAX_BYTES),
                 # Dead letters hold raw evidence: kept only as long as replays need.
-                "retention.ms": str(topics.dead_letter_retention_ms),
+                "retention.ms": str(layout.dead_letter_retention_ms),
             },
         ),
     ]
 
 
-def gate_topic_specs(settings: Settings) -> list[TopicSpec]:
+def gate_topic_specs(layout: TopicLayout) -> list[TopicSpec]:
     """The gate's Kafka request / reply: its requests topic (answer events, as on the
     answers topic) and the default reply topic (``gate.replies_topic``; a reply holds
     a whole verdict, so it takes the output topics' record size). Both short-lived."""
-    topics = settings.topics
     short = {"retention.ms": str(_GATE_RETENTION_MS)}
-    output = {"max.message.bytes": str(topics.output_max_message_bytes)}
     return [
-        TopicSpec(
-            settings.gate.requests_topic, topics.partitions, topics.replication_factor, short
-        ),
-        TopicSpec(
-            settings.gate.replies_topic,
-            topics.partitions,
-            topics.replication_factor,
-            {**short, **output},
-        ),
+        layout.spec(layout.names.gate_requests, short),
+        layout.spec(layout.names.gate_replies, {**short, **layout.output}),
     ]
 
 
-def audit_topic_spec(settings: Settings) -> TopicSpec:
+def audit_topic_spec(layout: TopicLayout) -> TopicSpec:
     """The audit topic: keyed by answer id, compacted (a re-judged answer replaces its
     record), records older than the retention dropped, segments rolled daily so that
     compaction and purges take effect within a day. The sink's signed chain-head
     checkpoints go to a topic of their own (:func:`audit_checkpoint_topic_spec`)."""
-    topics = settings.topics
-    return TopicSpec(
-        settings.audit.topic,
-        topics.partitions,
-        topics.replication_factor,
+    return layout.spec(
+        layout.names.audit,
         {
             "cleanup.policy": "compact,delete",
-            "retention.ms": str(settings.audit.retention_days * _DAY_MS),
+            "retention.ms": str(layout.audit_retention_days * _DAY_MS),
             "segment.ms": str(_DAY_MS),
             "max.message.bytes": str(AUDIT_MAX_MESSAGE_BYTES),
         },
     )
 
 
-def audit_checkpoint_topic_spec(settings: Settings) -> TopicSpec:
+def audit_checkpoint_topic_spec(layout: TopicLayout) -> TopicSpec:
     """The signed chain-head checkpoints of the audit sink, apart from the store (key
     ``checkpoint:<partition>``): every checkpoint kept for the audit retention, never
     compacted, so a store whose tail and checkpoint rows were cut is still caught."""
-    topics = settings.topics
     return TopicSpec(
-        settings.audit.checkpoint_topic,
+        layout.names.audit_checkpoints,
         1,
-        topics.replication_factor,
+        layout.replication_factor,
         {
             "cleanup.policy": "delete",
-            "retention.ms": str(settings.audit.retention_days * _DAY_MS),
+            "retention.ms": str(layout.audit_retention_days * _DAY_MS),
         },
     )
 
@@ -239,16 +245,18 @@ async def ensure_topics(
         await admin.close()
 
 
-async def prepare_topics(settings: Settings, *, delay_s: float = 2.0) -> None:
+async def prepare_topics(
+    layout: TopicLayout, connection: KafkaConnection, *, delay_s: float = 2.0
+) -> None:
     """Create the topics, waiting for the broker to come up (containers start in any order)."""
     created = await await_topics(
-        settings.bootstrap_servers,
-        topic_specs(settings),
-        settings.security,
-        give_up_s=settings.broker_connect_timeout_s,
+        connection.bootstrap_servers,
+        topic_specs(layout),
+        connection.security,
+        give_up_s=connection.connect_timeout_s,
         delay_s=delay_s,
     )
-    log.info("topics_ready", created=created, partitions=settings.topics.partitions)
+    log.info("topics_ready", created=created, partitions=layout.partitions)
 
 
 async def await_topics(

@@ -31,10 +31,9 @@ import structlog
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.structs import TopicPartition
 
-from streamproc.config import Settings
 from streamproc.kafka.changelog import restore_states
+from streamproc.kafka.consumer import KafkaLoopOptions
 from streamproc.kafka.store import TrackedStore, encode_entry
-from streamproc.kafka.topics import judge_dedup_changelog_topic
 from streamproc.verdicts.dead_letter import MessageOrigin
 from streamproc.verdicts.output_topic import OutputTopic
 from streamproc.verdicts.record import OutboundRecord
@@ -170,17 +169,18 @@ class JudgeDedup:
     fresh ones and repeats, mark what was judged, hand the changes to the transaction,
     restore on assignment (``worker.dedup_horizon_s`` 0: repeats within a batch only)."""
 
-    def __init__(self, settings: Settings, client_options: Mapping[str, Any]) -> None:
-        worker = settings.worker
-        self._settings = settings
+    def __init__(self, kafka: KafkaLoopOptions, client_options: Mapping[str, Any]) -> None:
+        worker = kafka.worker
+        self._kafka = kafka
         self._client_options = client_options
         self._max_event_bytes = worker.max_event_bytes
         self.marks = EventDedup(
             horizon_s=worker.dedup_horizon_s, max_entries=worker.dedup_max_entries
         )
-        self.topic_name = judge_dedup_changelog_topic(settings.app_id)
+        self.topic_name = kafka.names.judge_dedup_changelog
+        # Created with the output topics' cap, as the window loop's changelog is.
         self._topic: OutputTopic[Any] = OutputTopic(
-            self.topic_name, settings.topics.output_max_message_bytes
+            self.topic_name, kafka.outputs.window_state.max_bytes
         )
 
     def split(
@@ -218,7 +218,7 @@ class JudgeDedup:
     async def _changelog_partitions(self) -> set[int]:
         """The changelog topic's partitions, as the cluster's metadata has them."""
         admin = AIOKafkaAdminClient(
-            bootstrap_servers=self._settings.bootstrap_servers, **self._client_options
+            bootstrap_servers=self._kafka.connection.bootstrap_servers, **self._client_options
         )
         await admin.start()
         try:
@@ -241,7 +241,7 @@ class JudgeDedup:
             present = await self._changelog_partitions()
             readable = [p for p in wanted if p in present]
             states = await restore_states(
-                self._settings, self.topic_name, readable, self._client_options
+                self._kafka, self.topic_name, readable, self._client_options
             )
         except Exception as exc:  # noqa: BLE001 - state lost is repeats judged, never a stop
             log.error("judge_dedup_restore_failed", partitions=wanted, error=repr(exc))

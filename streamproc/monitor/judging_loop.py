@@ -42,10 +42,9 @@ from aiokafka import ConsumerRecord
 from aiokafka.errors import CorruptRecordException, UnsupportedCodecError
 from aiokafka.structs import TopicPartition
 
-from streamproc.config import Settings
 from streamproc.contracts.events import DeadLetterReason
 from streamproc.judge import Judge
-from streamproc.kafka.consumer import ConsumerLoop
+from streamproc.kafka.consumer import ConsumerLoop, KafkaLoopOptions
 from streamproc.kafka.fair_read import FairReader
 from streamproc.kafka.topics import DEAD_LETTER_MAX_BYTES
 from streamproc.monitor.dedup import JudgeDedup
@@ -54,7 +53,6 @@ from streamproc.telemetry.otel import Telemetry
 from streamproc.telemetry.sensors import JudgingSensor
 from streamproc.telemetry.trace_headers import report_dropped
 from streamproc.telemetry.tracing import BatchTrace, MessageRef, MessageTrace, Tracing
-from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
 from streamproc.verdicts.output_topic import OutHeaders
 from streamproc.verdicts.record import OutboundRecord
@@ -82,9 +80,9 @@ class _Judged:
     unreadable: _Unreadable
 
 
-def judge_group_id(settings: Settings) -> str:
+def judge_group_id(app_id: str) -> str:
     """The judging consumer's group."""
-    return f"{settings.app_id}.judge"
+    return f"{app_id}.judge"
 
 
 class JudgeLoop(ConsumerLoop):
@@ -92,22 +90,22 @@ class JudgeLoop(ConsumerLoop):
 
     def __init__(
         self,
-        settings: Settings,
+        kafka: KafkaLoopOptions,
         judge: Judge | JudgeRunner,
         *,
+        limits: StageLimits,
         client_options: Mapping[str, Any] | None = None,
         executor: Executor | None = None,
         telemetry: Telemetry | None = None,
         metrics: JudgingSensor | None = None,
-        judge_key: str | None = None,
     ) -> None:
-        """``judge_key``: the judge's key in the measured-accuracy table, stamped on the
-        review items (live accuracy is kept per judge)."""
-        worker = settings.worker
+        """``limits``: the judging stage's (:func:`streamproc.wiring.stage_limits`), with
+        the judge's key in the measured-accuracy table that review items carry."""
+        worker = kafka.worker
         super().__init__(
-            settings,
+            kafka,
             name="judge",
-            topic=settings.topics.answers,
+            topic=kafka.names.answers,
             client_options=client_options,
             consumer_options={
                 "max_poll_records": worker.batch_max,
@@ -119,15 +117,15 @@ class JudgeLoop(ConsumerLoop):
         # judge spreads its own model calls over threads (``nli_parallel_calls``). A bare
         # judge runs in a thread (``executor``, default one of its own).
         self._runner = judge if isinstance(judge, JudgeRunner) else JudgeThread(judge, executor)
-        self._limits = StageLimits.from_settings(settings, judge_key=judge_key)
+        self._limits = limits
         self._tracing = Tracing(telemetry or Telemetry.disabled(), group=self.group_id)
         self._metrics: JudgingSensor = metrics or WorkerMetrics()
-        self._topics = OutputTopics.from_settings(settings)
+        self._topics = kafka.outputs
         self.judged = 0
         self.unreadable = 0
         self._last_unreadable: TopicPartition | None = None
         self._reader = FairReader()
-        self._dedup = JudgeDedup(settings, self._client_options)
+        self._dedup = JudgeDedup(kafka, self._client_options)
 
     # ------------------------------------------------------------------ one batch
 
@@ -137,8 +135,8 @@ class JudgeLoop(ConsumerLoop):
         try:
             batch, read_at = await self._reader.read(
                 self._consumer,
-                timeout_ms=int(self._settings.worker.batch_wait_s * 1000),
-                max_records=self._settings.worker.batch_max,
+                timeout_ms=int(self._kafka.worker.batch_wait_s * 1000),
+                max_records=self._kafka.worker.batch_max,
                 generation=lambda: self._generation,
             )
         except _UNREADABLE as exc:
@@ -187,7 +185,7 @@ class JudgeLoop(ConsumerLoop):
             batch, read_at = await self._reader.read(
                 self._consumer,
                 timeout_ms=0,
-                max_records=self._settings.worker.batch_max,
+                max_records=self._kafka.worker.batch_max,
                 generation=lambda: self._generation,
             )
         except _UNREADABLE:
@@ -281,7 +279,7 @@ class JudgeLoop(ConsumerLoop):
             for tp in assigned:
                 self._consumer.pause(*assigned)
                 self._consumer.resume(tp)
-                for _ in range(self._settings.worker.batch_max):
+                for _ in range(self._kafka.worker.batch_max):
                     try:
                         got = await self._consumer.getmany(tp, timeout_ms=1000, max_records=1)
                     except _UNREADABLE as exc:

@@ -10,9 +10,9 @@
   placeholder, and error / exception text, which can quote the event (pydantic puts the
   offending ``input_value`` in its messages), is cut.
 
-``adapters/logging.py`` adds these with :func:`log_processors` to the shared processor
-chain (after ``merge_contextvars``, before the renderer), so they see structlog's own
-lines and the stdlib ones (aiokafka) alike.
+:mod:`~streamproc.telemetry.logging` adds these with :func:`answer_processors` to the
+shared processor chain (after ``merge_contextvars``, before the renderer), so they see
+structlog's own lines and the stdlib ones (aiokafka) alike.
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ from typing import Any, Final
 from opentelemetry import trace
 from structlog.typing import EventDict, Processor, WrappedLogger
 
-from streamproc.config import Settings
-
 __all__ = [
     "ERROR_KEYS",
     "TEXT_KEYS",
@@ -38,7 +36,6 @@ __all__ = [
     "answer_processors",
     "bound_answer",
     "current_answer_fields",
-    "log_processors",
     "scrub_error_text",
 ]
 
@@ -211,14 +208,10 @@ def scrub_error_text(text: str, limit: int = _MAX_ERROR_CHARS) -> str:
     return text
 
 
-def log_processors(settings: Settings) -> list[Processor]:
-    """The processors ``configure_logging`` inserts into its shared chain, after
-    ``merge_contextvars`` and before the renderer."""
-    return answer_processors(log_texts=settings.audit.log_texts)
-
-
 def answer_processors(*, log_texts: bool) -> list[Processor]:
-    """Bind the answer's ids to each line, then cut texts unless ``log_texts``."""
+    """The processors ``configure_logging`` inserts into its shared chain, after
+    ``merge_contextvars`` and before the renderer: bind the answer's ids to each line,
+    then cut texts unless ``log_texts`` (``audit.log_texts``)."""
     return [add_answer_context, RedactTexts(log_texts=log_texts)]
 
 

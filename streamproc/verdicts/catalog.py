@@ -8,7 +8,9 @@ window aggregates (tumbling and hopping) by ``assistant_id``, so one assistant's
 outcomes meet in one partition and its windows arrive in order; alert events by
 ``tenant/assistant``; dead letters by the original key. Each topic's size limit is the
 ``max.message.bytes`` that :func:`~streamproc.kafka.topics.topic_specs` creates it with,
-read from the same settings, so the fitting and the broker agree.
+read from the same settings, so the fitting and the broker agree. The composition root
+builds the catalog once (:func:`streamproc.wiring.output_topics`) and hands it to every
+loop that writes.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from streamproc.config import Settings
 from streamproc.contracts.alert_events import AlertEvent
 from streamproc.contracts.audit_record import AuditRecord
 from streamproc.contracts.events import AnswerOutcome, DeadLetter, Flag, Verdict, WindowAggregate
@@ -27,15 +28,13 @@ from streamproc.contracts.label_events import (
     LabelEvent,
     ReviewItem,
 )
+from streamproc.contracts.topic_names import TopicNames
 from streamproc.verdicts.dead_letter import original_key
 from streamproc.verdicts.fit import fit_dead_letter, fit_verdict
 from streamproc.verdicts.output_topic import OutputTopic
 from streamproc.verdicts.topic_names import (
     AUDIT_MAX_MESSAGE_BYTES,
     DEAD_LETTER_MAX_BYTES,
-    accuracy_changelog_topic,
-    labels_changelog_topic,
-    window_changelog_topic,
 )
 
 __all__ = ["LABEL_KEY_PREFIX", "OutputTopics"]
@@ -43,7 +42,7 @@ __all__ = ["LABEL_KEY_PREFIX", "OutputTopics"]
 
 @dataclass(frozen=True, slots=True)
 class OutputTopics:
-    """The worker's output topics; build them with :meth:`from_settings`."""
+    """The worker's output topics; build them with :meth:`named`."""
 
     verdicts: OutputTopic[Verdict]
     flags: OutputTopic[Flag]
@@ -71,30 +70,31 @@ class OutputTopics:
     """The accuracy loop's changelog."""
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> OutputTopics:
-        topics, limit = settings.topics, settings.topics.output_max_message_bytes
+    def named(cls, names: TopicNames, output_max_bytes: int) -> OutputTopics:
+        """The catalog of the topics ``names`` names: each limited to ``output_max_bytes``
+        (``topics.output_max_message_bytes``) but the dead letters, the audit topic and
+        the review queue, which have fixed caps of their own."""
+        limit = output_max_bytes
         return cls(
-            verdicts=OutputTopic(topics.verdicts, limit, _answer_key, fit_verdict),
-            flags=OutputTopic(topics.flags, limit, _answer_key),
-            outcomes=OutputTopic(topics.outcomes, limit, _assistant_key),
-            audit=OutputTopic(settings.audit.topic, AUDIT_MAX_MESSAGE_BYTES, _audit_key),
+            verdicts=OutputTopic(names.verdicts, limit, _answer_key, fit_verdict),
+            flags=OutputTopic(names.flags, limit, _answer_key),
+            outcomes=OutputTopic(names.outcomes, limit, _assistant_key),
+            audit=OutputTopic(names.audit, AUDIT_MAX_MESSAGE_BYTES, _audit_key),
             dead_letters=OutputTopic(
-                topics.dead_letter, DEAD_LETTER_MAX_BYTES, original_key, fit_dead_letter
+                names.dead_letter, DEAD_LETTER_MAX_BYTES, original_key, fit_dead_letter
             ),
-            aggregates=OutputTopic(topics.aggregates, limit, _assistant_key),
-            hopping=OutputTopic(settings.window.hopping_topic, limit, _assistant_key),
-            late=OutputTopic(settings.window.late_topic, limit, _assistant_key),
-            alerts=OutputTopic(settings.alerts.topic, limit, _alert_key),
-            window_state=OutputTopic(window_changelog_topic(settings.app_id), limit),
-            review_items=OutputTopic(
-                settings.review.queue_topic, AUDIT_MAX_MESSAGE_BYTES, _answer_key
-            ),
-            labels=OutputTopic(settings.review.labels_topic, limit, _answer_key),
-            label_audit=OutputTopic(settings.audit.topic, AUDIT_MAX_MESSAGE_BYTES, _label_key),
-            label_deltas=OutputTopic(settings.labels.deltas_topic, limit, _cell_key),
-            judge_accuracy=OutputTopic(settings.labels.accuracy_topic, limit, _cell_key),
-            labels_state=OutputTopic(labels_changelog_topic(settings.app_id), limit),
-            accuracy_state=OutputTopic(accuracy_changelog_topic(settings.app_id), limit),
+            aggregates=OutputTopic(names.aggregates, limit, _assistant_key),
+            hopping=OutputTopic(names.hopping, limit, _assistant_key),
+            late=OutputTopic(names.late, limit, _assistant_key),
+            alerts=OutputTopic(names.alerts, limit, _alert_key),
+            window_state=OutputTopic(names.window_changelog, limit),
+            review_items=OutputTopic(names.review_queue, AUDIT_MAX_MESSAGE_BYTES, _answer_key),
+            labels=OutputTopic(names.labels, limit, _answer_key),
+            label_audit=OutputTopic(names.audit, AUDIT_MAX_MESSAGE_BYTES, _label_key),
+            label_deltas=OutputTopic(names.label_deltas, limit, _cell_key),
+            judge_accuracy=OutputTopic(names.judge_accuracy, limit, _cell_key),
+            labels_state=OutputTopic(names.labels_changelog, limit),
+            accuracy_state=OutputTopic(names.accuracy_changelog, limit),
         )
 
 

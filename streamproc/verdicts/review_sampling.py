@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from streamproc.config import Settings
 from streamproc.contracts.events import Action, AnswerEvent, Verdict
 from streamproc.contracts.label_events import ReviewItem, SampledBecause
 from streamproc.verdicts.options import SampleRate
@@ -34,18 +33,14 @@ def review_draw(seed: int, answer_id: str) -> float:
 
 @dataclass(frozen=True, slots=True)
 class ReviewSampling:
-    """The sampling design of one deployment (``STREAMPROC_REVIEW__*``)."""
+    """The sampling design of one deployment (``STREAMPROC_REVIEW__*``, as
+    :func:`streamproc.wiring.stage_limits` reads them)."""
 
     rate: float
     rates: tuple[SampleRate, ...] = ()
     seed: int = 0
     judge_key: str | None = None
     """The judge's key in the measured-accuracy table, stamped on every item."""
-
-    @classmethod
-    def from_settings(cls, settings: Settings, *, judge_key: str | None) -> ReviewSampling:
-        review = settings.review
-        return cls(review.sample_rate, tuple(review.sample_rates), review.seed, judge_key)
 
     def rate_for(self, tenant: str, assistant_id: str, task_type: str | None) -> float:
         """The passed-answer rate of the most specific matching override (ties: the

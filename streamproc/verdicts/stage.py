@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 
-from streamproc.config import Settings
 from streamproc.contracts.audit_record import AuditRecord, build_audit_record
 from streamproc.contracts.events import (
     Action,
@@ -35,6 +34,7 @@ from streamproc.contracts.events import (
     Verdict,
 )
 from streamproc.contracts.label_events import ReviewItem
+from streamproc.contracts.topic_names import TopicNames
 from streamproc.judge import Judge
 from streamproc.judge.deadline import AnswerTimedOut
 from streamproc.judge.stage_times import StageTime, collecting
@@ -42,7 +42,7 @@ from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
 from streamproc.verdicts.fit import TooLarge
 from streamproc.verdicts.intake import parse_answer
-from streamproc.verdicts.options import WorkerSettings, applied_settings
+from streamproc.verdicts.options import TopicSettings, WorkerSettings
 from streamproc.verdicts.output_topic import OutHeaders
 from streamproc.verdicts.record import OutboundRecord
 from streamproc.verdicts.review_sampling import ReviewSampling
@@ -79,7 +79,7 @@ class IncomingMessage:
 class StageLimits:
     """Every bound the stage enforces on its inputs and the judge (output sizes are the
     output topics' own). The defaults bound only the event's size; a worker takes all of
-    them from its settings with :meth:`from_settings`."""
+    them from its settings (:func:`streamproc.wiring.stage_limits`)."""
 
     max_event_bytes: int = WorkerSettings.model_fields["max_event_bytes"].default
     judge_deadline_s: float | None = None
@@ -93,26 +93,6 @@ class StageLimits:
     every answer's audit record; None: no audit records."""
     review: ReviewSampling | None = None
     """Which answers go to the review queue; None: none."""
-
-    @classmethod
-    def from_settings(cls, settings: Settings, *, judge_key: str | None = None) -> StageLimits:
-        """``judge_key``: the judge's key in the measured-accuracy table, stamped on
-        review items (:func:`streamproc.wiring.judge_key_of`)."""
-        worker = settings.worker
-        return cls(
-            max_event_bytes=worker.max_event_bytes,
-            judge_deadline_s=worker.judge_deadline_s,
-            event_time_max_future_s=worker.event_time_max_future_s,
-            event_time_max_past_s=worker.event_time_max_past_s,
-            audit_settings=applied_settings(settings.judge, settings.worker, settings.topics)
-            if settings.audit.enabled
-            else None,
-            review=(
-                ReviewSampling.from_settings(settings, judge_key=judge_key)
-                if settings.review.enabled
-                else None
-            ),
-        )
 
 
 @dataclass(slots=True)
@@ -262,7 +242,9 @@ def outputs_for(
 
 @cache
 def _default_topics() -> OutputTopics:
-    return OutputTopics.from_settings(Settings.model_construct())
+    return OutputTopics.named(
+        TopicNames(), TopicSettings.model_fields["output_max_message_bytes"].default
+    )
 
 
 def _add_outputs(

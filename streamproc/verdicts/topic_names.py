@@ -1,8 +1,16 @@
 """Names and size limits of topics that more than one part of streamproc must agree on:
-the loops' changelogs (named after the app id) and the byte caps of the topics that carry
-whole events (dead letters, audit records, the review queue)."""
+the loops' changelogs (named after the app id, :mod:`streamproc.contracts.topic_names`)
+and the byte caps of the topics that carry whole events (dead letters, audit records, the
+review queue)."""
 
 from __future__ import annotations
+
+from streamproc.contracts.topic_names import (
+    accuracy_changelog_topic,
+    judge_dedup_changelog_topic,
+    labels_changelog_topic,
+    window_changelog_topic,
+)
 
 __all__ = [
     "AUDIT_MAX_MESSAGE_BYTES",
@@ -20,24 +28,3 @@ accepts bigger records than the input topic."""
 AUDIT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 """An audit record holds the event exactly as received (base64) and parsed for display,
 next to the whole verdict: with the default 512 KiB event cap it stays far below this."""
-
-
-def window_changelog_topic(app_id: str) -> str:
-    """The compacted topic holding the window loop's state, partitioned like the outcomes."""
-    return f"{app_id}.window-state-changelog"
-
-
-def labels_changelog_topic(app_id: str) -> str:
-    """The labels loop's state (review items waiting for labels), partitioned like the
-    review queue."""
-    return f"{app_id}.labels-state-changelog"
-
-
-def accuracy_changelog_topic(app_id: str) -> str:
-    """The accuracy loop's state (tallies per cell), partitioned like the label deltas."""
-    return f"{app_id}.accuracy-state-changelog"
-
-
-def judge_dedup_changelog_topic(app_id: str) -> str:
-    """The judging loop's (tenant, event_id) marks, partitioned like the answers."""
-    return f"{app_id}.judge-dedup-changelog"

@@ -1,7 +1,7 @@
 """``/metrics`` for Prometheus, with ``/livez`` and ``/readyz`` beside it, on aiohttp.
 
-Bound to ``settings.metrics.host`` (127.0.0.1 unless an operator opens it) and
-``settings.metrics.port`` (0: any free port, :attr:`MetricsServer.port` says which).
+Bound to ``metrics.host`` (127.0.0.1 unless an operator opens it) and
+``metrics.port`` (0: any free port, :attr:`MetricsServer.port` says which).
 The scrape answers in the format the scraper asks for (OpenMetrics for Prometheus,
 text 0.0.4 otherwise), as prometheus-client's own servers do. Pulled values (lag) are
 read on the event loop; the text is made in a thread so a large registry never blocks
@@ -18,7 +18,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-from streamproc.config import Settings
+from streamproc.telemetry.options import MetricsSettings
 from streamproc.web.health import HealthState, add_health_routes
 from streamproc.web.server import AppServer
 
@@ -53,14 +53,14 @@ class MetricsServer(AppServer):
     @classmethod
     def from_settings(
         cls,
-        settings: Settings,
+        settings: MetricsSettings,
         metrics: ServedMetrics,
         probe: Callable[[], HealthState] | None = None,
     ) -> MetricsServer | None:
-        """The server ``settings.metrics`` asks for; None when its port is None."""
-        if settings.metrics.port is None:
+        """The server ``settings`` (``metrics.*``) ask for; None when its port is None."""
+        if settings.port is None:
             return None
-        return cls(metrics, host=settings.metrics.host, port=settings.metrics.port, probe=probe)
+        return cls(metrics, host=settings.host, port=settings.port, probe=probe)
 
     @property
     def url(self) -> str:

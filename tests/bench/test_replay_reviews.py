@@ -221,7 +221,8 @@ def test_the_numbers_are_the_window_loops_on_the_whole_replay(tmp_path: Path) ->
             "tasks": {"Summary": {"tp": 16, "fn": 1, "tn": 17, "fp": 25}},
         }
     )
-    table = LiveAccuracy(Settings())
+    settings = Settings()
+    table = LiveAccuracy(settings.bootstrap_servers, settings.labels.accuracy_topic)
     event = _event(TENANT, 70)
     table.apply(event.cell.key.encode(), event.model_dump_json().encode())
     live = table.for_judge(JUDGE, min_labels=30)

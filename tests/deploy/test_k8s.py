@@ -293,7 +293,7 @@ def _kafka_trigger_problems(
     """The lag KEDA reads must be the judging loop's, on the broker the workers use."""
     meta = trigger.get("metadata", {})
     wanted = {
-        "consumerGroup": judge_group_id(settings),
+        "consumerGroup": judge_group_id(settings.app_id),
         "topic": settings.topics.answers,
         "bootstrapServers": settings.bootstrap_servers,
     }

@@ -24,8 +24,8 @@ from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent, Verdict
 from streamproc.judge.records.findings import RecordReason
 from streamproc.kafka.clients import OutputTail
-from streamproc.kafka.topics import prepare_topics
 from streamproc.samples import AGENT_CASES, load_answers
+from streamproc.wiring import prepare_topics
 from tests.integration.kcat import KEY_DELIMITER, kcat_or_skip, produce
 
 WAIT_S = 180.0  # the first verdicts wait for the verifier model to load

@@ -21,7 +21,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import Settings
-from streamproc.kafka.topics import prepare_topics
+from streamproc.wiring import prepare_topics
 
 PER_MINUTE = 40
 # 12.5 % over 10 min and 5 min: the workbook's 14.4x over 1 h would need a 72 % rate at a

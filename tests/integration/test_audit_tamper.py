@@ -30,6 +30,7 @@ from streamproc.audit.sink import (
 from streamproc.audit.store import AuditStore
 from streamproc.config import Settings
 from streamproc.kafka.topics import ensure_topics
+from streamproc.wiring import topic_layout
 from tests.unit.audit.audit_samples import make_records
 from tests.unit.audit.keys import FORGER, write_key_files
 from tests.unit.audit.label_samples import make_label
@@ -170,7 +171,10 @@ async def test_every_tamper_class_is_caught_end_to_end(
 ) -> None:
     await ensure_topics(
         settings.bootstrap_servers,
-        [audit_topic_spec(settings), audit_checkpoint_topic_spec(settings)],
+        [
+            audit_topic_spec(topic_layout(settings)),
+            audit_checkpoint_topic_spec(topic_layout(settings)),
+        ],
         settings.security,
     )
     a = make_records(12, tenant="tenant-a", conversation="conv-a")

@@ -36,8 +36,7 @@ from streamproc.audit.store import AuditStore, RecordSummary
 from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import Settings
 from streamproc.kafka.brokers._process_group import stop_process_group
-from streamproc.kafka.topics import prepare_topics
-from streamproc.wiring import build_judge
+from streamproc.wiring import build_judge, prepare_topics
 from tests.unit.audit.store_contract import sql
 
 TRACE_ID = "5b8efff798038103d269b633813fc60c"

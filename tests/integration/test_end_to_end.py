@@ -27,10 +27,9 @@ from streamproc.contracts.events import (
     WindowAggregate,
 )
 from streamproc.kafka.clients import OutputTail, publish_answers, publish_raw
-from streamproc.kafka.topics import prepare_topics
 from streamproc.rates.stats import wilson_interval
 from streamproc.samples import SEED_LAB, load_answers
-from streamproc.wiring import build_judge
+from streamproc.wiring import build_judge, prepare_topics
 
 MALFORMED = b'{"event_id": "broken", "answer": '
 WINDOW_START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

@@ -29,7 +29,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent, EvidenceItem
-from streamproc.kafka.topics import prepare_topics
+from streamproc.wiring import prepare_topics
 
 ANSWERS = 10_000
 ASSISTANTS = 5

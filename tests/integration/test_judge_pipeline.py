@@ -17,9 +17,9 @@ from aiokafka.structs import TopicPartition
 from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent, AnswerJudgement, Verdict
 from streamproc.kafka.clients import OutputTail, publish_answers
-from streamproc.kafka.topics import prepare_topics
 from streamproc.monitor.judging_loop import JudgeLoop, judge_group_id
 from streamproc.samples import SEED_LAB, load_answers
+from streamproc.wiring import kafka_loop_options, prepare_topics, stage_limits
 from tests.integration.run_settings import run_settings
 from tests.integration.wrapped_judge import WrappedJudge
 
@@ -79,7 +79,7 @@ def _watch_publishing(loop: JudgeLoop) -> list[tuple[float, float]]:
 async def _committed_and_ends(settings: Settings) -> tuple[dict[int, int], dict[int, int]]:
     """The judge group's committed offsets and the answers topic's end offsets."""
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.bootstrap_servers, group_id=judge_group_id(settings)
+        bootstrap_servers=settings.bootstrap_servers, group_id=judge_group_id(settings.app_id)
     )
     await consumer.start()
     try:
@@ -112,9 +112,17 @@ async def test_batches_are_judged_while_the_one_before_publishes_and_all_land_on
     await publish_answers(settings.bootstrap_servers, settings.topics.answers, answers)
 
     first_judge, second_judge = _TimedJudge(settings), _TimedJudge(settings)
-    first = JudgeLoop(_slot(settings, "w1"), first_judge)
+    first = JudgeLoop(
+        kafka_loop_options(_slot(settings, "w1")),
+        first_judge,
+        limits=stage_limits(settings),
+    )
     publishing = _watch_publishing(first)
-    second = JudgeLoop(_slot(settings, "w2"), second_judge)
+    second = JudgeLoop(
+        kafka_loop_options(_slot(settings, "w2")),
+        second_judge,
+        limits=stage_limits(settings),
+    )
     verdicts: list[Verdict] = []
     tasks = [asyncio.create_task(first.run())]
     try:

@@ -19,8 +19,8 @@ from streamproc.cli.worker import EXIT_JUDGE_DIED
 from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent, Verdict
 from streamproc.kafka.clients import OutputTail, publish_answers
-from streamproc.kafka.topics import prepare_topics
 from streamproc.samples import SEED_LAB, load_answers
+from streamproc.wiring import prepare_topics
 from tests.integration.run_settings import run_settings
 
 ANSWERS = 120

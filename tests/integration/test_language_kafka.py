@@ -15,7 +15,7 @@ import pytest
 from streamproc.cli.child_process import WorkerProcess
 from streamproc.contracts.events import AnswerEvent, UnverifiedReason, VerdictLabel
 from streamproc.judge.text.language import letters_in
-from streamproc.kafka.topics import prepare_topics
+from streamproc.wiring import prepare_topics
 from tests.integration.kcat import kcat_or_skip, produce
 from tests.integration.test_outside_producers import _collect, _json, _settings, _verdicts
 from tests.unit.gate.conftest import event

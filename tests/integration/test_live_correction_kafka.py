@@ -18,11 +18,16 @@ from streamproc.config import Settings
 from streamproc.contracts.events import AnswerOutcome, WindowAggregate
 from streamproc.contracts.label_events import AccuracyCell, JudgeAccuracyEvent, Tally
 from streamproc.kafka.clients import Headers, publish_raw
-from streamproc.kafka.topics import prepare_topics
 from streamproc.monitor.windows.live_accuracy import LiveAccuracy
 from streamproc.monitor.windows.loop import WindowLoop
 from streamproc.rates.live_accuracy import CellState, accuracy_event
-from streamproc.wiring import judge_key_of, measured_accuracy
+from streamproc.wiring import (
+    judge_key_of,
+    kafka_loop_options,
+    measured_accuracy,
+    prepare_topics,
+    window_loop_options,
+)
 
 BASE = datetime(2026, 2, 2, 10, 0, tzinfo=UTC)  # long past: quiet keys close by idle
 
@@ -136,9 +141,13 @@ async def test_a_cell_with_enough_labels_is_corrected_live_and_one_with_few_offl
                     aggregate = WindowAggregate.model_validate_json(record.value or b"")
                     latest[aggregate.assistant_id] = aggregate
 
-    table = LiveAccuracy(settings)
+    table = LiveAccuracy(settings.bootstrap_servers, settings.labels.accuracy_topic)
     loop = WindowLoop(
-        settings, accuracy=measured_accuracy(settings.judge), live_accuracy=table, judge_key=judge
+        kafka_loop_options(settings),
+        window_loop_options(settings),
+        accuracy=measured_accuracy(settings.judge),
+        live_accuracy=table,
+        judge_key=judge,
     )
     task = asyncio.create_task(loop.run())
     try:

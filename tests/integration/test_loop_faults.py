@@ -31,10 +31,9 @@ from streamproc.cli.worker import EXIT_PUBLISH_FAILED
 from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent
 from streamproc.kafka.clients import publish_answers
-from streamproc.kafka.topics import prepare_topics
 from streamproc.monitor.judging_loop import JudgeLoop, judge_group_id
 from streamproc.samples import SEED_LAB, load_answers
-from streamproc.wiring import build_judge
+from streamproc.wiring import build_judge, kafka_loop_options, prepare_topics, stage_limits
 
 
 def _settings(bootstrap: str, prefix: str, **worker: object) -> Settings:
@@ -104,7 +103,9 @@ async def test_an_unreadable_batch_is_dead_lettered_and_the_rest_is_judged(
             await producer.stop()
     monkeypatch.setattr(aiokafka.codec, "has_lz4", lambda: False)  # the library is "gone"
 
-    loop = JudgeLoop(settings, build_judge(settings.judge))
+    loop = JudgeLoop(
+        kafka_loop_options(settings), build_judge(settings.judge), limits=stage_limits(settings)
+    )
     task = asyncio.create_task(loop.run())
     try:
         seen = await _read_committed(
@@ -182,7 +183,7 @@ async def test_a_batch_the_broker_will_not_take_is_never_acknowledged(
 async def _committed_total(settings: Settings) -> int:
     consumer = AIOKafkaConsumer(
         bootstrap_servers=settings.bootstrap_servers,
-        group_id=judge_group_id(settings),
+        group_id=judge_group_id(settings.app_id),
         enable_auto_commit=False,
     )
     await consumer.start()

@@ -29,8 +29,8 @@ from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent, DeadLetter, DeadLetterReason, Verdict
 from streamproc.kafka.clients import OutputTail, publish_answers
-from streamproc.kafka.topics import prepare_topics
 from streamproc.samples import SEED_LAB, load_answers
+from streamproc.wiring import prepare_topics
 from tests.integration.kcat import CODECS, KEY_DELIMITER, kcat_or_skip, produce, read_back
 
 PARTITIONS = 3

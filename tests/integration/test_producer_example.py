@@ -14,9 +14,8 @@ from pathlib import Path
 
 from streamproc.contracts.events import Verdict
 from streamproc.kafka.clients import OutputTail
-from streamproc.kafka.topics import prepare_topics
 from streamproc.monitor.judging_loop import JudgeLoop
-from streamproc.wiring import build_judge
+from streamproc.wiring import build_judge, kafka_loop_options, prepare_topics, stage_limits
 from tests.integration.run_settings import run_settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "produce_answer.py"
@@ -56,7 +55,9 @@ async def test_the_example_producer_is_judged_and_its_trace_continues(
         assert said is not None, done.stdout
         sent.append(said.group(1))
     assert sent[0] != sent[1], "a fresh event id per run"
-    loop = JudgeLoop(settings, build_judge(settings.judge))
+    loop = JudgeLoop(
+        kafka_loop_options(settings), build_judge(settings.judge), limits=stage_limits(settings)
+    )
     task = asyncio.create_task(loop.run())
     verdicts: list[Verdict] = []
     try:

@@ -36,7 +36,7 @@ from streamproc.contracts.label_events import ClaimLabel, ClaimLabelValue, Label
 from streamproc.kafka.topics import ensure_topics, review_topic_specs
 from streamproc.review.page.auth import Reviewers, new_token, token_stanza
 from streamproc.review.page.queue_store import ReviewQueueStore
-from streamproc.verdicts.catalog import OutputTopics
+from streamproc.wiring import output_topics, topic_layout
 from tests.unit.adapters.review import test_queue_store as queue_tests
 from tests.unit.adapters.review.samples import review_item
 
@@ -105,7 +105,7 @@ def settings(kafka_bootstrap: str, tmp_path: Path) -> Settings:
 
 async def publish_items(settings: Settings, items: list[ReviewItem]) -> None:
     """The items as the judging stage publishes them, and one record that is not an item."""
-    topic = OutputTopics.from_settings(settings).review_items
+    topic = output_topics(settings).review_items
     producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap_servers, acks="all")
     await producer.start()
     try:
@@ -200,7 +200,9 @@ async def test_a_reviewer_labels_items_in_the_browser_and_the_labels_are_on_kafk
     settings.review.tokens_file.write_text(token_stanza("alice", ["acme"], token))
     reviewers = Reviewers.load(settings.review.tokens_file)
     await ensure_topics(
-        settings.bootstrap_servers, review_topic_specs(settings)[:2], settings.security
+        settings.bootstrap_servers,
+        review_topic_specs(topic_layout(settings))[:2],
+        settings.security,
     )
     faithful = "The order 7 was shipped on 5 May from the Lyon warehouse [D1]."
     items = [

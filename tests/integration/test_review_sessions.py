@@ -28,6 +28,7 @@ from streamproc.contracts.label_events import LabelEvent
 from streamproc.kafka.topics import ensure_topics, review_topic_specs
 from streamproc.review.page.auth import Reviewers, new_token, token_stanza
 from streamproc.review.page.server import COOKIE
+from streamproc.wiring import topic_layout
 from tests.integration import test_review_page as page_tests
 from tests.unit.adapters.review.samples import review_item
 
@@ -47,7 +48,9 @@ async def review_page(settings: Settings, items: int = 2) -> AsyncIterator[str]:
     settings.review.tokens_file.write_text(token_stanza("alice", ["acme"], TOKEN))
     reviewers = Reviewers.load(settings.review.tokens_file)
     await ensure_topics(
-        settings.bootstrap_servers, review_topic_specs(settings)[:2], settings.security
+        settings.bootstrap_servers,
+        review_topic_specs(topic_layout(settings))[:2],
+        settings.security,
     )
     await publish_items(settings, [review_item(f"r{n}", minutes=n) for n in range(1, items + 1)])
     stop = asyncio.Event()

@@ -24,9 +24,10 @@ from streamproc.contracts.events import AnswerEvent, DeadLetter, DeadLetterReaso
 from streamproc.kafka.clients import OutputTail, publish_answers, publish_raw
 from streamproc.kafka.options import KafkaSecurity
 from streamproc.kafka.security import BrokerAccessDenied, aiokafka_options
-from streamproc.kafka.topics import TopicSpec, ensure_topics, prepare_topics, topic_specs
+from streamproc.kafka.topics import TopicSpec, ensure_topics, topic_specs
 from streamproc.samples import SEED_LAB, load_answers
 from streamproc.verdicts.options import TopicSettings
+from streamproc.wiring import prepare_topics, topic_layout
 
 if TYPE_CHECKING:
     from tests.integration.conftest import SaslMechanism, SecureKafka
@@ -127,9 +128,9 @@ async def test_clients_work_over_sasl(
     settings = _settings(address, security, "sec")
     topics = settings.topics
 
-    created = await ensure_topics(address, topic_specs(settings), security)
-    assert sorted(created) == sorted(spec.name for spec in topic_specs(settings))
-    assert await ensure_topics(address, topic_specs(settings), security) == []
+    created = await ensure_topics(address, topic_specs(topic_layout(settings)), security)
+    assert sorted(created) == sorted(spec.name for spec in topic_specs(topic_layout(settings)))
+    assert await ensure_topics(address, topic_specs(topic_layout(settings)), security) == []
 
     answers = _answers(3)
     assert await publish_answers(address, topics.answers, answers, security=security) == 3
@@ -167,7 +168,7 @@ async def test_wrong_password_is_refused_quickly_and_clearly(
             await asyncio.wait_for(call, REFUSAL_BOUND_S)
         return str(caught.value)
 
-    await refused(ensure_topics(address, topic_specs(settings), security))
+    await refused(ensure_topics(address, topic_specs(topic_layout(settings)), security))
     await refused(publish_answers(address, settings.topics.answers, _answers(1), security=security))
     await refused(_tail_once(address, settings.topics, security))
     # The worker's start-up retry loop lets a refusal through instead of retrying it.
@@ -193,7 +194,8 @@ async def test_certificate_from_another_ca_is_refused(
     settings = _settings(secure_kafka.sasl_ssl, security, "badca")
     with pytest.raises(BrokerAccessDenied, match="SSLCertVerificationError"):
         await asyncio.wait_for(
-            ensure_topics(secure_kafka.sasl_ssl, topic_specs(settings), security), REFUSAL_BOUND_S
+            ensure_topics(secure_kafka.sasl_ssl, topic_specs(topic_layout(settings)), security),
+            REFUSAL_BOUND_S,
         )
 
 

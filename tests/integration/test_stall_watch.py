@@ -19,10 +19,10 @@ import aiohttp
 from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent, AnswerJudgement
 from streamproc.kafka.clients import publish_answers
-from streamproc.kafka.topics import prepare_topics
 from streamproc.monitor.judging_loop import JudgeLoop
 from streamproc.samples import SEED_LAB, load_answers
 from streamproc.web.health import HealthServer, HealthState
+from streamproc.wiring import kafka_loop_options, prepare_topics, stage_limits
 from tests.integration.wrapped_judge import WrappedJudge
 
 
@@ -60,7 +60,7 @@ async def test_a_stalled_worker_reports_itself_not_live_and_recovers(kafka_boots
     )
     await prepare_topics(settings)
     judge = _HangingJudge(settings)
-    loop = JudgeLoop(settings, judge)
+    loop = JudgeLoop(kafka_loop_options(settings), judge, limits=stage_limits(settings))
     health = HealthServer(
         lambda: HealthState(live=loop.live, ready=loop.started, detail={}),
         host="127.0.0.1",

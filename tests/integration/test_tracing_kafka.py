@@ -22,12 +22,11 @@ from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from streamproc.config import Settings
-from streamproc.kafka.topics import prepare_topics
 from streamproc.monitor.judging_loop import JudgeLoop
 from streamproc.telemetry import semconv
 from streamproc.telemetry.options import TelemetrySettings
 from streamproc.telemetry.otel import Telemetry
-from streamproc.wiring import build_judge
+from streamproc.wiring import build_judge, kafka_loop_options, prepare_topics, stage_limits
 
 TRACE_A, SPAN_A = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 TRACE_B, SPAN_B = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
@@ -115,7 +114,12 @@ async def test_an_answer_is_traced_from_its_producer_through_every_output(
     telemetry = Telemetry.from_settings(
         TelemetrySettings(), span_exporter=spans, log_exporter=logs, synchronous=True
     )
-    loop = JudgeLoop(settings, build_judge(settings.judge), telemetry=telemetry)
+    loop = JudgeLoop(
+        kafka_loop_options(settings),
+        build_judge(settings.judge),
+        telemetry=telemetry,
+        limits=stage_limits(settings),
+    )
     task = asyncio.create_task(loop.run())
     outputs = [settings.topics.verdicts, settings.topics.dead_letter, settings.audit.topic]
     try:

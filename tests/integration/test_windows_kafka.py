@@ -21,12 +21,16 @@ from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent, AnswerOutcome, WindowAggregate
 from streamproc.kafka.clients import publish_answers, publish_raw
-from streamproc.kafka.topics import prepare_topics
 from streamproc.monitor.windows.loop import WindowLoop
 from streamproc.monitor.windows.report import WindowReport
 from streamproc.samples import SEED_LAB, load_answers
 from streamproc.verdicts.record import OutboundRecord
-from streamproc.wiring import measured_accuracy
+from streamproc.wiring import (
+    kafka_loop_options,
+    measured_accuracy,
+    prepare_topics,
+    window_loop_options,
+)
 
 BASE = datetime(2026, 2, 2, 10, 0, tzinfo=UTC)  # event time, long past: quiet keys close by idle
 REPLAY_HORIZON_S = 10 * 365 * 24 * 3600.0
@@ -277,7 +281,8 @@ async def test_hooks_get_every_delta_and_late_outcome_and_keep_their_state_acros
     later = [outcome("A", 400, "a-next", False), outcome("A", 30, "a-old", True)]
     await publish_raw(kafka_bootstrap, outcomes, [(b"bot", value, []) for value in first + later])
     loop = WindowLoop(
-        settings,
+        kafka_loop_options(settings),
+        window_loop_options(settings),
         accuracy=measured_accuracy(settings.judge),
         in_transaction=in_transaction,
         after_commit=committed.append,
@@ -300,7 +305,8 @@ async def test_hooks_get_every_delta_and_late_outcome_and_keep_their_state_acros
     (partition,) = {r.partition for r in committed if r.deltas}  # "bot": one partition
     restored.clear()
     again = WindowLoop(
-        settings,
+        kafka_loop_options(settings),
+        window_loop_options(settings),
         accuracy=measured_accuracy(settings.judge),
         in_transaction=in_transaction,
         after_commit=committed.append,

@@ -15,9 +15,8 @@ from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent, Verdict, WindowAggregate
 from streamproc.kafka.clients import OutputTail, publish_answers
-from streamproc.kafka.topics import prepare_topics
 from streamproc.samples import SEED_LAB, load_answers
-from streamproc.wiring import build_judge
+from streamproc.wiring import build_judge, prepare_topics
 
 WINDOW_START = datetime(2026, 2, 2, 10, 0, tzinfo=UTC)
 REPLAY_HORIZON_S = 10 * 365 * 24 * 3600.0

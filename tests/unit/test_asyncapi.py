@@ -13,9 +13,12 @@ import jsonschema
 import pytest
 import yaml
 
+from streamproc.cli.main import main
 from streamproc.config import Settings
 from streamproc.contracts.asyncapi import ASYNCAPI_FILE, render_asyncapi
+from streamproc.contracts.topic_names import TopicNames
 from streamproc.kafka.topics import topic_specs
+from streamproc.wiring import topic_layout, topic_names
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 SPEC = Path(__file__).resolve().parent / "vendor" / "asyncapi-3.0.0-without-$id.json"
@@ -53,7 +56,7 @@ def test_an_invalid_document_is_caught(document: dict[str, Any]) -> None:
 
 
 def test_channels_are_the_topics_the_worker_creates(document: dict[str, Any]) -> None:
-    created = {spec.name for spec in topic_specs(Settings.model_construct())}
+    created = {spec.name for spec in topic_specs(topic_layout(Settings.model_construct()))}
     addresses = {channel["address"] for channel in document["channels"].values()}
     assert addresses == created - NOT_IN_CONTRACT
 
@@ -69,6 +72,16 @@ def test_payloads_are_the_checked_in_schemas_and_the_group_is_the_workers(
     assert group == f"{Settings.model_construct().app_id}.judge"
 
 
-def test_the_environment_does_not_leak_into_the_contract(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_names_are_the_settings_defaults() -> None:
+    """The contract's defaults (what the judging stage uses when told no topics) are the
+    settings' own."""
+    assert topic_names(Settings.model_construct()) == topic_names(Settings()) == TopicNames()
+    assert render_asyncapi(TopicNames()) == (SCHEMAS / ASYNCAPI_FILE).read_text()
+
+
+def test_the_environment_does_not_leak_into_the_contract(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("STREAMPROC_TOPICS__ANSWERS", "somebody.elses")
-    assert render_asyncapi() == (SCHEMAS / ASYNCAPI_FILE).read_text()
+    assert main(["schemas", "write", "--output", str(tmp_path)]) == 0
+    assert (tmp_path / ASYNCAPI_FILE).read_text() == (SCHEMAS / ASYNCAPI_FILE).read_text()

@@ -13,6 +13,7 @@ from streamproc.cli.main import main
 from streamproc.cli.reference import REFERENCE_DIR, render_reference, stale_pages, write_reference
 from streamproc.config import Settings, setting_variables
 from streamproc.kafka.topics import audit_checkpoint_topic_spec, topic_specs
+from streamproc.wiring import topic_layout
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -52,8 +53,8 @@ def test_the_topics_page_lists_every_topic_of_the_catalog() -> None:
     settings = Settings.model_construct()
     page = render_reference()["topics.md"]
     headings = re.findall(r"^## (\S+)$", page, re.MULTILINE)
-    catalog = [spec.name for spec in topic_specs(settings)]
-    assert set(headings) == {*catalog, audit_checkpoint_topic_spec(settings).name}
+    catalog = [spec.name for spec in topic_specs(topic_layout(settings))]
+    assert set(headings) == {*catalog, audit_checkpoint_topic_spec(topic_layout(settings)).name}
     assert len(headings) == len(set(headings))
 
 

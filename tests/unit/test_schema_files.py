@@ -8,21 +8,25 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from streamproc.config import Settings
 from streamproc.contracts.schema_files import SCHEMA_MODELS, drifted_schemas, render_schemas
+from streamproc.wiring import gate_api_defaults, topic_names
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+NAMES = topic_names(Settings.model_construct())
+GATE = gate_api_defaults(Settings.model_construct())
 
 
 def test_checked_in_schemas_match_the_models() -> None:
-    assert drifted_schemas(SCHEMAS) == [], "run: streamproc schemas write"
+    assert drifted_schemas(SCHEMAS, NAMES, GATE) == [], "run: streamproc schemas write"
 
 
 def test_drift_is_detected(tmp_path: Path) -> None:
-    for name, text in render_schemas().items():
+    for name, text in render_schemas(NAMES, GATE).items():
         (tmp_path / name).write_text(text)
     target = tmp_path / "verdict.schema.json"
     target.write_text(target.read_text().replace('"judgement"', '"judgment"'))
-    assert drifted_schemas(tmp_path) == ["verdict.schema.json"]
+    assert drifted_schemas(tmp_path, NAMES, GATE) == ["verdict.schema.json"]
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMA_MODELS))

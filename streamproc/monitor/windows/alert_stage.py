@@ -18,13 +18,12 @@ import json
 from collections.abc import MutableMapping
 from typing import Any
 
-from streamproc.config import Settings
 from streamproc.monitor.alerts.alert_monitor import AlertMonitor
 from streamproc.monitor.alerts.alert_state import AlertEvent, StatePolicy
 from streamproc.monitor.options import AlertSettings
 from streamproc.monitor.windows.report import WindowReport
 from streamproc.telemetry.sensors import WindowSensor
-from streamproc.verdicts.catalog import OutputTopics
+from streamproc.verdicts.output_topic import OutputTopic
 from streamproc.verdicts.record import OutboundRecord
 
 __all__ = ["ALERT_KEY_PREFIX", "AlertHooks", "PartitionAlerts"]
@@ -108,9 +107,15 @@ class AlertHooks:
     """The window loop's ``in_transaction`` and ``after_commit`` hooks: alert events on
     ``alerts.topic`` (key ``tenant/assistant``) and the window and alert metrics."""
 
-    def __init__(self, settings: Settings, metrics: WindowSensor | None = None) -> None:
-        self._alerts = settings.alerts
-        self._topic = OutputTopics.from_settings(settings).alerts
+    def __init__(
+        self,
+        alerts: AlertSettings,
+        topic: OutputTopic[AlertEvent],
+        metrics: WindowSensor | None = None,
+    ) -> None:
+        """``topic``: the alerts topic of the output topics (``OutputTopics.alerts``)."""
+        self._alerts = alerts
+        self._topic = topic
         self._metrics = metrics
         self._partitions: dict[int, PartitionAlerts] = {}
         self._firing: dict[int, set[tuple[str, str, str]]] = {}

@@ -25,7 +25,6 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from aiokafka.structs import TopicPartition
 from pydantic import ValidationError
 
-from streamproc.config import Settings
 from streamproc.contracts.label_events import AccuracyCell, JudgeAccuracyEvent
 from streamproc.monitor.windows.panes import LiveCounts
 from streamproc.rates.live_accuracy import live_confusion
@@ -47,13 +46,16 @@ class LiveAccuracy:
 
     def __init__(
         self,
-        settings: Settings,
+        bootstrap_servers: str,
+        topic: str,
         *,
         client_options: Mapping[str, Any] | None = None,
         catch_up_timeout_s: float = CATCH_UP_TIMEOUT_S,
     ) -> None:
-        self._bootstrap = settings.bootstrap_servers
-        self._topic = settings.labels.accuracy_topic
+        """``topic``: the judge-accuracy topic (``labels.accuracy_topic``);
+        ``client_options``: the clients' security options."""
+        self._bootstrap = bootstrap_servers
+        self._topic = topic
         self._client_options: Mapping[str, Any] = client_options or {}
         self._catch_up_timeout_s = catch_up_timeout_s
         self._cells: dict[str, JudgeAccuracyEvent] = {}

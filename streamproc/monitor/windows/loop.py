@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,12 +39,11 @@ from aiokafka.structs import TopicPartition
 from opentelemetry.context import Context
 from pydantic import ValidationError
 
-from streamproc.config import Settings
 from streamproc.contracts.events import AnswerOutcome, DeadLetterReason
 from streamproc.kafka.changelog import changelog_records, restore_states
-from streamproc.kafka.consumer import ConsumerLoop
+from streamproc.kafka.consumer import ConsumerLoop, KafkaLoopOptions
 from streamproc.kafka.store import TrackedStore
-from streamproc.kafka.topics import window_changelog_topic
+from streamproc.monitor.options import WindowSettings
 from streamproc.monitor.windows.index import PartitionIndex
 from streamproc.monitor.windows.live_accuracy import LiveAccuracy
 from streamproc.monitor.windows.report import (
@@ -67,12 +67,11 @@ from streamproc.rates.judge_accuracy import JudgeAccuracy
 from streamproc.telemetry import semconv
 from streamproc.telemetry.otel import Telemetry
 from streamproc.telemetry.trace_headers import passthrough, traceparent_headers
-from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
 from streamproc.verdicts.output_topic import OutHeaders
 from streamproc.verdicts.record import OutboundRecord
 
-__all__ = ["SERIES_PER_TICK", "WindowLoop"]
+__all__ = ["SERIES_PER_TICK", "WindowLoop", "WindowLoopOptions"]
 
 log = structlog.get_logger(__name__)
 
@@ -80,6 +79,19 @@ SERIES_PER_TICK = 500
 """Most series one tick closes, over all owned partitions (split evenly): with 10,000
 steady keys on 3 partitions, at most 0.15 s of CPU per partition's share (BENCHMARKS.md,
 "Window state")."""
+
+
+@dataclass(frozen=True, slots=True)
+class WindowLoopOptions:
+    """What the window loop reads besides what every loop does
+    (:class:`~streamproc.kafka.consumer.KafkaLoopOptions`); the composition root builds it
+    once (:func:`streamproc.wiring.window_loop_options`)."""
+
+    window: WindowSettings
+    """``window.*``: the windows, the tick, what is late."""
+    min_labels: int
+    """``labels.min_labels``: labelled answers a cell needs before the corrected rate uses
+    its live accuracy."""
 
 
 class _Partition:
@@ -99,7 +111,8 @@ class WindowLoop(ConsumerLoop):
 
     def __init__(
         self,
-        settings: Settings,
+        kafka: KafkaLoopOptions,
+        options: WindowLoopOptions,
         *,
         client_options: Mapping[str, Any] | None = None,
         telemetry: Telemetry | None = None,
@@ -113,29 +126,30 @@ class WindowLoop(ConsumerLoop):
         (:func:`streamproc.wiring.measured_accuracy`); None publishes no corrected rate.
         ``live_accuracy``: the judge-accuracy table, read while the loop runs; a cell of
         judge ``judge_key`` (:func:`streamproc.wiring.judge_key_of`, required with it)
-        with ``labels.min_labels`` labelled answers corrects with its live counts."""
+        with ``options.min_labels`` labelled answers corrects with its live counts."""
         if live_accuracy is not None and judge_key is None:
             raise ValueError("live_accuracy needs the judge_key of the judge whose cells to read")
         super().__init__(
-            settings,
+            kafka,
             name="windows",
-            topic=settings.topics.outcomes,
+            topic=kafka.names.outcomes,
             client_options=client_options,
             consumer_options={"max_poll_records": 1000},
             producer_options={},
         )
+        self._window = options.window
         self._timing = window_timing(
-            settings.window,
-            max_event_age_s=settings.worker.event_time_max_past_s,
+            options.window,
+            max_event_age_s=kafka.worker.event_time_max_past_s,
             accuracy=accuracy,
             live=None
             if live_accuracy is None or judge_key is None
-            else live_accuracy.for_judge(judge_key, min_labels=settings.labels.min_labels),
+            else live_accuracy.for_judge(judge_key, min_labels=options.min_labels),
         )
         self._live_accuracy = live_accuracy
         self._longest_ms = max(spec.size_ms for spec in self._timing.specs)
         self._telemetry = telemetry or Telemetry.disabled()
-        self._topics = OutputTopics.from_settings(settings)
+        self._topics = kafka.outputs
         self._in_transaction = in_transaction
         self._after_commit = after_commit
         self._partitions: dict[int, _Partition] = {}
@@ -160,11 +174,11 @@ class WindowLoop(ConsumerLoop):
     # ------------------------------------------------------------------ one step
 
     async def _step(self) -> None:
-        wait_s = min(self._settings.worker.batch_wait_s * 4, self._settings.window.tick_s)
+        wait_s = min(self._kafka.worker.batch_wait_s * 4, self._window.tick_s)
         batch = await self._consumer.getmany(timeout_ms=int(wait_s * 1000))
         read_at = self._generation
         now = time.time()
-        tick = now - self._last_tick >= self._settings.window.tick_s
+        tick = now - self._last_tick >= self._window.tick_s
         if not batch and not tick:
             return
         async with self._lock:
@@ -325,7 +339,7 @@ class WindowLoop(ConsumerLoop):
                     model=outcome.model,
                     event_id=outcome.event_id,
                     occurred_at=outcome.occurred_at.isoformat(),
-                    topic=self._settings.window.late_topic,
+                    topic=self._kafka.names.late,
                 )
             if self._after_commit is not None:
                 try:
@@ -344,7 +358,7 @@ class WindowLoop(ConsumerLoop):
             context=Context(),
             attributes={
                 semconv.MESSAGING_SYSTEM: semconv.MESSAGING_SYSTEM_KAFKA,
-                semconv.MESSAGING_DESTINATION_NAME: self._settings.topics.aggregates,
+                semconv.MESSAGING_DESTINATION_NAME: self._kafka.names.aggregates,
                 semconv.MESSAGING_BATCH_MESSAGE_COUNT: aggregates,
                 semconv.MESSAGING_CONSUMER_GROUP_NAME: self.group_id,
             },
@@ -368,10 +382,10 @@ class WindowLoop(ConsumerLoop):
         await self._restore(partitions)
 
     async def _restore(self, partitions: Iterable[TopicPartition]) -> None:
-        topic = window_changelog_topic(self._settings.app_id)
+        topic = self._kafka.names.window_changelog
         started = time.monotonic()
         states = await restore_states(
-            self._settings, topic, (tp.partition for tp in partitions), self._client_options
+            self._kafka, topic, (tp.partition for tp in partitions), self._client_options
         )
         for tp in partitions:
             state = states[tp.partition]

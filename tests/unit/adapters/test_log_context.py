@@ -18,9 +18,9 @@ from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent
 from streamproc.telemetry.log_context import (
     add_answer_context,
+    answer_processors,
     bound_answer,
     current_answer_fields,
-    log_processors,
     scrub_error_text,
 )
 from tests.unit.adapters.conftest import BAD, EVIDENCE, Otel
@@ -36,7 +36,10 @@ def line_logger(log_texts: bool = False) -> Any:
     settings = Settings.model_validate({"audit": {"log_texts": log_texts}})
     return structlog.wrap_logger(
         structlog.ReturnLogger(),
-        processors=[*log_processors(settings), structlog.processors.JSONRenderer()],
+        processors=[
+            *answer_processors(log_texts=settings.audit.log_texts),
+            structlog.processors.JSONRenderer(),
+        ],
     )
 
 
@@ -105,7 +108,7 @@ def test_stdlib_records_through_the_formatter_chain_are_redacted_too() -> None:
     handler = logging.StreamHandler(stream)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
-            foreign_pre_chain=log_processors(settings),
+            foreign_pre_chain=answer_processors(log_texts=settings.audit.log_texts),
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                 structlog.processors.format_exc_info,

@@ -15,7 +15,6 @@ from prometheus_client.openmetrics.parser import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
-from streamproc.config import Settings
 from streamproc.contracts.events import Action, DeadLetterReason, UnverifiedReason, VerdictLabel
 from streamproc.contracts.label_events import (
     AccuracyCell,
@@ -694,8 +693,8 @@ async def test_without_a_probe_only_metrics_are_served() -> None:
 
 def test_the_server_follows_the_settings() -> None:
     metrics = WorkerMetrics()
-    assert MetricsServer.from_settings(Settings(), metrics) is None  # port None: no endpoint
-    server = MetricsServer.from_settings(Settings(metrics=MetricsSettings(port=0)), metrics)
+    assert MetricsServer.from_settings(MetricsSettings(), metrics) is None  # port None: none
+    server = MetricsServer.from_settings(MetricsSettings(port=0), metrics)
     assert server is not None
     with pytest.raises(RuntimeError, match="not started"):
         _ = server.url

@@ -14,7 +14,7 @@ from streamproc.kafka.store import decode_entry
 from streamproc.monitor.dedup import EventDedup, JudgeDedup, event_identity, mark_key
 from streamproc.verdicts.dead_letter import MessageOrigin
 from streamproc.verdicts.stage import IncomingMessage, StageLimits, judge_messages
-from streamproc.wiring import build_judge
+from streamproc.wiring import build_judge, kafka_loop_options
 from tests.unit.gate.conftest import event
 
 ANSWER = "Incomplete orders cannot be delivered or billed [D1]."
@@ -57,7 +57,7 @@ def test_keys_cannot_be_forged_by_separators_in_the_ids() -> None:
 
 def test_a_repeat_within_the_horizon_is_split_off_and_another_tenants_id_is_not() -> None:
     settings = Settings(judge={"name": "rules"}, worker={"dedup_horizon_s": 60.0})
-    dedup = JudgeDedup(settings, {})
+    dedup = JudgeDedup(kafka_loop_options(settings), {})
     judge = build_judge(JudgeSettings(name="rules"))
     first = judge_messages([_message(0)], judge, limits=StageLimits(max_event_bytes=10**6))
     dedup.judged(first, now=1000.0)
@@ -96,7 +96,7 @@ def test_marks_are_bounded_in_number_and_age() -> None:
 
 def test_the_changelog_restores_the_marks_and_tombstones_what_was_forgotten() -> None:
     settings = Settings(worker={"dedup_horizon_s": 100.0, "dedup_max_entries": 2})
-    dedup = JudgeDedup(settings, {})
+    dedup = JudgeDedup(kafka_loop_options(settings), {})
     for i in range(3):
         dedup.marks.mark(i % 2, ("t", f"e{i}"), now=float(i))
     records = dedup.records()
@@ -113,7 +113,7 @@ def test_the_changelog_restores_the_marks_and_tombstones_what_was_forgotten() ->
 
 def test_forgotten_marks_go_out_as_tombstones() -> None:
     settings = Settings(worker={"dedup_horizon_s": 100.0, "dedup_max_entries": 1})
-    dedup = JudgeDedup(settings, {})
+    dedup = JudgeDedup(kafka_loop_options(settings), {})
     dedup.marks.mark(0, ("t", "a"), now=0.0)
     dedup.records()
     dedup.marks.mark(0, ("t", "b"), now=1.0)
@@ -122,7 +122,7 @@ def test_forgotten_marks_go_out_as_tombstones() -> None:
 
 
 def test_a_zero_horizon_keeps_no_marks_and_writes_no_changelog() -> None:
-    dedup = JudgeDedup(Settings(worker={"dedup_horizon_s": 0.0}), {})
+    dedup = JudgeDedup(kafka_loop_options(Settings(worker={"dedup_horizon_s": 0.0})), {})
     output = judge_messages(
         [_message(0)],
         build_judge(JudgeSettings(name="rules")),

@@ -8,16 +8,15 @@ from collections.abc import Sequence
 from streamproc.config import Settings
 from streamproc.contracts.label_events import ReviewItem, SampledBecause
 from streamproc.inference.options import JudgeSettings
-from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.options import SampleRate
 from streamproc.verdicts.record import OutboundRecord
 from streamproc.verdicts.review_sampling import ReviewSampling, review_draw
 from streamproc.verdicts.stage import StageLimits, judge_messages
-from streamproc.wiring import build_judge
+from streamproc.wiring import build_judge, output_topics
 from tests.unit.stream.judging.test_stage import BAD, GOOD, answer, message
 
 RULES = build_judge(JudgeSettings(name="rules"))
-TOPICS = OutputTopics.from_settings(Settings.model_construct())
+TOPICS = output_topics(Settings.model_construct())
 
 
 def test_the_draw_is_fixed_by_seed_and_answer_and_uniform() -> None:

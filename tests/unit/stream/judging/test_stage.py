@@ -25,7 +25,6 @@ from streamproc.contracts.events import (
 )
 from streamproc.inference.options import JudgeSettings
 from streamproc.review.options import ReviewSettings
-from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import MessageOrigin
 from streamproc.verdicts.intake import parse_answer
 from streamproc.verdicts.options import TopicSettings, WorkerSettings, applied_settings
@@ -38,9 +37,9 @@ from streamproc.verdicts.stage import (
     judge_messages,
     trace_id_from_traceparent,
 )
-from streamproc.wiring import build_judge
+from streamproc.wiring import build_judge, output_topics, stage_limits
 
-TOPICS = OutputTopics.from_settings(Settings.model_construct())
+TOPICS = output_topics(Settings.model_construct())
 """What the stage writes to when given no topics."""
 KINDS = {
     TOPICS.verdicts.name: "verdict",
@@ -335,7 +334,7 @@ def test_limits_from_settings() -> None:
         ),
         topics=TopicSettings(output_max_message_bytes=200_000),
     )
-    assert StageLimits.from_settings(settings, judge_key="nli+x") == StageLimits(
+    assert stage_limits(settings, judge_key="nli+x") == StageLimits(
         max_event_bytes=1000,
         judge_deadline_s=2.5,
         event_time_max_future_s=60,
@@ -344,9 +343,9 @@ def test_limits_from_settings() -> None:
         review=ReviewSampling(rate=0.02, judge_key="nli+x"),
     )
     no_audit = settings.model_copy(update={"audit": AuditSettings(enabled=False)})
-    assert StageLimits.from_settings(no_audit).audit_settings is None
+    assert stage_limits(no_audit).audit_settings is None
     no_review = settings.model_copy(update={"review": ReviewSettings(enabled=False)})
-    assert StageLimits.from_settings(no_review).review is None
+    assert stage_limits(no_review).review is None
 
 
 def test_each_judged_answer_has_an_audit_record_with_its_exact_bytes() -> None:
@@ -393,9 +392,7 @@ def many_claims(event_id: str, judgement: AnswerJudgement) -> AnswerJudgement:
     return judgement.model_copy(update={"claims": claims})
 
 
-SMALL = OutputTopics.from_settings(
-    Settings(topics=TopicSettings(output_max_message_bytes=64 * 1024))
-)
+SMALL = output_topics(Settings(topics=TopicSettings(output_max_message_bytes=64 * 1024)))
 """Verdict, flag and outcome topics of 64 KiB."""
 
 
@@ -452,6 +449,6 @@ def test_records_go_to_the_topics_given() -> None:
         limits=StageLimits(
             audit_settings=applied_settings(settings.judge, settings.worker, settings.topics)
         ),
-        topics=OutputTopics.from_settings(settings),
+        topics=output_topics(settings),
     )
     assert [r.topic for r in output.records] == ["v", "f", "o", "a", "d"]

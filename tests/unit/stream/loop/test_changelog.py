@@ -14,6 +14,7 @@ from streamproc.kafka import changelog
 from streamproc.kafka.changelog import changelog_records, restore_state, restore_states
 from streamproc.kafka.store import TrackedStore
 from streamproc.verdicts.output_topic import OutputTopic
+from streamproc.wiring import kafka_loop_options
 
 TOPIC: OutputTopic[Any] = OutputTopic("app.state-changelog", 10_000)
 
@@ -50,7 +51,9 @@ def test_a_partition_is_restored_from_the_same_partition_of_its_changelog(
     monkeypatch.setattr(changelog, "restore_partition", fake_restore)
     settings = Settings(broker_url="kafka://broker:9092", worker={"transaction_timeout_s": 45.0})
     options = {"security_protocol": "SSL"}
-    state = asyncio.run(restore_state(settings, "app.labels-changelog", 3, options))
+    state = asyncio.run(
+        restore_state(kafka_loop_options(settings), "app.labels-changelog", 3, options)
+    )
     assert state == {"k": 1}
     [(bootstrap, tp, passed, settle)] = calls
     assert (bootstrap, tp) == ("broker:9092", TopicPartition("app.labels-changelog", 3))
@@ -78,6 +81,8 @@ def test_several_partitions_are_restored_at_once(monkeypatch: pytest.MonkeyPatch
         return {"partition": tp.partition}
 
     monkeypatch.setattr(changelog, "restore_partition", fake_restore)
-    states = asyncio.run(restore_states(Settings(), "app.state-changelog", [4, 0, 2, 4], {}))
+    states = asyncio.run(
+        restore_states(kafka_loop_options(Settings()), "app.state-changelog", [4, 0, 2, 4], {})
+    )
     assert states == {p: {"partition": p} for p in (0, 2, 4)}
     assert most == 3

@@ -17,6 +17,7 @@ from aiokafka.structs import TopicPartition
 from streamproc.config import Settings
 from streamproc.kafka.consumer import ConsumerLoop, _Rebalance
 from streamproc.kafka.stable_offsets import StableOffsetsUnavailable
+from streamproc.wiring import kafka_loop_options
 
 P0 = TopicPartition("answers", 0)
 P1 = TopicPartition("answers", 1)
@@ -39,7 +40,7 @@ class _Loop(ConsumerLoop):
 
 def _loop() -> tuple[_Loop, _Seeks, _Rebalance]:
     loop = _Loop(
-        Settings(),
+        kafka_loop_options(Settings()),
         name="judge",
         topic="answers",
         client_options=None,

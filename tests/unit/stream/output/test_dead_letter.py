@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 
 from streamproc.config import Settings
 from streamproc.contracts.events import DeadLetter, DeadLetterReason
-from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import (
     MessageOrigin,
     Rejection,
@@ -19,9 +18,10 @@ from streamproc.verdicts.dead_letter import (
 )
 from streamproc.verdicts.fit import encode
 from streamproc.verdicts.output_topic import OutputTopic
+from streamproc.wiring import output_topics
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
-TOPIC = OutputTopics.from_settings(Settings.model_construct()).dead_letters
+TOPIC = output_topics(Settings.model_construct()).dead_letters
 HEADERS = (("traceparent", b"00-abc"),)
 
 

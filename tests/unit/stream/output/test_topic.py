@@ -18,11 +18,11 @@ from streamproc.kafka.topics import (
     window_changelog_topic,
 )
 from streamproc.monitor.options import AlertSettings, WindowSettings
-from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.fit import OVERHEAD_BYTES, TooLarge, encode
 from streamproc.verdicts.options import TopicSettings
 from streamproc.verdicts.output_topic import OutputTopic, Prepared, RecordTooLarge
 from streamproc.verdicts.record import OutboundRecord
+from streamproc.wiring import output_topics, topic_layout
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 HEADERS = (("traceparent", b"00-abc"),)
@@ -80,7 +80,7 @@ def test_the_catalog_names_keys_and_sizes_every_output() -> None:
         window=WindowSettings(late_topic="late", hopping_topic="hop"),
         alerts=AlertSettings(topic="alerts"),
     )
-    topics = OutputTopics.from_settings(settings)
+    topics = output_topics(settings)
     names: dict[str, OutputTopic[Any]] = {
         topics.verdicts.name: topics.verdicts,
         topics.flags.name: topics.flags,
@@ -99,7 +99,7 @@ def test_the_catalog_names_keys_and_sizes_every_output() -> None:
         topics.labels_state.name: topics.labels_state,
         topics.accuracy_state.name: topics.accuracy_state,
     }
-    specs = {spec.name: spec for spec in topic_specs(settings)}
+    specs = {spec.name: spec for spec in topic_specs(topic_layout(settings))}
     # The gate's topics are no catalog outputs: its requests are read, its replies go to
     # the topic each request names (this default one sized as the other outputs).
     gate_replies = specs.pop(settings.gate.replies_topic)
@@ -123,7 +123,7 @@ def test_the_catalog_names_keys_and_sizes_every_output() -> None:
 
 
 def test_the_topics_pickle() -> None:
-    topics = OutputTopics.from_settings(Settings.model_construct())
+    topics = output_topics(Settings.model_construct())
     assert pickle.loads(pickle.dumps(topics)) == topics
     letter: OutputTopic[DeadLetter] = pickle.loads(pickle.dumps(topics.dead_letters))
     assert letter.fit is topics.dead_letters.fit

@@ -11,8 +11,10 @@ from streamproc.monitor.options import AlertSettings, BurnRateWindow
 from streamproc.monitor.windows.alert_stage import AlertHooks
 from streamproc.monitor.windows.report import ExtensionState, PaneDelta, WindowReport
 from streamproc.telemetry.metrics import WorkerMetrics
+from streamproc.wiring import output_topics
 
 START = 1_772_442_000.0  # a whole minute, epoch seconds
+ALERTS = output_topics(Settings()).alerts
 # A pair short enough that a 30 % spike over a 5 % objective pages in minutes (the
 # workbook's 14.4x over 1 h needs a 72 % error rate at a 5 % objective).
 FAST = AlertSettings(
@@ -61,13 +63,13 @@ def test_a_spike_pages_once_resolves_once_and_survives_another_owner() -> None:
     settings = Settings(alerts=FAST)
     metrics = WorkerMetrics()
     table: dict[str, Any] = {}
-    hooks = AlertHooks(settings, metrics)
+    hooks = AlertHooks(settings.alerts, ALERTS, metrics)
     assert _run(hooks, table, range(0, 60), 0.02) == []
     assert _run(hooks, table, range(60, 66), 0.30) == ["firing page"]
     firing = {"tenant": "t1", "assistant": "bot", "severity": "page"}
     assert metrics.registry.get_sample_value("streamproc_alert_firing", firing) == 1.0
     # Another worker takes the partition over (restored from the changelogged table)...
-    other = AlertHooks(settings)
+    other = AlertHooks(settings.alerts, ALERTS)
     assert _run(other, table, range(66, 70), 0.30) == []  # ...and does not fire again
     # ...and gives it back: the first worker's cached state is stale and is reloaded.
     assert _run(hooks, table, range(70, 100), 0.02) == ["resolved page"]
@@ -75,7 +77,7 @@ def test_a_spike_pages_once_resolves_once_and_survives_another_owner() -> None:
 
 
 def test_three_of_four_in_a_quiet_hour_does_not_page() -> None:
-    hooks = AlertHooks(Settings(alerts=FAST))
+    hooks = AlertHooks(FAST, ALERTS)
     table: dict[str, Any] = {}
     seen = []
     for minute, bad in ((0, 1), (15, 1), (30, 1), (45, 0)):
@@ -88,7 +90,7 @@ def test_three_of_four_in_a_quiet_hour_does_not_page() -> None:
 
 
 def test_a_replay_closing_many_minutes_in_one_report_does_not_step_over_a_spike() -> None:
-    hooks = AlertHooks(Settings(alerts=FAST))
+    hooks = AlertHooks(FAST, ALERTS)
     table: dict[str, Any] = {}
     reports = [_report(table, minute, 0.30 if 20 <= minute < 30 else 0.02) for minute in range(50)]
     every_delta = tuple(d for r in reports for d in r.deltas)

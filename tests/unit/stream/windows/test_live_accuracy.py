@@ -22,6 +22,7 @@ from streamproc.monitor.windows.table import close_due, count_outcome, window_ti
 from streamproc.rates.corrected_rate import ConfusionCounts
 from streamproc.rates.judge_accuracy import JudgeAccuracy
 from streamproc.rates.live_accuracy import CellState, accuracy_event, live_confusion
+from streamproc.wiring import kafka_loop_options, window_loop_options
 
 JUDGE = "nli+some-calibrator"
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -59,7 +60,8 @@ def record(found: JudgeAccuracyEvent) -> tuple[bytes, bytes]:
 
 
 def table(*events: JudgeAccuracyEvent) -> LiveAccuracy:
-    live = LiveAccuracy(Settings())
+    settings = Settings()
+    live = LiveAccuracy(settings.bootstrap_servers, settings.labels.accuracy_topic)
     for each in events:
         live.apply(*record(each))
     return live
@@ -200,7 +202,11 @@ def test_weights_shrink_the_effective_counts_and_widen_the_interval() -> None:
 def test_the_window_loop_needs_the_judge_key_with_a_live_table() -> None:
     settings = Settings()
     with pytest.raises(ValueError, match="judge_key"):
-        WindowLoop(settings, live_accuracy=LiveAccuracy(settings))
+        WindowLoop(
+            kafka_loop_options(settings),
+            window_loop_options(settings),
+            live_accuracy=LiveAccuracy(settings.bootstrap_servers, settings.labels.accuracy_topic),
+        )
 
 
 def test_closed_windows_carry_the_live_correction_through_the_table() -> None:
