@@ -419,10 +419,10 @@ class KafkaCaller:
         self._client: Any = None
 
     async def start(self) -> None:
-        from streamproc.gate.client import GateClient
+        from streamproc.wiring import gate_client
 
         # The run's own reply topic, which is the gate's default one: always allowed.
-        self._client = GateClient.from_settings(self._settings, token=self._token)
+        self._client = gate_client(self._settings, token=self._token)
         await self._client.start()
 
     async def close(self) -> None:

@@ -10,10 +10,13 @@ as small frozen option objects built here once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from streamproc.config import Settings
 from streamproc.inference.judges import (
@@ -28,16 +31,26 @@ from streamproc.inference.judges import (
 )
 
 if TYPE_CHECKING:
+    from pydantic import SecretStr
+
     from streamproc.contracts.openapi import GateApiDefaults
     from streamproc.contracts.topic_names import TopicNames
     from streamproc.evaluate.calibration.label_refit import RefitOptions
+    from streamproc.gate.client import GateClient
+    from streamproc.gate.kafka.access import ReplyTopicRule
+    from streamproc.gate.kafka.loop import GateKafkaOptions, GateRequestLoop
+    from streamproc.gate.options import FailurePolicy
     from streamproc.gate.sensor import GateSensor
-    from streamproc.gate.service import GateService
+    from streamproc.gate.service import GateService, GateServiceOptions
+    from streamproc.gate.tracing import DecisionTracing
+    from streamproc.judge.protocols import Judge
     from streamproc.kafka.consumer import ConsumerLoop, KafkaLoopOptions
     from streamproc.kafka.options import KafkaConnection
     from streamproc.kafka.topics import TopicLayout
     from streamproc.monitor.judging_loop import JudgeLoop
     from streamproc.monitor.windows.loop import WindowLoop, WindowLoopOptions
+    from streamproc.review.label_files.exporter import LabelExportOptions
+    from streamproc.review.label_files.importer import LabelImportOptions
     from streamproc.review.labels.accuracy_loop import AccuracyLoop
     from streamproc.review.labels.loop import LabelsLoop
     from streamproc.telemetry.metrics import WorkerMetrics
@@ -54,11 +67,19 @@ __all__ = [
     "build_loops",
     "build_nli_judge",
     "gate_api_defaults",
+    "gate_client",
+    "gate_kafka_options",
+    "gate_request_loop",
+    "gate_service",
+    "gate_service_options",
+    "internal_topics",
     "judge_key_of",
     "judge_limits",
     "judge_runner",
     "kafka_connection",
     "kafka_loop_options",
+    "label_export_options",
+    "label_import_options",
     "may_label",
     "measured_accuracy",
     "nli_options",
@@ -66,6 +87,7 @@ __all__ = [
     "prepare_topics",
     "record_checks",
     "refit_options",
+    "reply_topic_rule",
     "stage_limits",
     "topic_layout",
     "topic_names",
@@ -233,7 +255,7 @@ def may_label(settings: Settings) -> Callable[[str, str], bool]:
     the answer's."""
     from streamproc.review.page.auth import reviewers_for
 
-    reviewers = reviewers_for(settings)
+    reviewers = reviewers_for(settings.review)
     if reviewers is None:
         return lambda reviewer, tenant: True
 
@@ -318,15 +340,185 @@ def build_loops(
 def build_gate(settings: Settings, *, telemetry: Telemetry, sensor: GateSensor) -> GateService:
     """The inline gate's service over the judge ``settings.judge`` configure, in this
     process (its judge thread), tracing to ``telemetry`` and reporting to ``sensor``."""
-    from streamproc.gate.service import GateService
     from streamproc.gate.span_tracing import gate_tracing
 
-    return GateService(
+    return gate_service(
         settings,
         build_judge(settings.judge),
         judge_key=judge_key_of(settings.judge),
         sensor=sensor,
         tracing=gate_tracing(telemetry),
+    )
+
+
+def gate_client(
+    settings: Settings,
+    *,
+    reply_topic: str | None = None,
+    policy: FailurePolicy | Callable[[str], FailurePolicy] | None = None,
+    create_reply_topic: bool = True,
+    token: SecretStr | str | None = None,
+) -> GateClient:
+    """A Kafka client of the gate ``settings`` describe: its broker, security, requests
+    topic, default reply topic (unless ``reply_topic``) and (unless ``policy``) its
+    per-tenant failure policies. ``token``: the caller's token in the gate's tokens file,
+    which the gate requires unless ``gate.kafka_auth`` is ``none``."""
+    from streamproc.gate.client import GateClient
+
+    topics = settings.topics
+    return GateClient(
+        settings.bootstrap_servers,
+        reply_topic=reply_topic if reply_topic is not None else settings.gate.replies_topic,
+        policy=policy if policy is not None else settings.gate.policy_for,
+        requests_topic=settings.gate.requests_topic,
+        security=settings.security,
+        create_reply_topic=create_reply_topic,
+        reply_partitions=topics.partitions,
+        replication_factor=topics.replication_factor,
+        idempotent=settings.broker_flavour == "kafka",
+        token=token,
+    )
+
+
+def internal_topics(settings: Settings) -> frozenset[str]:
+    """Every topic streamproc reads or writes but the gate's default reply topic."""
+    from streamproc.kafka.topics import (
+        audit_checkpoint_topic_spec,
+        audit_topic_spec,
+        gate_topic_specs,
+        review_topic_specs,
+        topic_specs,
+    )
+
+    layout = topic_layout(settings)
+    specs = [
+        *topic_specs(layout),
+        *review_topic_specs(layout),
+        audit_topic_spec(layout),
+        audit_checkpoint_topic_spec(layout),
+        *gate_topic_specs(layout),
+    ]
+    names = {spec.name for spec in specs}
+    names.discard(settings.gate.replies_topic)
+    return frozenset(names)
+
+
+def reply_topic_rule(settings: Settings) -> ReplyTopicRule:
+    """Where the gate's Kafka replies may go: ``gate.replies_topic`` and names matching
+    ``gate.reply_topic_pattern``, never a topic streamproc reads or writes."""
+    from streamproc.gate.kafka.access import ReplyTopicRule
+
+    return ReplyTopicRule(
+        default=settings.gate.replies_topic,
+        pattern=re.compile(settings.gate.reply_topic_pattern),
+        internal=internal_topics(settings),
+        internal_prefix=f"{settings.app_id}.",
+    )
+
+
+def gate_kafka_options(settings: Settings) -> GateKafkaOptions:
+    """What the gate's Kafka request loop reads of ``settings`` besides what every
+    consumer loop does (:func:`kafka_loop_options`): ``gate.*``, the replies' size limit
+    and where replies may go."""
+    from streamproc.gate.kafka.loop import GateKafkaOptions
+
+    return GateKafkaOptions(
+        gate=settings.gate,
+        max_message_bytes=settings.topics.output_max_message_bytes,
+        reply_rule=reply_topic_rule(settings),
+    )
+
+
+def gate_request_loop(
+    settings: Settings,
+    service: GateService,
+    *,
+    client_options: Mapping[str, Any] | None = None,
+    sensor: GateSensor | None = None,
+    clock: Callable[[], float] = time.time,
+) -> GateRequestLoop:
+    """The gate's Kafka request loop over ``service``, told what ``settings`` say."""
+    from streamproc.gate.kafka.loop import GateRequestLoop
+
+    return GateRequestLoop(
+        kafka_loop_options(settings),
+        gate_kafka_options(settings),
+        service,
+        client_options=client_options,
+        sensor=sensor,
+        clock=clock,
+    )
+
+
+def gate_service_options(settings: Settings, *, judge_key: str | None = None) -> GateServiceOptions:
+    """What the gate's service reads of ``settings``: ``gate.*`` and the verdict stage's
+    limits and output topics. ``judge_key``: the judge's key in the measured-accuracy
+    table, on review items."""
+    from streamproc.gate.service import GateServiceOptions
+
+    gate = settings.gate
+    policies: dict[str, FailurePolicy] = {}
+    for each in gate.policies:
+        policies.setdefault(each.tenant, each.policy)  # the first entry of a tenant wins
+    return GateServiceOptions(
+        limits=stage_limits(settings, judge_key=judge_key),
+        topics=output_topics(settings),
+        batch_max=gate.batch_max,
+        max_pending_factor=gate.max_pending_factor,
+        settle_reserve_ms=gate.settle_reserve_ms,
+        default_budget_ms=gate.default_budget_ms,
+        max_budget_ms=gate.max_budget_ms,
+        publish=gate.publish,
+        policy=gate.policy,
+        policies=MappingProxyType(policies),
+    )
+
+
+def gate_service(
+    settings: Settings,
+    judge: Judge,
+    *,
+    judge_key: str | None = None,
+    sensor: GateSensor | None = None,
+    tracing: DecisionTracing | None = None,
+) -> GateService:
+    """The gate's service over ``judge`` (in-process), told what ``settings`` say."""
+    from streamproc.gate.service import GateService
+
+    return GateService(
+        gate_service_options(settings, judge_key=judge_key),
+        judge,
+        sensor=sensor,
+        tracing=tracing,
+    )
+
+
+def label_import_options(settings: Settings) -> LabelImportOptions:
+    """What ``review import`` reads of ``settings``: the broker, the tokens file and the
+    labels topic (its key, size limit and how it is created)."""
+    from streamproc.kafka.topics import review_topic_specs
+    from streamproc.review.label_files.importer import LabelImportOptions
+
+    labels = output_topics(settings).labels
+    return LabelImportOptions(
+        connection=kafka_connection(settings),
+        review=settings.review,
+        labels=labels,
+        labels_spec=tuple(
+            spec for spec in review_topic_specs(topic_layout(settings)) if spec.name == labels.name
+        ),
+    )
+
+
+def label_export_options(settings: Settings) -> LabelExportOptions:
+    """What ``review export`` reads of ``settings``: the broker, ``review.*`` (the topics
+    read, the split's seed) and the labels' size limit."""
+    from streamproc.review.label_files.exporter import LabelExportOptions
+
+    return LabelExportOptions(
+        connection=kafka_connection(settings),
+        review=settings.review,
+        labels_max_bytes=settings.topics.output_max_message_bytes,
     )
 
 

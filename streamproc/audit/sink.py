@@ -18,10 +18,10 @@ the store with the records, in offset order, where they join the partition's cha
 store tells a label from a record by its content and skips label ids it holds). A
 tombstone - for an answer's record or a label key, from a purge - has no value and is
 never stored. Every
-``settings.audit.checkpoint_every`` links of a partition, and at most
+``audit.checkpoint_every`` links of a partition, and at most
 ``checkpoint_interval_s`` after a partition's newest link, the store writes a
-checkpoint row signed with ``settings.audit.signing_key_file`` (Ed25519), and the sink
-publishes it to the checkpoint topic (``settings.audit.checkpoint_topic``, key
+checkpoint row signed with ``audit.signing_key_file`` (Ed25519), and the sink
+publishes it to the checkpoint topic (``audit.checkpoint_topic``, key
 ``checkpoint:<partition>``, the signed JSON document), apart from the store: a store
 whose tail was cut - its checkpoint rows with it - or whose chain was recomputed is
 still caught by ``audit verify --topic-checkpoints``.
@@ -34,7 +34,7 @@ at-least-once one (checkpoints acknowledged, then offsets committed): the store'
 by answer id makes a redelivery harmless, so it needs no Kafka transaction.
 
 The audit topic is compacted *and* time-limited (``cleanup.policy=compact,delete``,
-retention = ``settings.audit.retention_days``): one record per answer id, a purge's
+retention = ``audit.retention_days``): one record per answer id, a purge's
 tombstones take effect, and nothing outlives the retention the store applies.
 """
 
@@ -54,10 +54,12 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPa
 from aiokafka.errors import CommitFailedError, IllegalStateError
 
 from streamproc.audit.anchors import TopicCheckpoint, parse_checkpoint
+from streamproc.audit.options import AuditSettings
 from streamproc.audit.signing import KeyFileError, Signer
 from streamproc.audit.store import AuditStore, StoredCheckpoint
-from streamproc.config import Settings
-from streamproc.kafka.consumer import ConsumerLoop
+from streamproc.contracts.topic_names import TopicNames
+from streamproc.kafka.consumer import ConsumerLoop, KafkaLoopOptions
+from streamproc.kafka.options import KafkaConnection
 from streamproc.kafka.publisher import PublishFailed
 from streamproc.kafka.security import (
     EXIT_BROKER_UNREACHABLE,
@@ -70,6 +72,7 @@ from streamproc.kafka.security import (
 # for the sink's callers. AUDIT_MAX_MESSAGE_BYTES also sizes the sink's fetches.
 from streamproc.kafka.topics import (
     AUDIT_MAX_MESSAGE_BYTES,
+    TopicLayout,
     audit_checkpoint_topic_spec,
     audit_topic_spec,
     await_topics,
@@ -102,8 +105,8 @@ _NAME: Final = "audit-sink"
 """The sink's loop name: its group is ``<app_id>.audit-sink``."""
 
 
-def audit_sink_group(settings: Settings) -> str:
-    return f"{settings.app_id}.{_NAME}"
+def audit_sink_group(names: TopicNames) -> str:
+    return names.group(_NAME)
 
 
 @dataclass(slots=True)
@@ -129,7 +132,8 @@ class AuditSink(ConsumerLoop):
 
     def __init__(
         self,
-        settings: Settings,
+        kafka: KafkaLoopOptions,
+        audit: AuditSettings,
         store: AuditStore,
         *,
         client_options: Mapping[str, Any] | None = None,
@@ -137,12 +141,17 @@ class AuditSink(ConsumerLoop):
         max_records: int = 500,
         signer: Signer | None = None,
     ) -> None:
+        """``kafka.names``: the audit topic read and the checkpoint topic; ``audit``: how
+        often checkpoints are made."""
+        self._audit = audit
         super().__init__(
-            settings,
+            kafka,
             name=_NAME,
-            topic=settings.audit.topic,
+            topic=kafka.names.audit,
             client_options=(
-                aiokafka_options(settings.security) if client_options is None else client_options
+                aiokafka_options(kafka.connection.security)
+                if client_options is None
+                else client_options
             ),
             consumer_options={
                 "max_poll_records": max_records,
@@ -154,7 +163,7 @@ class AuditSink(ConsumerLoop):
         )
         self._store = store
         self._signer = signer
-        self._checkpoint_topic = settings.audit.checkpoint_topic
+        self._checkpoint_topic = kafka.names.audit_checkpoints
         self._unanchored_since: dict[int, float] = {}
         """Partitions with links after their last checkpoint, since when (monotonic)."""
         self._published: dict[int, int] = {}
@@ -177,7 +186,7 @@ class AuditSink(ConsumerLoop):
         if self._signer is None:
             log.warning(
                 "audit_checkpoints_unsigned",
-                why="no settings.audit.signing_key_file: checkpoints anchor nothing",
+                why="no audit.signing_key_file: checkpoints anchor nothing",
             )
         log.info("audit_sink_started", topic=self._topic, group=self.group_id)
 
@@ -198,7 +207,7 @@ class AuditSink(ConsumerLoop):
         ``checkpoint_interval_s`` for one, published at once: a quiet chain is anchored
         within that time, not only every ``checkpoint_every`` links."""
         now = time.monotonic()
-        interval = self._settings.audit.checkpoint_interval_s
+        interval = self._audit.checkpoint_interval_s
         for partition, since in sorted(self._unanchored_since.items()):
             if now - since < interval:
                 continue
@@ -244,7 +253,7 @@ class AuditSink(ConsumerLoop):
                 self._store.append,
                 partition.partition,
                 entries,
-                checkpoint_every=self._settings.audit.checkpoint_every,
+                checkpoint_every=self._audit.checkpoint_every,
                 signer=self._signer,
             )
             checkpoints = done.checkpoints
@@ -307,24 +316,24 @@ class AuditSink(ConsumerLoop):
 
 
 async def fetch_topic_checkpoints(
-    settings: Settings, *, timeout_s: float = 60.0
+    connection: KafkaConnection, topic: str, *, timeout_s: float = 60.0
 ) -> dict[int, list[TopicCheckpoint]]:
     """Every chain-head checkpoint on the checkpoint topic, by chain partition, as
     published (signed): the copies that survive a store whose tail and checkpoint rows
-    were cut. Reads the topic from the beginning to its end."""
+    were cut. Reads the topic (``audit.checkpoint_topic``) from the beginning to its end."""
     consumer = AIOKafkaConsumer(
-        settings.audit.checkpoint_topic,
-        bootstrap_servers=settings.bootstrap_servers,
+        topic,
+        bootstrap_servers=connection.bootstrap_servers,
         group_id=None,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         isolation_level="read_committed",
         max_partition_fetch_bytes=AUDIT_MAX_MESSAGE_BYTES,
-        **aiokafka_options(settings.security),
+        **aiokafka_options(connection.security),
     )
     found: dict[int, list[TopicCheckpoint]] = {}
     deadline = time.monotonic() + timeout_s
-    async with explain_access_errors(settings.bootstrap_servers, settings.security):
+    async with explain_access_errors(connection.bootstrap_servers, connection.security):
         await consumer.start()
     try:
         while not consumer.assignment() and time.monotonic() < deadline:
@@ -342,9 +351,7 @@ async def fetch_topic_checkpoints(
                     if mark is not None:
                         found.setdefault(mark.partition, []).append(mark)
         else:
-            raise TimeoutError(
-                f"could not read {settings.audit.checkpoint_topic} to its end in {timeout_s} s"
-            )
+            raise TimeoutError(f"could not read {topic} to its end in {timeout_s} s")
     finally:
         await consumer.stop()
     return found
@@ -362,19 +369,22 @@ def _checkpoint_from(key: bytes | None, value: bytes | None) -> TopicCheckpoint 
     return mark
 
 
-async def publish_checkpoints(settings: Settings, marks: Sequence[StoredCheckpoint]) -> int:
-    """Publish checkpoints (those a purge made) to the checkpoint topic; how many."""
+async def publish_checkpoints(
+    connection: KafkaConnection, topic: str, marks: Sequence[StoredCheckpoint]
+) -> int:
+    """Publish checkpoints (those a purge made) to the checkpoint topic ``topic``
+    (``audit.checkpoint_topic``); how many."""
     producer = AIOKafkaProducer(
-        bootstrap_servers=settings.bootstrap_servers,
+        bootstrap_servers=connection.bootstrap_servers,
         acks="all",
-        **aiokafka_options(settings.security),
+        **aiokafka_options(connection.security),
     )
-    async with explain_access_errors(settings.bootstrap_servers, settings.security):
+    async with explain_access_errors(connection.bootstrap_servers, connection.security):
         await producer.start()
     try:
         for mark in marks:
             await producer.send_and_wait(
-                settings.audit.checkpoint_topic,
+                topic,
                 key=CHECKPOINT_KEY_PREFIX + str(mark.partition).encode(),
                 value=json.dumps(mark.as_json(), sort_keys=True).encode(),
             )
@@ -389,49 +399,55 @@ def label_key(answer_id: str, label_id: str) -> str:
 
 
 async def publish_tombstones(
-    settings: Settings, record_keys: Sequence[str], label_keys: Sequence[str] = ()
+    connection: KafkaConnection,
+    topic: str,
+    record_keys: Sequence[str],
+    label_keys: Sequence[str] = (),
 ) -> int:
-    """Tombstones for these answers' audit records (``record_keys``:
+    """Tombstones on the audit topic ``topic`` (``audit.topic``) for these answers' audit
+    records (``record_keys``:
     :func:`~streamproc.verdicts.catalog.audit_record_key`; and for ``label_keys``, their
     labels' entries: :func:`label_key`), so compaction removes their texts - evidence,
     reviewers' notes - from the audit topic too (a purge). Returns how many were sent."""
     producer = AIOKafkaProducer(
-        bootstrap_servers=settings.bootstrap_servers,
+        bootstrap_servers=connection.bootstrap_servers,
         acks="all",
-        **aiokafka_options(settings.security),
+        **aiokafka_options(connection.security),
     )
-    async with explain_access_errors(settings.bootstrap_servers, settings.security):
+    async with explain_access_errors(connection.bootstrap_servers, connection.security):
         await producer.start()
     try:
         for key in [*record_keys, *label_keys]:
-            await producer.send_and_wait(settings.audit.topic, key=key.encode(), value=None)
+            await producer.send_and_wait(topic, key=key.encode(), value=None)
     finally:
         await producer.stop()
     return len(record_keys) + len(label_keys)
 
 
-def run_audit_sink(settings: Settings) -> int:
-    """Run the sink until SIGTERM/SIGINT; the exit code. Creates the audit topic if it is
-    missing and the store's schema on first use; a broker that does not answer within
-    ``broker_connect_timeout_s`` ends it with one line and exit code 8."""
+def run_audit_sink(kafka: KafkaLoopOptions, audit: AuditSettings, layout: TopicLayout) -> int:
+    """Run the sink until SIGTERM/SIGINT; the exit code. Creates the audit topic (as
+    ``layout`` says) if it is missing and the store's schema on first use; a broker that
+    does not answer within ``broker_connect_timeout_s`` ends it with one line and exit
+    code 8."""
     try:
-        return asyncio.run(_serve(settings))
+        return asyncio.run(_serve(kafka, audit, layout))
     finally:
         logging.shutdown()
 
 
-async def _serve(settings: Settings) -> int:
+async def _serve(kafka: KafkaLoopOptions, audit: AuditSettings, layout: TopicLayout) -> int:
     try:
-        signer = load_signer(settings)
+        signer = load_signer(audit)
     except KeyFileError as exc:
         log.error("audit_sink_failed", error=str(exc))
         return 2
+    connection = kafka.connection
     try:
         await await_topics(
-            settings.bootstrap_servers,
-            [audit_topic_spec(settings), audit_checkpoint_topic_spec(settings)],
-            settings.security,
-            give_up_s=settings.broker_connect_timeout_s,
+            connection.bootstrap_servers,
+            [audit_topic_spec(layout), audit_checkpoint_topic_spec(layout)],
+            connection.security,
+            give_up_s=connection.connect_timeout_s,
         )
     except BrokerUnreachable as exc:
         log.error("broker_unreachable", **exc.fields, exit_code=EXIT_BROKER_UNREACHABLE)
@@ -441,8 +457,8 @@ async def _serve(settings: Settings) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    with AuditStore(settings.audit.store_url) as store:
-        sink = AuditSink(settings, store, signer=signer)
+    with AuditStore(audit.store_url) as store:
+        sink = AuditSink(kafka, audit, store, signer=signer)
         # A signal while the store was being opened stops the sink as soon as it runs.
         stopping = asyncio.create_task(_stop_on(stop, sink), name="audit-sink-stop")
         try:
@@ -455,10 +471,10 @@ async def _serve(settings: Settings) -> int:
     return 0
 
 
-def load_signer(settings: Settings) -> Signer | None:
-    """The signer of ``settings.audit.signing_key_file``; None when none is set. Raises
+def load_signer(audit: AuditSettings) -> Signer | None:
+    """The signer of ``audit.signing_key_file``; None when none is set. Raises
     :class:`KeyFileError` (one line) when the file cannot be used."""
-    path = settings.audit.signing_key_file
+    path = audit.signing_key_file
     return None if path is None else Signer.from_file(path)
 
 

@@ -368,7 +368,7 @@ def _messages(settings: Settings) -> dict[str, list[_Message]]:
         (getattr(outputs, name), get_args(hints[name])[0]) for name in OutputTopics.__slots__
     ]
     found.append(
-        (drift_alert_topic(settings), get_args(get_type_hints(drift_alert_topic)["return"])[0])
+        (drift_alert_topic(outputs), get_args(get_type_hints(drift_alert_topic)["return"])[0])
     )
     messages: dict[str, list[_Message]] = {}
     for topic, model in found:

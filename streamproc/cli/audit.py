@@ -302,12 +302,13 @@ def _query(args: argparse.Namespace) -> AuditQuery:
 def _run_sink(args: argparse.Namespace) -> int:
     from streamproc.audit.sink import run_audit_sink
     from streamproc.telemetry.logging import configure_logging
+    from streamproc.wiring import kafka_loop_options, topic_layout
 
     settings = _settings(args)
     configure_logging(
         settings.log_level, json_logs=settings.log_json, log_texts=settings.audit.log_texts
     )
-    return run_audit_sink(settings)
+    return run_audit_sink(kafka_loop_options(settings), settings.audit, topic_layout(settings))
 
 
 @_reads_store("show")
@@ -451,8 +452,10 @@ def _outside_checkpoints(args: argparse.Namespace, settings: Settings) -> dict[i
     found: dict[int, list[Any]] = {}
     if args.topic_checkpoints:
         from streamproc.audit.sink import fetch_topic_checkpoints
+        from streamproc.wiring import kafka_connection
 
-        for partition, marks in asyncio.run(fetch_topic_checkpoints(settings)).items():
+        read = fetch_topic_checkpoints(kafka_connection(settings), settings.audit.checkpoint_topic)
+        for partition, marks in asyncio.run(read).items():
             found.setdefault(partition, []).extend(marks)
     if args.checkpoints is not None:
         with args.checkpoints.open(encoding="utf-8") as lines:
@@ -521,8 +524,11 @@ def _checkpoints(args: argparse.Namespace) -> int:
     documents: list[Any] = []
     if args.topic:
         from streamproc.audit.sink import fetch_topic_checkpoints
+        from streamproc.wiring import kafka_connection
 
-        marks = asyncio.run(fetch_topic_checkpoints(settings))
+        marks = asyncio.run(
+            fetch_topic_checkpoints(kafka_connection(settings), settings.audit.checkpoint_topic)
+        )
         documents = [mark.document for p in sorted(marks) for mark in marks[p]]
     else:
         with _open_store(settings.audit.store_url) as store:
@@ -567,6 +573,7 @@ def _purge(args: argparse.Namespace) -> int:
             if found and not args.no_topic:
                 from streamproc.audit.sink import label_key, publish_tombstones
                 from streamproc.verdicts.catalog import audit_record_key
+                from streamproc.wiring import kafka_connection
 
                 keys = [
                     label_key(label.answer_id, label.label_id)
@@ -575,7 +582,11 @@ def _purge(args: argparse.Namespace) -> int:
                 ]
                 # First the topic: a purge that fails half-way is simply run again.
                 records = [audit_record_key(s.tenant, s.answer_id) for s in found]
-                sent = asyncio.run(publish_tombstones(settings, records, keys))
+                sent = asyncio.run(
+                    publish_tombstones(
+                        kafka_connection(settings), settings.audit.topic, records, keys
+                    )
+                )
                 print(f"published {sent} tombstone(s) to {settings.audit.topic}")
             count = store.purge_conversation(args.conversation, signer=signer)
             print(
@@ -587,8 +598,11 @@ def _purge(args: argparse.Namespace) -> int:
         print("the audit sink publishes the purge's signed checkpoints to the checkpoint topic")
     elif count and not args.no_topic:
         from streamproc.audit.sink import publish_checkpoints
+        from streamproc.wiring import kafka_connection
 
-        sent = asyncio.run(publish_checkpoints(settings, latest))
+        sent = asyncio.run(
+            publish_checkpoints(kafka_connection(settings), settings.audit.checkpoint_topic, latest)
+        )
         print(f"published {sent} signed checkpoint(s) to {settings.audit.checkpoint_topic}")
     return 0
 

@@ -100,7 +100,7 @@ def _serve(args: argparse.Namespace) -> int:
         settings.log_level, json_logs=settings.log_json, log_texts=settings.audit.log_texts
     )
     try:
-        callers = callers_for(settings)
+        callers = callers_for(settings.gate)
         tls_context(settings.gate)
     except (TokensFileError, GateTlsError) as exc:
         print(f"streamproc gate serve: {exc}", file=sys.stderr)

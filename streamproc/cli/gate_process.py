@@ -31,7 +31,7 @@ from streamproc.kafka.security import (
 )
 from streamproc.telemetry.logging import START_UP_SETTLE_S, start_up_done
 from streamproc.telemetry.otel import Telemetry
-from streamproc.wiring import build_gate
+from streamproc.wiring import build_gate, gate_request_loop, prepare_topics
 
 __all__ = ["EXIT_REQUEST_LOOP_CRASHED", "main", "outbox_limits", "run_gate"]
 
@@ -58,8 +58,8 @@ async def run_gate(settings: Settings) -> int:
 
     gate = settings.gate
     telemetry = Telemetry.from_settings(settings.telemetry)
-    sensor = GateMetrics(settings)
-    metrics_server = MetricsServer.from_settings(settings, sensor)
+    sensor = GateMetrics(settings.gate)
+    metrics_server = MetricsServer.from_settings(settings.metrics, sensor)
     service = build_gate(settings, telemetry=telemetry, sensor=sensor)
     options = aiokafka_options(settings.security)
     stopping = asyncio.Event()
@@ -78,24 +78,25 @@ async def run_gate(settings: Settings) -> int:
         judge_info = await service.start()
         if gate.publish:
             from streamproc.gate.kafka.sink import KafkaRecordSink
-            from streamproc.kafka.topics import prepare_topics
 
             try:
                 await prepare_topics(settings)
             except BrokerUnreachable as exc:
                 log.error("broker_unreachable", **exc.fields, exit_code=EXIT_BROKER_UNREACHABLE)
                 return EXIT_BROKER_UNREACHABLE
-            sink = KafkaRecordSink(settings, client_options=options)
+            sink = KafkaRecordSink(
+                settings.bootstrap_servers,
+                tansu=settings.broker_flavour == "tansu",
+                client_options=options,
+            )
             await sink.start()
             outbox = Outbox(sink, outbox_limits(gate))
             outbox.start()
             sensor.watch_outbox(outbox)
-        server = GateServer(settings, service, sensor=sensor, outbox=outbox)
+        server = GateServer(settings.gate, service, sensor=sensor, outbox=outbox)
         await server.start()
         if gate.publish and gate.kafka_requests:
-            from streamproc.gate.kafka.loop import GateRequestLoop
-
-            requests = GateRequestLoop(settings, service, client_options=options, sensor=sensor)
+            requests = gate_request_loop(settings, service, client_options=options, sensor=sensor)
             requests_task = asyncio.create_task(requests.run(), name="gate-requests-loop")
         _freeze_start_up_objects()
         loop.call_later(START_UP_SETTLE_S, start_up_done)

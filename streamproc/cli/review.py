@@ -132,6 +132,7 @@ def _import(args: argparse.Namespace) -> int:
 
     from streamproc.config import Settings
     from streamproc.review.label_files.importer import read_token, run_import
+    from streamproc.wiring import label_import_options
 
     token: str | None
     if args.token_file is not None:
@@ -143,15 +144,21 @@ def _import(args: argparse.Namespace) -> int:
     else:
         token = os.environ.get(TOKEN_ENV, "").strip() or None
     return run_import(
-        Settings(), args.file, args.format, reviewer=args.reviewer, tenant=args.tenant, token=token
+        label_import_options(Settings()),
+        args.file,
+        args.format,
+        reviewer=args.reviewer,
+        tenant=args.tenant,
+        token=token,
     )
 
 
 def _export(args: argparse.Namespace) -> int:
     from streamproc.config import Settings
     from streamproc.review.label_files.exporter import run_export
+    from streamproc.wiring import label_export_options
 
-    return run_export(Settings(), args.output)
+    return run_export(label_export_options(Settings()), args.output)
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -174,7 +181,7 @@ def _serve(args: argparse.Namespace) -> int:
     settings = _settings(args)
     configure_logging(settings.log_level, json_logs=settings.log_json)
     try:
-        reviewers = reviewers_for(settings)
+        reviewers = reviewers_for(settings.review)
     except TokensFileError as exc:
         print(f"streamproc review serve: {exc}", file=sys.stderr)
         return EXIT_BAD_TOKENS_FILE
@@ -226,14 +233,14 @@ async def serve(
     from streamproc.review.page.server import ReviewServer, build_app
     from streamproc.review.page.sessions import SessionBook
     from streamproc.review.page.tls import tls_context
-    from streamproc.verdicts.catalog import OutputTopics
     from streamproc.web.limits import HttpLimits
+    from streamproc.wiring import kafka_connection, output_topics, topic_layout, topic_names
 
     review = settings.review
     ours = {review.queue_topic, review.labels_topic}
     await ensure_topics(
         settings.bootstrap_servers,
-        [spec for spec in review_topic_specs(settings) if spec.name in ours],
+        [spec for spec in review_topic_specs(topic_layout(settings)) if spec.name in ours],
         settings.security,
     )
     store = ReviewQueueStore(
@@ -242,11 +249,14 @@ async def serve(
         second_label_share=review.second_label_share,
         seed=review.seed,
     )
-    publisher = KafkaLabelPublisher(settings, OutputTopics.from_settings(settings).labels.record)
+    connection = kafka_connection(settings)
+    publisher = KafkaLabelPublisher(connection, output_topics(settings).labels.record)
     await publisher.start()
     server: ReviewServer | None = None
     try:
-        intake = ReviewIntake(store, settings, max_fetch_bytes=AUDIT_MAX_MESSAGE_BYTES)
+        intake = ReviewIntake(
+            store, connection, topic_names(settings), max_fetch_bytes=AUDIT_MAX_MESSAGE_BYTES
+        )
         app = build_app(
             store=store,
             reviewers=reviewers,

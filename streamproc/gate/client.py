@@ -45,7 +45,6 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 from pydantic import SecretStr, ValidationError
 
-from streamproc.config import Settings
 from streamproc.contracts.events import Action, AnswerEvent, UnverifiedReason
 from streamproc.contracts.gate_events import (
     AUTHORIZATION_HEADER,
@@ -108,7 +107,8 @@ class GateClient:
     """Asks the gate over Kafka; see the module docstring.
 
     ``policy``: the failure policy, or a function of the answer's tenant giving it (what
-    :meth:`from_settings` passes: ``gate.policy_for``).
+    :func:`streamproc.wiring.gate_client`, the client of the configured gate, passes:
+    ``gate.policy_for``).
     """
 
     def __init__(
@@ -149,34 +149,6 @@ class GateClient:
         self.dropped = 0
         """Replies read that no waiting request of this client matched (late, or
         another client's)."""
-
-    @classmethod
-    def from_settings(
-        cls,
-        settings: Settings,
-        *,
-        reply_topic: str | None = None,
-        policy: FailurePolicy | Callable[[str], FailurePolicy] | None = None,
-        create_reply_topic: bool = True,
-        token: SecretStr | str | None = None,
-    ) -> GateClient:
-        """A client of the gate ``settings`` describe: its broker, security, requests
-        topic, default reply topic (unless ``reply_topic``) and (unless ``policy``) its
-        per-tenant failure policies. ``token``: the caller's token in the gate's tokens
-        file, which the gate requires unless ``gate.kafka_auth`` is ``none``."""
-        topics = settings.topics
-        return cls(
-            settings.bootstrap_servers,
-            reply_topic=reply_topic if reply_topic is not None else settings.gate.replies_topic,
-            policy=policy if policy is not None else settings.gate.policy_for,
-            requests_topic=settings.gate.requests_topic,
-            security=settings.security,
-            create_reply_topic=create_reply_topic,
-            reply_partitions=topics.partitions,
-            replication_factor=topics.replication_factor,
-            idempotent=settings.broker_flavour == "kafka",
-            token=token,
-        )
 
     # ------------------------------------------------------------------ lifecycle
 

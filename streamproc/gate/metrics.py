@@ -20,9 +20,9 @@ from typing import Final, get_args
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from streamproc.config import Settings
 from streamproc.contracts.events import Action, UnverifiedReason
 from streamproc.contracts.gate_events import GateErrorCode, GateReply
+from streamproc.gate.options import GateSettings
 from streamproc.gate.outbox import Outbox
 from streamproc.gate.sensor import GatePath
 from streamproc.telemetry.metrics import BATCH_SIZE_BUCKETS, JUDGE_LATENCY_BUCKETS_S
@@ -49,7 +49,7 @@ class GateMetrics:
     """Every metric of one gate, in its own registry; the sensor the service, the HTTP
     server and the Kafka request loop report to. Call from the event loop."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, gate: GateSettings) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self._decisions = Counter(
@@ -78,7 +78,7 @@ class GateMetrics:
         self._batch_size = Histogram(
             "streamproc_gate_batch_size",
             "Answers per judge call.",
-            buckets=batch_size_buckets(settings.gate.batch_max),
+            buckets=batch_size_buckets(gate.batch_max),
             registry=r,
         )
         self._pending = Gauge(

@@ -65,7 +65,7 @@ class OutboxLimits:
 
 
 @dataclass(slots=True)
-class _Held:
+class _HeldRecord:
     record: OutboundRecord
     size: int
     since: float
@@ -86,8 +86,8 @@ class Outbox:
         self._sink = sink
         self._limits = limits
         self._clock = clock
-        self._queue: deque[_Held] = deque()
-        self._sending: list[_Held] = []
+        self._queue: deque[_HeldRecord] = deque()
+        self._sending: list[_HeldRecord] = []
         self._bytes = 0
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -137,7 +137,7 @@ class Outbox:
         """Keep ``records`` for publishing (never refuses: room was asked before)."""
         now = self._clock()
         for record in records:
-            held = _Held(record, record_bytes(record), now)
+            held = _HeldRecord(record, record_bytes(record), now)
             self._queue.append(held)
             self._bytes += held.size
         if records:
@@ -199,8 +199,8 @@ class Outbox:
                 self._requeue(failed)
                 await asyncio.sleep(self._limits.retry_s)
 
-    def _next_batch(self) -> list[_Held]:
-        batch: list[_Held] = []
+    def _next_batch(self) -> list[_HeldRecord]:
+        batch: list[_HeldRecord] = []
         size = 0
         queue = self._queue
         while queue and len(batch) < _BATCH_RECORDS:
@@ -211,7 +211,7 @@ class Outbox:
             size += held.size
         return batch
 
-    async def _publish(self, batch: list[_Held]) -> list[_Held]:
+    async def _publish(self, batch: list[_HeldRecord]) -> list[_HeldRecord]:
         """The held records of ``batch`` not written (to send again)."""
         try:
             await self._sink.publish([held.record for held in batch])
@@ -228,7 +228,7 @@ class Outbox:
         self._last_failure = None
         return []
 
-    def _failure(self, cause: str, failed: Sequence[_Held]) -> None:
+    def _failure(self, cause: str, failed: Sequence[_HeldRecord]) -> None:
         self._last_failure = self._clock()
         topics = sorted({held.record.topic for held in failed})
         log.warning(
@@ -239,9 +239,9 @@ class Outbox:
             cause=cause[:500],
         )
 
-    def _requeue(self, failed: list[_Held]) -> None:
+    def _requeue(self, failed: list[_HeldRecord]) -> None:
         """Failed records go back to the front, in order, unless given up."""
-        again: list[_Held] = []
+        again: list[_HeldRecord] = []
         for held in failed:
             held.attempts += 1
             if held.attempts >= self._limits.max_attempts:

@@ -36,14 +36,13 @@ import asyncio
 import math
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import structlog
 
-from streamproc.config import Settings
 from streamproc.contracts.events import (
     AnswerEvent,
     AnswerJudgement,
@@ -73,7 +72,7 @@ from streamproc.verdicts.stage import (
     verdict_for,
 )
 
-__all__ = ["GateService"]
+__all__ = ["GateService", "GateServiceOptions"]
 
 log = structlog.get_logger(__name__)
 
@@ -82,7 +81,32 @@ _MIN_SETTLE_WAIT_S = 0.001
 
 
 @dataclass(frozen=True, slots=True)
-class _Built:
+class GateServiceOptions:
+    """What the service is told: the gate's budgets, batching and failure policies
+    (``gate.*``) and the verdict stage's limits and output topics. The composition root
+    builds it once (:func:`streamproc.wiring.gate_service_options`)."""
+
+    limits: StageLimits
+    """The stage's intake limits, judge deadline and audit / review settings."""
+    topics: OutputTopics
+    batch_max: int
+    max_pending_factor: int
+    settle_reserve_ms: float
+    default_budget_ms: float
+    max_budget_ms: float
+    publish: bool
+    policy: FailurePolicy
+    """The failure policy of a tenant without one of its own."""
+    policies: Mapping[str, FailurePolicy] = field(default_factory=dict)
+    """Per-tenant overrides of ``policy``."""
+
+    def policy_for(self, tenant: str) -> FailurePolicy:
+        """The tenant's failure policy: its override, else ``policy``."""
+        return self.policies.get(tenant, self.policy)
+
+
+@dataclass(frozen=True, slots=True)
+class _BuiltReply:
     """A judgement with the reply's verdict and the records to publish."""
 
     judgement: AnswerJudgement
@@ -98,7 +122,7 @@ class _Waiting:
     request: GateRequest
     trace_id: str | None
     headers: OutHeaders
-    future: asyncio.Future[_Built | Rejection | BaseException]
+    future: asyncio.Future[_BuiltReply | Rejection | BaseException]
     units: float = 1.0
     """Its work units (:func:`~streamproc.gate.admission.work_units` of its body)."""
     abandoned: bool = False
@@ -122,23 +146,21 @@ class GateService:
 
     def __init__(
         self,
-        settings: Settings,
+        options: GateServiceOptions,
         judge: Judge,
         *,
-        judge_key: str | None = None,
         sensor: GateSensor | None = None,
         tracing: DecisionTracing | None = None,
     ) -> None:
         """``judge``: in-process (its calls run in the gate's judge thread); one without
-        ``settle_batch`` answers a budget overrun with no claim checked at all.
-        ``judge_key``: its key in the measured-accuracy table, on review items."""
-        gate = settings.gate
-        self._gate = gate
+        ``settle_batch`` answers a budget overrun with no claim checked at all. Its key in
+        the measured-accuracy table, on review items, is in ``options.limits``."""
+        self._gate = gate = options
         self._judge = judge
         self._info: JudgeInfo = judge.info
         self._settles = isinstance(judge, SettlesCheaply)
-        self._limits = StageLimits.from_settings(settings, judge_key=judge_key)
-        self._topics = OutputTopics.from_settings(settings)
+        self._limits = options.limits
+        self._topics = options.topics
         self._publish = gate.publish
         self._sensor: GateSensor = sensor or NullGateSensor()
         self._tracing: DecisionTracing = tracing or PassThroughTracing()
@@ -209,6 +231,11 @@ class GateService:
     def ready(self) -> bool:
         """Started and not closing: requests are judged."""
         return self._batcher is not None and not self._batcher.done() and not self._closed
+
+    @property
+    def max_event_bytes(self) -> int:
+        """The intake limit :meth:`parse` applies (``worker.max_event_bytes``)."""
+        return self._limits.max_event_bytes
 
     @property
     def pending(self) -> int:
@@ -301,7 +328,7 @@ class GateService:
         except asyncio.CancelledError:
             self._abandon(waiting)  # the caller went away: not worth judging
             raise
-        if isinstance(outcome, _Built):
+        if isinstance(outcome, _BuiltReply):
             self.counters.judged += 1
             return self._reply(request, policy, outcome)
         self.counters.errors += 1
@@ -329,7 +356,7 @@ class GateService:
                 return None
         elif units > 1 and admission.learnt and admission.batch_s(units) > wait_s:
             return None  # even alone, this body's judging would not fit its budget
-        future: asyncio.Future[_Built | Rejection | BaseException]
+        future: asyncio.Future[_BuiltReply | Rejection | BaseException]
         future = asyncio.get_running_loop().create_future()
         waiting = _Waiting(request, span.trace_id, span.headers, future, units)
         self._queue.append(waiting)
@@ -372,7 +399,7 @@ class GateService:
         trace_id: str | None,
         headers: OutHeaders,
         reason: UnverifiedReason,
-    ) -> _Built:
+    ) -> _BuiltReply:
         """In the settle thread: the cheap checks and the records."""
         started = time.perf_counter()
         if self._settles:
@@ -383,7 +410,7 @@ class GateService:
         judge_ms = (time.perf_counter() - started) * 1000
         return self._build(request, trace_id, headers, judgement, judge_ms, 1)
 
-    def _fallback(self, request: GateRequest, span: DecisionSpan) -> _Built:
+    def _fallback(self, request: GateRequest, span: DecisionSpan) -> _BuiltReply:
         return self._build(request, span.trace_id, span.headers, _error(), None, 0)
 
     # ------------------------------------------------------------------ batching
@@ -403,7 +430,7 @@ class GateService:
                 self._in_flight_since = started = time.monotonic()
                 self._report_pending()
                 judge_ms: float | None = None
-                results: Sequence[_Built | Rejection | BaseException | None]
+                results: Sequence[_BuiltReply | Rejection | BaseException | None]
                 try:
                     results, judge_ms = await loop.run_in_executor(
                         self._judge_pool, self._judge_batch, batch
@@ -444,7 +471,7 @@ class GateService:
 
     def _judge_batch(
         self, batch: Sequence[_Waiting]
-    ) -> tuple[list[_Built | Rejection | None], float]:
+    ) -> tuple[list[_BuiltReply | Rejection | None], float]:
         """In the judge thread: one judge call for the batch, then each answer's records
         (none for an answer whose caller was answered meanwhile)."""
         started = time.perf_counter()
@@ -453,7 +480,7 @@ class GateService:
         )
         judge_ms = (time.perf_counter() - started) * 1000
         judged_at = datetime.now(UTC)
-        results: list[_Built | Rejection | None] = []
+        results: list[_BuiltReply | Rejection | None] = []
         for waiting, judgement in zip(batch, judged, strict=True):
             if isinstance(judgement, Rejection):
                 results.append(judgement)
@@ -485,7 +512,7 @@ class GateService:
         batch_size: int,
         *,
         judged_at: datetime | None = None,
-    ) -> _Built:
+    ) -> _BuiltReply:
         """The reply's verdict and the monitored records of ``judgement``, through the
         stage's own output path (a record that cannot be built becomes its dead letter;
         the reply still carries the whole verdict)."""
@@ -519,9 +546,9 @@ class GateService:
                 batch_size=max(1, batch_size),
                 trace_id=trace_id,
             )
-        return _Built(judgement, verdict, records, judge_ms)
+        return _BuiltReply(judgement, verdict, records, judge_ms)
 
-    def _reply(self, request: GateRequest, policy: FailurePolicy, built: _Built) -> GateResult:
+    def _reply(self, request: GateRequest, policy: FailurePolicy, built: _BuiltReply) -> GateResult:
         judgement = built.judgement
         decision = decide_reply(request.answer.answer, judgement, policy)
         reply = GateReply(

@@ -68,7 +68,7 @@ def contract_metrics() -> frozenset[str]:
     ``_total``, histograms as ``_bucket``, ``_count``, ``_sum``), read from the real
     ``WorkerMetrics`` and ``GateMetrics``."""
     names: set[str] = set()
-    registries = (WorkerMetrics().registry, GateMetrics(Settings()).registry)
+    registries = (WorkerMetrics().registry, GateMetrics(Settings().gate).registry)
     for family in (f for registry in registries for f in registry.collect()):
         names.update(family.name + suffix for suffix in _SERIES_OF[family.type])
     return frozenset(names)

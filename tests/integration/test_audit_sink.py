@@ -31,6 +31,7 @@ from streamproc.audit.store import AuditQuery, AuditStore, StoredPurge, StoredRe
 from streamproc.cli.main import main
 from streamproc.config import Settings
 from streamproc.kafka.topics import ensure_topics
+from streamproc.wiring import kafka_connection, kafka_loop_options, topic_layout
 from tests.unit.audit.audit_samples import make_records
 from tests.unit.audit.label_samples import label_bytes, make_label
 from tests.unit.audit.store_contract import sql
@@ -114,13 +115,17 @@ async def test_a_crash_between_store_and_offsets_stores_nothing_twice(
 ) -> None:
     await ensure_topics(
         settings.bootstrap_servers,
-        [audit_topic_spec(settings), audit_checkpoint_topic_spec(settings)],
+        [
+            audit_topic_spec(topic_layout(settings)),
+            audit_checkpoint_topic_spec(topic_layout(settings)),
+        ],
         settings.security,
     )
     records = make_records(24)
     placed = await publish(settings, records)
     await publish(settings, make_records(2, start=100), abort=True)  # never committed
-    await publish_tombstones(settings, ["ans-3"])  # a purge's tombstone: not a record
+    # A purge's tombstone: not a record.
+    await publish_tombstones(kafka_connection(settings), settings.audit.topic, ["ans-3"])
     # A sink stored partition 0's first records, then died before committing offsets.
     early = sorted(
         (offset, record)
@@ -136,7 +141,9 @@ async def test_a_crash_between_store_and_offsets_stores_nothing_twice(
     assert_chains_follow_offsets(store, placed)
 
     # The chain heads are on the topic too, and catch a store whose tail was cut.
-    on_topic = await fetch_topic_checkpoints(settings, timeout_s=30)
+    on_topic = await fetch_topic_checkpoints(
+        kafka_connection(settings), settings.audit.checkpoint_topic, timeout_s=30
+    )
     for partition in (0, 1):
         stored_marks = [(c.seq, c.chain_hash) for c in store.checkpoints(partition)]
         assert stored_marks, f"partition {partition} has checkpoints"
@@ -152,7 +159,7 @@ async def test_a_crash_between_store_and_offsets_stores_nothing_twice(
 
 async def run_sink_until(settings: Settings, store: AuditStore, count: int) -> AuditSink:
     """An in-process sink, stopped once the store holds ``count`` records."""
-    sink = AuditSink(settings, store, poll_timeout_s=0.2)
+    sink = AuditSink(kafka_loop_options(settings), settings.audit, store, poll_timeout_s=0.2)
     task = asyncio.create_task(sink.run())
     try:
         await wait_until(lambda: len(store.find(limit=None)) >= count, 60, f"{count} records")
@@ -173,7 +180,10 @@ async def test_audit_verify_checks_the_topic_checkpoints_from_the_cli(
         monkeypatch.setenv(key, value)
     await ensure_topics(
         settings.bootstrap_servers,
-        [audit_topic_spec(settings), audit_checkpoint_topic_spec(settings)],
+        [
+            audit_topic_spec(topic_layout(settings)),
+            audit_checkpoint_topic_spec(topic_layout(settings)),
+        ],
         settings.security,
     )
     await publish(settings, make_records(24))
@@ -204,7 +214,10 @@ async def test_a_killed_sink_restarts_without_duplicates(
 ) -> None:
     await ensure_topics(
         settings.bootstrap_servers,
-        [audit_topic_spec(settings), audit_checkpoint_topic_spec(settings)],
+        [
+            audit_topic_spec(topic_layout(settings)),
+            audit_checkpoint_topic_spec(topic_layout(settings)),
+        ],
         settings.security,
     )
     log = tmp_path / "sink.log"
@@ -238,7 +251,10 @@ async def test_label_entries_on_the_audit_topic_join_the_chain(
 ) -> None:
     await ensure_topics(
         settings.bootstrap_servers,
-        [audit_topic_spec(settings), audit_checkpoint_topic_spec(settings)],
+        [
+            audit_topic_spec(topic_layout(settings)),
+            audit_checkpoint_topic_spec(topic_layout(settings)),
+        ],
         settings.security,
     )
     records = make_records(8)
@@ -264,9 +280,11 @@ async def test_label_entries_on_the_audit_topic_join_the_chain(
             label_places[entry.label.label_id] = (sent.partition, sent.offset)
     finally:
         await producer.stop()
-    await publish_tombstones(settings, [], [label_key("ans-0", "L-gone")])  # a purged label
+    await publish_tombstones(
+        kafka_connection(settings), settings.audit.topic, [], [label_key("ans-0", "L-gone")]
+    )  # a purged label
 
-    sink = AuditSink(settings, store, poll_timeout_s=0.2)
+    sink = AuditSink(kafka_loop_options(settings), settings.audit, store, poll_timeout_s=0.2)
     task = asyncio.create_task(sink.run())
     try:
         await wait_until(

@@ -38,9 +38,8 @@ from streamproc.gate.request import GateRequest, http_origin
 from streamproc.gate.sensor import NullGateSensor
 from streamproc.gate.service import GateService
 from streamproc.kafka.publisher import PublishFailed
-from streamproc.kafka.topics import prepare_topics
 from streamproc.telemetry.otel import Telemetry
-from streamproc.wiring import build_gate
+from streamproc.wiring import build_gate, gate_client, gate_request_loop, prepare_topics
 from tests.unit.gate.conftest import event
 
 WAIT_S = 25.0
@@ -102,7 +101,7 @@ async def _gate(settings: Settings) -> AsyncIterator[_Gate]:
     telemetry = Telemetry.from_settings(settings.telemetry, span_exporter=spans)
     service = build_gate(settings, telemetry=telemetry, sensor=NullGateSensor())
     await service.start()
-    loop = GateRequestLoop(settings, service)
+    loop = gate_request_loop(settings, service)
     task = asyncio.create_task(loop.run(), name="gate-requests-loop")
     try:
         yield _Gate(service, loop, task, spans)
@@ -201,7 +200,7 @@ async def test_a_request_is_answered_on_the_reply_topic_and_its_verdict_publishe
     fields = event(CHECKED, event_id=f"rt-{uuid.uuid4().hex[:6]}")
     async with (
         _gate(settings) as gate,
-        GateClient.from_settings(settings, reply_topic=_reply_topic(settings)) as client,
+        gate_client(settings, reply_topic=_reply_topic(settings)) as client,
     ):
         await _served(client, gate)
         decision = await client.check(
@@ -263,7 +262,7 @@ async def test_a_malformed_request_is_refused_and_the_loop_keeps_serving(
     garbage = b"{not json at all"
     async with (
         _gate(settings) as gate,
-        GateClient.from_settings(settings, reply_topic=_reply_topic(settings)) as client,
+        gate_client(settings, reply_topic=_reply_topic(settings)) as client,
     ):
         await _served(client, gate)
         refused = await client.check(garbage, budget_ms=CHECK_BUDGET_MS)
@@ -318,7 +317,7 @@ async def test_an_immediate_reply_whose_transaction_fails_is_decided_again_by_th
     settings = _settings(kafka_bootstrap, kafka_reply="immediate")
     await prepare_topics(settings)
     fields = event(CHECKED, event_id=f"again-{uuid.uuid4().hex[:6]}")
-    async with GateClient.from_settings(settings, reply_topic=_reply_topic(settings)) as client:
+    async with gate_client(settings, reply_topic=_reply_topic(settings)) as client:
         async with _gate(settings) as first:
             await _served(client, first)
             # The warm-up's reply came before its transaction: break publishing only once
@@ -371,7 +370,7 @@ async def test_gates_joining_and_leaving_while_requests_flow_answer_each_once(
     )
     await prepare_topics(settings)
     ids = [f"scale-{i}-{uuid.uuid4().hex[:6]}" for i in range(50)]
-    async with GateClient.from_settings(settings, reply_topic=_reply_topic(settings)) as client:
+    async with gate_client(settings, reply_topic=_reply_topic(settings)) as client:
 
         async def ask(event_id: str) -> Any:
             return await client.check(
@@ -419,7 +418,7 @@ async def test_with_no_gate_running_the_client_decides_by_policy_at_the_budget(
         policies=[{"tenant": "strict", "policy": "fail-closed"}],
     )
     await prepare_topics(settings)
-    async with GateClient.from_settings(settings, reply_topic=_reply_topic(settings)) as client:
+    async with gate_client(settings, reply_topic=_reply_topic(settings)) as client:
         decided = await client.check(_body(event(SUPPORTED, tenant=tenant)), budget_ms=300.0)
     assert decided.by_policy and decided.error is None
     assert (decided.decision, decided.verified) == (decision, False)
@@ -435,7 +434,7 @@ async def test_the_record_sink_publishes_a_decisions_records_before_it_returns(
     telemetry = Telemetry.disabled()
     service = build_gate(settings, telemetry=telemetry, sensor=NullGateSensor())
     await service.start()
-    sink = KafkaRecordSink(settings)
+    sink = KafkaRecordSink(settings.bootstrap_servers)
     await sink.start()
     fields = event(CHECKED, event_id=f"http-{uuid.uuid4().hex[:6]}")
     body = _body(fields)

@@ -28,6 +28,7 @@ from streamproc.kafka.topics import ensure_topics, review_topic_specs, topic_spe
 from streamproc.review.labels.accuracy_loop import AccuracyLoop
 from streamproc.review.labels.loop import LabelsLoop
 from streamproc.verdicts.catalog import LABEL_KEY_PREFIX
+from streamproc.wiring import kafka_loop_options, topic_layout
 from tests.integration.running import RunningLoops
 from tests.unit.stream.labels.test_join import label_bytes, may_label, review_item
 
@@ -52,9 +53,11 @@ def _settings(bootstrap: str, *, partitions: int = 2) -> Settings:
 
 async def _create_topics(settings: Settings) -> None:
     wanted = {settings.topics.dead_letter, settings.audit.topic, settings.alerts.topic}
-    specs = [spec for spec in topic_specs(settings) if spec.name in wanted]
+    specs = [spec for spec in topic_specs(topic_layout(settings)) if spec.name in wanted]
     await ensure_topics(
-        settings.bootstrap_servers, review_topic_specs(settings) + specs, settings.security
+        settings.bootstrap_servers,
+        review_topic_specs(topic_layout(settings)) + specs,
+        settings.security,
     )
 
 
@@ -109,13 +112,17 @@ class _Outputs:
         return self.accuracy[-1] if self.accuracy else None
 
 
+def _accuracy(settings: Settings) -> AccuracyLoop:
+    return AccuracyLoop(kafka_loop_options(settings), settings.labels)
+
+
 def _labels(
     settings: Settings, *, clock: Callable[[], float] = time.time, instance: str = "one"
 ) -> LabelsLoop:
     slot = settings.model_copy(
         update={"worker": settings.worker.model_copy(update={"instance_id": instance})}
     )
-    return LabelsLoop(slot, may_label=may_label, clock=clock)
+    return LabelsLoop(kafka_loop_options(slot), slot.labels, may_label=may_label, clock=clock)
 
 
 async def _send(settings: Settings, topic: str, *records: tuple[str, bytes]) -> None:
@@ -159,7 +166,7 @@ async def test_labels_before_and_after_their_item_count_once_across_a_restart(
         await _send(settings, labels, _label("l1", "a1", answer_label="hallucinated"))
         await _send(settings, queue, _item("a1"), _item("a2", hallucinated=False, p=0.25))
         await _send(settings, labels, _label("l2", "a2", answer_label="faithful"))
-        async with RunningLoops(_labels(settings), AccuracyLoop(settings)) as running:
+        async with RunningLoops(_labels(settings), _accuracy(settings)) as running:
             await _within(
                 outputs,
                 running,
@@ -184,7 +191,7 @@ async def test_labels_before_and_after_their_item_count_once_across_a_restart(
             _label("l1", "a1", answer_label="hallucinated"),
             _label("l3", "a1", reviewer="bob", answer_label="hallucinated"),
         )
-        async with RunningLoops(_labels(settings), AccuracyLoop(settings)) as running:
+        async with RunningLoops(_labels(settings), _accuracy(settings)) as running:
             await _within(
                 outputs,
                 running,

@@ -39,12 +39,16 @@ from streamproc.contracts.gate_events import (
     GateReply,
 )
 from streamproc.contracts.label_events import LabelAuditEntry
-from streamproc.gate.client import GateClient
-from streamproc.kafka.topics import prepare_topics
 from streamproc.monitor.judging_loop import JudgeLoop
 from streamproc.review.labels.loop import LabelsLoop
 from streamproc.telemetry.metrics import WorkerMetrics
-from streamproc.wiring import build_judge
+from streamproc.wiring import (
+    build_judge,
+    gate_client,
+    kafka_loop_options,
+    prepare_topics,
+    stage_limits,
+)
 from tests.integration import test_gate_kafka as gate_kafka
 from tests.integration import test_labels_kafka as labels_kafka
 from tests.integration.running import RunningLoops
@@ -167,7 +171,12 @@ async def test_the_worker_judges_a_poison_header_answer_and_the_answers_after_it
         [(_answer("before"), traced), (_answer("poison"), POISON), (_answer("after"), traced)],
     )
     metrics = WorkerMetrics()
-    loop = JudgeLoop(settings, build_judge(settings.judge), metrics=metrics)
+    loop = JudgeLoop(
+        kafka_loop_options(settings),
+        build_judge(settings.judge),
+        metrics=metrics,
+        limits=stage_limits(settings),
+    )
     task = asyncio.create_task(loop.run())
 
     def alive() -> None:
@@ -239,7 +248,12 @@ async def test_a_record_the_broker_refuses_is_dead_lettered_and_the_worker_goes_
         kafka_bootstrap, settings.topics.answers, [(_answer(f"r{i}"), []) for i in range(3)]
     )
     metrics = WorkerMetrics()
-    loop = JudgeLoop(settings, build_judge(settings.judge), metrics=metrics)
+    loop = JudgeLoop(
+        kafka_loop_options(settings),
+        build_judge(settings.judge),
+        metrics=metrics,
+        limits=stage_limits(settings),
+    )
     task = asyncio.create_task(loop.run())
 
     def alive() -> None:
@@ -297,7 +311,7 @@ async def test_the_kafka_gate_answers_a_poison_header_request_and_the_requests_a
     correlation = f"poison-{uuid.uuid4().hex}".encode()
     async with (
         gate_kafka._gate(settings) as gate,
-        GateClient.from_settings(settings, reply_topic=reply_topic) as client,
+        gate_client(settings, reply_topic=reply_topic) as client,
     ):
         await gate_kafka._served(client, gate)
         await _produce(
@@ -359,7 +373,7 @@ async def test_the_labels_loop_joins_poison_header_items_and_labels_and_goes_on(
     )
     await _produce(kafka_bootstrap, review.queue_topic, [(poison_item[1], POISON)])
     await _produce(kafka_bootstrap, review.labels_topic, [(poison_label[1], POISON)])
-    loop = LabelsLoop(settings, may_label=may_label)
+    loop = LabelsLoop(kafka_loop_options(settings), settings.labels, may_label=may_label)
     outputs = labels_kafka._Outputs(settings)
     await outputs.consumer.start()
     try:

@@ -9,6 +9,7 @@ import asyncio
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaProducer
@@ -19,6 +20,12 @@ from streamproc.kafka.topics import ensure_topics, review_topic_specs
 from streamproc.review.label_files.exporter import labelled_rows, read_topic, run_export
 from streamproc.review.label_files.importer import publish_labels, read_labels, run_import
 from streamproc.review.page.auth import new_token, token_stanza
+from streamproc.wiring import (
+    kafka_connection,
+    label_export_options,
+    label_import_options,
+    topic_layout,
+)
 from tests.integration.run_settings import run_settings
 from tests.unit.review_io.items import label, review_item
 
@@ -36,9 +43,14 @@ def settings(kafka_bootstrap: str, tmp_path: Path) -> Settings:
     )
 
 
+def import_file(settings: Settings, path: Path, **claims: Any) -> int:
+    """``review import PATH`` (JSONL) with these settings."""
+    return run_import(label_import_options(settings), path, "jsonl", **claims)
+
+
 async def labels_on_topic(settings: Settings) -> list[tuple[bytes | None, LabelEvent]]:
     records = await read_topic(
-        settings, settings.review.labels_topic, timeout_s=30.0, max_bytes=1 << 20
+        kafka_connection(settings), settings.review.labels_topic, timeout_s=30.0, max_bytes=1 << 20
     )
     return [(key, LabelEvent.model_validate_json(value)) for key, value in records]
 
@@ -59,12 +71,12 @@ async def test_imported_files_become_label_events_keyed_by_answer_id(
         + "\n",
         encoding="utf-8",
     )
-    assert await asyncio.to_thread(run_import, settings, jsonl, "jsonl", **ANA) == 0
+    assert await asyncio.to_thread(import_file, settings, jsonl, **ANA) == 0
     assert capsys.readouterr().out.strip() == (
         f"published 1 labels to {settings.review.labels_topic}"
     )
     studio = read_labels(EXPORT / "label_studio_export.json", "label-studio")
-    assert await publish_labels(settings, studio) == 3
+    assert await publish_labels(label_import_options(settings), studio) == 3
 
     found = await labels_on_topic(settings)
     assert sorted(label.answer_id for _, label in found) == ["a-1", "ans-1", "ans-1", "ans-2"]
@@ -74,7 +86,7 @@ async def test_imported_files_become_label_events_keyed_by_answer_id(
     [imported] = [label for _, label in found if label.answer_id == "a-1"]
     assert (imported.reviewer, imported.tenant) == ("ana", "acme")
     # a re-import publishes the same label ids: the labels loop counts each once
-    assert await asyncio.to_thread(run_import, settings, jsonl, "jsonl", **ANA) == 0
+    assert await asyncio.to_thread(import_file, settings, jsonl, **ANA) == 0
     again = [label for _, label in await labels_on_topic(settings) if label.answer_id == "a-1"]
     assert {label.label_id for label in again} == {imported.label_id}
 
@@ -97,7 +109,7 @@ async def test_an_import_without_a_token_does_not_attribute_labels_to_a_named_re
         encoding="utf-8",
     )
     code = await asyncio.to_thread(
-        run_import, settings, forged, "jsonl", reviewer=None, tenant=None, token=None
+        import_file, settings, forged, reviewer=None, tenant=None, token=None
     )
     assert code == 0
     assert "no reviewer token" in capsys.readouterr().err
@@ -105,7 +117,7 @@ async def test_an_import_without_a_token_does_not_attribute_labels_to_a_named_re
     assert key == b"a-9" and published.reviewer == "import:from-bob.jsonl"
     # Claiming bob's name on the command line without bob's token publishes nothing more.
     refused = await asyncio.to_thread(
-        run_import, settings, forged, "jsonl", reviewer="bob", tenant=None, token=None
+        import_file, settings, forged, reviewer="bob", tenant=None, token=None
     )
     assert refused == 2 and len(await labels_on_topic(settings)) == 1
 
@@ -115,7 +127,7 @@ async def test_a_bad_file_publishes_nothing(
 ) -> None:
     bad = tmp_path / "labels.jsonl"
     bad.write_text('{"answer_id": "a-1"}\n', encoding="utf-8")
-    assert await asyncio.to_thread(run_import, settings, bad, "jsonl", **ANA) == 2
+    assert await asyncio.to_thread(import_file, settings, bad, **ANA) == 2
     assert "line 1:" in capsys.readouterr().err
     assert await labels_on_topic(settings) == []
 
@@ -123,7 +135,9 @@ async def test_a_bad_file_publishes_nothing(
 async def test_review_items_and_labels_come_back_as_joined_rows(
     settings: Settings, tmp_path: Path
 ) -> None:
-    await ensure_topics(settings.bootstrap_servers, review_topic_specs(settings), settings.security)
+    await ensure_topics(
+        settings.bootstrap_servers, review_topic_specs(topic_layout(settings)), settings.security
+    )
     items = [review_item("r-1"), review_item("r-2", answer="Delivery takes two days.")]
     producer = AIOKafkaProducer(
         bootstrap_servers=settings.bootstrap_servers,
@@ -153,9 +167,9 @@ async def test_review_items_and_labels_come_back_as_joined_rows(
         label("r-2", "ana", "faithful", {0: "supported"}),
         label("r-3", "ana", "faithful"),
     ]
-    assert await publish_labels(settings, published) == 4
+    assert await publish_labels(label_import_options(settings), published) == 4
 
-    rows = await labelled_rows(settings, timeout_s=30.0)
+    rows = await labelled_rows(label_export_options(settings), timeout_s=30.0)
     assert [row["id"] for row in rows] == ["r-1", "r-2"]
     first, second = rows
     assert first["response_label"] == "hallucinated" and second["response_label"] == "faithful"
@@ -170,5 +184,5 @@ async def test_review_items_and_labels_come_back_as_joined_rows(
     assert first["meta"]["reviewers"] == ["ana", "ben"]
     assert first["meta"]["inclusion_probability"] == 1.0
     out = tmp_path / "review.jsonl"
-    assert await asyncio.to_thread(run_export, settings, out) == 0
+    assert await asyncio.to_thread(run_export, label_export_options(settings), out) == 0
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["r-1", "r-2"]

@@ -36,10 +36,9 @@ from streamproc.contracts.gate_events import (
 )
 from streamproc.contracts.label_events import LabelAuditEntry, ReviewItem
 from streamproc.gate.http.auth import caller_stanza
-from streamproc.gate.kafka.loop import GateRequestLoop
 from streamproc.gate.sensor import NullGateSensor
 from streamproc.kafka.clients import publish_answers, publish_raw
-from streamproc.kafka.topics import TopicSpec, ensure_topics, prepare_topics
+from streamproc.kafka.topics import TopicSpec, ensure_topics
 from streamproc.monitor.judging_loop import JudgeLoop, judge_group_id
 from streamproc.review.labels.loop import LabelsLoop
 from streamproc.review.page.auth import Reviewer
@@ -47,7 +46,16 @@ from streamproc.review.page.intake import ReviewIntake
 from streamproc.review.page.queue_store import ReviewQueueStore
 from streamproc.telemetry.metrics import WorkerMetrics
 from streamproc.telemetry.otel import Telemetry
-from streamproc.wiring import build_gate, build_judge
+from streamproc.wiring import (
+    build_gate,
+    build_judge,
+    gate_request_loop,
+    kafka_connection,
+    kafka_loop_options,
+    prepare_topics,
+    stage_limits,
+    topic_names,
+)
 from tests.integration.run_settings import run_settings
 from tests.integration.running import RunningLoops
 from tests.unit.gate.conftest import event
@@ -170,7 +178,13 @@ async def test_two_tenants_sharing_an_answer_id_each_get_their_review_item_and_l
     queue = settings.review.queue_topic
     async with (
         _Reader(settings, settings.topics.verdicts, queue, settings.audit.topic) as reader,
-        RunningLoops(JudgeLoop(settings, build_judge(settings.judge))) as running,
+        RunningLoops(
+            JudgeLoop(
+                kafka_loop_options(settings),
+                build_judge(settings.judge),
+                limits=stage_limits(settings),
+            )
+        ) as running,
     ):
         await reader.until(
             lambda: len(reader.values(queue)) == 2, "two review items", check=running.check
@@ -181,7 +195,10 @@ async def test_two_tenants_sharing_an_answer_id_each_get_their_review_item_and_l
 
     # The review page's queue keeps both items, each for its own tenant's reviewers.
     store = ReviewQueueStore(f"sqlite:///{tmp_path / 'review.db'}")
-    intake = asyncio.create_task(ReviewIntake(store, settings, poll_timeout_s=0.2).run())
+    queue_intake = ReviewIntake(
+        store, kafka_connection(settings), topic_names(settings), poll_timeout_s=0.2
+    )
+    intake = asyncio.create_task(queue_intake.run())
     acme_reviewer = Reviewer("ann", frozenset({"acme"}), "0" * 64)
     other_reviewer = Reviewer("eve", frozenset({"other"}), "0" * 64)
     both = Reviewer("root", frozenset({"acme", "other"}), "0" * 64)
@@ -219,7 +236,9 @@ async def test_two_tenants_sharing_an_answer_id_each_get_their_review_item_and_l
     )
     async with (
         _Reader(settings, settings.audit.topic, settings.topics.dead_letter) as audit,
-        RunningLoops(LabelsLoop(settings, may_label=may_label)) as running,
+        RunningLoops(
+            LabelsLoop(kafka_loop_options(settings), settings.labels, may_label=may_label)
+        ) as running,
     ):
 
         def joined() -> list[LabelAuditEntry]:
@@ -245,7 +264,7 @@ async def test_two_tenants_sharing_an_answer_id_each_get_their_review_item_and_l
 
 async def _committed(settings: Settings) -> int:
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.bootstrap_servers, group_id=judge_group_id(settings)
+        bootstrap_servers=settings.bootstrap_servers, group_id=judge_group_id(settings.app_id)
     )
     await consumer.start()
     try:
@@ -267,7 +286,11 @@ async def test_an_event_id_sent_three_times_is_judged_once_across_a_worker_resta
     async with _Reader(settings, settings.topics.verdicts) as reader:
         await publish_answers(settings.bootstrap_servers, answers, [first])
         async with RunningLoops(
-            JudgeLoop(_slot(settings, "w1"), build_judge(settings.judge))
+            JudgeLoop(
+                kafka_loop_options(_slot(settings, "w1")),
+                build_judge(settings.judge),
+                limits=stage_limits(settings),
+            )
         ) as run:
             await reader.until(
                 lambda: len(_verdicts(reader, settings)) == 1, "a verdict", check=run.check
@@ -283,7 +306,12 @@ async def test_an_event_id_sent_three_times_is_judged_once_across_a_worker_resta
         # acknowledged, not judged.
         await publish_answers(settings.bootstrap_servers, answers, [first])
         async with RunningLoops(
-            JudgeLoop(_slot(settings, "w2"), build_judge(settings.judge), metrics=metrics)
+            JudgeLoop(
+                kafka_loop_options(_slot(settings, "w2")),
+                build_judge(settings.judge),
+                metrics=metrics,
+                limits=stage_limits(settings),
+            )
         ) as run:
             deadline = time.monotonic() + WAIT_S
             while await _committed(settings) < 4:
@@ -304,7 +332,7 @@ async def _gate(settings: Settings) -> AsyncIterator[RunningLoops]:
     service = build_gate(settings, telemetry=Telemetry.disabled(), sensor=NullGateSensor())
     await service.start()
     try:
-        async with RunningLoops(GateRequestLoop(settings, service)) as running:
+        async with RunningLoops(gate_request_loop(settings, service)) as running:
             yield running
     finally:
         await service.close()

@@ -16,13 +16,13 @@ from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from streamproc.config import Settings
 from streamproc.contracts.gate_events import GateError, GateErrorCode, GateReply
 from streamproc.contracts.openapi import CHECK_PATH, OPENAPI_FILE, components
 from streamproc.contracts.schema_files import render_schemas
 from streamproc.gate.http.server import CHECK_PATH as SERVED_PATH
-from streamproc.gate.service import GateService
 from streamproc.inference.options import JudgeSettings
-from streamproc.wiring import build_judge
+from streamproc.wiring import build_judge, gate_api_defaults, gate_service, topic_names
 from tests.unit.gate.conftest import event, request, settings
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
@@ -72,7 +72,8 @@ def test_the_validator_would_catch_a_broken_document(document: dict[str, Any]) -
 
 
 def test_the_checked_in_file_is_the_generated_one() -> None:
-    generated = render_schemas()[OPENAPI_FILE]
+    defaults = Settings.model_construct()
+    generated = render_schemas(topic_names(defaults), gate_api_defaults(defaults))[OPENAPI_FILE]
     assert (SCHEMAS / OPENAPI_FILE).read_text(encoding="utf-8") == generated, (
         "run: streamproc schemas write"
     )
@@ -99,7 +100,7 @@ def test_the_request_body_is_the_answers_topics_schema(document: dict[str, Any])
 
 
 async def test_a_real_reply_meets_the_200_schema(document: dict[str, Any]) -> None:
-    service = GateService(settings(publish=False), build_judge(JudgeSettings(name="rules")))
+    service = gate_service(settings(publish=False), build_judge(JudgeSettings(name="rules")))
     await service.start()
     try:
         result = await service.check(request(event("Incomplete orders cannot be delivered.")))

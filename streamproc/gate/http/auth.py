@@ -1,6 +1,6 @@
 """Caller tokens: who may ask the gate for a decision, and for which tenants' answers.
 
-The tokens file (``settings.gate.tokens_file``) is TOML, one ``[[caller]]`` table each
+The tokens file (``gate.tokens_file``) is TOML, one ``[[caller]]`` table each
 (:mod:`streamproc.web.token_file`)::
 
     [[caller]]
@@ -22,7 +22,7 @@ from streamproc.web import token_file
 from streamproc.web.token_file import TokenBook, TokenHolder
 
 if TYPE_CHECKING:
-    from streamproc.config import Settings
+    from streamproc.gate.options import GateSettings
 
 __all__ = ["Caller", "Callers", "caller_stanza", "callers_for"]
 
@@ -44,10 +44,10 @@ class Callers(TokenBook[Caller]):
         return Caller(entry.name, entry.tenants, entry.token_sha256)
 
 
-def callers_for(settings: Settings) -> Callers | None:
-    """The gate's callers, or None when ``settings.gate.tokens_file`` is unset (then every
-    request is refused: a gate without tokens is never open)."""
-    path = settings.gate.tokens_file
+def callers_for(gate: GateSettings) -> Callers | None:
+    """The gate's callers, or None when ``gate.tokens_file`` is unset (then every request
+    is refused: a gate without tokens is never open)."""
+    path = gate.tokens_file
     return None if path is None else Callers.load(path)
 
 

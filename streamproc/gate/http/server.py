@@ -6,7 +6,7 @@ counted with ``sensor.refused``):
 
 1. no or unknown ``Authorization: Bearer`` token: 401 (``WWW-Authenticate: Bearer``);
 2. a Content-Type other than ``application/json``: 415;
-3. a Content-Length over the intake limit (``settings.worker.max_event_bytes``): 413,
+3. a Content-Length over the intake limit (``worker.max_event_bytes``): 413,
    before a byte of the body is read; a body without a length (chunked) is read up to the
    limit plus one byte, never more, and refused the same way past it;
 4. the service not ready (starting, closing): 503;
@@ -38,7 +38,7 @@ socket: ``latency_ms`` is taken just before the reply is serialised, the
 with a JSON ``reason`` while the service is not ready or the outbox cannot publish
 (``broker_unavailable``) or is full (``outbox_full``).
 
-With ``settings.gate.tls_cert`` and ``tls_key`` the server speaks HTTPS only.
+With ``gate.tls_cert`` and ``tls_key`` the server speaks HTTPS only.
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ from http import HTTPStatus
 import structlog
 from aiohttp import HttpVersion11, hdrs, web
 
-from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent, DeadLetterReason, UnverifiedReason
 from streamproc.contracts.gate_events import BUDGET_HEADER, GateError, GateErrorCode
 from streamproc.gate.body_budget import BodyBudget, Held
@@ -108,7 +107,7 @@ class GateTlsError(ValueError):
     files that do not load."""
 
 
-class _Refused(Exception):
+class _Refusal(Exception):
     """Raised inside the check handler to answer a :class:`GateError`."""
 
     def __init__(self, code: GateErrorCode, detail: str) -> None:
@@ -118,21 +117,20 @@ class _Refused(Exception):
 
 
 class GateServer(AppServer):
-    """``POST /v1/check``, ``GET /healthz`` and ``GET /readyz`` on ``settings.gate.host``
-    and ``port`` (0: the OS picks; see :attr:`port`); see the module doc.
+    """``POST /v1/check``, ``GET /healthz`` and ``GET /readyz`` on ``gate.host`` and
+    ``port`` (0: the OS picks; see :attr:`port`); see the module doc.
 
     Raises :class:`GateTlsError` or :class:`~streamproc.web.token_file.TokensFileError`
     when the settings cannot make a server, so a bad deployment fails at startup."""
 
     def __init__(
         self,
-        settings: Settings,
+        gate: GateSettings,
         service: GateService,
         *,
         sensor: GateSensor,
         outbox: Outbox | None,
     ) -> None:
-        gate = settings.gate
         super().__init__(
             host=gate.host,
             port=gate.port,
@@ -143,10 +141,10 @@ class GateServer(AppServer):
         self._sensor = sensor
         self._outbox = outbox
         self._publish = gate.publish
-        self._callers: Callers | None = callers_for(settings)
-        # The intake limit GateService.parse applies (StageLimits.from_settings takes it
-        # from the same setting): checked here before the body is read.
-        self._max_bytes = settings.worker.max_event_bytes
+        self._callers: Callers | None = callers_for(gate)
+        # The intake limit GateService.parse applies (worker.max_event_bytes): checked
+        # here before the body is read.
+        self._max_bytes = service.max_event_bytes
         self._bodies = BodyBudget(
             max_bytes=gate.max_body_bytes_in_flight,
             max_caller_bytes=gate.max_caller_body_bytes_in_flight,
@@ -188,7 +186,7 @@ class GateServer(AppServer):
             gate_request = await self._admit(request, caller, arrived)
             result = await self._decide(gate_request)
             return await self._send(request, result, arrived)
-        except _Refused as refused:
+        except _Refusal as refused:
             if refused.code in ("busy", "caller_busy"):
                 # An over-budget body is not read, not even to drop it (aiohttp's
                 # lingering close): the connection closes once the reply is written, and
@@ -201,20 +199,20 @@ class GateServer(AppServer):
 
     def _hold_body(self, request: web.Request, caller: Caller) -> Held:
         """Reserve the body's bytes (its Content-Length; the intake limit when chunked)
-        until the reply is sent, or :class:`_Refused` (step 5)."""
+        until the reply is sent, or :class:`_Refusal` (step 5)."""
         size = request.content_length
         if size is None:
             size = self._max_bytes
         held = self._bodies.reserve(caller.name, max(1, size))
         if held == "caller_busy":
-            raise _Refused(
+            raise _Refusal(
                 "caller_busy",
                 f"caller {caller.name!r} already has "
                 f"{self._bodies.caller_bytes(caller.name)} bytes of bodies in flight (limit "
                 f"{self._bodies.max_caller_bytes}); retry later",
             )
         if held == "busy":
-            raise _Refused(
+            raise _Refusal(
                 "busy",
                 f"the gate holds {self._bodies.held} bytes of bodies (limit "
                 f"{self._bodies.max_bytes}); retry later",
@@ -262,7 +260,7 @@ class GateServer(AppServer):
         refused (no token, not JSON, too large) is never even sent."""
         try:
             self._from_headers(request)
-        except _Refused as refused:
+        except _Refusal as refused:
             return self._refuse(refused.code, refused.detail)
         if request.version != HttpVersion11:
             return None
@@ -277,35 +275,35 @@ class GateServer(AppServer):
         """The caller, if the headers alone do not refuse the request (steps 1 to 4)."""
         caller = self._authenticate(request)
         if caller is None:
-            raise _Refused(
+            raise _Refusal(
                 "unauthorized", "a valid 'Authorization: Bearer <token>' header is required"
             )
         if request.content_type.lower() != _JSON:
-            raise _Refused(
+            raise _Refusal(
                 "unsupported_media_type",
                 f"Content-Type must be {_JSON}, got {request.content_type[:100]!r}",
             )
         length = request.content_length
         if length is not None and length > self._max_bytes:
-            raise _Refused("oversized", _too_large(length, self._max_bytes))
+            raise _Refusal("oversized", _too_large(length, self._max_bytes))
         if not self._service.ready():
-            raise _Refused("not_ready", "the gate is not ready (starting or stopping)")
+            raise _Refusal("not_ready", "the gate is not ready (starting or stopping)")
         return caller
 
     async def _admit(self, request: web.Request, caller: Caller, arrived: float) -> GateRequest:
-        """The request to decide on, or :class:`_Refused` - steps 6 to 8 of the module doc."""
+        """The request to decide on, or :class:`_Refusal` - steps 6 to 8 of the module doc."""
         body = await self._read_body(request)
         answer = self._service.parse(body)
         if not isinstance(answer, AnswerEvent):
-            raise _Refused(_CODES.get(answer.reason, "bad_request"), answer.error)
+            raise _Refusal(_CODES.get(answer.reason, "bad_request"), answer.error)
         if not caller.may_see(answer.tenant):
-            raise _Refused(
+            raise _Refusal(
                 "forbidden",
                 f"caller {caller.name!r} may not check answers of tenant {answer.tenant[:200]!r}",
             )
         budget = self._service.budget(request.headers.get(BUDGET_HEADER))
         if isinstance(budget, GateError):
-            raise _Refused(budget.error, budget.detail)
+            raise _Refusal(budget.error, budget.detail)
         bounded = read_trace_context(_trace_headers(request))
         report_dropped(
             bounded.dropped,
@@ -334,7 +332,7 @@ class GateServer(AppServer):
         return self._callers.authenticate(token.strip())
 
     async def _read_body(self, request: web.Request) -> bytes:
-        """The body, reading at most one byte past the limit (then :class:`_Refused`)."""
+        """The body, reading at most one byte past the limit (then :class:`_Refusal`)."""
         cap = self._max_bytes + 1
         chunks: list[bytes] = []
         size = 0
@@ -345,7 +343,7 @@ class GateServer(AppServer):
             chunks.append(chunk)
             size += len(chunk)
         if size > self._max_bytes:
-            raise _Refused("oversized", _too_large(None, self._max_bytes))
+            raise _Refusal("oversized", _too_large(None, self._max_bytes))
         return b"".join(chunks)
 
     def _refuse(self, code: GateErrorCode, detail: str) -> web.Response:

@@ -19,57 +19,28 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from streamproc.config import Settings
 from streamproc.contracts.gate_events import AUTHORIZATION_HEADER, GateError
 from streamproc.gate.http.auth import Caller, Callers, callers_for
-from streamproc.kafka.topics import (
-    audit_checkpoint_topic_spec,
-    audit_topic_spec,
-    gate_topic_specs,
-    review_topic_specs,
-    topic_specs,
-)
+from streamproc.gate.options import GateSettings
 
 __all__ = [
     "AUTHORIZATION_HEADER",
     "KafkaCallerCheck",
     "ReplyTopicRule",
-    "internal_topics",
 ]
-
-
-def internal_topics(settings: Settings) -> frozenset[str]:
-    """Every topic streamproc reads or writes but the gate's default reply topic."""
-    specs = [
-        *topic_specs(settings),
-        *review_topic_specs(settings),
-        audit_topic_spec(settings),
-        audit_checkpoint_topic_spec(settings),
-        *gate_topic_specs(settings),
-    ]
-    names = {spec.name for spec in specs}
-    names.discard(settings.gate.replies_topic)
-    return frozenset(names)
 
 
 @dataclass(frozen=True, slots=True)
 class ReplyTopicRule:
-    """Whether a reply may go to a topic (existence aside, see ``reply_topics``)."""
+    """Whether a reply may go to a topic (existence aside, see ``reply_topics``). The
+    composition root makes it (:func:`streamproc.wiring.reply_topic_rule`): ``internal``
+    is every topic streamproc reads or writes but ``default``."""
 
     default: str
     pattern: re.Pattern[str]
     internal: frozenset[str]
     internal_prefix: str
     """Topics named ``<app_id>.`` and ending in ``changelog`` are loop state."""
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> ReplyTopicRule:
-        return cls(
-            default=settings.gate.replies_topic,
-            pattern=re.compile(settings.gate.reply_topic_pattern),
-            internal=internal_topics(settings),
-            internal_prefix=f"{settings.app_id}.",
-        )
 
     def refusal(self, topic: str) -> str | None:
         """Why no reply may go to ``topic``, or None when one may."""
@@ -94,10 +65,11 @@ class KafkaCallerCheck:
         self._required = required
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> KafkaCallerCheck:
-        """Reads ``gate.tokens_file`` (``TokensFileError`` says what is wrong with it)."""
-        required = settings.gate.kafka_auth == "token"
-        return cls(callers_for(settings) if required else None, required=required)
+    def for_gate(cls, gate: GateSettings) -> KafkaCallerCheck:
+        """The check ``gate.kafka_auth`` asks for; reads ``gate.tokens_file``
+        (``TokensFileError`` says what is wrong with it)."""
+        required = gate.kafka_auth == "token"
+        return cls(callers_for(gate) if required else None, required=required)
 
     def caller(self, authorization: bytes | None) -> Caller | GateError | None:
         """The caller of the header's token; a GateError when it is missing or unknown;

@@ -68,7 +68,6 @@ import structlog
 from aiokafka import ConsumerRecord
 from aiokafka.structs import TopicPartition
 
-from streamproc.config import Settings
 from streamproc.contracts.events import DeadLetterReason
 from streamproc.contracts.gate_events import (
     BUDGET_HEADER,
@@ -80,19 +79,19 @@ from streamproc.contracts.gate_events import (
 from streamproc.gate.kafka.access import AUTHORIZATION_HEADER, KafkaCallerCheck, ReplyTopicRule
 from streamproc.gate.kafka.immediate import ImmediateReplies
 from streamproc.gate.kafka.reply_topics import ReplyTopics, unusable_reply_topic
+from streamproc.gate.options import GateSettings
 from streamproc.gate.request import GateRequest, GateResult
 from streamproc.gate.sensor import GateSensor, NullGateSensor
 from streamproc.gate.service import GateService
-from streamproc.kafka.consumer import ConsumerLoop
+from streamproc.kafka.consumer import ConsumerLoop, KafkaLoopOptions
 from streamproc.kafka.publisher import PublishFailed
 from streamproc.kafka.topics import DEAD_LETTER_MAX_BYTES
 from streamproc.telemetry.trace_headers import read_trace_context, report_dropped
-from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
 from streamproc.verdicts.output_topic import OutHeaders
 from streamproc.verdicts.record import OutboundRecord
 
-__all__ = ["MAX_CORRELATION_ID_BYTES", "GateRequestLoop"]
+__all__ = ["MAX_CORRELATION_ID_BYTES", "GateKafkaOptions", "GateRequestLoop"]
 
 log = structlog.get_logger(__name__)
 
@@ -131,7 +130,7 @@ class _Checked:
 
 
 @dataclass(frozen=True, slots=True)
-class _Refused:
+class _RefusedRequest:
     """A request not checked: its dead letter, and a GateError reply where it has a route."""
 
     rejection: Rejection
@@ -143,17 +142,31 @@ class _Refused:
     replied: bool = False
 
 
-_Handled = _Checked | _Refused
+_Handled = _Checked | _RefusedRequest
 _Batch = Mapping[TopicPartition, Sequence[ConsumerRecord[bytes, bytes]]]
 
 
 @dataclass(frozen=True, slots=True)
-class _Held:
+class _HeldRequest:
     """A request record read and not yet published; its check runs as a task."""
 
     tp: TopicPartition
     offset: int
     fate: asyncio.Task[_Handled]
+
+
+@dataclass(frozen=True, slots=True)
+class GateKafkaOptions:
+    """What the request loop is told besides what every consumer loop is
+    (:class:`~streamproc.kafka.consumer.KafkaLoopOptions`); the composition root builds it
+    once (:func:`streamproc.wiring.gate_kafka_options`)."""
+
+    gate: GateSettings
+    max_message_bytes: int
+    """``topics.output_max_message_bytes``: a reply's limit (less room for its key and
+    headers)."""
+    reply_rule: ReplyTopicRule
+    """Where replies may go."""
 
 
 class GateRequestLoop(ConsumerLoop):
@@ -164,24 +177,26 @@ class GateRequestLoop(ConsumerLoop):
 
     def __init__(
         self,
-        settings: Settings,
+        kafka: KafkaLoopOptions,
+        options: GateKafkaOptions,
         service: GateService,
         *,
         client_options: Mapping[str, Any] | None = None,
         sensor: GateSensor | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        gate, worker = settings.gate, settings.worker
+        gate = options.gate
+        self._options = options
         self._capacity = gate.batch_max * gate.max_pending_factor
         super().__init__(
-            settings,
+            kafka,
             name="gate",
             topic=gate.requests_topic,
             client_options=client_options,
             consumer_options={
                 # No more than the service holds at once: beyond, it would shed them.
                 "max_poll_records": self._capacity,
-                "max_partition_fetch_bytes": max(1024 * 1024, worker.max_event_bytes + 65536),
+                "max_partition_fetch_bytes": max(1024 * 1024, kafka.worker.max_event_bytes + 65536),
             },
             producer_options={
                 "max_request_size": DEAD_LETTER_MAX_BYTES + 65536,
@@ -201,19 +216,22 @@ class GateRequestLoop(ConsumerLoop):
         then)."""
         self._sensor: GateSensor = sensor or NullGateSensor()
         self._clock = clock
-        self._outputs = OutputTopics.from_settings(settings)
-        self._max_reply_bytes = settings.topics.output_max_message_bytes - _REPLY_MARGIN_BYTES
+        self._outputs = kafka.outputs
+        self._max_reply_bytes = options.max_message_bytes - _REPLY_MARGIN_BYTES
         self.reply_topics = ReplyTopics(self._cluster_topics)
-        self._reply_rule = ReplyTopicRule.from_settings(settings)
-        self._access = KafkaCallerCheck.from_settings(settings)
+        self._reply_rule = options.reply_rule
+        self._access = KafkaCallerCheck.for_gate(gate)
         self.answered = 0
         self.refused = 0
 
     async def run(self) -> None:
         """As :meth:`ConsumerLoop.run`, with the producer of immediate replies around it."""
-        if self._settings.gate.kafka_reply == "immediate":
+        if self._options.gate.kafka_reply == "immediate":
             self._immediate = ImmediateReplies(
-                {**self._client_options, "bootstrap_servers": self._settings.bootstrap_servers}
+                {
+                    **self._client_options,
+                    "bootstrap_servers": self._kafka.connection.bootstrap_servers,
+                }
             )
         try:
             if self._immediate is not None:
@@ -261,7 +279,7 @@ class GateRequestLoop(ConsumerLoop):
         partition's decided requests in offset order (module docstring, steps 4 and 5).
         The chain ends, and the lock is let go, once every request read is published; it
         reads no more when a rebalance waits for the lock or the loop is stopping."""
-        held: dict[TopicPartition, deque[_Held]] = {}
+        held: dict[TopicPartition, deque[_HeldRequest]] = {}
         self._hold(batch, held)
         publishing: asyncio.Task[None] | None = None
         try:
@@ -283,17 +301,17 @@ class GateRequestLoop(ConsumerLoop):
                 task.cancel()
             await asyncio.gather(*unfinished, return_exceptions=True)
 
-    def _hold(self, batch: _Batch, held: dict[TopicPartition, deque[_Held]]) -> None:
+    def _hold(self, batch: _Batch, held: dict[TopicPartition, deque[_HeldRequest]]) -> None:
         """Start deciding every record of ``batch``, each behind its partition's."""
         now_wall, now_mono = self._clock(), time.monotonic()
         for tp in sorted(batch):
             queue = held.setdefault(tp, deque())
             for record in batch[tp]:
                 fate = asyncio.create_task(self._handle_one(record, now_wall, now_mono))
-                queue.append(_Held(tp, record.offset, fate))
+                queue.append(_HeldRequest(tp, record.offset, fate))
 
     async def _read_until_change(
-        self, held: dict[TopicPartition, deque[_Held]], publishing: asyncio.Task[None] | None
+        self, held: dict[TopicPartition, deque[_HeldRequest]], publishing: asyncio.Task[None] | None
     ) -> None:
         """Read on, starting each batch read while fewer than ``_IN_FLIGHT_FACTOR`` x
         capacity requests are held, until the transaction under way ends or (none under
@@ -324,7 +342,7 @@ class GateRequestLoop(ConsumerLoop):
                 watched.add(read)
             await asyncio.wait(watched, return_when=FIRST_COMPLETED)
 
-    async def _publish(self, decided: Sequence[_Held]) -> None:
+    async def _publish(self, decided: Sequence[_HeldRequest]) -> None:
         """One transaction for ``decided`` (each partition's decided oldest requests),
         then their accounting."""
         handled = [each.fate.result() for each in decided]
@@ -366,7 +384,7 @@ class GateRequestLoop(ConsumerLoop):
     ) -> _Handled:
         """``record`` checked, or why it is refused."""
         taken = await self._take(record, now_wall, now_mono)
-        if isinstance(taken, _Refused):
+        if isinstance(taken, _RefusedRequest):
             return taken
         request, route = taken
         try:
@@ -375,7 +393,7 @@ class GateRequestLoop(ConsumerLoop):
             raise
         except Exception as exc:  # noqa: BLE001 - check() never raises; if it does, this request alone pays
             log.error("gate_check_raised", error=repr(exc))
-            return _Refused(
+            return _RefusedRequest(
                 Rejection(DeadLetterReason.PROCESSING_ERROR, f"not checked: {exc!r}"),
                 request.origin,
                 request.body,
@@ -387,7 +405,7 @@ class GateRequestLoop(ConsumerLoop):
 
     async def _take(
         self, record: ConsumerRecord[bytes, bytes], now_wall: float, now_mono: float
-    ) -> tuple[GateRequest, _Route] | _Refused:
+    ) -> tuple[GateRequest, _Route] | _RefusedRequest:
         """The request of ``record`` and its route, or why it is refused."""
         origin = MessageOrigin(record.topic, record.partition, record.offset, record.key)
         headers = list(record.headers or ())
@@ -402,13 +420,13 @@ class GateRequestLoop(ConsumerLoop):
 
         def refused(
             reason: DeadLetterReason, detail: str, route: _Route | None, error: GateError | None
-        ) -> _Refused:
+        ) -> _RefusedRequest:
             rejection = Rejection(reason, detail)
-            return _Refused(rejection, origin, record.value, trace_headers, route, error)
+            return _RefusedRequest(rejection, origin, record.value, trace_headers, route, error)
 
         route = await self._route(headers)
         if isinstance(route, Rejection):
-            return _Refused(route, origin, record.value, trace_headers, None, None)
+            return _RefusedRequest(route, origin, record.value, trace_headers, None, None)
         caller = self._access.caller(_header(headers, AUTHORIZATION_HEADER))
         if isinstance(caller, GateError):
             return refused(DeadLetterReason.UNAUTHORIZED, caller.detail, route, caller)
@@ -421,7 +439,7 @@ class GateRequestLoop(ConsumerLoop):
             error = GateError(
                 error=_CODES.get(answer.reason, "bad_request"), detail=answer.error[:2000]
             )
-            return _Refused(answer, origin, record.value, trace_headers, route, error)
+            return _RefusedRequest(answer, origin, record.value, trace_headers, route, error)
         forbidden = self._access.tenant_refusal(caller, answer.tenant)
         if forbidden is not None:
             return refused(DeadLetterReason.UNAUTHORIZED, forbidden.detail, route, forbidden)
@@ -545,22 +563,22 @@ class GateRequestLoop(ConsumerLoop):
                 log.exception("gate_sensor_failed")
 
 
-def _heads(held: Mapping[TopicPartition, deque[_Held]]) -> set[asyncio.Task[_Handled]]:
+def _heads(held: Mapping[TopicPartition, deque[_HeldRequest]]) -> set[asyncio.Task[_Handled]]:
     """Each partition's oldest held request's check."""
     return {queue[0].fate for queue in held.values() if queue}
 
 
-def _decided_heads(held: Mapping[TopicPartition, deque[_Held]]) -> list[_Held]:
+def _decided_heads(held: Mapping[TopicPartition, deque[_HeldRequest]]) -> list[_HeldRequest]:
     """Each partition's decided requests ahead of its first undecided one, taken out of
     ``held``: what can be published now, offsets committed up to it."""
-    decided: list[_Held] = []
+    decided: list[_HeldRequest] = []
     for queue in held.values():
         while queue and queue[0].fate.done():
             decided.append(queue.popleft())
     return decided
 
 
-def _code(refused: _Refused) -> GateErrorCode:
+def _code(refused: _RefusedRequest) -> GateErrorCode:
     """The refusal's code: its reply's, else (no reply route) its dead letter's."""
     if refused.error is not None:
         return refused.error.error

@@ -20,7 +20,6 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
-from streamproc.config import Settings
 from streamproc.gate.sink import RecordsNotTaken
 from streamproc.kafka.topics import DEAD_LETTER_MAX_BYTES
 from streamproc.verdicts.record import OutboundRecord
@@ -34,16 +33,24 @@ class KafkaRecordSink:
     Made outside an event loop is fine; the producer is created in :meth:`start`, inside
     the running loop, as aiokafka requires."""
 
-    def __init__(self, settings: Settings, *, client_options: Mapping[str, Any] | None = None):
-        self._settings = settings
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        tansu: bool = False,
+        client_options: Mapping[str, Any] | None = None,
+    ):
+        """``tansu``: the broker is the Tansu demo broker (``broker_flavour``), which has
+        no idempotence."""
+        self._bootstrap_servers = bootstrap_servers
+        self._tansu = tansu
         self._client_options: Mapping[str, Any] = client_options or {}
         self._producer: AIOKafkaProducer | None = None
 
     async def start(self) -> None:
-        settings = self._settings
-        tansu = settings.broker_flavour == "tansu"
+        tansu = self._tansu
         producer = AIOKafkaProducer(
-            bootstrap_servers=settings.bootstrap_servers,
+            bootstrap_servers=self._bootstrap_servers,
             acks="all",
             enable_idempotence=not tansu,
             linger_ms=0 if tansu else 1,

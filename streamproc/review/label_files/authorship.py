@@ -3,7 +3,7 @@
 A label's ``reviewer`` is what the audit trail and the accuracy figures attribute it to,
 so ``review import`` never takes a name from the file or the command line on trust:
 
-- with a reviewer token that the tokens file (``settings.review.tokens_file``, the one the
+- with a reviewer token that the tokens file (``review.tokens_file``, the one the
   review page uses) knows, every label is that reviewer's; a label naming another
   reviewer, or a tenant the reviewer may not see, stops the import before anything is sent;
 - without a token, every label's reviewer is the import itself, ``import:<file name>``.
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from streamproc.config import Settings
 from streamproc.contracts.label_events import LabelEvent
+from streamproc.review.options import ReviewSettings
 from streamproc.review.page.auth import Reviewer, TokensFileError, reviewers_for
 
 __all__ = [
@@ -71,10 +71,11 @@ def read_token(path: Path) -> str:
 
 
 def authorship(
-    settings: Settings, path: Path, *, token: str | None, claimed: str | None
+    review: ReviewSettings, path: Path, *, token: str | None, claimed: str | None
 ) -> Authorship:
     """Whose the labels of ``path`` are. ``claimed`` (``--reviewer``) must be the
-    token's reviewer; without a token no name is taken on trust."""
+    token's reviewer, checked against ``review.tokens_file``; without a token no name is
+    taken on trust."""
     if token is None:
         if claimed is not None:
             raise AuthorshipError(
@@ -84,7 +85,7 @@ def authorship(
             )
         return Authorship(None, import_author(path))
     try:
-        reviewers = reviewers_for(settings)
+        reviewers = reviewers_for(review)
     except TokensFileError as error:
         raise AuthorshipError(str(error)) from None
     if reviewers is None:

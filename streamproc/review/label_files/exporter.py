@@ -36,19 +36,21 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.errors import KafkaError
 from pydantic import ValidationError
 
-from streamproc.config import Settings
 from streamproc.contracts.events import EvidenceKind
 from streamproc.contracts.label_events import ClaimLabelValue, LabelEvent, ReviewItem
+from streamproc.kafka.options import KafkaConnection
 from streamproc.kafka.security import (
     BrokerAccessDenied,
     aiokafka_options,
     explain_access_errors,
 )
 from streamproc.kafka.topics import AUDIT_MAX_MESSAGE_BYTES
+from streamproc.review.options import ReviewSettings
 
 __all__ = [
     "EXPORT_DATASET",
     "Export",
+    "LabelExportOptions",
     "export_rows",
     "labelled_rows",
     "read_topic",
@@ -60,6 +62,18 @@ log = structlog.get_logger(__name__)
 
 EXPORT_DATASET = "review"
 _REFUTED = (ClaimLabelValue.CONTRADICTED, ClaimLabelValue.UNSUPPORTED)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelExportOptions:
+    """What an export is told; the composition root builds it once
+    (:func:`streamproc.wiring.label_export_options`)."""
+
+    connection: KafkaConnection
+    review: ReviewSettings
+    """``review.*``: the queue and labels topics read, and the seed of the split."""
+    labels_max_bytes: int
+    """``topics.output_max_message_bytes``: the largest label record."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,21 +207,21 @@ def export_rows(items: Iterable[ReviewItem], labels: Iterable[LabelEvent], seed:
 
 
 async def read_topic(
-    settings: Settings, topic: str, *, timeout_s: float, max_bytes: int
+    connection: KafkaConnection, topic: str, *, timeout_s: float, max_bytes: int
 ) -> list[tuple[bytes | None, bytes]]:
     """Every record (key, value) on ``topic`` from its beginning to its end as of now
     (committed transactions only, tombstones left out); empty when there is no topic."""
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.bootstrap_servers,
+        bootstrap_servers=connection.bootstrap_servers,
         group_id=None,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         isolation_level="read_committed",
         max_partition_fetch_bytes=max_bytes,
-        **aiokafka_options(settings.security),
+        **aiokafka_options(connection.security),
     )
     deadline = time.monotonic() + timeout_s
-    async with explain_access_errors(settings.bootstrap_servers, settings.security):
+    async with explain_access_errors(connection.bootstrap_servers, connection.security):
         await consumer.start()
     values: list[tuple[bytes | None, bytes]] = []
     try:
@@ -247,24 +261,25 @@ def _parse(
     return parsed, bad
 
 
-async def _export(settings: Settings, timeout_s: float) -> Export:
+async def _export(options: LabelExportOptions, timeout_s: float) -> Export:
+    review = options.review
     items_raw, labels_raw = await asyncio.gather(
         read_topic(
-            settings,
-            settings.review.queue_topic,
+            options.connection,
+            review.queue_topic,
             timeout_s=timeout_s,
             max_bytes=AUDIT_MAX_MESSAGE_BYTES,
         ),
         read_topic(
-            settings,
-            settings.review.labels_topic,
+            options.connection,
+            review.labels_topic,
             timeout_s=timeout_s,
-            max_bytes=settings.topics.output_max_message_bytes,
+            max_bytes=options.labels_max_bytes,
         ),
     )
     items, bad_items = _parse(items_raw, ReviewItem)
     labels, bad_labels = _parse(labels_raw, LabelEvent)
-    result = export_rows(items, labels, settings.review.seed)
+    result = export_rows(items, labels, review.seed)
     return Export(
         result.rows,
         result.undecided,
@@ -275,9 +290,11 @@ async def _export(settings: Settings, timeout_s: float) -> Export:
     )
 
 
-async def labelled_rows(settings: Settings, *, timeout_s: float = 60.0) -> list[dict[str, Any]]:
+async def labelled_rows(
+    options: LabelExportOptions, *, timeout_s: float = 60.0
+) -> list[dict[str, Any]]:
     """The labelled answers on the review and labels topics, as benchmark rows."""
-    return (await _export(settings, timeout_s)).rows
+    return (await _export(options, timeout_s)).rows
 
 
 def write_rows(rows: Iterable[Mapping[str, Any]], out: Path) -> int:
@@ -289,10 +306,10 @@ def write_rows(rows: Iterable[Mapping[str, Any]], out: Path) -> int:
     return count
 
 
-def run_export(settings: Settings, out: Path) -> int:
+def run_export(options: LabelExportOptions, out: Path) -> int:
     """The exit code: 0 written, 1 the broker could not be read to the end."""
     try:
-        result = asyncio.run(_export(settings, 60.0))
+        result = asyncio.run(_export(options, 60.0))
     except (KafkaError, OSError, TimeoutError, BrokerAccessDenied) as error:
         print(f"streamproc review export: {error}", file=sys.stderr)
         return 1

@@ -14,20 +14,21 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, cast, get_args
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
-from streamproc.config import Settings
 from streamproc.contracts.label_events import LabelEvent
+from streamproc.kafka.options import KafkaConnection
 from streamproc.kafka.security import (
     BrokerAccessDenied,
     aiokafka_options,
     explain_access_errors,
 )
-from streamproc.kafka.topics import ensure_topics, review_topic_specs
+from streamproc.kafka.topics import TopicSpec, ensure_topics
 from streamproc.review.label_files.authorship import (
     AuthorshipError,
     authorship,
@@ -36,11 +37,33 @@ from streamproc.review.label_files.authorship import (
 )
 from streamproc.review.label_files.label_file import LabelFileError, read_label_file
 from streamproc.review.label_files.label_studio import read_label_studio
-from streamproc.verdicts.catalog import OutputTopics
+from streamproc.review.options import ReviewSettings
+from streamproc.verdicts.output_topic import OutputTopic
 
-__all__ = ["LabelFormat", "publish_labels", "read_labels", "read_token", "run_import"]
+__all__ = [
+    "LabelFormat",
+    "LabelImportOptions",
+    "publish_labels",
+    "read_labels",
+    "read_token",
+    "run_import",
+]
 
 LabelFormat = Literal["jsonl", "label-studio"]
+
+
+@dataclass(frozen=True, slots=True)
+class LabelImportOptions:
+    """What an import is told; the composition root builds it once
+    (:func:`streamproc.wiring.label_import_options`)."""
+
+    connection: KafkaConnection
+    review: ReviewSettings
+    """``review.*``: the tokens file a reviewer token is checked against."""
+    labels: OutputTopic[LabelEvent]
+    """The labels topic, its key and size limit."""
+    labels_spec: tuple[TopicSpec, ...]
+    """How the labels topic is created where it is missing (as the worker would)."""
 
 
 def read_labels(
@@ -61,18 +84,19 @@ def read_labels(
     raise LabelFileError(f"unknown label format {fmt!r}: one of {', '.join(get_args(LabelFormat))}")
 
 
-async def publish_labels(settings: Settings, labels: Sequence[LabelEvent]) -> int:
+async def publish_labels(options: LabelImportOptions, labels: Sequence[LabelEvent]) -> int:
     """Publish ``labels`` to the labels topic (created if missing, as the worker would);
     returns how many the broker acknowledged (all of them, or it raises)."""
-    topic = OutputTopics.from_settings(settings).labels
-    spec = [s for s in review_topic_specs(settings) if s.name == topic.name]
-    await ensure_topics(settings.bootstrap_servers, spec, settings.security)
-    producer = AIOKafkaProducer(
-        bootstrap_servers=settings.bootstrap_servers,
-        acks="all",
-        **aiokafka_options(settings.security),
+    topic, connection = options.labels, options.connection
+    await ensure_topics(
+        connection.bootstrap_servers, list(options.labels_spec), connection.security
     )
-    async with explain_access_errors(settings.bootstrap_servers, settings.security):
+    producer = AIOKafkaProducer(
+        bootstrap_servers=connection.bootstrap_servers,
+        acks="all",
+        **aiokafka_options(connection.security),
+    )
+    async with explain_access_errors(connection.bootstrap_servers, connection.security):
         await producer.start()
     try:
         pending = []
@@ -87,7 +111,7 @@ async def publish_labels(settings: Settings, labels: Sequence[LabelEvent]) -> in
 
 
 def run_import(
-    settings: Settings,
+    options: LabelImportOptions,
     path: Path,
     fmt: str,
     *,
@@ -101,7 +125,7 @@ def run_import(
         print(f"streamproc review import: unknown format {fmt!r}", file=sys.stderr)
         return 2
     try:
-        who = authorship(settings, path, token=token, claimed=reviewer)
+        who = authorship(options.review, path, token=token, claimed=reviewer)
         proven = who.reviewer
         labels = read_labels(
             path,
@@ -122,9 +146,9 @@ def run_import(
             file=sys.stderr,
         )
     try:
-        count = asyncio.run(publish_labels(settings, labels))
+        count = asyncio.run(publish_labels(options, labels))
     except (KafkaError, OSError, BrokerAccessDenied) as error:
         print(f"streamproc review import: publishing failed: {error}", file=sys.stderr)
         return 1
-    print(f"published {count} labels to {settings.review.labels_topic}")
+    print(f"published {count} labels to {options.labels.name}")
     return 0

@@ -24,7 +24,6 @@ import structlog
 from aiokafka import ConsumerRecord
 from aiokafka.structs import TopicPartition
 
-from streamproc.config import Settings
 from streamproc.contracts.events import DeadLetterReason
 from streamproc.contracts.label_events import (
     AccuracyCell,
@@ -33,9 +32,8 @@ from streamproc.contracts.label_events import (
     LabelDelta,
 )
 from streamproc.kafka.changelog import changelog_records, restore_states
-from streamproc.kafka.consumer import ConsumerLoop
+from streamproc.kafka.consumer import ConsumerLoop, KafkaLoopOptions
 from streamproc.kafka.store import TrackedStore
-from streamproc.kafka.topics import accuracy_changelog_topic
 from streamproc.rates.corrected_rate import ConfusionCounts
 from streamproc.rates.judge_accuracy import judge_accuracy
 from streamproc.rates.live_accuracy import (
@@ -47,6 +45,7 @@ from streamproc.rates.live_accuracy import (
     step_drift,
 )
 from streamproc.review.labels.inputs import parse_input
+from streamproc.review.options import LabelSettings
 from streamproc.telemetry.sensors import AccuracySensor
 from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
@@ -68,10 +67,10 @@ REPORT_EVERY_S: Final = 300.0
 inside the metrics' expiry of a cell (an hour), so only a cell that moved away goes."""
 
 
-def drift_alert_topic(settings: Settings) -> OutputTopic[JudgeDriftAlert]:
-    """Drift alerts go where the rate alerts go (``alerts.topic``, key
+def drift_alert_topic(outputs: OutputTopics) -> OutputTopic[JudgeDriftAlert]:
+    """Drift alerts go where the rate alerts go (``alerts.topic``, its size limit; key
     ``tenant/assistant``)."""
-    return OutputTopic(settings.alerts.topic, settings.topics.output_max_message_bytes, _drift_key)
+    return OutputTopic(outputs.alerts.name, outputs.alerts.max_bytes, _drift_key)
 
 
 def _drift_key(alert: JudgeDriftAlert) -> bytes:
@@ -108,22 +107,26 @@ class AccuracyLoop(ConsumerLoop):
 
     def __init__(
         self,
-        settings: Settings,
+        kafka: KafkaLoopOptions,
+        labels: LabelSettings,
         *,
         client_options: Mapping[str, Any] | None = None,
         sensor: AccuracySensor | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """``kafka.names``: the deltas topic read and the changelog; ``labels``: the
+        drift test's periods and bounds."""
+        self._labels = labels
         super().__init__(
-            settings,
+            kafka,
             name="accuracy",
-            topic=settings.labels.deltas_topic,
+            topic=kafka.names.label_deltas,
             client_options=client_options,
             consumer_options={"max_poll_records": 1000},
             producer_options={},
         )
-        self._outputs = OutputTopics.from_settings(settings)
-        self._alerts = drift_alert_topic(settings)
+        self._outputs = kafka.outputs
+        self._alerts = drift_alert_topic(kafka.outputs)
         self._sensor = sensor
         self._clock = clock
         self._stores: dict[int, TrackedStore] = {}
@@ -134,9 +137,7 @@ class AccuracyLoop(ConsumerLoop):
     # ------------------------------------------------------------------ one step
 
     async def _step(self) -> None:
-        batch = await self._consumer.getmany(
-            timeout_ms=int(self._settings.worker.batch_wait_s * 4000)
-        )
+        batch = await self._consumer.getmany(timeout_ms=int(self._kafka.worker.batch_wait_s * 4000))
         read_at = self._generation
         if self._clock() - self._reported_at >= REPORT_EVERY_S:
             self._report_owned()
@@ -214,7 +215,7 @@ class AccuracyLoop(ConsumerLoop):
 
     def _publish_cells(self, cells: Iterable[_Cell], now: float) -> _Published:
         """Each changed cell's accuracy event, and its drift alert where that moved."""
-        labels = self._settings.labels
+        labels = self._labels
         at = datetime.fromtimestamp(now, UTC)
         today = at.date()
         published = _Published([], [])
@@ -306,11 +307,10 @@ class AccuracyLoop(ConsumerLoop):
         self._stores.clear()
 
     async def _on_assigned(self, partitions: list[TopicPartition]) -> None:
-        settings = self._settings
-        topic = accuracy_changelog_topic(settings.app_id)
+        topic = self._kafka.names.accuracy_changelog
         started = time.monotonic()
         states = await restore_states(
-            settings, topic, (tp.partition for tp in partitions), self._client_options
+            self._kafka, topic, (tp.partition for tp in partitions), self._client_options
         )
         for tp in partitions:
             state = states[tp.partition]

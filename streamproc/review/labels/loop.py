@@ -26,13 +26,11 @@ from aiokafka import ConsumerRecord
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.structs import TopicPartition
 
-from streamproc.config import Settings
 from streamproc.contracts.events import DeadLetterReason
 from streamproc.contracts.label_events import ReviewItem
 from streamproc.kafka.changelog import changelog_records, restore_states
-from streamproc.kafka.consumer import ConsumerLoop
+from streamproc.kafka.consumer import ConsumerLoop, KafkaLoopOptions
 from streamproc.kafka.store import TrackedStore
-from streamproc.kafka.topics import labels_changelog_topic
 from streamproc.review.labels.inputs import parse_input
 from streamproc.review.labels.join import (
     Accepted,
@@ -43,8 +41,8 @@ from streamproc.review.labels.join import (
     MayLabel,
     Rejected,
 )
+from streamproc.review.options import LabelSettings
 from streamproc.telemetry.sensors import AccuracySensor
-from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
 from streamproc.verdicts.output_topic import RecordTooLarge
 from streamproc.verdicts.record import OutboundRecord
@@ -68,18 +66,23 @@ class LabelsLoop(ConsumerLoop):
 
     def __init__(
         self,
-        settings: Settings,
+        kafka: KafkaLoopOptions,
+        labels: LabelSettings,
         *,
         client_options: Mapping[str, Any] | None = None,
         sensor: AccuracySensor | None = None,
         clock: Callable[[], float] = time.time,
         may_label: MayLabel | None = None,
     ) -> None:
-        review = settings.review
+        """``kafka.names``: the review queue and labels topics read, and the changelog;
+        ``labels``: how long a label waits for its item and an item is kept."""
+        self._labels = labels
+        self._queue_topic = kafka.names.review_queue
+        self._labels_topic = kafka.names.labels
         super().__init__(
-            settings,
+            kafka,
             name="labels",
-            topic=(review.queue_topic, review.labels_topic),
+            topic=(self._queue_topic, self._labels_topic),
             client_options=client_options,
             consumer_options={
                 "max_poll_records": 500,
@@ -88,7 +91,7 @@ class LabelsLoop(ConsumerLoop):
             },
             producer_options={},
         )
-        self._outputs = OutputTopics.from_settings(settings)
+        self._outputs = kafka.outputs
         self._sensor = sensor
         self._clock = clock
         self._may_label = may_label
@@ -100,8 +103,7 @@ class LabelsLoop(ConsumerLoop):
     # ------------------------------------------------------------------ one step
 
     async def _step(self) -> None:
-        settings = self._settings
-        batch = await self._consumer.getmany(timeout_ms=int(settings.worker.batch_wait_s * 4000))
+        batch = await self._consumer.getmany(timeout_ms=int(self._kafka.worker.batch_wait_s * 4000))
         read_at = self._generation
         now = self._clock()
         async with self._lock:
@@ -110,7 +112,7 @@ class LabelsLoop(ConsumerLoop):
             handled: list[Handled] = []
             outbound: list[OutboundRecord] = []
             # Items first: labels of the same batch then find them.
-            for tp in sorted(batch, key=lambda tp: (tp.topic != settings.review.queue_topic, tp)):
+            for tp in sorted(batch, key=lambda tp: (tp.topic != self._queue_topic, tp)):
                 outbound += self._handle(tp, batch[tp], now, handled)
             for _, join in self._joins.values():
                 handled += join.expire(now)
@@ -144,7 +146,7 @@ class LabelsLoop(ConsumerLoop):
             origin = MessageOrigin(record.topic, record.partition, record.offset, record.key)
             rejection: Rejection | None = None
             try:
-                if tp.topic == self._settings.review.labels_topic:
+                if tp.topic == self._labels_topic:
                     handled.append(join.label(record.value, origin, now))
                     continue
                 item = parse_input(ReviewItem, record.value, "review item")
@@ -173,7 +175,7 @@ class LabelsLoop(ConsumerLoop):
                     ]
                 except RecordTooLarge as exc:  # one label must not stop the loop
                     origin = MessageOrigin(
-                        self._settings.review.labels_topic, -1, -1, done.label.answer_id.encode()
+                        self._labels_topic, -1, -1, done.label.answer_id.encode()
                     )
                     rejection = Rejection(DeadLetterReason.OUTPUT_TOO_LARGE, str(exc))
                     label = done.label.model_dump_json().encode()
@@ -236,8 +238,7 @@ class LabelsLoop(ConsumerLoop):
         by_topic: dict[str, set[int]] = {}
         for tp in partitions:
             by_topic.setdefault(tp.topic, set()).add(tp.partition)
-        review = self._settings.review
-        queue, labels = by_topic.get(review.queue_topic, set()), by_topic.get(review.labels_topic)
+        queue, labels = by_topic.get(self._queue_topic, set()), by_topic.get(self._labels_topic)
         if queue != (labels or set()):
             log.error(
                 "labels_join_not_copartitioned",
@@ -248,16 +249,15 @@ class LabelsLoop(ConsumerLoop):
         await self._restore(sorted({tp.partition for tp in partitions}))
 
     async def _restore(self, partitions: Iterable[int]) -> None:
-        settings = self._settings
-        topic = labels_changelog_topic(settings.app_id)
+        topic = self._kafka.names.labels_changelog
         started = time.monotonic()
-        states = await restore_states(settings, topic, partitions, self._client_options)
+        states = await restore_states(self._kafka, topic, partitions, self._client_options)
         for partition, state in states.items():
             store = TrackedStore(state)
             join = LabelJoin(
                 store,
-                wait_s=settings.labels.wait_for_outcome_s,
-                retain_s=settings.labels.retain_days * _DAY_S,
+                wait_s=self._labels.wait_for_outcome_s,
+                retain_s=self._labels.retain_days * _DAY_S,
                 may_label=self._may_label,
                 max_entry_bytes=self._outputs.labels_state.max_bytes,
             )

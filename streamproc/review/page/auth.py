@@ -1,6 +1,6 @@
 """Reviewer tokens: who may open the review page, and which tenants' answers they see.
 
-The tokens file (``settings.review.tokens_file``) is TOML, one ``[[reviewer]]`` table
+The tokens file (``review.tokens_file``) is TOML, one ``[[reviewer]]`` table
 each::
 
     [[reviewer]]
@@ -24,7 +24,7 @@ from streamproc.web import token_file
 from streamproc.web.token_file import TokenBook, TokenHolder, TokensFileError, hash_token
 
 if TYPE_CHECKING:
-    from streamproc.config import Settings
+    from streamproc.review.options import ReviewSettings
 
 __all__ = [
     "Reviewer",
@@ -56,10 +56,10 @@ class Reviewers(TokenBook[Reviewer]):
         return Reviewer(entry.name, entry.tenants, entry.token_sha256)
 
 
-def reviewers_for(settings: Settings) -> Reviewers | None:
-    """The deployment's reviewers, or None when ``settings.review.tokens_file`` is unset
-    (then the page refuses everyone, and labels are not checked by tenant)."""
-    path = settings.review.tokens_file
+def reviewers_for(review: ReviewSettings) -> Reviewers | None:
+    """The deployment's reviewers, or None when ``review.tokens_file`` is unset (then the
+    page refuses everyone, and labels are not checked by tenant)."""
+    path = review.tokens_file
     return None if path is None else Reviewers.load(path)
 
 

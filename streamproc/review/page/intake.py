@@ -1,6 +1,6 @@
 """Fills the review page's queue from the queue topic.
 
-A consumer in the group ``<app_id>.review-page`` reads ``settings.review.queue_topic``
+A consumer in the group ``<app_id>.review-page`` reads ``review.queue_topic``
 (``read_committed``: only items of batches the worker committed), stores each batch in
 the queue store, and commits the batch's offsets only after the database has committed,
 so a crash between the two redelivers items the store then recognises by answer id.
@@ -20,8 +20,9 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 from pydantic import ValidationError
 
-from streamproc.config import Settings
 from streamproc.contracts.label_events import ReviewItem
+from streamproc.contracts.topic_names import TopicNames
+from streamproc.kafka.options import KafkaConnection
 from streamproc.kafka.security import aiokafka_options
 from streamproc.review.page.queue_store import ReviewQueueStore
 
@@ -36,7 +37,7 @@ _RETRY_FIRST_S = 0.5
 _RETRY_MAX_S = 30.0
 
 
-class _Message(Protocol):
+class _QueueMessage(Protocol):
     @property
     def topic(self) -> str: ...
     @property
@@ -47,8 +48,8 @@ class _Message(Protocol):
     def value(self) -> bytes | None: ...
 
 
-def intake_group(settings: Settings) -> str:
-    return f"{settings.app_id}.review-page"
+def intake_group(names: TopicNames) -> str:
+    return names.group("review-page")
 
 
 @dataclass(slots=True)
@@ -62,7 +63,7 @@ class IntakeStats:
     last_error: str | None = None
 
 
-def read_items(messages: Iterable[_Message]) -> tuple[list[ReviewItem], int]:
+def read_items(messages: Iterable[_QueueMessage]) -> tuple[list[ReviewItem], int]:
     """The review items among ``messages``, and how many were unreadable (logged)."""
     items: list[ReviewItem] = []
     unreadable = 0
@@ -83,7 +84,7 @@ def read_items(messages: Iterable[_Message]) -> tuple[list[ReviewItem], int]:
 
 
 def next_offsets(
-    batches: Mapping[TopicPartition, Sequence[_Message]],
+    batches: Mapping[TopicPartition, Sequence[_QueueMessage]],
 ) -> dict[TopicPartition, OffsetAndMetadata]:
     """The offsets to commit once ``batches`` are stored: each partition's last + 1."""
     return {
@@ -99,29 +100,33 @@ class ReviewIntake:
     def __init__(
         self,
         store: ReviewQueueStore,
-        settings: Settings,
+        connection: KafkaConnection,
+        names: TopicNames,
         *,
         max_fetch_bytes: int = DEFAULT_MAX_FETCH_BYTES,
         poll_timeout_s: float = 1.0,
     ) -> None:
+        """``names``: the queue topic read (``review_queue``) and the app id naming the
+        consumer group."""
         self._store = store
-        self._settings = settings
+        self._connection = connection
+        self._names = names
         self._max_fetch_bytes = max_fetch_bytes
         self._poll_timeout_ms = int(poll_timeout_s * 1000)
         self.stats = IntakeStats()
 
     def _consumer(self) -> AIOKafkaConsumer:
-        settings = self._settings
+        connection = self._connection
         return AIOKafkaConsumer(
-            settings.review.queue_topic,
-            bootstrap_servers=settings.bootstrap_servers,
-            group_id=intake_group(settings),
+            self._names.review_queue,
+            bootstrap_servers=connection.bootstrap_servers,
+            group_id=intake_group(self._names),
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             isolation_level="read_committed",
             max_partition_fetch_bytes=self._max_fetch_bytes,
             fetch_max_bytes=max(self._max_fetch_bytes, 52_428_800),
-            **aiokafka_options(settings.security),
+            **aiokafka_options(connection.security),
         )
 
     async def run(self) -> None:
@@ -133,7 +138,7 @@ class ReviewIntake:
                 await consumer.start()
                 self.stats.connected = True
                 self.stats.last_error = None
-                log.info("review_intake_started", topic=self._settings.review.queue_topic)
+                log.info("review_intake_started", topic=self._names.review_queue)
                 delay = _RETRY_FIRST_S
                 await self._consume(consumer)
             except asyncio.CancelledError:

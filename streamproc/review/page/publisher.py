@@ -13,8 +13,8 @@ from typing import Protocol
 
 from aiokafka import AIOKafkaProducer
 
-from streamproc.config import Settings
 from streamproc.contracts.label_events import LabelEvent
+from streamproc.kafka.options import KafkaConnection
 from streamproc.kafka.security import aiokafka_options, explain_access_errors
 
 __all__ = ["KafkaLabelPublisher", "LabelPublisher", "LabelRecord"]
@@ -42,24 +42,25 @@ class KafkaLabelPublisher:
 
     def __init__(
         self,
-        settings: Settings,
+        connection: KafkaConnection,
         to_record: Callable[[LabelEvent], LabelRecord],
         *,
         timeout_s: float = 30.0,
     ) -> None:
-        self._settings = settings
+        self._connection = connection
         self._to_record = to_record
         self._producer = AIOKafkaProducer(
-            bootstrap_servers=settings.bootstrap_servers,
+            bootstrap_servers=connection.bootstrap_servers,
             acks="all",
             enable_idempotence=True,
             linger_ms=0,
             request_timeout_ms=int(timeout_s * 1000),
-            **aiokafka_options(settings.security),
+            **aiokafka_options(connection.security),
         )
 
     async def start(self) -> None:
-        async with explain_access_errors(self._settings.bootstrap_servers, self._settings.security):
+        connection = self._connection
+        async with explain_access_errors(connection.bootstrap_servers, connection.security):
             await self._producer.start()
 
     async def stop(self) -> None:

@@ -15,12 +15,11 @@ from streamproc.gate.metrics import GateMetrics, batch_size_buckets
 from streamproc.gate.options import GateSettings
 from streamproc.gate.outbox import Outbox, OutboxLimits
 from streamproc.gate.sensor import GateSensor
-from streamproc.gate.service import GateService
 from streamproc.inference.options import JudgeSettings
 from streamproc.monitor.prometheus_rules import GATE_DECISIONS_METRIC
 from streamproc.verdicts.record import OutboundRecord
 from streamproc.web.metrics_server import MetricsServer
-from streamproc.wiring import build_judge
+from streamproc.wiring import build_judge, gate_service
 from tests.unit.gate.conftest import event, request
 
 MIXED = "The supplier delivered 90 of 100 pieces.  The moon is made of green cheese."
@@ -30,7 +29,7 @@ SETTINGS = Settings(gate=GateSettings(publish=False, batch_max=8))
 @pytest.fixture
 async def reply() -> GateReply:
     """A real reply of the gate over the rules judge: verified, trimmed."""
-    service = GateService(SETTINGS, build_judge(JudgeSettings(name="rules")))
+    service = gate_service(SETTINGS, build_judge(JudgeSettings(name="rules")))
     await service.start()
     try:
         result = await service.check(request(event(MIXED), budget_ms=2000))
@@ -46,12 +45,12 @@ def decisions(metrics: GateMetrics, decision: str, verified: str, reason: str) -
 
 
 def test_it_is_a_gate_sensor() -> None:
-    sensor: GateSensor = GateMetrics(SETTINGS)
+    sensor: GateSensor = GateMetrics(SETTINGS.gate)
     assert sensor is not None
 
 
 def test_decisions_are_counted_in_the_labels_the_alerts_read(reply: GateReply) -> None:
-    metrics = GateMetrics(SETTINGS)
+    metrics = GateMetrics(SETTINGS.gate)
     metrics.decided(reply, path="http")
     metrics.decided(reply, path="kafka")
     unverified = reply.model_copy(
@@ -83,13 +82,13 @@ def test_decisions_are_counted_in_the_labels_the_alerts_read(reply: GateReply) -
 
 
 def test_an_unverified_reply_without_a_reason_counts_as_a_judge_error(reply: GateReply) -> None:
-    metrics = GateMetrics(SETTINGS)
+    metrics = GateMetrics(SETTINGS.gate)
     metrics.decided(reply.model_copy(update={"verified": False, "reason": None}), path="http")
     assert decisions(metrics, "trim", "false", "JUDGE_ERROR") == 1
 
 
 def test_every_decision_series_exists_at_zero_and_no_verified_one_has_a_reason() -> None:
-    metrics = GateMetrics(SETTINGS)
+    metrics = GateMetrics(SETTINGS.gate)
     (family,) = [f for f in metrics.registry.collect() if f.name == "streamproc_gate_decisions"]
     seen = {
         (s.labels["decision"], s.labels["verified"], s.labels["reason"])
@@ -104,7 +103,7 @@ def test_every_decision_series_exists_at_zero_and_no_verified_one_has_a_reason()
 
 
 def test_judge_calls_pending_refusals_and_publish_failures() -> None:
-    metrics = GateMetrics(SETTINGS)
+    metrics = GateMetrics(SETTINGS.gate)
     sample = metrics.registry.get_sample_value
     assert sample("streamproc_gate_refused_total", {"code": "forbidden", "path": "kafka"}) == 0
     metrics.judged(3, 120.0)
@@ -135,14 +134,14 @@ def test_batch_buckets_stop_at_the_batch_limit() -> None:
 
 
 def test_two_gates_never_share_numbers_nor_touch_the_global_registry() -> None:
-    first, second = GateMetrics(SETTINGS), GateMetrics(SETTINGS)
+    first, second = GateMetrics(SETTINGS.gate), GateMetrics(SETTINGS.gate)
     first.pending(7)
     assert second.registry.get_sample_value("streamproc_gate_pending") == 0
     assert REGISTRY.get_sample_value("streamproc_gate_pending") is None
 
 
 async def test_the_metrics_server_serves_the_gate() -> None:
-    metrics = GateMetrics(SETTINGS)
+    metrics = GateMetrics(SETTINGS.gate)
     metrics.refused("not_ready", path="http")
     server = MetricsServer(metrics, host="127.0.0.1", port=0)
     await server.start()
@@ -161,7 +160,7 @@ async def test_the_outbox_is_read_at_each_scrape() -> None:
         async def publish(self, records: object) -> None:
             raise ConnectionError("away")
 
-    metrics = GateMetrics(SETTINGS)
+    metrics = GateMetrics(SETTINGS.gate)
     outbox = Outbox(Stuck(), OutboxLimits(max_records=10, max_bytes=1000, stall_s=1, drain_s=0))
     metrics.watch_outbox(outbox)
     outbox.put([OutboundRecord("verdicts", b"k", b"v" * 10)] * 2)

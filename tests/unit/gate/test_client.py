@@ -20,6 +20,7 @@ from streamproc.config import Settings
 from streamproc.contracts.events import Action, AnswerEvent, UnverifiedReason, Verdict
 from streamproc.contracts.gate_events import GateError, GateReply
 from streamproc.gate.client import GateClient, budget_header
+from streamproc.wiring import gate_client
 from tests.unit.gate.conftest import event
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "schemas" / "examples"
@@ -219,7 +220,7 @@ async def test_the_policy_can_be_the_tenants(broker: Broker) -> None:
     settings = Settings(
         gate={"policy": "fail-open", "policies": [{"tenant": "strict", "policy": "fail-closed"}]}
     )
-    async with GateClient.from_settings(settings, reply_topic=REPLIES) as client:
+    async with gate_client(settings, reply_topic=REPLIES) as client:
         strict = await client.check(_body(tenant="strict"), budget_ms=30)
         easy = await client.check(_body(tenant="easy"), budget_ms=30)
     assert (strict.decision, easy.decision) == (Action.WITHHOLD, Action.PASS)

@@ -23,8 +23,8 @@ EVENTS: list[str] = []
 
 
 class FakeMetrics:
-    def __init__(self, settings: Settings) -> None:
-        del settings
+    def __init__(self, gate: GateSettings) -> None:
+        del gate
 
     def decided(self, reply: Any, *, path: str) -> None: ...
 
@@ -35,7 +35,7 @@ class FakeMetrics:
 
 class FakeServer:
     def __init__(
-        self, settings: Settings, service: GateService, *, sensor: Any, outbox: Any
+        self, gate: GateSettings, service: GateService, *, sensor: Any, outbox: Any
     ) -> None:
         self.service = service
         self.outbox = outbox

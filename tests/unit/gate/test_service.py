@@ -20,8 +20,7 @@ from streamproc.contracts.gate_events import GateError, GateReply
 from streamproc.gate.sensor import NullGateSensor
 from streamproc.gate.service import GateService
 from streamproc.inference.options import JudgeSettings
-from streamproc.verdicts.catalog import OutputTopics
-from streamproc.wiring import build_judge
+from streamproc.wiring import build_judge, gate_service, output_topics
 from tests.unit.gate.conftest import NOTE, SlowScorer, event, request, settings, slow_nli
 
 SLACK_S = 0.5
@@ -64,7 +63,7 @@ async def started(service: GateService) -> GateService:
 
 async def test_the_budget_holds_with_a_slow_model_and_the_rest_is_unverified() -> None:
     scorer = SlowScorer()
-    service = await started(GateService(settings(settle_reserve_ms=25), slow_nli(scorer)))
+    service = await started(gate_service(settings(settle_reserve_ms=25), slow_nli(scorer)))
     scorer.delay_s = 1.5
     try:
         began = time.monotonic()
@@ -85,7 +84,7 @@ async def test_the_budget_holds_with_a_slow_model_and_the_rest_is_unverified() -
 
 async def test_a_record_contradiction_still_withholds_when_the_budget_runs_out() -> None:
     scorer = SlowScorer()
-    service = await started(GateService(settings(), slow_nli(scorer)))
+    service = await started(gate_service(settings(), slow_nli(scorer)))
     scorer.delay_s = 1.5
     try:
         result = await service.check(
@@ -108,7 +107,7 @@ async def test_a_record_contradiction_still_withholds_when_the_budget_runs_out()
 async def test_fail_closed_withholds_what_could_not_be_checked() -> None:
     scorer = SlowScorer()
     gate = settings(policies=[{"tenant": "careful", "policy": "fail-closed"}])
-    service = await started(GateService(gate, slow_nli(scorer)))
+    service = await started(gate_service(gate, slow_nli(scorer)))
     scorer.delay_s = 1.0
     try:
         closed, opened = await asyncio.gather(
@@ -126,7 +125,7 @@ async def test_overload_is_shed_at_once_and_memory_stays_bounded_then_the_gate_r
     scorer = SlowScorer()
     sensor = RecordingSensor()
     gate = settings(batch_max=2, max_pending_factor=2, settle_reserve_ms=10)
-    service = await started(GateService(gate, slow_nli(scorer), sensor=sensor))
+    service = await started(gate_service(gate, slow_nli(scorer), sensor=sensor))
     scorer.delay_s = 0.05
     try:
         burst = [
@@ -162,7 +161,7 @@ async def test_overload_is_shed_at_once_and_memory_stays_bounded_then_the_gate_r
 async def test_concurrent_requests_share_one_judge_call() -> None:
     scorer = SlowScorer()
     sensor = RecordingSensor()
-    service = await started(GateService(settings(batch_max=8), slow_nli(scorer), sensor=sensor))
+    service = await started(gate_service(settings(batch_max=8), slow_nli(scorer), sensor=sensor))
     scorer.delay_s = 0.05
     try:
         texts = [f"Incomplete orders cannot be delivered {i}." for i in range(5)]
@@ -179,7 +178,7 @@ async def test_concurrent_requests_share_one_judge_call() -> None:
 
 
 async def test_the_rules_judge_trims_the_answer_text_exactly() -> None:
-    service = await started(GateService(settings(), build_judge(JudgeSettings(name="rules"))))
+    service = await started(gate_service(settings(), build_judge(JudgeSettings(name="rules"))))
     try:
         result = await service.check(request(event(MIXED), budget_ms=2000))
     finally:
@@ -193,8 +192,8 @@ async def test_the_rules_judge_trims_the_answer_text_exactly() -> None:
 
 
 async def test_records_carry_the_replied_verdict_and_the_callers_trace() -> None:
-    topics = OutputTopics.from_settings(settings())
-    service = await started(GateService(settings(), build_judge(JudgeSettings(name="rules"))))
+    topics = output_topics(settings())
+    service = await started(gate_service(settings(), build_judge(JudgeSettings(name="rules"))))
     try:
         result = await service.check(
             request(
@@ -217,7 +216,7 @@ async def test_records_carry_the_replied_verdict_and_the_callers_trace() -> None
 
 async def test_publish_off_gives_no_records() -> None:
     judge = build_judge(JudgeSettings(name="rules"))
-    service = await started(GateService(settings(publish=False), judge))
+    service = await started(gate_service(settings(publish=False), judge))
     try:
         result = await service.check(request(event(MIXED)))
     finally:
@@ -228,7 +227,7 @@ async def test_publish_off_gives_no_records() -> None:
 
 async def test_a_judge_error_answers_by_policy() -> None:
     gate = settings(policies=[{"tenant": "careful", "policy": "fail-closed"}])
-    service = await started(GateService(gate, BrokenJudge()))
+    service = await started(gate_service(gate, BrokenJudge()))
     try:
         opened, closed = await asyncio.gather(
             service.check(request(event("Orders ship."))),
@@ -242,7 +241,7 @@ async def test_a_judge_error_answers_by_policy() -> None:
 
 
 async def test_a_closed_service_is_not_ready_and_answers_by_policy() -> None:
-    service = await started(GateService(settings(), build_judge(JudgeSettings(name="rules"))))
+    service = await started(gate_service(settings(), build_judge(JudgeSettings(name="rules"))))
     assert service.ready()
     await service.close()
     assert not service.ready()
@@ -251,7 +250,7 @@ async def test_a_closed_service_is_not_ready_and_answers_by_policy() -> None:
 
 
 def test_the_budget_header() -> None:
-    service = GateService(settings(max_budget_ms=1000), build_judge(JudgeSettings(name="rules")))
+    service = gate_service(settings(max_budget_ms=1000), build_judge(JudgeSettings(name="rules")))
     assert service.budget(None) == 500
     assert service.budget("250") == 250 and service.budget(b" 120.5 ") == 120.5
     assert service.budget("99999") == 1000
@@ -261,7 +260,7 @@ def test_the_budget_header() -> None:
 
 
 def test_parse_applies_the_intake_limits() -> None:
-    service = GateService(settings(), build_judge(JudgeSettings(name="rules")))
+    service = gate_service(settings(), build_judge(JudgeSettings(name="rules")))
     assert isinstance(service.parse(json.dumps(event("Fine.")).encode()), AnswerEvent)
     for bad in (None, b"{", b"{}", b"x" * 10_000_000):
         assert not isinstance(service.parse(bad), AnswerEvent)
@@ -273,7 +272,7 @@ async def test_an_answer_in_an_unsupported_language_goes_through_the_policy() ->
         "Bestellungen können weder geliefert noch abgerechnet werden."
     )
     gate = settings(policies=[{"tenant": "careful", "policy": "fail-closed"}])
-    service = await started(GateService(gate, build_judge(JudgeSettings(name="rules"))))
+    service = await started(gate_service(gate, build_judge(JudgeSettings(name="rules"))))
     try:
         opened, closed = await asyncio.gather(
             service.check(request(event(german))),
@@ -290,7 +289,7 @@ async def test_an_answer_in_an_unsupported_language_goes_through_the_policy() ->
 async def test_a_large_body_is_judged_alone_and_shed_when_it_alone_cannot_fit() -> None:
     scorer = SlowScorer()
     sensor = RecordingSensor()
-    service = await started(GateService(settings(batch_max=4), slow_nli(scorer), sensor=sensor))
+    service = await started(gate_service(settings(batch_max=4), slow_nli(scorer), sensor=sensor))
     scorer.delay_s = 0.01
     big_evidence = [{"id": "D1", "text": NOTE * 300}]  # ~27 KB: ~7 work units
     try:

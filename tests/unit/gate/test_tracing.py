@@ -10,13 +10,12 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
-from streamproc.gate.service import GateService
 from streamproc.gate.span_tracing import GATE_DECISION, GATE_VERIFIED, gate_tracing
 from streamproc.gate.tracing import PassThroughTracing
 from streamproc.inference.options import JudgeSettings
 from streamproc.telemetry import semconv
 from streamproc.telemetry.otel import Telemetry
-from streamproc.wiring import build_judge
+from streamproc.wiring import build_judge, gate_service
 from tests.unit.adapters.conftest import PARENT_SPAN, PARENT_TRACE, TRACEPARENT, Otel, make_otel
 from tests.unit.gate.conftest import event, request, settings
 from tests.unit.gate.test_service import MIXED
@@ -30,7 +29,7 @@ def otel() -> Iterator[Otel]:
 
 
 async def test_the_decision_span_continues_the_callers_trace(otel: Otel) -> None:
-    service = GateService(
+    service = gate_service(
         settings(), build_judge(JudgeSettings(name="rules")), tracing=gate_tracing(otel.telemetry)
     )
     await service.start()

@@ -27,6 +27,7 @@ from streamproc.config import Settings
 from streamproc.kafka.consumer import _Rebalance
 from streamproc.kafka.publisher import AtLeastOncePublisher, PublishFailed
 from streamproc.verdicts.record import OutboundRecord
+from streamproc.wiring import kafka_loop_options, topic_names
 from tests.unit.audit.audit_samples import make_records
 from tests.unit.audit.keys import CHECKER, SIGNER
 from tests.unit.audit.label_samples import label_bytes, make_label
@@ -98,7 +99,7 @@ def _audit_batch(tp: TopicPartition, first: int, start: int, count: int) -> list
 
 
 async def _sink(settings: Settings, store: AuditStore, *batches: _Batch) -> AuditSink:
-    sink = AuditSink(settings, store, client_options={})
+    sink = AuditSink(kafka_loop_options(settings), settings.audit, store, client_options={})
     sink._consumer = _Consumer(*batches)
     await _Rebalance(sink).on_partitions_assigned([P0, P1])
     return sink
@@ -107,8 +108,8 @@ async def _sink(settings: Settings, store: AuditStore, *batches: _Batch) -> Audi
 def test_the_sink_is_an_at_least_once_consumer_loop_of_its_own_group(
     settings: Settings, store: AuditStore
 ) -> None:
-    sink = AuditSink(settings, store)
-    assert sink.group_id == audit_sink_group(settings) == "app.audit-sink"
+    sink = AuditSink(kafka_loop_options(settings), settings.audit, store)
+    assert sink.group_id == audit_sink_group(topic_names(settings)) == "app.audit-sink"
     assert settings.worker.exactly_once and settings.broker_flavour == "kafka"
     assert not sink.transactional, "the store dedups: no Kafka transaction needed"
 
@@ -116,7 +117,9 @@ def test_the_sink_is_an_at_least_once_consumer_loop_of_its_own_group(
 async def test_the_consumer_reads_committed_records_in_audit_sized_fetches(
     settings: Settings, store: AuditStore
 ) -> None:
-    consumer, publisher = AuditSink(settings, store, max_records=77)._connect()
+    consumer, publisher = AuditSink(
+        kafka_loop_options(settings), settings.audit, store, max_records=77
+    )._connect()
     assert isinstance(publisher, AtLeastOncePublisher)
     assert consumer._isolation_level == "read_committed"
     assert consumer._auto_offset_reset == "earliest"
@@ -277,7 +280,9 @@ async def test_a_quiet_partition_is_anchored_by_a_signed_checkpoint_within_the_i
 ) -> None:
     audit = settings.audit.model_copy(update={"checkpoint_interval_s": 0.05})
     settings = settings.model_copy(update={"audit": audit})
-    sink = AuditSink(settings, store, client_options={}, signer=SIGNER)
+    sink = AuditSink(
+        kafka_loop_options(settings), settings.audit, store, client_options={}, signer=SIGNER
+    )
     sink._consumer = _Consumer({P0: _audit_batch(P0, 0, 0, 3)})
     await _Rebalance(sink).on_partitions_assigned([P0, P1])
     sink._publisher = publisher = _Publisher(store)  # type: ignore[assignment]

@@ -29,10 +29,9 @@ from streamproc.gate.service import GateService
 from streamproc.gate.sink import RecordSink
 from streamproc.telemetry.options import TelemetrySettings
 from streamproc.telemetry.otel import Telemetry
-from streamproc.verdicts.catalog import OutputTopics
 from streamproc.verdicts.record import OutboundRecord
 from streamproc.web.token_file import TokensFileError, new_token
-from streamproc.wiring import build_gate
+from streamproc.wiring import build_gate, output_topics
 from tests.unit.gate.conftest import event
 
 TOKEN = new_token()
@@ -130,7 +129,7 @@ async def serving(
     if sink is not None:
         outbox = Outbox(sink, OUTBOX_LIMITS)
         outbox.start()
-    server = GateServer(settings, service, sensor=sensor, outbox=outbox)
+    server = GateServer(settings.gate, service, sensor=sensor, outbox=outbox)
     await server.start()
     try:
         yield Gate(
@@ -309,7 +308,7 @@ def test_a_malformed_tokens_file_fails_at_startup(tmp_path: Path) -> None:
         settings, telemetry=Telemetry.from_settings(TelemetrySettings()), sensor=RecordingSensor()
     )
     with pytest.raises(TokensFileError, match="caller #1"):
-        GateServer(settings, service, sensor=RecordingSensor(), outbox=None)
+        GateServer(settings.gate, service, sensor=RecordingSensor(), outbox=None)
 
 
 # ------------------------------------------------------------------ bad input
@@ -439,7 +438,7 @@ async def test_the_body_reader_stops_one_byte_past_the_limit(tmp_path: Path) -> 
     service = build_gate(
         settings, telemetry=Telemetry.from_settings(TelemetrySettings()), sensor=RecordingSensor()
     )
-    gate_server = GateServer(settings, service, sensor=RecordingSensor(), outbox=None)
+    gate_server = GateServer(settings.gate, service, sensor=RecordingSensor(), outbox=None)
 
     payload = streams.StreamReader(mock.Mock(), 2**16, loop=asyncio.get_running_loop())
     total = 10 * SMALL_LIMIT
@@ -447,7 +446,7 @@ async def test_the_body_reader_stops_one_byte_past_the_limit(tmp_path: Path) -> 
         payload.feed_data(b"y" * SMALL_LIMIT)
     payload.feed_eof()
     request = make_mocked_request("POST", CHECK_PATH, payload=payload)
-    with pytest.raises(module._Refused) as refused:
+    with pytest.raises(module._Refusal) as refused:
         await gate_server._read_body(request)
     assert refused.value.code == "oversized"
     left = await payload.read()
@@ -558,7 +557,7 @@ async def test_the_reply_does_not_wait_for_the_broker_and_the_records_follow(
     assert stalled[0] == 503 and stalled[1]["reason"] == "broker_unavailable"
     assert ready_again == 200
     [records] = sink.published
-    topics = OutputTopics.from_settings(settings)
+    topics = output_topics(settings)
     assert topics.verdicts.name in {record.topic for record in records}
     verdict = next(r for r in records if r.topic == topics.verdicts.name)
     assert verdict.value is not None
@@ -631,7 +630,7 @@ def test_a_cert_without_its_key_is_a_startup_error(tmp_path: Path, given: str) -
         settings, telemetry=Telemetry.from_settings(TelemetrySettings()), sensor=RecordingSensor()
     )
     with pytest.raises(GateTlsError, match="set both"):
-        GateServer(settings, service, sensor=RecordingSensor(), outbox=None)
+        GateServer(settings.gate, service, sensor=RecordingSensor(), outbox=None)
 
 
 def test_an_unreadable_cert_is_a_startup_error(tmp_path: Path) -> None:
@@ -641,7 +640,7 @@ def test_an_unreadable_cert_is_a_startup_error(tmp_path: Path) -> None:
         settings, telemetry=Telemetry.from_settings(TelemetrySettings()), sensor=RecordingSensor()
     )
     with pytest.raises(GateTlsError, match="cannot load"):
-        GateServer(settings, service, sensor=RecordingSensor(), outbox=None)
+        GateServer(settings.gate, service, sensor=RecordingSensor(), outbox=None)
 
 
 # ------------------------------------------------------------------ budgets kept

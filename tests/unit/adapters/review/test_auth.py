@@ -83,10 +83,10 @@ def test_a_reviewer_named_twice_is_refused(tmp_path: Path) -> None:
 
 
 def test_reviewers_for_reads_the_settings_file(tmp_path: Path) -> None:
-    assert reviewers_for(Settings()) is None
+    assert reviewers_for(Settings().review) is None
     token = new_token()
     path = write_tokens(tmp_path / "t.toml", ("alice", ["acme"], token))
-    reviewers = reviewers_for(Settings(review={"tokens_file": path}))
+    reviewers = reviewers_for(Settings(review={"tokens_file": path}).review)
     assert reviewers is not None and reviewers.authenticate(token) is not None
 
 

@@ -9,6 +9,7 @@ from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
 from streamproc.config import Settings
 from streamproc.review.page.intake import intake_group, next_offsets, read_items
+from streamproc.wiring import topic_names
 from tests.unit.adapters.review.samples import review_item
 
 
@@ -47,4 +48,4 @@ def test_the_offsets_committed_follow_each_partitions_last_record() -> None:
 
 
 def test_the_group_is_the_apps_review_page() -> None:
-    assert intake_group(Settings(app_id="prod")) == "prod.review-page"
+    assert intake_group(topic_names(Settings(app_id="prod"))) == "prod.review-page"

@@ -16,12 +16,11 @@ from streamproc.config import Settings
 from streamproc.contracts.events import DeadLetterReason, Verdict
 from streamproc.contracts.gate_events import GateError
 from streamproc.gate.http.auth import caller_stanza
-from streamproc.gate.kafka.access import ReplyTopicRule, internal_topics
 from streamproc.gate.kafka.loop import GateRequestLoop
 from streamproc.gate.kafka.reply_topics import ReplyTopics
 from streamproc.gate.service import GateService
 from streamproc.telemetry.otel import Telemetry
-from streamproc.wiring import build_gate
+from streamproc.wiring import build_gate, gate_request_loop, internal_topics, reply_topic_rule
 from tests.unit.stream.gate.test_loop import (
     REPLIES,
     REQUESTS,
@@ -63,7 +62,7 @@ def _settings(**gate: Any) -> Settings:
 
 
 def _loop(service: GateService, settings: Settings, *extra_topics: str) -> GateRequestLoop:
-    loop = GateRequestLoop(settings, service)
+    loop = gate_request_loop(settings, service)
     known = {REQUESTS, REPLIES, settings.gate.replies_topic, *internal_topics(settings)}
 
     async def cluster() -> set[str]:
@@ -145,7 +144,7 @@ async def test_a_reply_topic_outside_the_pattern_is_refused_and_inside_it_answer
 
 
 def test_the_rule_allows_the_prefix_and_the_default_topic_only() -> None:
-    rule = ReplyTopicRule.from_settings(Settings())
+    rule = reply_topic_rule(Settings())
     assert rule.refusal("gate.replies.team-a") is None
     assert rule.refusal(Settings().gate.replies_topic) is None
     assert rule.refusal("gate.replies.") is not None  # the prefix alone names no caller

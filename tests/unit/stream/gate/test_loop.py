@@ -30,7 +30,7 @@ from streamproc.gate.kafka.reply_topics import ReplyTopics
 from streamproc.gate.service import GateService
 from streamproc.telemetry.otel import Telemetry
 from streamproc.verdicts.record import OutboundRecord
-from streamproc.wiring import build_gate
+from streamproc.wiring import build_gate, gate_request_loop, gate_service
 from tests.unit.gate.conftest import SlowScorer, event, settings, slow_nli
 
 REQUESTS = "groundedness.gate-requests"
@@ -84,7 +84,7 @@ async def service() -> AsyncIterator[GateService]:
 
 
 def _loop(service: GateService, settings: Settings = SETTINGS, **options: Any) -> GateRequestLoop:
-    loop = GateRequestLoop(settings, service, **options)
+    loop = gate_request_loop(settings, service, **options)
 
     async def cluster() -> set[str]:
         return {REQUESTS, REPLIES}
@@ -261,7 +261,7 @@ async def test_a_dead_letter_without_a_route_is_counted_by_its_code(service: Gat
 
 async def test_a_request_older_than_its_budget_is_answered_at_once_by_policy() -> None:
     # A judge with a model stage: the cheap checks alone cannot verify the answer.
-    nli = GateService(settings(), slow_nli(SlowScorer()))
+    nli = gate_service(settings(), slow_nli(SlowScorer()))
     await nli.start()
     now_s = time.time()
     loop = _loop(nli, clock=lambda: now_s)
@@ -417,7 +417,7 @@ async def _run_step(
 async def _slow_gate(delay_s: float) -> GateService:
     """A started gate whose model takes ``delay_s`` per call (after its warm-up)."""
     scorer = SlowScorer()
-    service = GateService(settings(), slow_nli(scorer))
+    service = gate_service(settings(), slow_nli(scorer))
     await service.start()
     scorer.delay_s = delay_s
     return service

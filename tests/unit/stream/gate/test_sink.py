@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from streamproc.config import Settings
 from streamproc.gate.kafka import KafkaRecordSink
 from streamproc.gate.sink import RecordsNotTaken
 from streamproc.verdicts.record import OutboundRecord
 
 
 async def test_nothing_to_send_returns_at_once_even_before_start() -> None:
-    await KafkaRecordSink(Settings()).publish([])
+    await KafkaRecordSink("127.0.0.1:9092").publish([])
 
 
 async def test_records_before_start_raise_rather_than_vanish() -> None:
-    sink = KafkaRecordSink(Settings())
+    sink = KafkaRecordSink("127.0.0.1:9092")
     record = OutboundRecord(topic="t", key=b"k", value=b"{}")
     with pytest.raises(RecordsNotTaken, match="not started") as raised:
         await sink.publish([record])

@@ -25,6 +25,7 @@ from streamproc.kafka.topics import accuracy_changelog_topic
 from streamproc.rates.live_accuracy import CellState
 from streamproc.review.labels.accuracy_loop import NEXT_OFFSET_KEY, AccuracyLoop, _Cell
 from streamproc.verdicts.record import OutboundRecord
+from streamproc.wiring import kafka_loop_options
 
 SETTINGS = Settings(app_id="unit", labels={"drift_min_labels": 5})
 DELTAS = TopicPartition(SETTINGS.labels.deltas_topic, 1)
@@ -48,7 +49,7 @@ def _delta(index: int, kind: str) -> bytes:
 
 class _Harness:
     def __init__(self, settings: Settings = SETTINGS) -> None:
-        self.loop = AccuracyLoop(settings, clock=lambda: NOW)
+        self.loop = AccuracyLoop(kafka_loop_options(settings), settings.labels, clock=lambda: NOW)
         self.loop._stores[1] = TrackedStore()
         self.offset = 0
 

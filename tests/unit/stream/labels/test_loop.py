@@ -23,6 +23,7 @@ from streamproc.review.labels.join import Handled, LabelJoin, item_key
 from streamproc.review.labels.loop import LabelsLoop
 from streamproc.verdicts.output_topic import OutputTopic
 from streamproc.verdicts.record import OutboundRecord
+from streamproc.wiring import kafka_loop_options
 from tests.unit.stream.labels.test_join import T0, label_bytes, may_label, review_item
 
 SETTINGS = Settings(app_id="unit")
@@ -31,7 +32,9 @@ LABELS = TopicPartition(SETTINGS.review.labels_topic, 2)
 
 
 def _loop() -> LabelsLoop:
-    loop = LabelsLoop(SETTINGS, may_label=may_label, clock=lambda: T0)
+    loop = LabelsLoop(
+        kafka_loop_options(SETTINGS), SETTINGS.labels, may_label=may_label, clock=lambda: T0
+    )
     store = TrackedStore()
     loop._joins[2] = (
         store,
