@@ -4,20 +4,25 @@
 # streamproc[dev] installed; the suites run side by side (one pytest process each), and each
 # version not found is skipped with the reason printed. Arguments go to pytest (default:
 # tests/unit tests/bench -q -m 'not slow': the slow tests run on 3.11). Exit status:
-# non-zero if any version that ran failed.
+# non-zero if any version that ran failed. .ci/run splits the work in three steps:
+#   --prepare    only the requirements, every version side by side (nothing is written
+#                into the checkout, so this may run while anything else does)
+#   --install    only streamproc itself, editable, one version after another (it writes
+#                streamproc.egg-info into the checkout, so nothing else may build then)
+#   --installed  only the suites: the venvs already hold streamproc
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 log() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
 
 VERSIONS=(3.12 3.13)
-# --prepare: only make each version's venv and install streamproc's dependencies into it
-# (nothing is written into the checkout), so .ci/run can do that while the 3.11 suite runs.
-prepare=false
-if [[ ${1:-} == --prepare ]]; then
-    prepare=true
-    shift
-fi
+mode=all
+case ${1:-} in
+    --prepare | --install | --installed)
+        mode=${1#--}
+        shift
+        ;;
+esac
 args=("$@")
 [[ ${#args[@]} -gt 0 ]] || args=(tests/unit tests/bench -q -p no:cacheprovider -m 'not slow')
 
@@ -66,8 +71,8 @@ install_version() {
     "${venv}/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 }
 
-# Installs one after another (an editable install writes into the checkout), then the
-# suites side by side.
+# Requirements side by side; installs one after another (an editable install writes into
+# the checkout); then the suites side by side.
 pids=()
 names=()
 logs=()
@@ -77,21 +82,36 @@ for version in "${VERSIONS[@]}"; do
         continue
     fi
     venv=".venv-py${version}"
-    if ${prepare}; then
+    out=$(mktemp)
+    if [[ ${mode} == prepare ]]; then
         log "Python ${version} (${python}): installing streamproc[dev]'s requirements into ${venv}"
-        prepare_version "${python}" "${venv}"
+        prepare_version "${python}" "${venv}" >"${out}" 2>&1 &
+        pids+=("$!")
+        names+=("${version}")
+        logs+=("${out}")
         continue
     fi
-    log "Python ${version} (${python}): installing streamproc[dev] into ${venv}"
-    install_version "${python}" "${venv}"
-    out=$(mktemp)
+    if [[ ${mode} != installed ]]; then
+        log "Python ${version} (${python}): installing streamproc[dev] into ${venv}"
+        install_version "${python}" "${venv}"
+    fi
+    if [[ ${mode} == install ]]; then
+        rm -f "${out}"
+        continue
+    fi
+    if [[ ! -x ${venv}/bin/python ]]; then
+        log "Python ${version}: ${venv} is missing (run with --prepare and --install first)"
+        rc_missing=1
+        rm -f "${out}"
+        continue
+    fi
     "${venv}/bin/python" -m pytest "${args[@]}" >"${out}" 2>&1 &
     pids+=("$!")
     names+=("${version}")
     logs+=("${out}")
 done
 
-rc=0
+rc=${rc_missing:-0}
 for i in "${!pids[@]}"; do
     status=0
     wait "${pids[$i]}" || status=$?

@@ -37,7 +37,6 @@ from bench.gate import (
     targets,
     write_tokens,
 )
-from tests.integration.conftest import kafka_bootstrap, kafka_env  # noqa: F401 - fixtures
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -402,7 +401,7 @@ def test_the_http_path_runs_end_to_end_on_tiny_settings(tmp_path: Path) -> None:
 @pytest.mark.integration
 def test_the_kafka_path_runs_end_to_end_on_tiny_settings(
     tmp_path: Path,
-    kafka_bootstrap: str,  # noqa: F811 - the integration tests' broker fixture
+    kafka_bootstrap: str,  # the session's broker (tests/conftest.py)
 ) -> None:
     report = _run_script(
         tmp_path, "--paths", "kafka", "--loads", "50,200", "--bootstrap", kafka_bootstrap

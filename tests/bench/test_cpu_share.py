@@ -20,13 +20,19 @@ def _spin(seconds: float) -> None:
 
 
 def test_a_busy_process_is_seen_using_about_one_core() -> None:
+    wall, cpu = time.monotonic(), time.process_time()
     before = snapshot(os.getpid())
     _spin(0.3)
     used = cores_used(before, snapshot(os.getpid()))
+    # What the process really got, by its own clocks: about one core on an idle machine,
+    # less where other processes share the cores (CI runs suites side by side).
+    got = (time.process_time() - cpu) / (time.monotonic() - wall)
+    ticks = 0.02 / 0.3  # two 10 ms ticks over the 0.3 s spin
     # The same process, read twice a moment apart in 10 ms ticks: equal within two ticks.
-    assert used["service"] == pytest.approx(used["load_generator"], abs=0.02 / 0.3)
-    assert used["service"] is not None and 0.5 < used["service"] <= 1.1
-    assert used["machine"] is not None and used["machine"] >= 0.5
+    assert used["service"] == pytest.approx(used["load_generator"], abs=ticks)
+    assert used["service"] is not None and 0 < used["service"] <= 1.1
+    assert used["service"] == pytest.approx(got, abs=ticks)
+    assert used["machine"] is not None and used["machine"] >= used["service"] - ticks
 
 
 def test_what_cannot_be_read_is_none_not_zero() -> None:

@@ -15,8 +15,6 @@ from pathlib import Path
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 
-from tests.integration.conftest import kafka_bootstrap, kafka_env  # noqa: F401 - fixtures
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -24,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.integration
 def test_every_request_comes_back_and_its_legs_add_up_to_the_round_trip(
     tmp_path: Path,
-    kafka_bootstrap: str,  # noqa: F811 - the integration tests' broker fixture
+    kafka_bootstrap: str,  # the session's broker (tests/conftest.py)
 ) -> None:
     out = tmp_path / "round_trip.json"
     args = ["--bootstrap", kafka_bootstrap, "--requests", "15", "--gap-ms", "5", "--json", str(out)]

@@ -1,9 +1,8 @@
 """Brokers for the integration tests, and the ``integration`` and ``slow`` marks on every
 test here.
 
-``kafka_bootstrap`` is a real Apache Kafka (KRaft) started by ``scripts/kafka.sh`` in a
-per-session state dir (so parallel clones never share one), unless
-``STREAMPROC_TEST_BOOTSTRAP`` names a broker that is already running.
+``kafka_bootstrap`` and ``kafka_restart`` (the session's real Apache Kafka) live in
+tests/conftest.py, shared with the benchmarks' tests.
 ``tansu_bootstrap`` is the embedded Tansu broker the demo uses.
 ``secure_kafka`` is a second Kafka, started only when a test asks for it, in the security
 mode of ``scripts/kafka.sh`` (SASL_SSL and SASL_PLAINTEXT listeners with PLAIN and SCRAM);
@@ -13,9 +12,8 @@ tests may ``restart`` it.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -25,15 +23,12 @@ from pydantic import SecretStr
 
 from streamproc.kafka.brokers import EmbeddedTansu
 from streamproc.kafka.options import KafkaSecurity
+from tests.conftest import KAFKA_START_TIMEOUT_S, KAFKA_STOP_TIMEOUT_S, kafka_sh
 
 # A real PostgreSQL server (tests/integration/postgres.py), for the audit store's tests.
 from tests.integration.postgres import postgres_database, postgres_server  # noqa: F401
 
 _HERE = Path(__file__).resolve().parent
-_KAFKA_SH = _HERE.parents[1] / "scripts" / "kafka.sh"
-# First run on a fresh machine resolves ~46 jars from Maven Central before the broker starts.
-_KAFKA_START_TIMEOUT_S = 600
-_KAFKA_STOP_TIMEOUT_S = 120
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -43,70 +38,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if _HERE in item.path.parents:
             item.add_marker(pytest.mark.integration)
             item.add_marker(pytest.mark.slow)
-
-
-def _kafka_sh(
-    command: str, env: dict[str, str], timeout_s: float
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["bash", str(_KAFKA_SH), command],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        check=False,
-    )
-
-
-@pytest.fixture(scope="session")
-def kafka_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """The environment ``scripts/kafka.sh`` runs with for the session's broker."""
-    return {
-        **os.environ,
-        "STREAMPROC_KAFKA_STATE": str(tmp_path_factory.mktemp("kafka") / "state"),
-        "PYTHON": sys.executable,
-    }
-
-
-@pytest.fixture(scope="session")
-def kafka_bootstrap(kafka_env: dict[str, str]) -> Iterator[str]:
-    """``host:port`` of a real Kafka broker for the whole session."""
-    external = os.environ.get("STREAMPROC_TEST_BOOTSTRAP", "").strip()
-    if external:
-        yield external
-        return
-    started = _kafka_sh("start", kafka_env, _KAFKA_START_TIMEOUT_S)
-    lines = started.stdout.strip().splitlines()
-    if started.returncode != 0 or not lines:
-        _kafka_sh("stop", kafka_env, _KAFKA_STOP_TIMEOUT_S)
-        pytest.fail(
-            f"scripts/kafka.sh start failed (exit {started.returncode}):\n{started.stderr}",
-            pytrace=False,
-        )
-    try:
-        yield lines[-1]
-    finally:
-        stopped = _kafka_sh("stop", kafka_env, _KAFKA_STOP_TIMEOUT_S)
-        if stopped.returncode != 0:
-            sys.stderr.write(f"scripts/kafka.sh stop failed:\n{stopped.stderr}\n")
-
-
-@pytest.fixture()
-def kafka_restart(kafka_bootstrap: str, kafka_env: dict[str, str]) -> Callable[[], str]:
-    """Restart the session's broker keeping its data (same port); returns its address."""
-    if os.environ.get("STREAMPROC_TEST_BOOTSTRAP", "").strip():
-        pytest.skip("STREAMPROC_TEST_BOOTSTRAP names a broker this session cannot restart")
-
-    def restart() -> str:
-        done = _kafka_sh("restart", kafka_env, _KAFKA_START_TIMEOUT_S)
-        lines = done.stdout.strip().splitlines()
-        if done.returncode != 0 or not lines:
-            pytest.fail(f"kafka.sh restart failed:\n{done.stderr}", pytrace=False)
-        assert lines[0] == kafka_bootstrap, "the broker came back on another port"
-        return lines[0]
-
-    return restart
 
 
 @pytest.fixture(scope="session")
@@ -158,7 +89,7 @@ class SecureKafka:
 
     def run(self, command: str) -> list[str]:
         """``scripts/kafka.sh COMMAND`` on this broker; its stdout lines."""
-        done = _kafka_sh(command, self.env, _KAFKA_START_TIMEOUT_S)
+        done = kafka_sh(command, self.env, KAFKA_START_TIMEOUT_S)
         if done.returncode != 0:
             pytest.fail(f"kafka.sh {command} failed:\n{done.stderr}", pytrace=False)
         return done.stdout.strip().splitlines()
@@ -186,10 +117,10 @@ def secure_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureKaf
         "STREAMPROC_KAFKA_SASL_PASSWORD": SASL_PASSWORD,
         "PYTHON": sys.executable,
     }
-    started = _kafka_sh("start", env, _KAFKA_START_TIMEOUT_S)
+    started = kafka_sh("start", env, KAFKA_START_TIMEOUT_S)
     lines = started.stdout.strip().splitlines()
     if started.returncode != 0 or len(lines) != 4:
-        _kafka_sh("stop", env, _KAFKA_STOP_TIMEOUT_S)
+        kafka_sh("stop", env, KAFKA_STOP_TIMEOUT_S)
         pytest.fail(
             f"kafka.sh start (sasl_ssl) failed (exit {started.returncode}):\n"
             f"{started.stdout}\n{started.stderr}",
@@ -198,6 +129,6 @@ def secure_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureKaf
     try:
         yield _parse_secure(lines, env)
     finally:
-        stopped = _kafka_sh("stop", env, _KAFKA_STOP_TIMEOUT_S)
+        stopped = kafka_sh("stop", env, KAFKA_STOP_TIMEOUT_S)
         if stopped.returncode != 0:
             sys.stderr.write(f"scripts/kafka.sh stop failed:\n{stopped.stderr}\n")
