@@ -44,7 +44,9 @@ def test_wrong_way_imports_planted_in_a_copy_are_reported(tmp_path: Path) -> Non
         "streamproc/judge/engine.py": "from streamproc.config import Settings  # planted\n",
         "streamproc/verdicts/stage.py": "import aiokafka  # planted\n",
         "streamproc/monitor/dedup.py": "from streamproc.review.labels import loop  # planted\n",
-        "streamproc/contracts/events.py": "from streamproc.contracts import label_events  # planted\n",
+        "streamproc/contracts/events.py": (
+            "from streamproc.contracts import label_events  # planted\n"
+        ),
     }
     for relative, line in plants.items():
         path = tmp_path / relative
