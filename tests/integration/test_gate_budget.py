@@ -44,6 +44,7 @@ from streamproc.contracts.gate_events import GateReply
 from streamproc.gate.http.auth import caller_stanza
 from tests.integration.run_settings import run_settings
 
+pytestmark = pytest.mark.timing  # .ci/run runs these alone, after the parallel suite
 _KAFKA_SH = Path(__file__).resolve().parents[2] / "scripts" / "kafka.sh"
 TOKEN = "budget-small-caller"
 BIG_TOKEN = "budget-big-caller"
