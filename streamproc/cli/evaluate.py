@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from streamproc.config import Settings
-from streamproc.evaluate.benchmark import add_benchmark_arguments, run_benchmark
+from streamproc.evaluate.benchmark_command import add_benchmark_arguments, run_benchmark
 from streamproc.evaluate.cases import LabelMismatch
 from streamproc.evaluate.loaders import LoadError, default_cases, load_cases
 from streamproc.evaluate.metrics import agreement, scores

@@ -7,36 +7,34 @@ tasks fail differently, and each comes with a 95 % interval, because a few hundr
 answers leave a wide one. Only the ``report`` half of the fixed split
 (:mod:`streamproc.evaluate.splits`) should be quoted; ``calibrate`` is for tuning.
 
-Intervals: Wilson for precision and recall (a rate of independent answers); a
-percentile bootstrap over answers for F1 and balanced accuracy (no closed form), seeded
-so a rerun prints the same digits. Claim-level numbers resample whole answers (a
-cluster bootstrap), since the claims of one answer are not independent.
+The intervals are those of :mod:`streamproc.evaluate.confusion`.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, TextIO
 
-import numpy as np
-from numpy.typing import NDArray
 from pydantic import ValidationError
 
 from streamproc.contracts.events import AnswerEvent, AnswerJudgement, JudgeInfo, VerdictLabel
 from streamproc.evaluate.cases import LabelledCase, person_verdicts
+from streamproc.evaluate.confusion import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    METRICS,
+    BinaryReport,
+    Confusion,
+    binary_report,
+    bootstrap_intervals,
+)
 from streamproc.evaluate.loaders import LoadError, benchmark_row_to_event, json_rows
 from streamproc.evaluate.splits import SPLIT_DESCRIPTION, Split, split_of
-from streamproc.inference.judges import build_judge
-from streamproc.inference.options import JudgeSettings
 from streamproc.judge import Judge
-from streamproc.rates.stats import wilson_interval
 from streamproc.verdicts.options import WorkerSettings
 
 __all__ = [
@@ -46,7 +44,6 @@ __all__ = [
     "BinaryReport",
     "Confusion",
     "Evaluation",
-    "add_benchmark_arguments",
     "benchmark_json",
     "binary_report",
     "bootstrap_intervals",
@@ -56,15 +53,12 @@ __all__ = [
     "judge_items",
     "load_items",
     "render_benchmark",
-    "run_benchmark",
     "task_type_of",
 ]
 
 SplitChoice = Literal["calibrate", "report", "all"]
 TASKS: Final = ("QA", "Summary", "Data2txt", "Agent")
 DEFAULT_FILES: Final = ("ragtruth_dev.jsonl", "halueval_qa_dev.jsonl")
-DEFAULT_SEED: Final = 20250106
-DEFAULT_RESAMPLES: Final = 1000
 DEFAULT_BATCH_MAX: Final[int] = WorkerSettings.model_fields["batch_max"].default
 """``worker.batch_max``'s default: the batch size when neither ``--batch-size`` nor the
 entry point says."""
@@ -195,124 +189,6 @@ def judge_items(
     return judgements, time.perf_counter() - started
 
 
-# ------------------------------------------------------------------------------ metrics
-
-
-@dataclass(frozen=True, slots=True)
-class Confusion:
-    """Counts for "hallucinated" (an answer) or "not supported" (a claim) as positive."""
-
-    tp: int = 0
-    fp: int = 0
-    fn: int = 0
-    tn: int = 0
-
-    @classmethod
-    def of(cls, label: bool, predicted: bool) -> Confusion:
-        return cls(
-            tp=int(label and predicted),
-            fp=int(predicted and not label),
-            fn=int(label and not predicted),
-            tn=int(not label and not predicted),
-        )
-
-    def __add__(self, other: Confusion) -> Confusion:
-        return Confusion(
-            self.tp + other.tp, self.fp + other.fp, self.fn + other.fn, self.tn + other.tn
-        )
-
-    @property
-    def n(self) -> int:
-        return self.tp + self.fp + self.fn + self.tn
-
-    @property
-    def positives(self) -> int:
-        return self.tp + self.fn
-
-    def as_row(self) -> tuple[int, int, int, int]:
-        return self.tp, self.fp, self.fn, self.tn
-
-
-_METRICS: Final = ("precision", "recall", "f1", "balanced_accuracy")
-
-
-def _metric_arrays(counts: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
-    """The four metrics for every row of (tp, fp, fn, tn); NaN where undefined (0/0)."""
-    tp, fp, fn, tn = counts.T
-    with np.errstate(divide="ignore", invalid="ignore"):
-        recall = tp / (tp + fn)
-        return {
-            "precision": tp / (tp + fp),
-            "recall": recall,
-            "f1": 2 * tp / (2 * tp + fp + fn),
-            "balanced_accuracy": (recall + tn / (tn + fp)) / 2,
-        }
-
-
-def _value(counts: Confusion) -> dict[str, float | None]:
-    arrays = _metric_arrays(np.array([counts.as_row()], dtype=np.float64))
-    return {k: (None if np.isnan(v[0]) else float(v[0])) for k, v in arrays.items()}
-
-
-def bootstrap_intervals(
-    units: Sequence[Confusion],
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: int = DEFAULT_SEED,
-) -> dict[str, tuple[float, float] | None]:
-    """95 % percentile intervals of each metric, resampling ``units`` with replacement.
-
-    A unit is one answer: its single outcome (answer level) or the sum over its claims
-    (claim level). A fresh generator per call, so a group's interval does not depend on
-    which other groups were computed first. Undefined resamples (0/0) are dropped.
-    """
-    if not units:
-        return dict.fromkeys(_METRICS)
-    rng = np.random.default_rng(seed)
-    table = np.array([u.as_row() for u in units], dtype=np.float64)
-    sums = []
-    for at in range(0, resamples, 200):  # bounded memory for a few thousand units
-        picks = rng.integers(0, len(units), size=(min(200, resamples - at), len(units)))
-        sums.append(table[picks].sum(axis=1))
-    arrays = _metric_arrays(np.concatenate(sums))
-    out: dict[str, tuple[float, float] | None] = {}
-    for name, values in arrays.items():
-        finite = values[~np.isnan(values)]
-        low, high = np.percentile(finite, [2.5, 97.5]) if finite.size else (np.nan, np.nan)
-        out[name] = None if np.isnan(low) else (float(low), float(high))
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class BinaryReport:
-    """Counts, point values and 95 % intervals (None where undefined)."""
-
-    counts: Confusion
-    units: int
-    values: dict[str, float | None]
-    intervals: dict[str, tuple[float, float] | None]
-    methods: dict[str, str]
-
-
-def binary_report(
-    units: Sequence[Confusion],
-    *,
-    clustered: bool = False,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: int = DEFAULT_SEED,
-) -> BinaryReport:
-    """Answer level (``clustered=False``): Wilson for precision/recall, bootstrap for F1
-    and balanced accuracy. Claim level: a cluster bootstrap over answers for all four."""
-    total = sum(units, Confusion())
-    boot = bootstrap_intervals(units, resamples, seed)
-    intervals = dict(boot)
-    methods = dict.fromkeys(_METRICS, "cluster bootstrap" if clustered else "bootstrap")
-    if not clustered:
-        intervals["precision"] = wilson_interval(total.tp, total.tp + total.fp)
-        intervals["recall"] = wilson_interval(total.tp, total.tp + total.fn)
-        methods["precision"] = methods["recall"] = "wilson"
-    return BinaryReport(total, len(units), _value(total), intervals, methods)
-
-
 # ------------------------------------------------------------------------------ results
 
 
@@ -430,7 +306,7 @@ def _ordered(tasks: Mapping[str, object]) -> list[str]:
 def _report_json(report: BinaryReport) -> dict[str, Any]:
     out: dict[str, Any] = {"n": report.counts.n, "positives": report.counts.positives}
     out.update(zip(("tp", "fp", "fn", "tn"), report.counts.as_row(), strict=True))
-    for name in _METRICS:
+    for name in METRICS:
         interval = report.intervals[name]
         out[name] = report.values[name]
         out[f"{name}_ci"] = list(interval) if interval else None
@@ -493,7 +369,7 @@ def _metrics_rows(rows: Mapping[str, BinaryReport]) -> list[list[str]]:
     body = [["task", "n", "pos", "TP", "FP", "FN", "TN", "precision", "recall", "F1", "bal. acc."]]
     for name, r in rows.items():
         counts = [str(x) for x in (r.counts.n, r.counts.positives, *r.counts.as_row())]
-        body.append([name, *counts, *(_estimate(r, m) for m in _METRICS)])
+        body.append([name, *counts, *(_estimate(r, m) for m in METRICS)])
     return body
 
 
@@ -614,123 +490,3 @@ def dump_rows(
                 for claim, verdict in zip(judgement.claims, person, strict=True)
             ],
         }
-
-
-# ----------------------------------------------------------------------------------- CLI
-
-
-def add_benchmark_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``eval benchmark`` (``--judge``, ``--granularity`` and ``--output`` are
-    shared with the other ``eval`` reports)."""
-    group = parser.add_argument_group("benchmark")
-    group.add_argument(
-        "--data",
-        type=Path,
-        action="append",
-        metavar="FILE",
-        help="benchmark JSONL, repeatable (default: both dev files in ../shared/data)",
-    )
-    group.add_argument(
-        "--split",
-        choices=["calibrate", "report", "all"],
-        default="report",
-        help="rows of the fixed split (streamproc/evaluate/splits.py; default: report)",
-    )
-    group.add_argument("--limit", type=int, metavar="N", help="at most N answers per file")
-    group.add_argument("--json", action="store_true", help="print one JSON object")
-    group.add_argument(
-        "--batch-size", type=int, metavar="N", help="answers per judge call (default: worker's)"
-    )
-    group.add_argument(
-        "--dump", type=Path, metavar="FILE.jsonl", help="per-answer, per-claim rows for tuning"
-    )
-    group.add_argument(
-        "--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})"
-    )
-    group.add_argument(
-        "--resamples",
-        type=int,
-        metavar="N",
-        default=DEFAULT_RESAMPLES,
-        help=f"bootstrap resamples (default {DEFAULT_RESAMPLES})",
-    )
-
-
-def _data_files(given: Sequence[Path] | None) -> list[Path]:
-    if given:
-        missing = [p for p in given if not p.is_file()]
-        if missing:
-            raise LoadError(f"no such file: {', '.join(map(str, missing))}")
-        return list(given)
-    files = default_data_files()
-    missing = [p for p in files if not p.is_file()]
-    if missing:
-        raise LoadError(
-            f"no --data given and the default benchmark files are missing "
-            f"({', '.join(map(str, missing))}); pass --data FILE (RAGTruth / HaluEval JSONL "
-            "or AnswerEvent JSONL with labels)"
-        )
-    return files
-
-
-def run_benchmark(
-    args: argparse.Namespace,
-    settings: JudgeSettings,
-    out: TextIO | None = None,
-    err: TextIO | None = None,
-    build: Callable[[JudgeSettings], Judge] = build_judge,
-    *,
-    batch_max: int = DEFAULT_BATCH_MAX,
-) -> int:
-    """Run the benchmark; 0 on success, 2 when the input or judge cannot be used.
-
-    ``out``/``err`` default to the *current* sys.stdout/stderr (read at call time, so
-    captured output in tests works); ``build`` is the judge factory (a fake in tests);
-    ``batch_max``: the batch size without ``--batch-size`` (the entry point passes
-    ``worker.batch_max``).
-    """
-    out, err = out or sys.stdout, err or sys.stderr
-    batch_size = args.batch_size or batch_max
-    if batch_size < 1 or (args.limit is not None and args.limit < 1) or args.resamples < 1:
-        print("streamproc eval: --batch-size, --limit and --resamples must be 1 or more", file=err)
-        return 2
-    counts: Counter[tuple[str, str, str]] = Counter()
-    try:
-        files = _data_files(args.data)
-        items = load_items(files, args.split, args.limit, counts)
-        started = time.perf_counter()
-        judge = build(settings)
-        load_s = time.perf_counter() - started
-    except (LoadError, ValueError, ImportError, OSError) as error:
-        print(f"streamproc eval: {error}", file=err)
-        return 2
-    if not items:
-        print(f"streamproc eval: no answers in split {args.split!r} of the given files", file=err)
-        return 2
-    judgements, elapsed = judge_items(items, judge, batch_size, progress=err)
-    result = BenchmarkResult(
-        split=args.split,
-        judge=judge.info,
-        granularity=settings.granularity,
-        batch_size=batch_size,
-        files=files,
-        split_counts=counts,
-        metrics=evaluate(items, judgements, resamples=args.resamples, seed=args.seed),
-        load_s=load_s,
-        elapsed_s=elapsed,
-        resamples=args.resamples,
-        seed=args.seed,
-    )
-    if args.dump:
-        rows = dump_rows(items, judgements, judge.info)
-        with args.dump.open("w", encoding="utf-8") as sink:
-            for row in rows:
-                sink.write(json.dumps(row, ensure_ascii=False) + "\n")
-    if args.json:
-        print(json.dumps(benchmark_json(result), indent=2), file=out)
-    else:
-        print(render_benchmark(result), file=out, end="")
-    report: Path | None = getattr(args, "report", None)
-    if report:
-        report.write_text(render_benchmark(result, markdown=True), encoding="utf-8")
-    return 0

@@ -21,7 +21,7 @@ from streamproc.contracts.events import (
     Outcome,
     VerdictLabel,
 )
-from streamproc.evaluate import benchmark
+from streamproc.evaluate import benchmark, benchmark_command
 from streamproc.evaluate.benchmark import (
     Confusion,
     binary_report,
@@ -30,6 +30,7 @@ from streamproc.evaluate.benchmark import (
     judge_items,
     load_items,
 )
+from streamproc.evaluate.benchmark_command import run_benchmark
 from streamproc.inference.options import JudgeSettings
 from streamproc.judge import Judge
 from streamproc.rates.stats import wilson_interval
@@ -220,7 +221,7 @@ def test_fake_judge_in_batches(tmp_path: Path, capsys: pytest.CaptureFixture[str
     fake = FakeJudge({"rt-2", "halueval-qa-1-hallucinated", "rt-1"})
     args = parse(["eval", "benchmark", "--data", str(data), "--split", "all", "--json"])
     args.batch_size = 2
-    assert benchmark.run_benchmark(args, JudgeSettings(), build=lambda _: fake) == 0
+    assert run_benchmark(args, JudgeSettings(), build=lambda _: fake) == 0
     found = json.loads(capsys.readouterr().out)
     assert fake.batches == [2, 2, 1]
     assert (found["tp"], found["fp"], found["fn"], found["tn"]) == (2, 1, 0, 2)
@@ -285,7 +286,7 @@ def test_in_repo_answer_events_work(capsys: pytest.CaptureFixture[str]) -> None:
 def test_missing_default_data_is_a_clear_error(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(benchmark, "default_data_files", lambda: [tmp_path / "nope.jsonl"])
+    monkeypatch.setattr(benchmark_command, "default_data_files", lambda: [tmp_path / "nope.jsonl"])
     code, _, err = run_cli(["eval", "benchmark"], capsys)
     assert code == 2
     assert "default benchmark files are missing" in err and "--data" in err
