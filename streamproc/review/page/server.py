@@ -27,10 +27,8 @@ The judge's verdicts, flags and reasons are left off the page unless ``show_judg
 (a reviewer who sees them first is anchored on them); when shown, reasons are plain phrases,
 never the judge's scores and calibrator signals (:mod:`~streamproc.review.page.reasons`).
 
-Forms carry a per-session CSRF token, POSTs from another origin are refused, and every
-page is sent with a Content-Security-Policy that allows only the page's own stylesheet
-and its one inline script (by nonce), so evidence text can never run as code even if an
-escaping bug let markup through.
+Forms carry a per-session CSRF token; the browser defences of every response are
+:mod:`~streamproc.review.page.page_security`.
 """
 
 from __future__ import annotations
@@ -41,12 +39,12 @@ import hashlib
 import hmac
 import secrets
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import jinja2
 import structlog
@@ -62,6 +60,7 @@ from streamproc.contracts.label_events import (
 )
 from streamproc.review.page.auth import Reviewer, Reviewers
 from streamproc.review.page.intake import ReviewIntake
+from streamproc.review.page.page_security import NONCE, same_origin_posts, security_headers
 from streamproc.review.page.publisher import LabelPublisher
 from streamproc.review.page.queue_store import ReviewQueueStore
 from streamproc.review.page.sessions import SessionBook
@@ -102,7 +101,6 @@ _SHOW_JUDGE: web.AppKey[bool] = web.AppKey("show_judge_verdict")
 _SESSIONS = web.AppKey("sessions", SessionBook)
 _LEDGER = web.AppKey("ledger", SubmissionLedger)
 _LOCKS = web.AppKey("locks", KeyedLocks)
-_NONCE = web.RequestKey("nonce", str)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +137,7 @@ def build_app(
     (default: in the store's database) are where sign-ins and label claims are kept.
     ``show_judge_verdict``: show the judge's verdicts and plain reasons beside each claim
     (off: the reviewer decides unanchored)."""
-    app = web.Application(middlewares=[_security_headers, _same_origin_posts])
+    app = web.Application(middlewares=[security_headers, same_origin_posts])
     app[_STORE] = store
     app[_REVIEWERS] = reviewers
     app[_PUBLISH] = publish
@@ -210,49 +208,6 @@ class ReviewServer(AppServer):
 
 
 # --- middlewares ----------------------------------------------------------------------
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@web.middleware
-async def _security_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
-    nonce = secrets.token_urlsafe(16)
-    request[_NONCE] = nonce
-    try:
-        response = await handler(request)
-    except web.HTTPException as exc:
-        _harden(exc.headers, nonce, request.path)
-        raise
-    _harden(response.headers, nonce, request.path)
-    return response
-
-
-def _harden(headers: Any, nonce: str, path: str) -> None:
-    headers.setdefault(
-        "Content-Security-Policy",
-        "default-src 'none'; style-src 'self'; img-src 'self'; "
-        f"script-src 'nonce-{nonce}'; form-action 'self'; frame-ancestors 'none'; "
-        "base-uri 'none'",
-    )
-    headers.setdefault("X-Content-Type-Options", "nosniff")
-    headers.setdefault("Referrer-Policy", "no-referrer")
-    headers.setdefault("X-Frame-Options", "DENY")
-    if not path.startswith("/static/"):
-        headers.setdefault("Cache-Control", "no-store")
-
-
-@web.middleware
-async def _same_origin_posts(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """A POST whose ``Origin`` is another site is refused before anything else."""
-    origin = request.headers.get("Origin")
-    if (
-        request.method == "POST"
-        and origin
-        and origin != "null"
-        and urlsplit(origin).netloc != request.host
-    ):
-        return web.Response(status=403, text="cross-origin request refused")
-    return await handler(request)
 
 
 # --- sessions -------------------------------------------------------------------------
@@ -359,7 +314,7 @@ def _check_csrf(session: Session, form: Any) -> None:
 
 def _render(request: web.Request, name: str, *, status: int = 200, **context: Any) -> web.Response:
     template = request.app[_TEMPLATES].get_template(name)
-    text = template.render(nonce=request[_NONCE], **context)
+    text = template.render(nonce=request[NONCE], **context)
     return web.Response(text=text, status=status, content_type="text/html", charset="utf-8")
 
 
