@@ -22,8 +22,9 @@ lists. Never an answer id.
 
 Gauges that describe something another worker may take over (a key's last window, a judge
 accuracy cell) expire: a series this worker has not set for a while is removed at the next
-scrape (:class:`_Expiry`), so after a rebalance the replica that lost the partition stops
-speaking for it, and ``max`` over replicas (the ``JudgeDrift`` rule) hears the owner only.
+scrape (:class:`~streamproc.telemetry._series_budget.Expiry`), so after a rebalance the
+replica that lost the partition stops speaking for it, and ``max`` over replicas (the
+``JudgeDrift`` rule) hears the owner only.
 
 Intervals are separate ``_low`` / ``_high`` gauges, as the window rates' Wilson bounds
 are, rather than a ``bound`` label: Prometheus' naming guide asks that a sum or average
@@ -35,11 +36,10 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Final, Literal
 
-import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from streamproc.contracts.events import DeadLetterReason, UnverifiedReason, Verdict
@@ -50,6 +50,7 @@ from streamproc.contracts.label_events import (
     SampledBecause,
 )
 from streamproc.rates.live_accuracy import DRIFT_FINDINGS
+from streamproc.telemetry._series_budget import OTHER, Expiry, KeyBudget, Series
 from streamproc.telemetry.sensors import PublishedBatch
 
 __all__ = [
@@ -66,11 +67,6 @@ __all__ = [
     "WorkerMetrics",
     "window_label",
 ]
-
-log = structlog.get_logger(__name__)
-
-OTHER: Final = "__other__"
-"""The label value of every key past the cardinality budget."""
 
 JUDGE_LATENCY_BUCKETS_S: Final = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
@@ -111,54 +107,8 @@ LagSource = Callable[[], Mapping[int, int | None]]
 """Per owned partition, its lag in records (None: not known yet)."""
 
 _KEY: Final = ("tenant", "assistant", "model")
-_Series = tuple[str, ...]
 _CELL: Final = ("tenant", "assistant", "task_type", "judge")
 _FIGURES: Final = ("sensitivity", "specificity", "precision")
-
-
-class _KeyBudget:
-    """Which label keys may have series of their own (see the module docstring)."""
-
-    def __init__(self, limit: int, what: str) -> None:
-        self._limit = limit
-        self._what = what
-        self._admitted: set[Hashable] = set()
-        self.refused = 0
-
-    def admit(self, key: Hashable) -> bool:
-        if key in self._admitted:
-            return True
-        if len(self._admitted) < self._limit:
-            self._admitted.add(key)
-            return True
-        if self.refused == 0:
-            log.warning("metric_keys_capped", keys=self._what, limit=self._limit, other=OTHER)
-        self.refused += 1
-        return False
-
-
-class _Expiry:
-    """When each series of one kind was last set; :meth:`expire` drops (with ``drop``)
-    those not set for ``after_s`` (None: never). ``drop`` must :meth:`forget` the series."""
-
-    def __init__(self, after_s: float | None, drop: Callable[[_Series], None]) -> None:
-        self._after_s = after_s
-        self._drop = drop
-        self._updated: dict[_Series, float] = {}
-
-    def touched(self, series: _Series, now: float) -> None:
-        self._updated[series] = now
-
-    def forget(self, series: _Series) -> None:
-        self._updated.pop(series, None)
-
-    def expire(self, now: float) -> None:
-        if self._after_s is None:
-            return
-        oldest = now - self._after_s
-        for series, updated in list(self._updated.items()):
-            if updated < oldest:
-                self._drop(series)
 
 
 class WorkerMetrics:
@@ -180,12 +130,12 @@ class WorkerMetrics:
         if max_keys < 0:
             raise ValueError(f"max_keys must be >= 0, not {max_keys}")
         self.registry = CollectorRegistry(auto_describe=True)
-        self._keys = _KeyBudget(max_keys, "tenant,assistant,model")
-        self._alert_keys = _KeyBudget(max_keys, "tenant,assistant (alerts)")
-        self._cell_keys = _KeyBudget(max_keys, "tenant,assistant,task_type,judge (accuracy)")
+        self._keys = KeyBudget(max_keys, "tenant,assistant,model")
+        self._alert_keys = KeyBudget(max_keys, "tenant,assistant (alerts)")
+        self._cell_keys = KeyBudget(max_keys, "tenant,assistant,task_type,judge (accuracy)")
         self._clock = clock
-        self._window_expiry = _Expiry(window_stale_after_s, self._drop_window)
-        self._cell_expiry = _Expiry(
+        self._window_expiry = Expiry(window_stale_after_s, self._drop_window)
+        self._cell_expiry = Expiry(
             None if window_stale_after_s is None else window_stale_after_s * ACCURACY_STALE_FACTOR,
             self._drop_cell,
         )
@@ -573,13 +523,13 @@ class WorkerMetrics:
             return tenant, assistant, model
         return OTHER, OTHER, OTHER
 
-    def _drop_window(self, series: _Series) -> None:
+    def _drop_window(self, series: Series) -> None:
         gauges = (self._window_rate, self._window_low, self._window_high, self._window_corrected)
         for gauge in gauges:
             gauge.remove(*series)  # a series never set is no error
         self._window_expiry.forget(series)
 
-    def _drop_cell(self, cell: _Series) -> None:
+    def _drop_cell(self, cell: Series) -> None:
         """Every gauge of an accuracy cell (it keeps its place in the cell budget)."""
         gauges = [g for trio in self._live.values() for g in trio]
         gauges += [self._labelled_answers, self._kappa, self._claim_agreement]
