@@ -74,13 +74,27 @@ from streamproc.contracts.gate_events import (
     CORRELATION_ID_HEADER,
     REPLY_TOPIC_HEADER,
     GateError,
-    GateErrorCode,
+)
+from streamproc.gate.kafka._requests import (
+    ERROR_CODES,
+    Batch,
+    Checked,
+    Handled,
+    HeldRequest,
+    RefusedRequest,
+    Route,
+    decided_heads,
+    first_header,
+    heads,
+    malformed,
+    refusal_code,
+    reply_record,
 )
 from streamproc.gate.kafka.access import AUTHORIZATION_HEADER, KafkaCallerCheck, ReplyTopicRule
 from streamproc.gate.kafka.immediate import ImmediateReplies
 from streamproc.gate.kafka.reply_topics import ReplyTopics, unusable_reply_topic
 from streamproc.gate.options import GateSettings
-from streamproc.gate.request import GateRequest, GateResult
+from streamproc.gate.request import GateRequest
 from streamproc.gate.sensor import GateSensor, NullGateSensor
 from streamproc.gate.service import GateService
 from streamproc.kafka.consumer import ConsumerLoop, KafkaLoopOptions
@@ -88,7 +102,6 @@ from streamproc.kafka.publisher import PublishFailed
 from streamproc.kafka.topics import DEAD_LETTER_MAX_BYTES
 from streamproc.telemetry.trace_headers import read_trace_context, report_dropped
 from streamproc.verdicts.dead_letter import MessageOrigin, Rejection, prepare_dead_letter
-from streamproc.verdicts.output_topic import OutHeaders
 from streamproc.verdicts.record import OutboundRecord
 
 __all__ = ["MAX_CORRELATION_ID_BYTES", "GateKafkaOptions", "GateRequestLoop"]
@@ -104,55 +117,6 @@ _IN_FLIGHT_FACTOR = 2
 service would shed them anyway; the rest wait on the topic, their age counted)."""
 _REPLY_MARGIN_BYTES = 4096
 """Room kept under the reply topic's record limit for the record's key and headers."""
-_CODES: dict[DeadLetterReason, GateErrorCode] = {
-    DeadLetterReason.BAD_JSON: "bad_json",
-    DeadLetterReason.SCHEMA_VIOLATION: "schema_violation",
-    DeadLetterReason.OVERSIZED: "oversized",
-    DeadLetterReason.EVENT_TIME_OUT_OF_RANGE: "event_time_out_of_range",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class _Route:
-    """Where a request's reply goes."""
-
-    topic: str
-    correlation_id: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class _Checked:
-    request: GateRequest
-    route: _Route
-    result: GateResult
-    replied: bool = False
-    """Its reply has been sent already (``gate.kafka_reply = "immediate"``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _RefusedRequest:
-    """A request not checked: its dead letter, and a GateError reply where it has a route."""
-
-    rejection: Rejection
-    origin: MessageOrigin
-    value: bytes | None
-    headers: OutHeaders
-    route: _Route | None
-    error: GateError | None
-    replied: bool = False
-
-
-_Handled = _Checked | _RefusedRequest
-_Batch = Mapping[TopicPartition, Sequence[ConsumerRecord[bytes, bytes]]]
-
-
-@dataclass(frozen=True, slots=True)
-class _HeldRequest:
-    """A request record read and not yet published; its check runs as a task."""
-
-    tp: TopicPartition
-    offset: int
-    fate: asyncio.Task[_Handled]
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +174,7 @@ class GateRequestLoop(ConsumerLoop):
         self._service = service
         self._reply_reserve_ms = gate.reply_reserve_ms
         self._immediate: ImmediateReplies | None = None
-        self._read: asyncio.Task[tuple[_Batch, int]] | None = None
+        self._read: asyncio.Task[tuple[Batch, int]] | None = None
         """The pending read (module docstring, step 4), with the generation it was read in;
         whoever takes its records clears it (a read that ends keeps its records here until
         then)."""
@@ -261,31 +225,31 @@ class GateRequestLoop(ConsumerLoop):
             if self._admit(batch, read_at):
                 await self._decide_and_publish(batch)
 
-    def _reading(self, max_records: int) -> asyncio.Task[tuple[_Batch, int]]:
+    def _reading(self, max_records: int) -> asyncio.Task[tuple[Batch, int]]:
         """The pending read, started if there is none. It is never cancelled while the
         loop runs (aiokafka would count a cancelled read as a poll still under way)."""
         if self._read is None:
             self._read = asyncio.create_task(self._read_batch(max_records))
         return self._read
 
-    async def _read_batch(self, max_records: int) -> tuple[_Batch, int]:
+    async def _read_batch(self, max_records: int) -> tuple[Batch, int]:
         """Records as soon as some come (or none after ``_POLL_MS``), and the generation
         they were read in, taken with no await in between (:meth:`_admit`)."""
         batch = await self._consumer.getmany(timeout_ms=_POLL_MS, max_records=max_records)
         return batch, self._generation
 
-    async def _decide_and_publish(self, batch: _Batch) -> None:
+    async def _decide_and_publish(self, batch: Batch) -> None:
         """Decide ``batch`` and the requests read while it is decided, publishing each
         partition's decided requests in offset order (module docstring, steps 4 and 5).
         The chain ends, and the lock is let go, once every request read is published; it
         reads no more when a rebalance waits for the lock or the loop is stopping."""
-        held: dict[TopicPartition, deque[_HeldRequest]] = {}
+        held: dict[TopicPartition, deque[HeldRequest]] = {}
         self._hold(batch, held)
         publishing: asyncio.Task[None] | None = None
         try:
             while True:
                 if publishing is None:
-                    decided = _decided_heads(held)
+                    decided = decided_heads(held)
                     if decided:
                         publishing = asyncio.create_task(self._publish(decided))
                     elif not any(held.values()):
@@ -301,17 +265,17 @@ class GateRequestLoop(ConsumerLoop):
                 task.cancel()
             await asyncio.gather(*unfinished, return_exceptions=True)
 
-    def _hold(self, batch: _Batch, held: dict[TopicPartition, deque[_HeldRequest]]) -> None:
+    def _hold(self, batch: Batch, held: dict[TopicPartition, deque[HeldRequest]]) -> None:
         """Start deciding every record of ``batch``, each behind its partition's."""
         now_wall, now_mono = self._clock(), time.monotonic()
         for tp in sorted(batch):
             queue = held.setdefault(tp, deque())
             for record in batch[tp]:
                 fate = asyncio.create_task(self._handle_one(record, now_wall, now_mono))
-                queue.append(_HeldRequest(tp, record.offset, fate))
+                queue.append(HeldRequest(tp, record.offset, fate))
 
     async def _read_until_change(
-        self, held: dict[TopicPartition, deque[_HeldRequest]], publishing: asyncio.Task[None] | None
+        self, held: dict[TopicPartition, deque[HeldRequest]], publishing: asyncio.Task[None] | None
     ) -> None:
         """Read on, starting each batch read while fewer than ``_IN_FLIGHT_FACTOR`` x
         capacity requests are held, until the transaction under way ends or (none under
@@ -322,7 +286,7 @@ class GateRequestLoop(ConsumerLoop):
         reading = True
         while True:
             watched: set[asyncio.Future[Any]] = (
-                {publishing} if publishing is not None else set(_heads(held))
+                {publishing} if publishing is not None else set(heads(held))
             )
             if not watched or any(task.done() for task in watched):
                 return
@@ -342,7 +306,7 @@ class GateRequestLoop(ConsumerLoop):
                 watched.add(read)
             await asyncio.wait(watched, return_when=FIRST_COMPLETED)
 
-    async def _publish(self, decided: Sequence[_HeldRequest]) -> None:
+    async def _publish(self, decided: Sequence[HeldRequest]) -> None:
         """One transaction for ``decided`` (each partition's decided oldest requests),
         then their accounting."""
         handled = [each.fate.result() for each in decided]
@@ -357,7 +321,7 @@ class GateRequestLoop(ConsumerLoop):
         self.watch.progress.acknowledged(offsets, time.monotonic())
         self._committed(handled)
 
-    async def handle(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> list[_Handled]:
+    async def handle(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> list[Handled]:
         """Each record's fate, in order: checked (concurrently) or refused."""
         now_wall, now_mono = self._clock(), time.monotonic()
         return list(
@@ -368,7 +332,7 @@ class GateRequestLoop(ConsumerLoop):
 
     async def _handle_one(
         self, record: ConsumerRecord[bytes, bytes], now_wall: float, now_mono: float
-    ) -> _Handled:
+    ) -> Handled:
         """``record`` decided, its reply sent at once where the gate does so (never raises
         but for cancellation)."""
         handled = await self._decide(record, now_wall, now_mono)
@@ -381,10 +345,10 @@ class GateRequestLoop(ConsumerLoop):
 
     async def _decide(
         self, record: ConsumerRecord[bytes, bytes], now_wall: float, now_mono: float
-    ) -> _Handled:
+    ) -> Handled:
         """``record`` checked, or why it is refused."""
         taken = await self._take(record, now_wall, now_mono)
-        if isinstance(taken, _RefusedRequest):
+        if isinstance(taken, RefusedRequest):
             return taken
         request, route = taken
         try:
@@ -393,7 +357,7 @@ class GateRequestLoop(ConsumerLoop):
             raise
         except Exception as exc:  # noqa: BLE001 - check() never raises; if it does, this request alone pays
             log.error("gate_check_raised", error=repr(exc))
-            return _RefusedRequest(
+            return RefusedRequest(
                 Rejection(DeadLetterReason.PROCESSING_ERROR, f"not checked: {exc!r}"),
                 request.origin,
                 request.body,
@@ -401,11 +365,11 @@ class GateRequestLoop(ConsumerLoop):
                 route,
                 GateError(error="not_ready", detail="the gate could not decide"),
             )
-        return _Checked(request, route, result)
+        return Checked(request, route, result)
 
     async def _take(
         self, record: ConsumerRecord[bytes, bytes], now_wall: float, now_mono: float
-    ) -> tuple[GateRequest, _Route] | _RefusedRequest:
+    ) -> tuple[GateRequest, Route] | RefusedRequest:
         """The request of ``record`` and its route, or why it is refused."""
         origin = MessageOrigin(record.topic, record.partition, record.offset, record.key)
         headers = list(record.headers or ())
@@ -419,32 +383,32 @@ class GateRequestLoop(ConsumerLoop):
         )
 
         def refused(
-            reason: DeadLetterReason, detail: str, route: _Route | None, error: GateError | None
-        ) -> _RefusedRequest:
+            reason: DeadLetterReason, detail: str, route: Route | None, error: GateError | None
+        ) -> RefusedRequest:
             rejection = Rejection(reason, detail)
-            return _RefusedRequest(rejection, origin, record.value, trace_headers, route, error)
+            return RefusedRequest(rejection, origin, record.value, trace_headers, route, error)
 
         route = await self._route(headers)
         if isinstance(route, Rejection):
-            return _RefusedRequest(route, origin, record.value, trace_headers, None, None)
-        caller = self._access.caller(_header(headers, AUTHORIZATION_HEADER))
+            return RefusedRequest(route, origin, record.value, trace_headers, None, None)
+        caller = self._access.caller(first_header(headers, AUTHORIZATION_HEADER))
         if isinstance(caller, GateError):
             return refused(DeadLetterReason.UNAUTHORIZED, caller.detail, route, caller)
-        budget = self._service.budget(_header(headers, BUDGET_HEADER))
+        budget = self._service.budget(first_header(headers, BUDGET_HEADER))
         if isinstance(budget, GateError):
             return refused(DeadLetterReason.SCHEMA_VIOLATION, budget.detail, route, budget)
         budget = max(0.0, budget - self._reply_reserve_ms)
         answer = self._service.parse(record.value)
         if isinstance(answer, Rejection):
             error = GateError(
-                error=_CODES.get(answer.reason, "bad_request"), detail=answer.error[:2000]
+                error=ERROR_CODES.get(answer.reason, "bad_request"), detail=answer.error[:2000]
             )
-            return _RefusedRequest(answer, origin, record.value, trace_headers, route, error)
+            return RefusedRequest(answer, origin, record.value, trace_headers, route, error)
         forbidden = self._access.tenant_refusal(caller, answer.tenant)
         if forbidden is not None:
             return refused(DeadLetterReason.UNAUTHORIZED, forbidden.detail, route, forbidden)
         spent_s = max(0.0, now_wall - record.timestamp / 1000) if record.timestamp > 0 else 0.0
-        traceparent = _header(headers, "traceparent") if ids is not None else None
+        traceparent = first_header(headers, "traceparent") if ids is not None else None
         request = GateRequest(
             body=record.value or b"",
             answer=answer,
@@ -458,11 +422,11 @@ class GateRequestLoop(ConsumerLoop):
         )
         return request, route
 
-    async def _route(self, headers: Sequence[tuple[str, bytes | None]]) -> _Route | Rejection:
+    async def _route(self, headers: Sequence[tuple[str, bytes | None]]) -> Route | Rejection:
         """The reply's route, or why the request has none: a missing or malformed header,
         or a topic no reply may go to (``gate.reply_topic_pattern``, never one of ours)."""
-        raw_topic = _header(headers, REPLY_TOPIC_HEADER)
-        correlation = _header(headers, CORRELATION_ID_HEADER)
+        raw_topic = first_header(headers, REPLY_TOPIC_HEADER)
+        correlation = first_header(headers, CORRELATION_ID_HEADER)
         if raw_topic is None or correlation is None:
             missing = [
                 name
@@ -472,11 +436,11 @@ class GateRequestLoop(ConsumerLoop):
                 )
                 if value is None
             ]
-            return _malformed(
+            return malformed(
                 f"gate request without the {' and '.join(missing)} header: no reply possible"
             )
         if not 0 < len(correlation) <= MAX_CORRELATION_ID_BYTES:
-            return _malformed(
+            return malformed(
                 f"gate request with a {CORRELATION_ID_HEADER} header of {len(correlation)} "
                 f"bytes (1 to {MAX_CORRELATION_ID_BYTES} expected): no reply possible"
             )
@@ -492,12 +456,12 @@ class GateRequestLoop(ConsumerLoop):
         if unusable is None and not await self.reply_topics.exists(topic):
             unusable = f"reply-topic {topic!r} does not exist"
         if unusable is not None:
-            return _malformed(f"gate request whose {unusable}: no reply possible")
-        return _Route(topic, correlation)
+            return malformed(f"gate request whose {unusable}: no reply possible")
+        return Route(topic, correlation)
 
     # ------------------------------------------------------------------ records
 
-    def outbound(self, handled: Sequence[_Handled]) -> list[OutboundRecord]:
+    def outbound(self, handled: Sequence[Handled]) -> list[OutboundRecord]:
         """Replies, monitored records and dead letters of one batch."""
         records: list[OutboundRecord] = []
         now = datetime.fromtimestamp(self._clock(), UTC)
@@ -505,7 +469,7 @@ class GateRequestLoop(ConsumerLoop):
             reply = None if each.replied else self._reply_of(each)
             if reply is not None:
                 records.append(reply)
-            if isinstance(each, _Checked):
+            if isinstance(each, Checked):
                 records += each.result.records
                 continue
             letter = prepare_dead_letter(
@@ -525,15 +489,15 @@ class GateRequestLoop(ConsumerLoop):
             records.append(letter.record)
         return records
 
-    def _reply_of(self, handled: _Handled) -> OutboundRecord | None:
+    def _reply_of(self, handled: Handled) -> OutboundRecord | None:
         """The reply ``handled`` gets, if it has a route to one."""
-        if isinstance(handled, _Checked):
+        if isinstance(handled, Checked):
             return self._reply(handled)
         if handled.route is None or handled.error is None:
             return None
-        return _reply_record(handled.route, handled.error.model_dump_json(), handled.headers)
+        return reply_record(handled.route, handled.error.model_dump_json(), handled.headers)
 
-    def _reply(self, checked: _Checked) -> OutboundRecord:
+    def _reply(self, checked: Checked) -> OutboundRecord:
         """The reply, in the decision's trace (the monitored records' headers carry the
         decision span; without them, the caller's own)."""
         result = checked.result
@@ -547,61 +511,17 @@ class GateRequestLoop(ConsumerLoop):
                 f"the verdict is on the verdicts topic (answer_id "
                 f"{result.reply.verdict.answer_id[:200]!r})",
             ).model_dump_json()
-        return _reply_record(checked.route, value, headers)
+        return reply_record(checked.route, value, headers)
 
-    def _committed(self, handled: Sequence[_Handled]) -> None:
+    def _committed(self, handled: Sequence[Handled]) -> None:
         """After the transaction: the sensor and the counts."""
         for each in handled:
             try:
-                if isinstance(each, _Checked):
+                if isinstance(each, Checked):
                     self.answered += 1
                     self._sensor.decided(each.result.reply, path="kafka")
                 else:
                     self.refused += 1
-                    self._sensor.refused(_code(each), path="kafka")
+                    self._sensor.refused(refusal_code(each), path="kafka")
             except Exception:  # committed already: report it and go on
                 log.exception("gate_sensor_failed")
-
-
-def _heads(held: Mapping[TopicPartition, deque[_HeldRequest]]) -> set[asyncio.Task[_Handled]]:
-    """Each partition's oldest held request's check."""
-    return {queue[0].fate for queue in held.values() if queue}
-
-
-def _decided_heads(held: Mapping[TopicPartition, deque[_HeldRequest]]) -> list[_HeldRequest]:
-    """Each partition's decided requests ahead of its first undecided one, taken out of
-    ``held``: what can be published now, offsets committed up to it."""
-    decided: list[_HeldRequest] = []
-    for queue in held.values():
-        while queue and queue[0].fate.done():
-            decided.append(queue.popleft())
-    return decided
-
-
-def _code(refused: _RefusedRequest) -> GateErrorCode:
-    """The refusal's code: its reply's, else (no reply route) its dead letter's."""
-    if refused.error is not None:
-        return refused.error.error
-    return _CODES.get(refused.rejection.reason, "bad_request")
-
-
-def _malformed(detail: str) -> Rejection:
-    return Rejection(DeadLetterReason.SCHEMA_VIOLATION, detail)
-
-
-def _reply_record(route: _Route, value: str, headers: OutHeaders) -> OutboundRecord:
-    trace = tuple((name, raw) for name, raw in headers if name != CORRELATION_ID_HEADER)
-    return OutboundRecord(
-        topic=route.topic,
-        key=route.correlation_id,
-        value=value.encode(),
-        headers=((CORRELATION_ID_HEADER, route.correlation_id), *trace),
-    )
-
-
-def _header(headers: Sequence[tuple[str, bytes | None]], name: str) -> bytes | None:
-    """The first header ``name`` (case-insensitive) with a value."""
-    for key, value in headers:
-        if value is not None and key.lower() == name:
-            return value
-    return None
