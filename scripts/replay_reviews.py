@@ -40,42 +40,49 @@ import asyncio
 import json
 import logging
 import os
-import random
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.structs import TopicPartition
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a plain script, without installing the package
     sys.path.insert(0, str(ROOT))
 
-# Imported after the path is set, for the reason above.
+# Imported after the path is set, for the reason above. The replayed rows, the numbers
+# and the Kafka side live in scripts/_replay_reviews_{rows,numbers,kafka}.py; this script
+# runs one replay and keeps the command line.
 from bench import command_line  # noqa: E402
-from bench.stream import kafka_broker, log, run_topics  # noqa: E402
+from bench.stream import kafka_broker, log  # noqa: E402
+from scripts._replay_reviews_kafka import (  # noqa: E402
+    Reader,
+    produce,
+    publish_labels,
+    replay_settings,
+    wait_for_topics,
+)
+from scripts._replay_reviews_numbers import summarise  # noqa: E402
+from scripts._replay_reviews_rows import (  # noqa: E402
+    TENANT,
+    Row,
+    choose_items,
+    gold_label,
+    labels_counted,
+    load_rows,
+    replay_rows,
+    resample,
+)
 from streamproc.cli.child_process import WorkerProcess  # noqa: E402
 from streamproc.config import Settings  # noqa: E402
-from streamproc.contracts.events import AnswerEvent, AnswerOutcome, CorrectedRate, Verdict  # noqa: E402
-from streamproc.contracts.label_events import JudgeAccuracyEvent, LabelEvent, ReviewItem  # noqa: E402
-from streamproc.evaluate.loaders import benchmark_row_to_event, json_rows  # noqa: E402
-from streamproc.monitor.windows.live_accuracy import LiveAccuracy, LiveCorrection  # noqa: E402
-from streamproc.monitor.windows.panes import LiveCounts, LiveLookup, WindowTotals  # noqa: E402
-from streamproc.rates.corrected_rate import ConfusionCounts  # noqa: E402
-from streamproc.rates.judge_accuracy import JudgeAccuracy  # noqa: E402
+from streamproc.contracts.label_events import JudgeAccuracyEvent  # noqa: E402
+from streamproc.monitor.windows.live_accuracy import LiveAccuracy  # noqa: E402
 from streamproc.telemetry.logging import configure_logging  # noqa: E402
 from streamproc.wiring import judge_key_of, measured_accuracy  # noqa: E402
 
-TENANT = "replay"
-ASSISTANT = "replay"
-REVIEWER = "replay"
 SETTLE_TIMEOUT_S = 1800.0
 """Longest wait for every answer's verdict (the NLI judge on two shared cores is slow)."""
 STALL_S = 300.0
@@ -83,340 +90,7 @@ STALL_S = 300.0
 LABELS_TIMEOUT_S = 180.0
 
 
-# ---------------------------------------------------------------------------- rows
-
-
-@dataclass(frozen=True)
-class Row:
-    """One benchmark row as replayed: its event (no labels) and its gold label."""
-
-    event: AnswerEvent
-    hallucinated: bool
-    task_type: str
-    """The row's own task type (the worker decides its own for the outcome)."""
-
-
-def load_rows(paths: Sequence[Path], task_type: str | None) -> list[dict[str, Any]]:
-    """The benchmark rows of ``paths`` (of ``task_type`` only, when given) that carry a
-    gold ``response_label``."""
-    rows = []
-    for path in paths:
-        for _, row in json_rows(path):
-            if task_type is not None and row.get("task_type") != task_type:
-                continue
-            if row.get("response_label") in ("hallucinated", "faithful"):
-                rows.append(row)
-    return rows
-
-
-def resample(
-    rows: Sequence[dict[str, Any]], keep_hallucinated: float, seed: int
-) -> list[dict[str, Any]]:
-    """Every faithful row and a seeded share of the hallucinated ones, in file order: a
-    lower hallucination prevalence from the same rows (the FaithBench-like traffic)."""
-    hallucinated = sorted(r["id"] for r in rows if r["response_label"] == "hallucinated")
-    kept = set(
-        random.Random(seed).sample(hallucinated, round(keep_hallucinated * len(hallucinated)))
-    )
-    return [r for r in rows if r["response_label"] == "faithful" or r["id"] in kept]
-
-
-def replay_rows(rows: Sequence[dict[str, Any]], run: str) -> list[Row]:
-    """The rows as new live answers: fresh ids, one tenant and assistant, labels dropped
-    (the worker must not see them), ``occurred_at`` set when produced."""
-    replayed = []
-    for index, row in enumerate(rows):
-        event = benchmark_row_to_event(row, index).model_copy(
-            update={
-                "event_id": f"{run}-e{index}",
-                "answer_id": f"{run}-a{index}",
-                "conversation_id": f"{run}-c{index}",
-                "tenant": TENANT,
-                "assistant_id": ASSISTANT,
-                "labels": None,
-            }
-        )
-        replayed.append(
-            Row(event, row["response_label"] == "hallucinated", str(row.get("task_type")))
-        )
-    return replayed
-
-
-# -------------------------------------------------------------------------- labels
-
-
-def choose_items(items: Iterable[ReviewItem], share: float, seed: int) -> list[ReviewItem]:
-    """A seeded share of the review items (the same items for the same seed, whatever
-    order they were read in)."""
-    ordered = sorted(items, key=lambda item: item.answer_id)
-    count = round(share * len(ordered))
-    chosen = random.Random(seed).sample(ordered, count)
-    return sorted(chosen, key=lambda item: item.answer_id)
-
-
-def gold_label(item: ReviewItem, gold: Mapping[str, bool], labelled_at: datetime) -> LabelEvent:
-    """The label a person would give, stood in for by the row's gold response label."""
-    return LabelEvent(
-        label_id=f"replay-{item.answer_id}",
-        answer_id=item.answer_id,
-        tenant=item.tenant,
-        reviewer=REVIEWER,
-        labelled_at=labelled_at,
-        answer_label="hallucinated" if gold[item.answer_id] else "faithful",
-        source="replay",
-    )
-
-
-def labels_counted(events: Mapping[str, JudgeAccuracyEvent], tenant: str) -> int:
-    """Labels the latest accuracy events of ``tenant``'s cells count."""
-    return sum(e.labels for e in events.values() if e.cell.tenant == tenant)
-
-
-# ------------------------------------------------------------------------- numbers
-
-
-def _rate(part: int, whole: int) -> float | None:
-    return part / whole if whole else None
-
-
-def _corrected(rate: CorrectedRate | None) -> dict[str, Any] | None:
-    return None if rate is None else rate.model_dump(mode="json")
-
-
-def summarise(
-    rows: Sequence[Row],
-    outcomes: Mapping[str, AnswerOutcome],
-    verdicts: Mapping[str, Verdict],
-    *,
-    offline: JudgeAccuracy | None,
-    live: LiveCorrection,
-) -> dict[str, Any]:
-    """The replay's numbers (see the module docstring). The corrected rates are the
-    window loop's: one :class:`WindowTotals` of every answered answer, per task type."""
-    answered = [
-        r
-        for r in rows
-        if r.event.answer_id in verdicts and not verdicts[r.event.answer_id].judgement.abstained
-    ]
-    flagged = sum(verdicts[r.event.answer_id].judgement.hallucinated for r in answered)
-    totals = WindowTotals()
-    by_task: dict[str, dict[str, Any]] = {}
-    for row in answered:
-        outcome = outcomes.get(row.event.answer_id)
-        task = outcome.task_type if outcome is not None else None
-        hallucinated = verdicts[row.event.answer_id].judgement.hallucinated
-        totals.answered += 1
-        totals.hallucinated += hallucinated
-        if task is None:
-            continue
-        counts = totals.by_task.setdefault(task, [0, 0])
-        counts[0] += 1
-        counts[1] += hallucinated
-        part = by_task.setdefault(task, {"answers": 0, "flagged": 0, "gold_hallucinated": 0})
-        part["answers"] += 1
-        part["flagged"] += hallucinated
-        part["gold_hallucinated"] += row.hallucinated
-    offline_rate = totals.corrected(offline)
-    lookup = _lookup(live)
-    live_rate = totals.corrected(offline, lookup)
-    for task, part in sorted(by_task.items()):
-        alone = WindowTotals(
-            answered=part["answers"],
-            hallucinated=part["flagged"],
-            by_task={task: [part["answers"], part["flagged"]]},
-        )
-        found = lookup(task)
-        offline_counts = offline.for_task(task) if offline is not None else None
-        part.update(
-            true_rate=_rate(part["gold_hallucinated"], part["answers"]),
-            raw_rate=_rate(part["flagged"], part["answers"]),
-            offline_counts=None if offline_counts is None else _counts(offline_counts),
-            live_counts=None if found is None else _counts(found.counts),
-            labelled_answers=0 if found is None else found.labelled_answers,
-            corrected_offline=_corrected(alone.corrected(offline)),
-            corrected_live=_corrected(alone.corrected(offline, lookup)),
-        )
-    gold = sum(r.hallucinated for r in answered)
-    interval = (
-        [live_rate.low, live_rate.high]
-        if live_rate is not None and live_rate.low is not None
-        else None
-    )
-    return {
-        "answers": len(rows),
-        "answered": len(answered),
-        "abstained": sum(
-            1
-            for r in rows
-            if r.event.answer_id in verdicts and verdicts[r.event.answer_id].judgement.abstained
-        ),
-        "true_rate": _rate(gold, len(answered)),
-        "raw_rate": _rate(flagged, len(answered)),
-        "corrected_offline": None if offline_rate is None else offline_rate.estimate,
-        "corrected_offline_interval": None
-        if offline_rate is None or offline_rate.low is None
-        else [offline_rate.low, offline_rate.high],
-        "corrected_live": None if live_rate is None else live_rate.estimate,
-        "corrected_live_interval": interval,
-        "corrected_live_source": None if live_rate is None else live_rate.source,
-        "corrected_live_identifiable": None if live_rate is None else live_rate.identifiable,
-        "corrected_offline_identifiable": None
-        if offline_rate is None
-        else offline_rate.identifiable,
-        "labels_used": 0 if live_rate is None else live_rate.labels_used,
-        "offline_corrected_rate": _corrected(offline_rate),
-        "live_corrected_rate": _corrected(live_rate),
-        "by_task_type": by_task,
-        "row_task_types": _tally(r.task_type for r in rows),
-    }
-
-
-def _lookup(live: LiveCorrection) -> LiveLookup:
-    def lookup(task: str) -> LiveCounts | None:
-        return live.live_counts(TENANT, ASSISTANT, task)
-
-    return lookup
-
-
-def _counts(counts: ConfusionCounts) -> dict[str, float]:
-    return {k: round(float(getattr(counts, k)), 3) for k in ("tp", "fn", "tn", "fp")}
-
-
-def _tally(values: Iterable[str]) -> dict[str, int]:
-    found: dict[str, int] = {}
-    for value in values:
-        found[value] = found.get(value, 0) + 1
-    return dict(sorted(found.items()))
-
-
-# -------------------------------------------------------------------------- stream
-
-
-def replay_settings(
-    bootstrap: str, app_id: str, judge: str, *, sample_rate: float, seed: int, min_labels: int
-) -> Settings:
-    """Product defaults, every topic unique to this run, the review sample rate and the
-    labels a cell needs before it is live."""
-    groups = run_topics(app_id)
-    return Settings(
-        app_id=app_id,
-        broker_url=f"kafka://{bootstrap}",
-        log_json=True,
-        log_level="INFO",
-        **{name: group for name, group in groups.items() if name not in ("review", "labels")},
-        judge={"name": judge},
-        review={**groups["review"], "sample_rate": sample_rate, "seed": seed},
-        labels={**groups["labels"], "min_labels": min_labels},
-    )
-
-
-@dataclass
-class Reader:
-    """A read_committed reader of the verdicts, outcomes, review queue, dead letters and
-    judge-accuracy events of the run."""
-
-    settings: Settings
-    verdicts: dict[str, Verdict] = field(default_factory=dict)
-    outcomes: dict[str, AnswerOutcome] = field(default_factory=dict)
-    items: dict[str, ReviewItem] = field(default_factory=dict)
-    accuracy: dict[str, JudgeAccuracyEvent] = field(default_factory=dict)
-    dead_letters: int = 0
-    last_verdict_at: float = field(default_factory=time.monotonic)
-    _consumer: AIOKafkaConsumer | None = None
-
-    async def start(self) -> None:
-        self._consumer = AIOKafkaConsumer(
-            *self._topics(),
-            bootstrap_servers=self.settings.bootstrap_servers,
-            group_id=None,
-            auto_offset_reset="earliest",
-            isolation_level="read_committed",
-            metadata_max_age_ms=2000,
-        )
-        await self._consumer.start()
-
-    async def stop(self) -> None:
-        if self._consumer is not None:
-            await self._consumer.stop()
-
-    def _topics(self) -> tuple[str, ...]:
-        s = self.settings
-        return (
-            s.topics.verdicts,
-            s.topics.outcomes,
-            s.topics.dead_letter,
-            s.review.queue_topic,
-            s.labels.accuracy_topic,
-        )
-
-    async def poll(self) -> None:
-        assert self._consumer is not None
-        s = self.settings
-        for tp, records in (await self._consumer.getmany(timeout_ms=500)).items():
-            for record in records:
-                value = record.value or b""
-                if tp.topic == s.topics.verdicts:
-                    verdict = Verdict.model_validate_json(value)
-                    self.verdicts[verdict.answer_id] = verdict
-                    self.last_verdict_at = time.monotonic()
-                elif tp.topic == s.topics.outcomes:
-                    outcome = AnswerOutcome.model_validate_json(value)
-                    if outcome.answer_id is not None:
-                        self.outcomes[outcome.answer_id] = outcome
-                elif tp.topic == s.review.queue_topic:
-                    item = ReviewItem.model_validate_json(value)
-                    self.items[item.answer_id] = item
-                elif tp.topic == s.labels.accuracy_topic and record.value is not None:
-                    event = JudgeAccuracyEvent.model_validate_json(value)
-                    self.accuracy[event.cell.key] = event
-                elif tp.topic == s.topics.dead_letter:
-                    self.dead_letters += 1
-
-    async def at_end(self, topic: str) -> bool:
-        """Whether every partition of ``topic`` has been read to its (stable) end."""
-        assert self._consumer is not None
-        parts = [tp for tp in self._consumer.assignment() if tp.topic == topic]
-        if not parts:
-            return False
-        ends: dict[TopicPartition, int] = await self._consumer.end_offsets(parts)
-        for tp, end in ends.items():
-            if await self._consumer.position(tp) < end:
-                return False
-        return True
-
-
-async def produce(settings: Settings, rows: Sequence[Row], rate: float | None) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap_servers, acks="all")
-    await producer.start()
-    try:
-        started = time.monotonic()
-        for index, row in enumerate(rows):
-            if rate:
-                await asyncio.sleep(max(0.0, started + index / rate - time.monotonic()))
-            event = row.event.model_copy(update={"occurred_at": datetime.now(UTC)})
-            await producer.send(
-                settings.topics.answers,
-                key=event.conversation_id.encode(),
-                value=event.model_dump_json(exclude_none=True).encode(),
-            )
-        await producer.flush()
-    finally:
-        await producer.stop()
-
-
-async def publish_labels(settings: Settings, labels: Sequence[LabelEvent]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap_servers, acks="all")
-    await producer.start()
-    try:
-        for label in labels:
-            await producer.send(
-                settings.review.labels_topic,
-                key=label.answer_id.encode(),
-                value=label.model_dump_json().encode(),
-            )
-        await producer.flush()
-    finally:
-        await producer.stop()
+# -------------------------------------------------------------------------- replay
 
 
 async def replay(args: argparse.Namespace, bootstrap: str, rows: Sequence[Row]) -> dict[str, Any]:
@@ -436,7 +110,7 @@ async def replay(args: argparse.Namespace, bootstrap: str, rows: Sequence[Row]) 
     reader = Reader(settings)
     started = time.monotonic()
     try:
-        await _wait_for_topics(settings)
+        await wait_for_topics(settings)
         await reader.start()
         log(f"worker {worker.pid} started (log {log_path}); producing {len(rows)} answers")
         await produce(settings, rows, args.rate)
@@ -509,20 +183,6 @@ def _cell_json(event: JudgeAccuracyEvent) -> dict[str, Any]:
         "offline_precision": event.offline_precision,
         "drift": event.drift,
     }
-
-
-async def _wait_for_topics(settings: Settings) -> None:
-    """The worker creates the topics; produce only once the answers topic exists."""
-    probe = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap_servers, group_id=None)
-    await probe.start()
-    try:
-        deadline = time.monotonic() + 300
-        while settings.labels.accuracy_topic not in await probe.topics():
-            if time.monotonic() > deadline:
-                raise SystemExit("the worker never created its topics")
-            await asyncio.sleep(1.0)
-    finally:
-        await probe.stop()
 
 
 def _check(worker: WorkerProcess, reader: Reader, started: float, expected: int) -> None:

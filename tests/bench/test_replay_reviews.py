@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from scripts.replay_reviews import (
+from scripts._replay_reviews_numbers import summarise
+from scripts._replay_reviews_rows import (
     ASSISTANT,
     TENANT,
     Row,
@@ -21,7 +22,6 @@ from scripts.replay_reviews import (
     load_rows,
     replay_rows,
     resample,
-    summarise,
 )
 from streamproc.config import Settings
 from streamproc.contracts.events import (
@@ -248,3 +248,12 @@ def test_the_numbers_are_the_window_loops_on_the_whole_replay(tmp_path: Path) ->
     )
     assert few["corrected_live"] == few["corrected_offline"]
     assert (few["corrected_live_source"], few["labels_used"]) == ("offline-benchmark", 0)
+
+
+def test_the_script_keeps_its_command_line() -> None:
+    """The script imports its split-out parts and parses the documented options."""
+    from scripts.replay_reviews import parse_args
+
+    args = parse_args(["--data", "a.jsonl", "b.jsonl", "--label-share", "0.5", "--seed", "3"])
+    assert (args.data, args.label_share, args.seed) == ([Path("a.jsonl"), Path("b.jsonl")], 0.5, 3)
+    assert (args.sample_rate, args.task_type, args.keep_hallucinated) == (0.2, None, None)
