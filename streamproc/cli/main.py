@@ -55,7 +55,7 @@ def explain_model_error(exc: Exception) -> str:
     )
 
 
-_REPO_SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+_REPO_SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -110,7 +110,7 @@ def _topics(names: TopicNames) -> list[_Channel]:
             names.alerts,
             "AlertEvent",
             "alert-event",
-            "assistant_id",
+            "tenant/assistant_id",
             "send",
             "Hallucination-rate alerts, firing and resolved; judge_drift alerts (ticket) "
             "when the judge's live accuracy falls.",
@@ -121,7 +121,7 @@ def _topics(names: TopicNames) -> list[_Channel]:
             names.audit,
             "AuditRecord",
             "audit-record",
-            "answer_id",
+            "tenant/answer_id",
             "send",
             "One record per judged answer, as an auditor replays it: the event's exact bytes "
             "and sha256, every claim and the sentence that decided it, the judge, its models "

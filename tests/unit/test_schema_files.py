@@ -43,3 +43,12 @@ def test_schema_rejects_an_answer_event_without_event_time() -> None:
     del example["occurred_at"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(example, schema, cls=jsonschema.Draft202012Validator)
+
+
+def test_schemas_check_reads_the_repositorys_folder_by_default(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from streamproc.cli.main import main
+
+    assert main(["schemas", "check"]) == 0
+    assert str(SCHEMAS) in capsys.readouterr().out
