@@ -80,7 +80,7 @@ def language_vocabulary(language: str) -> Vocabulary:
 def _day_offset(key: str) -> int | None:
     """The offset in days of a dateparser relative-type key ("in 2 day", "2 day ago")."""
     parts = key.split()
-    if len(parts) == 3 and parts[0] == "in" and parts[1].isdigit() and parts[2] == "day":
+    if len(parts) == 3 and parts[0] == "in" and parts[1].isdecimal() and parts[2] == "day":
         return int(parts[1])
     if len(parts) == 3 and parts[0].isdigit() and parts[1] == "day" and parts[2] == "ago":
         return -int(parts[0])
@@ -122,6 +122,6 @@ def written_year(lowers: Iterable[str], parsed_year: int) -> int | None:
     """The year a mention writes (four digits in a plausible range), else None."""
     del parsed_year
     for w in lowers:
-        if w.isdigit() and len(w) == 4 and 1900 <= int(w) <= 2200:
+        if w.isdecimal() and len(w) == 4 and 1900 <= int(w) <= 2200:
             return int(w)
     return None

@@ -25,7 +25,7 @@ def numeric_date(text: str) -> list[int] | None:
     """The three numbers of "2026-02-10", "10/02/2026", "10.02.26"; None otherwise."""
     for separator in "-/.":
         parts = text.split(separator)
-        if len(parts) == 3 and all(p.isdigit() and 1 <= len(p) <= 4 for p in parts):
+        if len(parts) == 3 and all(p.isdecimal() and 1 <= len(p) <= 4 for p in parts):
             return [int(p) for p in parts]
     return None
 
@@ -35,7 +35,7 @@ def clock_token(text: str) -> tuple[int, int] | None:
     with a leading zero is a 24-hour time: it comes back marked (plus ``TWENTY_FOUR``),
     so that :func:`clock_readings` never reads it as 7:45 pm too."""
     hour, sep, minute = text.partition(":")
-    if not sep or not hour.isdigit() or not minute[:2].isdigit() or len(hour) > 2:
+    if not sep or not hour.isdecimal() or not minute[:2].isdecimal() or len(hour) > 2:
         return None
     h, m = int(hour), int(minute[:2])
     if h >= 24 or m >= 60:
@@ -87,7 +87,7 @@ def meridiem_hours(pieces: Sequence[str], index: int) -> tuple[tuple[int, int], 
     glued = next((m for m in _MERIDIEMS if core.endswith(m) and core[:-2]), None)
     number = core[:-2] if glued else core
     clock = clock_token(number) if ":" in number else None
-    if clock is None and not (number.isdigit() and len(number) <= 2 and 1 <= int(number) <= 12):
+    if clock is None and not (number.isdecimal() and len(number) <= 2 and 1 <= int(number) <= 12):
         return ()
     hour_minute = clock or (int(number), 0)
     if glued:
@@ -99,7 +99,7 @@ def meridiem_hours(pieces: Sequence[str], index: int) -> tuple[tuple[int, int], 
         return clock_readings([hour_minute], after[2])  # "between 8 and 9 pm"
     if len(after) >= 2 and after[0] in _RANGE_WORDS:
         glued_after = next((m for m in _MERIDIEMS if after[1].endswith(m)), None)
-        if glued_after and after[1][:-2].replace(":", "").isdigit():
+        if glued_after and after[1][:-2].replace(":", "").isdecimal():
             return clock_readings([hour_minute], glued_after)  # "8 to 9pm"
     return ()
 
@@ -138,7 +138,7 @@ def time_range(text: str) -> tuple[time, ...]:
                 meridiem, piece = mark, piece[: -len(mark)].strip()
         clock = clock_token(piece)
         if clock is None:
-            if meridiem is not None and piece.isdigit() and 1 <= int(piece) <= 12:
+            if meridiem is not None and piece.isdecimal() and 1 <= int(piece) <= 12:
                 clock = (int(piece), 0)
             else:
                 return ()

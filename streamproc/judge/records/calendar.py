@@ -244,7 +244,7 @@ class DateReader:
         ):
             return None  # "Monday to Friday from 8am": opening hours, no date
         if meridiem is not None and not clocks:
-            hour = next((int(w) for w in lowers if w.isdigit() and 1 <= int(w) <= 12), None)
+            hour = next((int(w) for w in lowers if w.isdecimal() and 1 <= int(w) <= 12), None)
             if hour is not None:
                 clocks = [(hour, 0)]
         readings = clock_readings(clocks, meridiem)
@@ -259,9 +259,9 @@ class DateReader:
         elif months:
             year = written_year(lowers, parsed.year)
             day_written = any(
-                w.rstrip("stndrh").isdigit() and 1 <= int(w.rstrip("stndrh")) <= 31
+                w.rstrip("stndrh").isdecimal() and 1 <= int(w.rstrip("stndrh")) <= 31
                 for w in lowers
-                if w[:1].isdigit() and len(w) <= 4 and not (len(w) == 4 and w.isdigit())
+                if w[:1].isdigit() and len(w) <= 4 and not (len(w) == 4 and w.isdecimal())
             )
             if day_written:
                 if year is not None:
@@ -305,7 +305,7 @@ class DateReader:
         text = value.strip()
         if not text or len(text) > _MAX_FIELD_CHARS or not any(c.isdigit() for c in text):
             return None
-        if text.replace(" ", "").isdigit():
+        if text.replace(" ", "").isdecimal():
             return None  # "4500017311": an id or a count, never a timestamp
         if not (any(c in text for c in ":/-.") or self._names_a_month(text)):
             return None  # "731 De La Guerra Plz": no date written

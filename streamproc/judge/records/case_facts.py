@@ -483,7 +483,7 @@ def _normal(text: str) -> str:
 def _mixed(text: str) -> bool:
     """ "RF-2291", "LX1583", "AC 113": letters and digits in one code."""
     parts = text.split()
-    if len(parts) == 2 and len(parts[0]) == 2 and parts[0].isalnum() and parts[1].isdigit():
+    if len(parts) == 2 and len(parts[0]) == 2 and parts[0].isalnum() and parts[1].isdecimal():
         return True  # a flight number written with a space
     return (
         len(parts) == 1
@@ -555,7 +555,7 @@ def durations(text: str, *, offsets: bool = False) -> frozenset[timedelta]:
             unit, last = pieces[index + 1].lower, index + 1
             if unit in {"business", "working", "calendar"} and index + 2 < len(pieces):
                 unit, last = pieces[index + 2].lower, index + 2
-        count = int(number) if number.isdigit() and len(number) <= 4 else number_word(number)
+        count = int(number) if number.isdecimal() and len(number) <= 4 else number_word(number)
         if count is None:
             continue
         base = _DURATION_UNITS.get(unit.rstrip("s")) or _DURATION_UNITS.get(unit)

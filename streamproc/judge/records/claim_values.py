@@ -298,11 +298,11 @@ def _space_grouped(pieces: Sequence[Token], index: int) -> tuple[str, int]:
     """A number whose thousands are set apart by spaces ("SEK 4 920", "2 460,00 kr"),
     joined, and the index of its last piece; any other token as it is."""
     text, last = pieces[index].text, index
-    if not (text.isdigit() and len(text) <= 3):
+    if not (text.isdecimal() and len(text) <= 3):
         return text, last
     while last + 1 < len(pieces) and len(pieces[last + 1].text) >= 3:
         group = pieces[last + 1].text
-        if not (group[:3].isdigit() and (len(group) == 3 or group[3] in ",.")):
+        if not (group[:3].isdecimal() and (len(group) == 3 or group[3] in ",.")):
             break
         if pieces[last + 1].start != pieces[last].end + 1:
             break  # one space between the groups, nothing else
@@ -371,7 +371,7 @@ def _airline_code(text: str) -> bool:
 
 
 def _flight_digits(token: Token) -> bool:
-    return token.text.isdigit() and 1 <= len(token.text) <= 4
+    return token.text.isdecimal() and 1 <= len(token.text) <= 4
 
 
 def _decimal_like(text: str) -> bool:
@@ -392,7 +392,7 @@ def _counts(
         value = _count_number(token.text, reader)
         if value is None or index + 1 >= len(pieces):
             continue
-        if token.text.isdigit() and len(token.text) == 4 and 1900 <= value <= 2100:
+        if token.text.isdecimal() and len(token.text) == 4 and 1900 <= value <= 2100:
             continue  # "the Summer 2026 issue": a year
         nouns = _nouns_after(pieces, index + 1)
         before = pieces[index - 1].lower if index else ""
@@ -415,7 +415,7 @@ _REMAINDER_AFTER: Final = word_set("more left remaining still outstanding")
 
 def _count_number(text: str, reader: MoneyReader | None = None) -> Decimal | None:
     """A whole number of things: "3", "1,500", "three"."""
-    if text.isdigit():
+    if text.isdecimal():
         return Decimal(text) if len(text) <= 6 else None
     if text.isalpha():
         return number_word(text)

@@ -114,7 +114,7 @@ def calls_of(records: Sequence[Record], lifecycles: Lifecycles) -> list[Call]:
     out = []
     for record in records:
         # a tool is named verb first: issue_refund, refund_charge, cancelBooking
-        name = [w.stem for w in words(_call_name(record)) if not w.text.isdigit()]
+        name = [w.stem for w in words(_call_name(record)) if not w.text.isdecimal()]
         lookup = bool(name) and name[0] in LOOKUP_VERBS
         verb = frozenset() if lookup or not name else frozenset(name[:1])
         things = frozenset(s for s in name[1:] if s not in LOOKUP_VERBS)

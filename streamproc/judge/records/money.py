@@ -97,7 +97,7 @@ class MoneyReader:
         """A decimal as some locale writes it ("2,500.00", "2.500,00", "1 249,90"); the
         configured locale first. None for anything else."""
         text = text.strip()
-        signed = text[:1] in "-+" and text[1:2].isdigit()
+        signed = text[:1] in "-+" and text[1:2].isdecimal()
         if not text or len(text) > _MAX_NUMBER_CHARS or not (text[0].isdigit() or signed):
             return None
         return _parse_number(text, self._locales)
@@ -174,9 +174,9 @@ def _join_space_groups(parts: list[str]) -> list[str]:
     for part in parts:
         grouped = (
             bool(out)
-            and out[-1].isdigit()
+            and out[-1].isdecimal()
             and len(part) >= 3
-            and part[:3].isdigit()
+            and part[:3].isdecimal()
             and (len(part) == 3 or part[3] in ",.")
         )
         if grouped:

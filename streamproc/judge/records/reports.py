@@ -197,7 +197,7 @@ def _clause_starts(text: str, ws: Sequence[Word], lowers: Sequence[str]) -> list
         if index:
             between = text[ws[index - 1].end : word.start]
             glued = not any(c.isspace() for c in between)  # "4,90", "1.249,90"
-            if glued and ws[index - 1].text.isdigit() and word.text.isdigit():
+            if glued and ws[index - 1].text.isdecimal() and word.text.isdecimal():
                 pass
             elif (
                 any(c in ",;:()!?\u2014\u2013" for c in between)
@@ -560,7 +560,7 @@ def _asserted(
     # inspection" - after the thing or its id, not after another verb
     previous = {i for i, _ in entities}
     return bool(previous & set(range(index - 4, index))) or (
-        index > 0 and lowers[index - 1].isdigit() and len(lowers[index - 1]) >= 3
+        index > 0 and lowers[index - 1].isdecimal() and len(lowers[index - 1]) >= 3
     )
 
 

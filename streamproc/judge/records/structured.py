@@ -386,7 +386,7 @@ def _location(record: RecordValues, claim: str) -> Iterator[ValueFinding]:
         return
     number, _, rest = address[1].partition(" ")
     for claimed_number, street in vp.addresses(claim):
-        if not number.isdigit() or not rest:
+        if not number.isdecimal() or not rest:
             return
         same_street = rest.split()[0].lower() == street.split()[0].lower()
         if same_street or claimed_number == number:

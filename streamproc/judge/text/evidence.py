@@ -113,7 +113,7 @@ def _label(path: Path) -> str:
     for part in path:
         text = str(part + 1) if isinstance(part, int) else readable_field(part)
         for word in text.split():
-            if word.isdigit() or word.lower() not in {w.lower() for w in words}:
+            if word.isdecimal() or word.lower() not in {w.lower() for w in words}:
                 words.append(word)  # "review info 1 review stars" -> "review info 1 stars"
     return " ".join(words)
 

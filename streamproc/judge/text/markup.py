@@ -46,7 +46,7 @@ def resolve_citation(label: str, evidence: Sequence[EvidenceItem]) -> str | None
     for item in evidence:
         if item.id.lower() == label.lower():
             return item.id
-    if label.isdigit() and 1 <= int(label) <= len(evidence):
+    if label.isdecimal() and 1 <= int(label) <= len(evidence):
         return evidence[int(label) - 1].id
     return None
 

@@ -60,7 +60,7 @@ def _ends_sentence(line: str, sentence_start: int, dot: re.Match[str], next_char
     lowered = token.lower()
     if lowered in _ABBREVIATIONS:
         return False
-    if lowered in _NUMERIC_ABBREVIATIONS and next_char.isdigit():
+    if lowered in _NUMERIC_ABBREVIATIONS and next_char.isdecimal():
         return False
     if _INITIALISM.fullmatch(token) and lowered not in _NOT_INITIALISMS:
         return False

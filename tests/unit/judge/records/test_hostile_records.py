@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from streamproc.contracts.events import AnswerEvent, EvidenceItem, EvidenceKind, VerdictLabel
 from streamproc.judge.nli.judge import NliJudge
 from streamproc.judge.records.case_check import CaseChecker
-from streamproc.judge.records.case_facts import MAX_FIELDS
+from streamproc.judge.records.case_facts import MAX_FIELDS, durations
 from streamproc.judge.records.findings import RecordReason
 from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
 
@@ -132,3 +132,17 @@ def test_a_field_that_does_not_parse_is_never_a_match(value: Any) -> None:
     assert not any(c.field in ("issued_on", "amount") for c in found.confirmations)
     if found.finding is not None:
         assert found.finding.verdict is not VerdictLabel.SUPPORTED
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Refunds arrive within \u00b2 business days.",
+        "Open from \u00b3 pm.",
+        "On the \u00b2nd of May.",
+    ],
+)
+def test_digits_that_are_not_decimal_are_read_as_words_not_numbers(text: str) -> None:
+    """Superscripts are digits to ``str.isdigit`` but not to ``int``."""
+    _check_all(_event({"status": "confirmed", "note": text}, text))
+    assert durations(text) == frozenset()
