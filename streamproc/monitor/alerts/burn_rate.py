@@ -2,7 +2,7 @@
 
 The budget is the objective itself: with an objective of 5 % hallucinated answers, a
 window whose rate is 30 % burns the budget at 6x. A condition (one long/short pair of
-:class:`~streamproc.config.BurnRateWindow`) is met when
+:class:`~streamproc.monitor.options.BurnRateWindow`) is met when
 
 - burn(long) > factor and burn(short) > factor (the long window says "real", the short
   one says "still happening", so a page stops soon after the spike does), and
