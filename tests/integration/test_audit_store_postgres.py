@@ -8,11 +8,11 @@ from collections.abc import Iterator
 import pytest
 
 from streamproc.audit.store import AuditStore
-from tests.unit.adapters.test_audit_store_labels import LabelStoreContract
 from tests.unit.audit.audit_samples import make_records
 from tests.unit.audit.keys import CHECKER, SIGNER
 from tests.unit.audit.old_store import make_old_store
 from tests.unit.audit.store_contract import StoreContract
+from tests.unit.audit.test_audit_store_labels import LabelStoreContract
 
 
 class TestPostgresStore(StoreContract):

@@ -30,7 +30,7 @@ from streamproc.review.labels.loop import LabelsLoop
 from streamproc.verdicts.catalog import LABEL_KEY_PREFIX
 from streamproc.wiring import kafka_loop_options, topic_layout
 from tests.integration.running import RunningLoops
-from tests.unit.stream.labels.test_join import label_bytes, may_label, review_item
+from tests.unit.review.labels.test_join import label_bytes, may_label, review_item
 
 
 def _settings(bootstrap: str, *, partitions: int = 2) -> Settings:

@@ -53,7 +53,7 @@ from tests.integration import test_gate_kafka as gate_kafka
 from tests.integration import test_labels_kafka as labels_kafka
 from tests.integration.running import RunningLoops
 from tests.unit.gate.conftest import event
-from tests.unit.stream.labels.test_join import may_label
+from tests.unit.review.labels.test_join import may_label
 
 TRACE_ID, SPAN_ID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE_ID}-{SPAN_ID}-01".encode()

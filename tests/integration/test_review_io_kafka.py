@@ -27,7 +27,7 @@ from streamproc.wiring import (
     topic_layout,
 )
 from tests.integration.run_settings import run_settings
-from tests.unit.review_io.items import label, review_item
+from tests.unit.review.label_files.items import label, review_item
 
 EXPORT = Path(__file__).resolve().parents[1] / "unit" / "review_io" / "data"
 ANA_TOKEN = new_token()

@@ -37,8 +37,8 @@ from streamproc.kafka.topics import ensure_topics, review_topic_specs
 from streamproc.review.page.auth import Reviewers, new_token, token_stanza
 from streamproc.review.page.queue_store import ReviewQueueStore
 from streamproc.wiring import output_topics, topic_layout
-from tests.unit.adapters.review import test_queue_store as queue_tests
-from tests.unit.adapters.review.samples import review_item
+from tests.unit.review.page import test_queue_store as queue_tests
+from tests.unit.review.page.samples import review_item
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"

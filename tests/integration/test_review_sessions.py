@@ -30,7 +30,7 @@ from streamproc.review.page.auth import Reviewers, new_token, token_stanza
 from streamproc.review.page.server import COOKIE
 from streamproc.wiring import topic_layout
 from tests.integration import test_review_page as page_tests
-from tests.unit.adapters.review.samples import review_item
+from tests.unit.review.page.samples import review_item
 
 TOKEN = new_token()
 WAIT_S = page_tests.WAIT_S

@@ -59,7 +59,7 @@ from streamproc.wiring import (
 from tests.integration.run_settings import run_settings
 from tests.integration.running import RunningLoops
 from tests.unit.gate.conftest import event
-from tests.unit.stream.labels.test_join import label_bytes, may_label
+from tests.unit.review.labels.test_join import label_bytes, may_label
 
 ANSWER = "Incomplete orders cannot be delivered or billed [D1]."
 WAIT_S = 60.0

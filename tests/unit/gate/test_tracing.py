@@ -16,9 +16,9 @@ from streamproc.inference.options import JudgeSettings
 from streamproc.telemetry import semconv
 from streamproc.telemetry.otel import Telemetry
 from streamproc.wiring import build_judge, gate_service
-from tests.unit.adapters.conftest import PARENT_SPAN, PARENT_TRACE, TRACEPARENT, Otel, make_otel
 from tests.unit.gate.conftest import event, request, settings
 from tests.unit.gate.test_service import MIXED
+from tests.unit.telemetry.conftest import PARENT_SPAN, PARENT_TRACE, TRACEPARENT, Otel, make_otel
 
 
 @pytest.fixture()
