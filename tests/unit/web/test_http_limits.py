@@ -25,7 +25,7 @@ from streamproc.web.limits import (
 )
 from streamproc.web.options import HttpLimitSettings
 from streamproc.web.server import AppServer
-from tests.unit.gate.http.test_server import self_signed
+from tests.unit.gate.http.http_gate import self_signed
 
 LIMITS = HttpLimits(header_timeout_s=0.3, body_timeout_s=0.5, idle_timeout_s=0.6, max_connections=4)
 

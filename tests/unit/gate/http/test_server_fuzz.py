@@ -22,22 +22,15 @@ from hypothesis import strategies as st
 
 from streamproc.contracts.gate_events import GateError, GateReply
 from streamproc.gate.http.auth import caller_stanza
-from tests.unit.gate.http.test_server import (
-    OTHER_TOKEN,
-    TOKEN,
-    Gate,
-    body,
-    gate_settings,
-    serving,
-)
-from tests.unit.verdicts.test_stage_fuzz import (
-    EVENT,
+from tests.unit.gate.http.http_gate import OTHER_TOKEN, TOKEN, Gate, body, gate_settings, serving
+from tests.unit.verdicts.fuzz_attacks import (
     NUMBERS_AND_TYPES,
     RANDOM_BYTES,
     STRINGS,
     STRUCTURE,
     WRONG_SHAPE,
 )
+from tests.unit.verdicts.fuzz_events import EVENT
 
 pytestmark = pytest.mark.slow  # seconds: a hypothesis flood through a real server
 
