@@ -4,7 +4,7 @@ The answer event is the one the README and docs/gate.md use (a supplier said to 
 delivered 80 of 100 pieces, where the purchase order's record says 90); the verdict,
 flag, audit record, outcome, window aggregate, review item and gate reply are what the
 default judge makes of it. Deterministic (fixed clock and judge time), so rerunning gives
-the same files, and ``tests/integration/test_schema_examples.py`` checks they are current:
+the same files, and ``tests/unit/test_schema_examples.py`` checks they are current:
     .venv/bin/python scripts/make_schema_examples.py [--check]
 """
 

@@ -114,7 +114,7 @@ class _LimitedHandler(RequestHandler):
     """aiohttp's connection protocol with the head and body timeouts and JSON errors.
 
     It reads aiohttp's own per-connection state (``_messages``, ``_request_count``,
-    ``_request_in_progress``, ``_lingering_time``): tests/unit/adapters/test_http_limits.py
+    ``_request_in_progress``, ``_lingering_time``): tests/unit/web/test_http_limits.py
     pins the behaviour that relies on it."""
 
     def __init__(self, manager: _LimitedServer, *, limits: HttpLimits, **kwargs: Any) -> None:

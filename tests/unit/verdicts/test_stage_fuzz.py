@@ -249,6 +249,7 @@ def test_floods_of_evidence_claims_and_tokens() -> None:
     assert tally.verdicts > 0
 
 
+@pytest.mark.timing  # a ratio of wall times: run alone, not beside busy workers
 def test_repeated_evidence_ids_cost_linear_time() -> None:
     """Found by this fuzz: beyond max_evidence_units the judge gave every item the kept
     text of all items with its id, so n items sharing one id cost n * n (10,000 items with
