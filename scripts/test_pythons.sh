@@ -3,7 +3,7 @@
 # runs on 3.11, scripts/test.sh). Each version found gets its own .venv-py<version> with
 # streamproc[dev] installed; the suites run side by side (one pytest process each), and each
 # version not found is skipped with the reason printed. Arguments go to pytest (default:
-# tests/unit tests/bench -q -m 'not slow': the slow tests run on 3.11). Exit status:
+# tests/unit tests/bench -q -m 'not slow and not timing': the slow tests run on 3.11). Exit status:
 # non-zero if any version that ran failed. .ci/run splits the work in three steps:
 #   --prepare    only the requirements, every version side by side (nothing is written
 #                into the checkout, so this may run while anything else does)
@@ -24,7 +24,7 @@ case ${1:-} in
         ;;
 esac
 args=("$@")
-[[ ${#args[@]} -gt 0 ]] || args=(tests/unit tests/bench -q -p no:cacheprovider -m 'not slow')
+[[ ${#args[@]} -gt 0 ]] || args=(tests/unit tests/bench -q -p no:cacheprovider -m 'not slow and not timing')
 
 # An interpreter that really runs: python3.X on PATH (a pyenv shim for a version that is
 # not selected fails), else pyenv's own install of it.

@@ -29,7 +29,7 @@ from streamproc.wiring import (
 from tests.integration.run_settings import run_settings
 from tests.unit.review.label_files.items import label, review_item
 
-EXPORT = Path(__file__).resolve().parents[1] / "unit" / "review_io" / "data"
+EXPORT = Path(__file__).resolve().parents[1] / "unit" / "review" / "label_files" / "data"
 ANA_TOKEN = new_token()
 ANA = {"reviewer": "ana", "tenant": "acme", "token": ANA_TOKEN}
 
