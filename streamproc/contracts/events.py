@@ -12,6 +12,8 @@ from typing import Any, Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeInt
 
+from streamproc.contracts.reasons import Reason
+
 __all__ = [
     "MAX_INPUT_ITEMS",
     "SCHEMA_VERSION",
@@ -210,7 +212,11 @@ class ClaimVerdict(_Model):
         default=None, description="None for claims that are not checked (conversational)."
     )
     score: float | None = Field(default=None, description="Support score in [0, 1].")
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[Reason] = Field(
+        default_factory=list,
+        description='Why: "CODE: detail" or "CODE"; programs act on the code, people read '
+        "the detail.",
+    )
     evidence_ids: list[str] = Field(
         default_factory=list, description="Evidence that decided the verdict."
     )

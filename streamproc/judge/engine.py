@@ -25,6 +25,7 @@ from streamproc.contracts.events import (
     UnverifiedReason,
     VerdictLabel,
 )
+from streamproc.contracts.reasons import Reason
 from streamproc.judge.deadline import Deadline
 from streamproc.judge.decision.actions import decide
 from streamproc.judge.limits import (
@@ -56,7 +57,7 @@ __all__ = [
 class ExplainsVerdicts(Protocol):
     """Optional for a checker: reason codes for one pair, so auditors see *why*."""
 
-    def explain(self, pair: PremiseCheck) -> list[str]: ...
+    def explain(self, pair: PremiseCheck) -> list[Reason]: ...
 
 
 def premise(question: str | None, evidence: Sequence[EvidenceItem]) -> str:
@@ -244,17 +245,18 @@ class ClaimJudge:
             }
         )
 
-    def _explain(self, pair: PremiseCheck) -> list[str]:
+    def _explain(self, pair: PremiseCheck) -> list[Reason]:
         if isinstance(self._checker, ExplainsVerdicts):
             return self._checker.explain(pair)
         return []
 
 
-def citation_reasons(claim: AnswerClaim, supported: bool | None) -> list[str]:
-    """Reason codes about a claim's citations (unknown ids, missing or not supporting)."""
+def citation_reasons(claim: AnswerClaim, supported: bool | None) -> list[Reason]:
+    """Reasons about a claim's citations (unknown ids, missing or not supporting)."""
     reasons = []
     if claim.unresolved:
-        reasons.append(f"CITATION_UNKNOWN: {', '.join(claim.unresolved)}")
+        reasons.append(Reason("CITATION_UNKNOWN", ", ".join(claim.unresolved)))
     if supported is False:
-        reasons.append("CITATION_MISSING" if not claim.citations else "CITATION_NOT_SUPPORTING")
+        code = "CITATION_MISSING" if not claim.citations else "CITATION_NOT_SUPPORTING"
+        reasons.append(Reason(code))
     return reasons

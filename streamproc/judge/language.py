@@ -21,6 +21,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import cast
 
 from streamproc.contracts.events import AnswerEvent, AnswerJudgement, JudgeInfo, UnverifiedReason
+from streamproc.contracts.reasons import Reason
 from streamproc.judge.deadline import AnswerTimedOut
 from streamproc.judge.decision.actions import decide, not_checked
 from streamproc.judge.limits import JudgeLimits, decompose_within, unverified_verdict, with_limits
@@ -50,7 +51,7 @@ class LanguageCheck:
         """The answer's language, None when it is too short to tell."""
         return detect_language(text, min_letters=self.min_letters)
 
-    def refusal(self, found: DetectedLanguage | None) -> str | None:
+    def refusal(self, found: DetectedLanguage | None) -> Reason | None:
         """The unverified reason (``"LANGUAGE_NOT_SUPPORTED: ..."``) when the answer is
         probably in a language not supported, else None (judge it)."""
         if found is None or found.code in self.supported:
@@ -58,10 +59,10 @@ class LanguageCheck:
         elsewhere = 1.0 - found.probability_of(self.supported)
         if elsewhere < self.min_confidence:
             return None
-        return (
-            f"{UnverifiedReason.LANGUAGE_NOT_SUPPORTED.value}: detected {found.code} "
-            f"(p={found.probability:.2f}); not {'/'.join(sorted(self.supported))} "
-            f"with p={elsewhere:.2f}"
+        return Reason(
+            UnverifiedReason.LANGUAGE_NOT_SUPPORTED.value,
+            f"detected {found.code} (p={found.probability:.2f}); "
+            f"not {'/'.join(sorted(self.supported))} with p={elsewhere:.2f}",
         )
 
 
@@ -122,7 +123,7 @@ class LanguageCheckedJudge:
             return self._split(answers, lambda kept: inner.settle_batch(kept, reason=reason))
         return self._split(
             answers,
-            lambda kept: [self._unverified(a, reason.value, reason, None) for a in kept],
+            lambda kept: [self._unverified(a, Reason(reason.value), reason, None) for a in kept],
         )
 
     def _split(
@@ -165,7 +166,7 @@ class LanguageCheckedJudge:
     def _unverified(
         self,
         answer: AnswerEvent,
-        detail: str,
+        detail: Reason,
         reason: UnverifiedReason,
         language: str | None,
     ) -> AnswerJudgement:

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from streamproc.contracts.events import AnswerJudgement, ClaimVerdict, EvidenceItem, VerdictLabel
+from streamproc.contracts.reasons import Reason
 from streamproc.judge.text.claims import AnswerClaim, Decomposition, Granularity, decompose
 from streamproc.judge.text.evidence import QUESTION_ID, EvidenceUnit
 
@@ -61,7 +62,7 @@ class JudgeLimits:
     max_unit_chars: int = 2000
 
 
-def unchecked_verdict(claim: AnswerClaim, *reasons: str) -> ClaimVerdict:
+def unchecked_verdict(claim: AnswerClaim, *reasons: Reason) -> ClaimVerdict:
     """The verdict record of a claim before (or without) checking it: a conversational
     claim, or one a cap left out (then ``reasons`` names the cap)."""
     return ClaimVerdict(
@@ -78,7 +79,7 @@ def unchecked_verdict(claim: AnswerClaim, *reasons: str) -> ClaimVerdict:
     )
 
 
-def unverified_verdict(claim: AnswerClaim, reason: str) -> ClaimVerdict:
+def unverified_verdict(claim: AnswerClaim, reason: Reason) -> ClaimVerdict:
     """A claim that should have been checked and was not (``reason``: an
     :class:`~streamproc.contracts.events.UnverifiedReason` value, e.g. the budget ran out)."""
     return unchecked_verdict(claim, reason).model_copy(update={"verdict": VerdictLabel.UNVERIFIED})
@@ -127,7 +128,9 @@ def decompose_within(
         "decomposition; the rest was not checked"
     )
     last = shape.sentences[-1].index if shape.sentences else -1
-    reason = f"LIMIT_CLAIMS: in the sentence cut where the answer was cut at {budget} characters"
+    reason = Reason(
+        "LIMIT_CLAIMS", f"in the sentence cut where the answer was cut at {budget} characters"
+    )
     return cap_claims(shape, limits, cut_sentence=last, cut_reason=reason, notes=(note,))
 
 
@@ -136,7 +139,7 @@ def cap_claims(
     limits: JudgeLimits,
     *,
     cut_sentence: int | None = None,
-    cut_reason: str = "",
+    cut_reason: Reason | None = None,
     notes: tuple[str, ...] = (),
 ) -> CappedShape:
     """Leave out of ``shape`` the claims over ``max_claim_chars``, the claims of
@@ -148,15 +151,18 @@ def cap_claims(
     for claim in shape.claims:
         if not claim.checked:
             kept.append(claim)
-        elif claim.sentence_index == cut_sentence:
+        elif claim.sentence_index == cut_sentence and cut_reason is not None:
             left.append(unchecked_verdict(claim, cut_reason))
         elif len(claim.text) > limits.max_claim_chars:
             too_long += 1
             left.append(
                 unchecked_verdict(
                     claim,
-                    f"LIMIT_CLAIM_CHARS: claim of {len(claim.text)} characters, over the cap "
-                    f"of {limits.max_claim_chars}",
+                    Reason(
+                        "LIMIT_CLAIM_CHARS",
+                        f"claim of {len(claim.text)} characters, over the cap "
+                        f"of {limits.max_claim_chars}",
+                    ),
                 )
             )
         elif checked >= limits.max_claims:
@@ -164,8 +170,11 @@ def cap_claims(
             left.append(
                 unchecked_verdict(
                     claim,
-                    f"LIMIT_CLAIMS: claim {checked + beyond} beyond the cap of "
-                    f"{limits.max_claims} per answer",
+                    Reason(
+                        "LIMIT_CLAIMS",
+                        f"claim {checked + beyond} beyond the cap of "
+                        f"{limits.max_claims} per answer",
+                    ),
                 )
             )
         else:

@@ -22,15 +22,16 @@ from opentelemetry.trace import SpanContext
 from opentelemetry.util.types import AttributeValue
 
 from streamproc.contracts.events import Action, ClaimVerdict, Verdict, VerdictLabel
+from streamproc.contracts.reasons import Reason
 from streamproc.telemetry import semconv
 
 __all__ = ["evaluation_records", "reason_codes"]
 
 
-def reason_codes(reasons: Sequence[str]) -> list[str]:
-    """The codes of reasons that read ``"CODE: detail"`` (details may quote the answer
-    or evidence, so only codes leave the worker), sorted and unique."""
-    return sorted({reason.split(":", 1)[0].strip() for reason in reasons} - {""})
+def reason_codes(reasons: Sequence[Reason]) -> list[str]:
+    """The codes of ``reasons`` (details may quote the answer or evidence, so only codes
+    leave the worker), sorted and unique."""
+    return sorted({reason.code for reason in reasons} - {""})
 
 
 def evaluation_records(

@@ -536,10 +536,8 @@ def _outcome(answer: AnswerEvent, judgement: AnswerJudgement, judge_ms: float) -
 
 def _flag(verdict: Verdict) -> Flag:
     judgement = verdict.judgement
-    # Claim reasons read "CODE: detail"; a flag carries the codes, the verdict the details.
-    reasons = sorted(
-        {reason.split(":", 1)[0] for claim in judgement.claims for reason in claim.reasons}
-    )
+    # A flag carries the reasons' codes, the verdict their details.
+    reasons = sorted({reason.code for claim in judgement.claims for reason in claim.reasons})
     return Flag(
         event_id=verdict.event_id,
         answer_id=verdict.answer_id,

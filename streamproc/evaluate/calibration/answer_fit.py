@@ -54,7 +54,7 @@ def answer_row(source: str, label: bool, judgement: AnswerJudgement) -> AnswerRo
     ]
     if not checked:
         return None
-    calibrated = [c for c in checked if any(r.startswith("CALIBRATED_RISK") for r in c.reasons)]
+    calibrated = [c for c in checked if any(r.code == "CALIBRATED_RISK" for r in c.reasons)]
     hard = any(c.verdict is not VerdictLabel.SUPPORTED and c not in calibrated for c in checked)
     return AnswerRow(
         source=source,

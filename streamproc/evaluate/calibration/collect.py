@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from streamproc.contracts.events import AnswerJudgement, ClaimVerdict, JudgeInfo, VerdictLabel
+from streamproc.contracts.reasons import Reason
 from streamproc.evaluate.benchmark import BenchmarkItem, judge_items
 from streamproc.evaluate.cases import person_verdicts
 from streamproc.judge.decision.calibrator import REGIMES, regime_of
@@ -24,37 +25,39 @@ from streamproc.judge.records.structured import ValueReason
 
 __all__ = ["HARD_REASONS", "claim_rows", "collect", "read_rows", "write_rows"]
 
-HARD_REASONS: tuple[str, ...] = (
-    ValueReason.VALUE_MISMATCH.value,
-    *(r.value for r in RecordReason if r is not RecordReason.RECORD_CONFIRMED),
-    "LOW_CONFIDENCE_SENTENCE",
-    "SHAKY_SPECIFIC:",  # a guessed specific is cut; "SHAKY_SPECIFIC_CONFIRMED" is not
-    "TOPIC_NOT_IN_EVIDENCE",
-    "COMPARISON_CONTRADICTED",
+HARD_REASONS: frozenset[str] = frozenset(
+    {
+        ValueReason.VALUE_MISMATCH.value,
+        *(r.value for r in RecordReason if r is not RecordReason.RECORD_CONFIRMED),
+        "LOW_CONFIDENCE_SENTENCE",
+        "SHAKY_SPECIFIC",  # a guessed specific is cut; "SHAKY_SPECIFIC_CONFIRMED" is not
+        "TOPIC_NOT_IN_EVIDENCE",
+        "COMPARISON_CONTRADICTED",
+    }
 )
-"""Reason prefixes of findings that settle a claim whatever the calibrator says."""
+"""Reason codes of findings that settle a claim whatever the calibrator says."""
 
 NEGATION_FLIP = "NEGATION_FLIP"
 """Settles a claim only in the regimes where the judge treats it as hard."""
 
-SETTLED_SUPPORTED: tuple[str, ...] = ("ABOUT_DOCUMENT", "COMPARISON_CONFIRMED")
+SETTLED_SUPPORTED: frozenset[str] = frozenset({"ABOUT_DOCUMENT", "COMPARISON_CONFIRMED"})
 """A sentence about the document whose topic check passed, a pick between two dated
 things the years confirm: settled without the model, so their signals say nothing a
 calibrator should learn from."""
 
 
 def _hard(
-    reasons: Sequence[str], signals: Mapping[str, float], hard_negation: Collection[str]
+    reasons: Sequence[Reason], signals: Mapping[str, float], hard_negation: Collection[str]
 ) -> bool:
-    if any(r.startswith(HARD_REASONS) for r in reasons):
+    if any(r.code in HARD_REASONS for r in reasons):
         return True
-    flipped = any(r.startswith(NEGATION_FLIP) for r in reasons)
+    flipped = any(r.code == NEGATION_FLIP for r in reasons)
     return flipped and regime_of(signals) in hard_negation
 
 
 def _settled_supported(claim: ClaimVerdict) -> bool:
     return claim.verdict is VerdictLabel.SUPPORTED and any(
-        r.startswith(SETTLED_SUPPORTED) for r in claim.reasons
+        r.code in SETTLED_SUPPORTED for r in claim.reasons
     )
 
 

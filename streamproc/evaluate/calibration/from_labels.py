@@ -79,7 +79,7 @@ def labelled_answer(
 ) -> LabelledAnswer:
     checked = [c for c in judgement.claims if c.verdict not in (None, VerdictLabel.UNVERIFIED)]
     refuted = [c for c in checked if c.verdict is not VerdictLabel.SUPPORTED]
-    settled = [c for c in refuted if not any(r.startswith("CALIBRATED_RISK") for r in c.reasons)]
+    settled = [c for c in refuted if not any(r.code == "CALIBRATED_RISK" for r in c.reasons)]
     return LabelledAnswer(
         row_id=row_id,
         task_type=task_type,

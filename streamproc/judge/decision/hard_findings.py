@@ -17,7 +17,7 @@ from streamproc.contracts.events import ClaimVerdict, VerdictLabel
 from streamproc.judge.records.findings import RecordReason
 from streamproc.judge.records.structured import ValueReason
 
-__all__ = ["HARD_REASON_CODES", "has_hard_finding", "reason_code"]
+__all__ = ["HARD_REASON_CODES", "has_hard_finding"]
 
 HARD_REASON_CODES: Final = frozenset(
     {
@@ -45,16 +45,11 @@ HARD_REASON_CODES: Final = frozenset(
         "NUMBER_WITHOUT_EVIDENCE",
     }
 )
-"""Reason codes (the part before ``:`` of a verdict's reason) that count as hard."""
-
-
-def reason_code(reason: str) -> str:
-    """``AMOUNT_MISMATCH`` of ``"AMOUNT_MISMATCH: 120 EUR against 95 EUR"``."""
-    return reason.split(":", 1)[0].strip()
+"""Reason codes (:attr:`~streamproc.contracts.reasons.Reason.code`) that count as hard."""
 
 
 def has_hard_finding(verdict: ClaimVerdict) -> bool:
     """The claim is not supported, and one of the reasons is a hard finding."""
     if verdict.verdict is None or verdict.verdict is VerdictLabel.SUPPORTED:
         return False
-    return any(reason_code(r) in HARD_REASON_CODES for r in verdict.reasons)
+    return any(r.code in HARD_REASON_CODES for r in verdict.reasons)

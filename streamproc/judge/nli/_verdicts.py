@@ -16,6 +16,7 @@ from streamproc.contracts.events import (
     UnverifiedReason,
     VerdictLabel,
 )
+from streamproc.contracts.reasons import Reason
 from streamproc.judge.decision.actions import decide
 from streamproc.judge.decision.answer import AnswerCalibrator
 from streamproc.judge.decision.calibrated import calibrated_decision
@@ -107,7 +108,8 @@ class VerdictAssembler:
         cut = sorted(cut_ids)
         if cut:  # the model saw only part of these units: say so on the verdict
             decision = replace(
-                decision, reasons=(*decision.reasons, f"EVIDENCE_TRUNCATED: {', '.join(cut)}")
+                decision,
+                reasons=(*decision.reasons, Reason("EVIDENCE_TRUNCATED", ", ".join(cut))),
             )
 
         def supports(subset: tuple[str, ...]) -> bool:
@@ -223,7 +225,7 @@ def settled_judgement(work: AnswerWork, reason: UnverifiedReason) -> AnswerJudge
         if not claim.checked:
             verdicts.append(unchecked_verdict(claim))
         elif item.settled is None:
-            verdicts.append(unverified_verdict(claim, reason.value))
+            verdicts.append(unverified_verdict(claim, Reason(reason.value)))
         else:
             settled = item.settled
             verdicts.append(
@@ -250,5 +252,5 @@ def settled_judgement(work: AnswerWork, reason: UnverifiedReason) -> AnswerJudge
 def _is_negation_flip(rule: Settled) -> bool:
     """The sentence that talks most closely about the claim says the opposite."""
     return rule.verdict is VerdictLabel.CONTRADICTED and any(
-        r.startswith("NEGATION_FLIP") for r in rule.reasons
+        r.code == "NEGATION_FLIP" for r in rule.reasons
     )

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from streamproc.contracts.events import VerdictLabel
+from streamproc.contracts.reasons import Reason
 from streamproc.judge.nli.premises import ComposedPremise
 from streamproc.judge.nli.retrieval import Candidate
 from streamproc.judge.nli.work import AnswerWork
@@ -55,7 +56,7 @@ def decide_claim(
     evidence); otherwise not entailed, with why."""
     t = thresholds
     if not candidates:
-        return Settled(VerdictLabel.UNSUPPORTED, 0.0, ("NO_EVIDENCE",))
+        return Settled(VerdictLabel.UNSUPPORTED, 0.0, (Reason("NO_EVIDENCE"),))
     hypothesis = work.hypothesis(claim)
     scored = [(c, lookup[(work.units[c.unit].text, hypothesis)]) for c in candidates]
     flipped = [c for c, _ in scored if flips(claim.text, work.units[c.unit], c, t)]
@@ -77,8 +78,11 @@ def decide_claim(
             VerdictLabel.CONTRADICTED,
             best_entail,
             (
-                f"NLI_CONTRADICTION: {best_contra[1].contradiction:.2f} against "
-                f"{unit.evidence_id}: {_clip(unit.text)}",
+                Reason(
+                    "NLI_CONTRADICTION",
+                    f"{best_contra[1].contradiction:.2f} against "
+                    f"{unit.evidence_id}: {_clip(unit.text)}",
+                ),
             ),
             (unit.evidence_id,),
         )
@@ -90,7 +94,7 @@ def decide_claim(
         return Settled(
             VerdictLabel.CONTRADICTED,
             best_entail,
-            (f"NEGATION_FLIP: against {unit.evidence_id}: {_clip(unit.text)}",),
+            (Reason("NEGATION_FLIP", f"against {unit.evidence_id}: {_clip(unit.text)}"),),
             (unit.evidence_id,),
         )
     if not entailing and composed is not None:
@@ -100,8 +104,11 @@ def decide_claim(
                 VerdictLabel.SUPPORTED,
                 fused.entailment,
                 (
-                    f"COMPOSED_PREMISE: {fused.entailment:.2f} from {composed.sentences} "
-                    f"sentences of {', '.join(composed.evidence_ids)} read together",
+                    Reason(
+                        "COMPOSED_PREMISE",
+                        f"{fused.entailment:.2f} from {composed.sentences} "
+                        f"sentences of {', '.join(composed.evidence_ids)} read together",
+                    ),
                 ),
                 composed.evidence_ids,
             )
@@ -148,14 +155,15 @@ def item_text(work: AnswerWork, unit: EvidenceUnit) -> str:
     return unit.text
 
 
-def _not_entailed(best: float, coverage: float, evidence_id: str, t: NliThresholds) -> str:
+def _not_entailed(best: float, coverage: float, evidence_id: str, t: NliThresholds) -> Reason:
     """Why no unit counts as entailing: too little entailment, or entailment from a unit
     that shares too few of the claim's words to be about the same thing."""
     if best < t.entailment:
-        return f"NOT_ENTAILED: best {best:.2f} < {t.entailment:.2f} ({evidence_id})"
-    return (
-        f"NOT_ENTAILED: {evidence_id} entails {best:.2f} but shares {coverage:.2f} of the "
-        f"claim's words (< {t.min_coverage:.2f})"
+        return Reason("NOT_ENTAILED", f"best {best:.2f} < {t.entailment:.2f} ({evidence_id})")
+    return Reason(
+        "NOT_ENTAILED",
+        f"{evidence_id} entails {best:.2f} but shares {coverage:.2f} of the "
+        f"claim's words (< {t.min_coverage:.2f})",
     )
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from streamproc.contracts.events import AnswerEvent, EvidenceItem, EvidenceKind, VerdictLabel
+from streamproc.contracts.reasons import Reason
 from streamproc.judge.records.case_facts import MAX_DATE_TEXT_CHARS, MAX_FIELDS, CaseFacts, Typed
 from streamproc.judge.records.claim_values import ValueReaders, read_values
 from streamproc.judge.records.execution import (
@@ -69,7 +70,7 @@ class CaseCheck:
 
     finding: RecordFinding | None = None
     confirmations: tuple[RecordFinding, ...] = ()
-    notes: tuple[str, ...] = ()
+    notes: tuple[Reason, ...] = ()
     unconfirmed: int = 0
 
     @property
@@ -228,8 +229,11 @@ class CaseContext:
         )
         notes = (
             tuple(
-                f"{RecordReason.FIELD_UNPARSED.value}: {t.ref.evidence_id} {t.ref.name} = "
-                f"{str(t.ref.leaf.value)[:60]!r} is not a date or time"
+                Reason(
+                    RecordReason.FIELD_UNPARSED.value,
+                    f"{t.ref.evidence_id} {t.ref.name} = "
+                    f"{str(t.ref.leaf.value)[:60]!r} is not a date or time",
+                )
                 for t in facts.unparsed
             )
             if values.dates

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from streamproc.contracts.events import VerdictLabel
+from streamproc.contracts.reasons import Reason
 
 __all__ = [
     "RecordFinding",
@@ -57,6 +58,6 @@ class RecordFinding:
         return self.reason is RecordReason.RECORD_CONFIRMED
 
     @property
-    def reason_text(self) -> str:
-        """``CODE: detail``, the shape of the judge's reason strings."""
-        return f"{self.reason.value}: {self.detail}"
+    def reason_text(self) -> Reason:
+        """The finding as a reason of the claim's verdict (``CODE: detail``)."""
+        return Reason(self.reason.value, self.detail)

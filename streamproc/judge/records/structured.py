@@ -25,6 +25,7 @@ from enum import StrEnum
 from typing import Final
 
 from streamproc.contracts.events import EvidenceItem
+from streamproc.contracts.reasons import Reason
 from streamproc.judge.records import value_parse as vp
 from streamproc.judge.records.record_values import (
     WORD,
@@ -61,12 +62,11 @@ class ValueFinding:
     evidence_id: str
 
     @property
-    def reason_text(self) -> str:
-        """``CODE: field claimed X, record Y (id)``, the shape of the judge's reasons."""
+    def reason_text(self) -> Reason:
+        """The check as a reason (``CODE: field claimed X, record Y (id)``)."""
         record = "no such field" if self.recorded is None else f"record {self.recorded}"
-        return (
-            f"{self.reason.value}: {self.field} claimed {self.claimed}, {record} "
-            f"({self.evidence_id})"
+        return Reason(
+            self.reason.value, f"{self.field} claimed {self.claimed}, {record} ({self.evidence_id})"
         )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from streamproc.contracts.events import VerdictLabel
+from streamproc.contracts.reasons import Reason
 from streamproc.judge.protocols import PremiseCheck
 from streamproc.judge.text.features import content_words, numbers
 
@@ -24,7 +25,7 @@ RULES_VERSION = "1"
 class _Finding:
     verdict: VerdictLabel
     score: float
-    reasons: tuple[str, ...]
+    reasons: tuple[Reason, ...]
 
 
 class RulesChecker:
@@ -53,7 +54,7 @@ class RulesChecker:
         """(verdict, score) per pair, in order."""
         return [(f.verdict, f.score) for f in self._findings(pairs)]
 
-    def explain(self, pair: PremiseCheck) -> list[str]:
+    def explain(self, pair: PremiseCheck) -> list[Reason]:
         """Reason codes with detail for one pair; empty when supported."""
         return list(self._findings([pair])[0].reasons)
 
@@ -80,9 +81,11 @@ class RulesChecker:
                 return _Finding(
                     VerdictLabel.CONTRADICTED,
                     0.0,
-                    (f"NUMBER_MISMATCH: {listed} not in the evidence",),
+                    (Reason("NUMBER_MISMATCH", f"{listed} not in the evidence"),),
                 )
-            return _Finding(VerdictLabel.UNSUPPORTED, 0.0, (f"NUMBER_WITHOUT_EVIDENCE: {listed}",))
+            return _Finding(
+                VerdictLabel.UNSUPPORTED, 0.0, (Reason("NUMBER_WITHOUT_EVIDENCE", listed),)
+            )
         words = content_words(claim)
         if not words:
             return _Finding(VerdictLabel.SUPPORTED, 1.0, ())
@@ -90,8 +93,8 @@ class RulesChecker:
         if coverage >= self.coverage_threshold:
             return _Finding(VerdictLabel.SUPPORTED, coverage, ())
         absent = ", ".join(sorted(words - premise_words)[:8])
-        reason = (
-            f"LOW_WORD_COVERAGE: {coverage:.2f} < {self.coverage_threshold:.2f}; not in the "
-            f"evidence: {absent}"
+        reason = Reason(
+            "LOW_WORD_COVERAGE",
+            f"{coverage:.2f} < {self.coverage_threshold:.2f}; not in the evidence: {absent}",
         )
         return _Finding(VerdictLabel.UNSUPPORTED, coverage, (reason,))

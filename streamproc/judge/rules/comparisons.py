@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, Literal
 
+from streamproc.contracts.reasons import Reason
 from streamproc.judge.text.features import word_set
 
 __all__ = ["ComparisonFinding", "Question", "check_comparison", "parse_question"]
@@ -101,7 +102,7 @@ class ComparisonFinding:
     """What the evidence's years say about the claim's pick."""
 
     holds: bool
-    reason_text: str
+    reason_text: Reason
     evidence_ids: tuple[str, ...]
     whole: bool
     """The claim says nothing but the comparison, so the years settle all of it."""
@@ -214,9 +215,10 @@ def check_comparison(
     label = {"birth": "born", "death": "died", "start": "dated"}[question.event]
     relation = "before" if mine[0] < theirs[0] else "after"
     prefix = "COMPARISON_CONFIRMED" if holds else "COMPARISON_CONTRADICTED"
-    reason = (
-        f"{prefix}: {subject} {label} {mine[0]}, {relation} {other} {label} {theirs[0]} "
-        f"({mine[1]}, {theirs[1]})"
+    reason = Reason(
+        prefix,
+        f"{subject} {label} {mine[0]}, {relation} {other} {label} {theirs[0]} "
+        f"({mine[1]}, {theirs[1]})",
     )
     ids = tuple(dict.fromkeys((mine[1], theirs[1])))
     return ComparisonFinding(holds, reason, ids, _only_comparison(question, claim))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from streamproc.contracts.events import ConfidenceMark, TokenLogprob
+from streamproc.contracts.reasons import Reason
 from streamproc.judge.text.features import STOP_WORDS, word_set
 
 __all__ = [
@@ -91,7 +92,7 @@ class SentenceConfidence:
     mean: float
     low_share: float
     content_tokens: int
-    reasons: tuple[str, ...] = ()
+    reasons: tuple[Reason, ...] = ()
 
 
 def specific_spans(text: str) -> list[tuple[int, int]]:
@@ -186,25 +187,30 @@ def sentence_confidence(
         return None
     mean = sum(probabilities) / len(probabilities)
     low_share = sum(p < limits.shaky_p for p in probabilities) / len(probabilities)
-    reasons: list[str] = []
+    reasons: list[Reason] = []
     cut = False
     if mean < limits.cut_mean:
         cut = True
-        reasons.append(f"LOW_CONFIDENCE_SENTENCE: content mean {mean:.2f} < {limits.cut_mean}")
+        reasons.append(
+            Reason("LOW_CONFIDENCE_SENTENCE", f"content mean {mean:.2f} < {limits.cut_mean}")
+        )
     for s, e in shaky:
         value = text[s - start : e - start].rstrip(".,")
         if _confirms(confirmed, value):
-            reasons.append(f"SHAKY_SPECIFIC_CONFIRMED: {value}")
+            reasons.append(Reason("SHAKY_SPECIFIC_CONFIRMED", value))
         else:
             cut = True
-            reasons.append(f"SHAKY_SPECIFIC: {value}")
+            reasons.append(Reason("SHAKY_SPECIFIC", value))
     if cut:
         mark = ConfidenceMark.CUT
     elif mean < limits.low_mean or low_share > limits.low_share:
         mark = ConfidenceMark.LOW
         reasons.append(
-            f"LOW_CONFIDENCE: content mean {mean:.2f}, {low_share:.0%} of content tokens "
-            f"under {limits.shaky_p}"
+            Reason(
+                "LOW_CONFIDENCE",
+                f"content mean {mean:.2f}, {low_share:.0%} of content tokens "
+                f"under {limits.shaky_p}",
+            )
         )
     else:
         mark = ConfidenceMark.OK

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
+from streamproc.contracts.reasons import Reason
 from streamproc.judge.text.features import content_words
 from streamproc.judge.text.sentences import split_sentences
 
@@ -102,8 +103,8 @@ class OverstatementFinding:
         )
 
     @property
-    def reason_text(self) -> str:
-        return f"{self.reason}: {self.detail}"
+    def reason_text(self) -> Reason:
+        return Reason(self.reason, self.detail)
 
 
 def _strong_words(claim: str) -> dict[str, str]:

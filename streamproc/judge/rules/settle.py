@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from streamproc.contracts.events import AnswerEvent, ClaimClass, ConfidenceMark, VerdictLabel
+from streamproc.contracts.reasons import Reason
 from streamproc.judge.nli.retrieval import names
 from streamproc.judge.records.case_check import CaseCheck
 from streamproc.judge.records.structured import StructuredEvidence, ValueFinding, ValueReason
@@ -34,7 +35,7 @@ class Settled:
 
     verdict: VerdictLabel
     score: float
-    reasons: tuple[str, ...]
+    reasons: tuple[Reason, ...]
     evidence_ids: tuple[str, ...] = ()
 
 
@@ -55,11 +56,11 @@ class Prechecks:
     """The model-free findings on one claim: a hard verdict (or None) and the rest."""
 
     hard: Settled | None
-    soft_reasons: tuple[str, ...] = ()
+    soft_reasons: tuple[Reason, ...] = ()
     unknown_numbers: int = 0
     unknown_names: int = 0
     values: tuple[ValueFinding, ...] = ()
-    notes: tuple[str, ...] = ()
+    notes: tuple[Reason, ...] = ()
     """Said on the verdict whatever decides it (a record field that did not parse)."""
     record_confirmed: int = 0
 
@@ -106,7 +107,7 @@ def precheck(
         topic = _topic_check(claim, facts, len(unnamed) + len(missing))
         if topic is not None:
             return Prechecks(topic, (), len(missing), len(unnamed))
-    name_reason = f"NAME_NOT_IN_EVIDENCE: {', '.join(unnamed)}" if unnamed else None
+    name_reason = Reason("NAME_NOT_IN_EVIDENCE", ", ".join(unnamed)) if unnamed else None
     number_reason = _number_reason(missing, bool(facts.numbers))
     soft = tuple(r for r in (name_reason, number_reason) if r is not None)
     soft += tuple(v.reason_text for v in values if v.reason is ValueReason.FIELD_NOT_IN_RECORD)
@@ -143,7 +144,7 @@ def _topic_check(claim: AnswerClaim, facts: EvidenceFacts, unknown: int) -> Sett
         return None
     reason = topic_reason(about.content, facts.words, unknown)
     if reason is None:
-        share = f"ABOUT_DOCUMENT: the topic is the evidence's ({about.content[:80]})"
+        share = Reason("ABOUT_DOCUMENT", f"the topic is the evidence's ({about.content[:80]})")
         return Settled(VerdictLabel.SUPPORTED, 1.0, (share,))
     return Settled(VerdictLabel.UNSUPPORTED, 0.0, (reason,))
 
@@ -157,10 +158,10 @@ def _compare(answer: AnswerEvent, claim: AnswerClaim) -> ComparisonFinding | Non
     return check_comparison(question, claim.text, [(e.id, e.text) for e in answer.evidence])
 
 
-def _number_reason(missing: Sequence[str], any_numbers: bool) -> str | None:
+def _number_reason(missing: Sequence[str], any_numbers: bool) -> Reason | None:
     if not missing:
         return None
     shown = ", ".join(missing)
     if any_numbers:
-        return f"NUMBER_MISMATCH: {shown} not in the evidence"
-    return f"NUMBER_NOT_IN_EVIDENCE: {shown}"
+        return Reason("NUMBER_MISMATCH", f"{shown} not in the evidence")
+    return Reason("NUMBER_NOT_IN_EVIDENCE", shown)

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from streamproc.contracts.reasons import Reason
 from streamproc.judge.text.features import content_words
 
 __all__ = ["TOPIC_MIN_COVERAGE", "DocumentClaim", "about_document", "topic_reason"]
@@ -103,7 +104,7 @@ TOPIC_MIN_COVERAGE: Final = 0.5
 """Share of the topic's content words the evidence must contain."""
 
 
-def topic_reason(topic: str, evidence_words: frozenset[str], missing_names: int) -> str | None:
+def topic_reason(topic: str, evidence_words: frozenset[str], missing_names: int) -> Reason | None:
     """None when ``topic`` is what the evidence is about - at least half its content words
     are the evidence's and it names nothing the evidence does not - else the reason it is
     not. Names are counted by the caller (the judge's name rule)."""
@@ -112,4 +113,6 @@ def topic_reason(topic: str, evidence_words: frozenset[str], missing_names: int)
     if share >= TOPIC_MIN_COVERAGE and not missing_names:
         return None
     named = f", {missing_names} name(s) not in it" if missing_names else ""
-    return f"TOPIC_NOT_IN_EVIDENCE: {share:.0%} of the topic's words in the evidence{named}"
+    return Reason(
+        "TOPIC_NOT_IN_EVIDENCE", f"{share:.0%} of the topic's words in the evidence{named}"
+    )

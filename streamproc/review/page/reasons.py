@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from streamproc.judge.decision.hard_findings import reason_code
+from streamproc.contracts.reasons import Reason
 
 __all__ = ["OTHER_CHECK", "PLAIN_REASONS", "plain_reasons"]
 
@@ -70,14 +70,14 @@ PLAIN_REASONS: Final[Mapping[str, str]] = {
 """Reason code to plain phrase; every ``LIMIT_*`` code reads as one size-limit phrase."""
 
 
-def plain_reason(reason: str) -> str:
-    """The plain phrase of one reason string (its detail dropped)."""
-    code = reason_code(reason)
+def plain_reason(reason: Reason) -> str:
+    """The plain phrase of one reason (its detail dropped)."""
+    code = reason.code
     if code.startswith("LIMIT_"):
         return _SIZE_LIMIT
     return PLAIN_REASONS.get(code, OTHER_CHECK)
 
 
-def plain_reasons(reasons: Iterable[str]) -> list[str]:
+def plain_reasons(reasons: Iterable[Reason]) -> list[str]:
     """The plain phrases of a claim's reasons, each once, in the judge's order."""
     return list(dict.fromkeys(plain_reason(r) for r in reasons))

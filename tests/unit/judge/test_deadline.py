@@ -15,6 +15,7 @@ import pytest
 from numpy.typing import NDArray
 
 from streamproc.contracts.events import AnswerEvent
+from streamproc.contracts.reasons import Reason
 from streamproc.judge import AnswerTimedOut, Deadline, Judge, PremiseCheck
 from streamproc.judge.decision.calibrator import REGIMES, VerdictCalibrator
 from streamproc.judge.decision.signals import SIGNAL_NAMES
@@ -57,7 +58,7 @@ def slow_calibrator() -> SlowCalibrator:
 class SlowExplainer(RulesChecker):
     """The rules checker, taking ``SLOW_S`` to explain each claim it does not support."""
 
-    def explain(self, pair: PremiseCheck) -> list[str]:
+    def explain(self, pair: PremiseCheck) -> list[Reason]:
         time.sleep(SLOW_S)
         return super().explain(pair)
 

@@ -8,6 +8,7 @@ from opentelemetry._logs import SeverityNumber
 from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.trace import SpanContext, TraceFlags
 
+from streamproc.contracts.reasons import Reason
 from streamproc.telemetry import semconv
 from streamproc.telemetry.evaluation_log import evaluation_records, reason_codes
 from streamproc.telemetry.tracing import MessageRef, Tracing
@@ -115,4 +116,5 @@ def test_answer_level_only_when_claim_records_are_off(otel: Otel) -> None:
 
 
 def test_reason_codes_keep_codes_only() -> None:
-    assert reason_codes(["B: detail with 'quote'", "A", "B: other", " : x"]) == ["A", "B"]
+    read = [Reason.from_text(t) for t in ["B: detail with 'quote'", "A", "B: other", " : x"]]
+    assert reason_codes(read) == ["A", "B"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from streamproc.contracts.reasons import Reason
 from streamproc.evaluate.calibration import collect as collect_module
 from streamproc.evaluate.calibration.answer_fit import AnswerRow, fit_answer_parts, flags
 from streamproc.judge.decision.calibrator import REGIMES
@@ -67,4 +68,5 @@ def test_collected_claims_are_hard_as_the_judge_treats_them(
     reasons: list[str], has_question: float, hard: bool
 ) -> None:
     signals = {"has_question": has_question, "structured_evidence": 0.0}
-    assert collect_module._hard(reasons, signals, ("question",)) is hard
+    read = [Reason.from_text(r) for r in reasons]
+    assert collect_module._hard(read, signals, ("question",)) is hard

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from streamproc.contracts.events import VerdictLabel
+from streamproc.contracts.reasons import Reason
 from streamproc.inference.calibrator_loader import (
     load_answer_calibrator,
     load_calibrator,
@@ -129,7 +130,9 @@ def test_shipped_calibrator_loads_and_fits_the_signals() -> None:
 
 
 def test_calibrated_decision_keeps_the_rule_reasons_or_overrules_them() -> None:
-    rule_no = Settled(VerdictLabel.CONTRADICTED, 0.1, ("NEGATION_FLIP: against D1",), ("D1",))
+    rule_no = Settled(
+        VerdictLabel.CONTRADICTED, 0.1, (Reason("NEGATION_FLIP", "against D1"),), ("D1",)
+    )
     rule_yes = Settled(VerdictLabel.SUPPORTED, 0.9, (), ("D2",))
     low = calibrated_decision(rule_no, 0.2, 0.5, [], ())
     assert low.verdict is VerdictLabel.SUPPORTED
@@ -138,9 +141,12 @@ def test_calibrated_decision_keeps_the_rule_reasons_or_overrules_them() -> None:
     assert high.verdict is VerdictLabel.CONTRADICTED
     assert high.reasons[0] == "NEGATION_FLIP: against D1"
     assert high.reasons[-1] == "CALIBRATED_RISK: 0.80 >= 0.50 (negation_flip +1.50)"
-    overruled = calibrated_decision(rule_yes, 0.7, 0.5, [], ("NAME_NOT_IN_EVIDENCE: acme",))
+    overruled = calibrated_decision(
+        rule_yes, 0.7, 0.5, [], (Reason("NAME_NOT_IN_EVIDENCE", "acme"),)
+    )
     assert overruled.verdict is VerdictLabel.UNSUPPORTED
     assert overruled.reasons[0] == "NAME_NOT_IN_EVIDENCE: acme"
+    assert [r.code for r in overruled.reasons] == ["NAME_NOT_IN_EVIDENCE", "CALIBRATED_RISK"]
     assert overruled.score == pytest.approx(0.3)
 
 

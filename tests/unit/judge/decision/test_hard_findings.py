@@ -9,7 +9,7 @@ from typing import Any
 from streamproc.contracts.events import Action, ClaimClass, ClaimVerdict, VerdictLabel
 from streamproc.judge.decision.answer import ANSWER_FEATURES, AnswerCalibrator
 from streamproc.judge.decision.calibrator import REGIMES, VerdictCalibrator
-from streamproc.judge.decision.hard_findings import has_hard_finding, reason_code
+from streamproc.judge.decision.hard_findings import has_hard_finding
 from streamproc.judge.nli.judge import NliJudge, NliOptions, NliThresholds
 from tests.unit.judge.nli.test_judge import event
 from tests.unit.judge.nli_fakes import BagOfWordsEmbedder, OverlapScorer
@@ -32,7 +32,6 @@ def verdict(label: VerdictLabel | None, *reasons: str) -> ClaimVerdict:
 
 
 def test_a_hard_finding_is_a_not_supported_claim_with_a_hard_reason_code() -> None:
-    assert reason_code("AMOUNT_MISMATCH: 120 EUR against 95 EUR") == "AMOUNT_MISMATCH"
     assert has_hard_finding(verdict(VerdictLabel.CONTRADICTED, "VALUE_MISMATCH: hours.Monday"))
     assert has_hard_finding(verdict(VerdictLabel.UNSUPPORTED, "NUMBER_MISMATCH: 7 not in it"))
     assert not has_hard_finding(verdict(VerdictLabel.UNSUPPORTED, "NOT_ENTAILED: 0.12"))

@@ -4,6 +4,7 @@ of each claim marked in its evidence."""
 from __future__ import annotations
 
 from streamproc.contracts.events import EvidenceItem
+from streamproc.contracts.reasons import Reason
 from streamproc.review.page.view import Segment, deciding_sentence, item_view
 from tests.unit.review.page.samples import EVIDENCE, review_item
 
@@ -81,11 +82,14 @@ def test_shown_reasons_are_plain_phrases_not_the_judges_internals() -> None:
     calibrated = first.model_copy(
         update={
             "reasons": [
-                "CALIBRATED_RISK: 0.96 >= 0.45 (unknown_numbers +4.87, entail_logit_max -1.20)",
-                "NUMBER_MISMATCH: 3 May not in the evidence",
-                "NUMBER_MISMATCH: 7 not in the evidence",
-                "LIMIT_CLAIMS: 3 of 9 claims to check left unchecked",
-                "SOME_FUTURE_CODE: p=0.12",
+                Reason.from_text(text)
+                for text in [
+                    "CALIBRATED_RISK: 0.96 >= 0.45 (unknown_numbers +4.87, entail_logit_max -1.20)",
+                    "NUMBER_MISMATCH: 3 May not in the evidence",
+                    "NUMBER_MISMATCH: 7 not in the evidence",
+                    "LIMIT_CLAIMS: 3 of 9 claims to check left unchecked",
+                    "SOME_FUTURE_CODE: p=0.12",
+                ]
             ]
         }
     )
