@@ -44,7 +44,6 @@ from streamproc.contracts.gate_events import GateReply
 from streamproc.gate.http.auth import caller_stanza
 from tests.integration.run_settings import run_settings
 
-pytestmark = pytest.mark.timing  # .ci/run runs these alone, after the parallel suite
 _KAFKA_SH = Path(__file__).resolve().parents[2] / "scripts" / "kafka.sh"
 TOKEN = "budget-small-caller"
 BIG_TOKEN = "budget-big-caller"
@@ -260,6 +259,7 @@ def _rss_mib(pid: int) -> float:
 # --------------------------------------------------------------------------- the tests
 
 
+@pytest.mark.timing  # .ci/run runs these alone, after the parallel suite
 async def test_a_frozen_broker_never_holds_a_reply_and_every_record_is_published_once(
     own_broker: OwnBroker, tmp_path: Path
 ) -> None:
@@ -360,6 +360,7 @@ async def test_a_kill_with_records_in_the_outbox_loses_only_those_never_twice(
     assert len(lost) <= len(held)
 
 
+@pytest.mark.timing  # .ci/run runs these alone, after the parallel suite
 async def test_one_callers_big_bodies_do_not_starve_anothers_small_requests(
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:
@@ -414,6 +415,7 @@ async def test_one_callers_big_bodies_do_not_starve_anothers_small_requests(
     assert rss_peak - rss_start < 200, f"RSS {rss_start:.0f} -> {rss_peak:.0f} MiB"
 
 
+@pytest.mark.timing  # .ci/run runs these alone, after the parallel suite
 async def test_a_burst_of_200_is_answered_within_the_budget_as_the_client_measures_it(
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:
