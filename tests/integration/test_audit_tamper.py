@@ -1,9 +1,10 @@
 """Every tamper class end to end: audit records and a reviewer's label go through a
 real Kafka broker into the real audit sink (its own process, signing its checkpoints
-and publishing them to the checkpoint topic), in SQLite and in PostgreSQL; then an
-auditor's CLI verifies, a tamperer edits the store behind its back, and ``audit verify
+and publishing them to the checkpoint topic), in PostgreSQL; then an auditor's CLI
+verifies, a tamperer edits the store behind its back, and ``audit verify
 --topic-checkpoints`` names what was done. Two tenants send the same answer ids: both
-keep their records."""
+keep their records. SQLite: every tamper class in tests/unit/audit/test_tamper.py, and
+the sink, verify and a tamper end to end in tests/integration/test_complaint_walk.py."""
 
 from __future__ import annotations
 
@@ -40,10 +41,8 @@ from tests.unit.audit.tamper import append_forged_purge, rewrite_chain
 _TABLES = ("audit_records", "audit_labels", "audit_purges", "audit_checkpoints")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'audit.db'}"
+@pytest.fixture
+def store_url(request: pytest.FixtureRequest) -> str:
     url: str = request.getfixturevalue("postgres_database")
     return url
 
