@@ -574,7 +574,8 @@ async def test_an_immediate_reply_does_not_wait_for_a_slow_request_before_it() -
     [(short_at, short_reply), (slow_at, slow_reply)] = at_once.sent
     assert isinstance(short_reply, GateReply) and short_reply.verdict.event_id == "short"
     assert isinstance(slow_reply, GateReply) and slow_reply.verdict.event_id == "slow"
-    assert short_at - began < 0.2 <= slow_at - began
+    # in order of deciding, not of offsets (no wall-clock bound: a loaded CI machine)
+    assert short_at < slow_at and slow_at - began >= 0.4
     assert _replied(publisher) == [[]]  # one transaction, for both verdicts, no reply
     [(records, offsets)] = publisher.published
     verdicts = [r for r in records if r.topic == SETTINGS.topics.verdicts]
