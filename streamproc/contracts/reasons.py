@@ -18,7 +18,8 @@ from pydantic_core import core_schema
 
 __all__ = ["Reason"]
 
-_TEXT: Final = re.compile(r"(?P<code>[A-Z][A-Z0-9_]*)(?:: (?P<detail>.*))?", re.DOTALL)
+_CODE: Final = r"[A-Z][A-Z0-9_]*"
+_TEXT: Final = re.compile(rf"(?P<code>{_CODE})(?:: (?P<detail>.*))?", re.DOTALL)
 
 
 class Reason(str):
@@ -33,7 +34,7 @@ class Reason(str):
     detail: str | None
 
     def __new__(cls, code: str, detail: str | None = None) -> Reason:
-        if not _TEXT.fullmatch(code) or ":" in code:
+        if not re.fullmatch(_CODE, code):
             raise ValueError(f"not a reason code: {code!r}")
         return cls._made(code if detail is None else f"{code}: {detail}", code, detail)
 
