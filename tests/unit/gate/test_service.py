@@ -9,6 +9,8 @@ import json
 import time
 from collections.abc import Sequence
 
+import pytest
+
 from streamproc.contracts.events import (
     Action,
     AnswerEvent,
@@ -121,6 +123,7 @@ async def test_fail_closed_withholds_what_could_not_be_checked() -> None:
     assert opened.reply.decision is Action.PASS and opened.reply.answer_text == "Orders ship."
 
 
+@pytest.mark.timing  # shedding is judged by wall-clock budgets: run alone
 async def test_overload_is_shed_at_once_and_memory_stays_bounded_then_the_gate_recovers() -> None:
     scorer = SlowScorer()
     sensor = RecordingSensor()

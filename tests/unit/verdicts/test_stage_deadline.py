@@ -10,6 +10,8 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+import pytest
+
 from streamproc.contracts.events import (
     Action,
     AnswerEvent,
@@ -116,6 +118,7 @@ def test_a_slow_answer_is_dead_lettered_and_the_batch_is_judged_in_bounded_time(
     assert total < SLOW_STEPS * STEP_S / 5  # far below the slow answer's own work
 
 
+@pytest.mark.timing  # a 50 ms judge deadline: run alone, not beside busy workers
 def test_each_round_removes_one_slow_answer() -> None:
     judge = _Sleepy({"g3", "g7", "g9"})
     output = judge_messages(
