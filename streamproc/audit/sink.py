@@ -194,7 +194,7 @@ class AuditSink(ConsumerLoop):
         batch = await self._consumer.getmany(
             timeout_ms=self._poll_ms, max_records=self._max_records
         )
-        read_at = self._generation  # no await since the read: see ConsumerLoop._admit
+        read_at = self._read_epoch  # no await since the read: see ConsumerLoop._admit
         async with self._lock:
             if batch and self._admit(batch, read_at):
                 for partition in sorted(batch):

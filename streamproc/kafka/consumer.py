@@ -12,12 +12,23 @@ a new assignment before ``on_partitions_assigned`` has run is put back (its part
 are sought to its first offsets), never dropped - the consumer's position has already
 moved past it, so dropping it would lose it (RELIABILITY.md, Incidents).
 
+A batch is known by the *read epoch* it was read in (:attr:`ConsumerLoop._read_epoch`):
+the generation and whether its assignment was prepared, taken with no await after the
+read. aiokafka hands out records of a new assignment while ``on_partitions_assigned`` is
+still running, so a batch read then is put back even if the assignment is prepared by
+the time the batch is looked at: preparing it may have sought the positions back, and
+the same records would come a second time.
+
 With transactions, an assignment first waits for its partitions' committed offsets to be
 *stable* (:mod:`~streamproc.kafka.stable_offsets`: no transaction still holds
 pending offsets for them) and seeks there, before any state is restored or record read;
 a batch read below those offsets meanwhile is put back. Otherwise a worker given a
 partition while its previous owner's last commit is still being written would judge
-that batch again.
+that batch again. A killed worker's open transaction holds them until the broker aborts
+it (``transaction_timeout_s``), longer than a session: aiokafka sends no heartbeat while
+``on_partitions_assigned`` runs, so the callback waits at most a third of the session,
+and if they are still pending the assignment's partitions stay paused while the loop
+asks again before each step (the member stays in its group meanwhile).
 """
 
 from __future__ import annotations
@@ -134,6 +145,8 @@ class ConsumerLoop(ABC):
         published by an earlier owner's transaction."""
         self._stable_fetch = self.transactional
         """Off for good once the broker turns out not to speak OffsetFetch v7."""
+        self._settling: _Settling | None = None
+        """An assignment whose committed offsets are still pending (its partitions paused)."""
         self._stopping = asyncio.Event()
 
     @property
@@ -172,6 +185,9 @@ class ConsumerLoop(ABC):
             )
             try:
                 while not self._stopping.is_set():
+                    if self._settling is not None:
+                        async with self._lock:
+                            await self._settle(timeout_s=0.0)
                     await self._step()
                     self.last_poll_at = time.monotonic()
             finally:
@@ -190,52 +206,53 @@ class ConsumerLoop(ABC):
             return min(self._revoked_at, self.last_poll_at)
         return self.last_poll_at
 
+    @property
+    def _read_epoch(self) -> int:
+        """The generation and whether its assignment is prepared, in one number: what a
+        read takes with no await after ``getmany`` returns, for :meth:`_admit`."""
+        return 2 * self._generation + int(self._assigned)
+
     def _admit(
         self, batch: Mapping[TopicPartition, Sequence[ConsumerRecord[bytes, bytes]]], read_at: int
     ) -> bool:
         """Under ``_lock``: whether ``batch`` may be handled now. ``read_at`` is the
-        generation taken right after ``getmany`` returned (no await in between: aiokafka
-        hands out records only of the assignment in force, and none while one is being
-        made, so a revocation after the read shows as a new generation).
+        :attr:`_read_epoch` taken right after ``getmany`` returned (no await in between:
+        aiokafka hands out records only of the assignment in force, so a revocation after
+        the read shows as a new generation).
 
         - Revoked since the read: drop it. Its partitions' positions died with the old
           assignment; whoever owns them next starts from the committed offsets.
-        - Read from a new assignment whose ``on_partitions_assigned`` has not run yet
-          (it waits for this lock): put it back. The position has moved past these
-          records, so each partition is sought to its first one and read again once the
-          assignment is prepared. No revocation can complete while the lock is held, so
-          the assignment sought is the one the records came from.
+        - Read from a new assignment before it was prepared (``on_partitions_assigned``
+          running, or waiting for this lock): put it back. The position has moved past
+          these records, so each partition is sought to its first one (or its stable
+          committed offset, if higher) and read again from the prepared assignment. No
+          revocation can complete while the lock is held, so the assignment sought is the
+          one the records came from.
         - Read (in part) below a partition's stable committed offset (read from where
           aiokafka's own offset fetch put it, before the stable one came): put back from
           that offset, as the records below it are published already.
         """
-        if read_at != self._generation:
+        generation, prepared = divmod(read_at, 2)
+        if generation != self._generation:
             log.info(
                 "batch_dropped_after_rebalance", consumer=self.name, records=record_count(batch)
             )
             return False
-        if any(
-            records and records[0].offset < self._floors.get(tp, 0) for tp, records in batch.items()
-        ):
-            for tp, records in batch.items():
-                if records:
-                    self._consumer.seek(tp, max(records[0].offset, self._floors.get(tp, 0)))
-            log.info(
-                "batch_put_back_below_committed", consumer=self.name, records=record_count(batch)
-            )
-            return False
-        if not self._assigned:
-            for tp, records in batch.items():
-                if records:
-                    self._consumer.seek(tp, records[0].offset)
-            if batch:
-                log.info(
-                    "batch_put_back_until_assigned",
-                    consumer=self.name,
-                    records=record_count(batch),
-                )
-            return False
-        return True
+        if prepared and self._assigned:
+            why = "batch_put_back_below_committed"
+            if all(
+                not records or records[0].offset >= self._floors.get(tp, 0)
+                for tp, records in batch.items()
+            ):
+                return True
+        else:
+            why = "batch_put_back_until_assigned"
+        for tp, records in batch.items():
+            if records:
+                self._consumer.seek(tp, max(records[0].offset, self._floors.get(tp, 0)))
+        if batch:
+            log.info(why, consumer=self.name, records=record_count(batch))
+        return False
 
     @abstractmethod
     async def _step(self) -> None:
@@ -250,27 +267,74 @@ class ConsumerLoop(ABC):
     async def _on_assigned(self, partitions: list[TopicPartition]) -> None:  # noqa: B027 - optional hook
         """Called under ``_lock`` when partitions come, before any of their records."""
 
-    async def _settle_positions(self, partitions: list[TopicPartition]) -> None:
-        """Under ``_lock``, before :meth:`_on_assigned`: wait until no transaction holds
-        pending offsets for ``partitions`` and seek each to its stable committed offset."""
+    async def _prepare(self, partitions: list[TopicPartition]) -> None:
+        """Under ``_lock``, from ``on_partitions_assigned``: settle the positions of
+        ``partitions`` (module docstring), or leave them paused until :meth:`_settle`
+        can, waiting here no more than a third of the session."""
         for tp in partitions:
             self._floors.pop(tp, None)
+        worker = self._kafka.worker
         if not self._stable_fetch or not partitions:
+            await self._prepared(partitions)
+            return
+        self._consumer.pause(*partitions)
+        self._settling = _Settling(
+            partitions, time.monotonic(), time.monotonic() + 2 * worker.transaction_timeout_s
+        )
+        await self._settle(
+            timeout_s=min(2 * worker.transaction_timeout_s, worker.session_timeout_s / 3)
+        )
+        if self._settling is not None:
+            log.info(
+                "committed_offsets_pending",
+                consumer=self.name,
+                partitions=partition_names(partitions),
+                hint="a previous owner's transaction is open: its partitions wait, paused",
+            )
+
+    async def _settle(self, *, timeout_s: float) -> None:
+        """Under ``_lock``: the settling assignment prepared at its stable committed
+        offsets, if they are stable within ``timeout_s`` (or its deadline has passed:
+        then from the offsets aiokafka read, as a broker without v7 would)."""
+        settling = self._settling
+        if settling is None:
             return
         try:
             offsets = await stable_committed(
-                self._consumer,
-                self.group_id,
-                partitions,
-                timeout_s=2 * self._kafka.worker.transaction_timeout_s,
+                self._consumer, self.group_id, settling.partitions, timeout_s=timeout_s
             )
         except StableOffsetsUnavailable as exc:
             log.warning("stable_offsets_unavailable", consumer=self.name, error=str(exc))
             self._stable_fetch = False
-            return
-        for tp, offset in (offsets or {}).items():
+            offsets = {}
+        waited_s = round(time.monotonic() - settling.since, 1)
+        if offsets is None:
+            if time.monotonic() < settling.deadline:
+                return
+            log.warning(
+                "committed_offsets_still_pending",
+                consumer=self.name,
+                partitions=partition_names(settling.partitions),
+                waited_s=waited_s,
+            )
+            offsets = {}
+        elif waited_s > timeout_s + 1.0:
+            log.info("committed_offsets_settled", consumer=self.name, waited_s=waited_s)
+        for tp, offset in offsets.items():
             self._floors[tp] = offset
             self._consumer.seek(tp, offset)
+        self._settling = None
+        await self._prepared(settling.partitions)
+        self._consumer.resume(*settling.partitions)
+
+    async def _prepared(self, partitions: list[TopicPartition]) -> None:
+        """Under ``_lock``, positions settled: the subclass prepares ``partitions``, then
+        their records may be handled."""
+        await self._on_assigned(partitions)
+        self._revoked_at = None
+        self._assigned = True
+        self.watch.progress.assigned(partitions, time.monotonic())
+        log.info("partitions_assigned", consumer=self.name, partitions=partition_names(partitions))
 
     def _divert(self, record: OutboundRecord, why: str) -> OutboundRecord:
         """The dead letter (``output_too_large``) published in place of ``record``, which
@@ -363,6 +427,7 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
         async with _waiting_for(loop):
             loop._generation += 1
             loop._assigned = False
+            loop._settling = None  # its partitions are gone, paused or not
             loop._revoked_at = time.monotonic()
             loop.watch.progress.revoked()
             await loop._on_revoked(partitions)
@@ -372,12 +437,17 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
         loop = self._loop
         partitions = sorted(assigned)
         async with _waiting_for(loop):
-            await loop._settle_positions(partitions)
-            await loop._on_assigned(partitions)
-            loop._revoked_at = None
-            loop._assigned = True
-        loop.watch.progress.assigned(partitions, time.monotonic())
-        log.info("partitions_assigned", consumer=loop.name, partitions=partition_names(partitions))
+            await loop._prepare(partitions)
+
+
+@dataclass(slots=True)
+class _Settling:
+    """An assignment waiting for its committed offsets to be stable."""
+
+    partitions: list[TopicPartition]
+    since: float
+    deadline: float
+    """``time.monotonic()`` after which it goes on from the offsets aiokafka read."""
 
 
 @contextlib.asynccontextmanager

@@ -22,7 +22,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any, TypeAlias
 
-import structlog
 from aiokafka import AIOKafkaConsumer
 from aiokafka import errors as kafka_errors
 from aiokafka.protocol.api import Request, RequestStruct, Response
@@ -39,8 +38,6 @@ from aiokafka.protocol.types import (
 from aiokafka.structs import TopicPartition
 
 __all__ = ["StableOffsetsUnavailable", "stable_committed"]
-
-log = structlog.get_logger(__name__)
 
 _UNSTABLE_OFFSET_COMMIT = 88
 _RETRIABLE = frozenset(
@@ -135,14 +132,13 @@ async def stable_committed(
 ) -> dict[TopicPartition, int] | None:
     """The committed offset of each of ``partitions`` that has one, once no transaction
     holds pending offsets for them; None when they stay unstable for ``timeout_s`` (a
-    transaction the broker has not aborted yet: the caller goes on with what aiokafka
-    read, as before). Raises :class:`StableOffsetsUnavailable` on a broker without v7."""
+    transaction the broker has not aborted yet; 0 asks once). Raises
+    :class:`StableOffsetsUnavailable` on a broker without v7."""
     wanted = sorted(set(partitions))
     if not wanted:
         return {}
     coordinator: Any = consumer._coordinator  # aiokafka has no public route to it
     deadline = time.monotonic() + timeout_s
-    waited_on: set[TopicPartition] = set()
     while True:
         await coordinator.ensure_coordinator_known()
         try:
@@ -154,25 +150,11 @@ async def stable_committed(
         except kafka_errors.KafkaError as exc:
             if not exc.retriable:
                 raise
-            unstable = set(wanted)
         else:
             offsets, unstable = _read(response, wanted)
             if not unstable:
-                if waited_on:
-                    log.info(
-                        "committed_offsets_settled",
-                        group_id=group_id,
-                        waited_for=sorted(f"{tp.topic}[{tp.partition}]" for tp in waited_on),
-                    )
                 return offsets
-        waited_on |= unstable
         if time.monotonic() >= deadline:
-            log.warning(
-                "committed_offsets_still_pending",
-                group_id=group_id,
-                partitions=sorted(f"{tp.topic}[{tp.partition}]" for tp in unstable),
-                waited_s=timeout_s,
-            )
             return None
         await asyncio.sleep(_RETRY_S)
 

@@ -137,11 +137,11 @@ class JudgeLoop(ConsumerLoop):
                 self._consumer,
                 timeout_ms=int(self._kafka.worker.batch_wait_s * 1000),
                 max_records=self._kafka.worker.batch_max,
-                generation=lambda: self._generation,
+                generation=lambda: self._read_epoch,
             )
         except _UNREADABLE as exc:
             batch, unreadable = await self._isolate_unreadable(exc)
-            read_at = self._generation
+            read_at = self._read_epoch
         if not batch and not unreadable:
             return
         async with self._lock:
@@ -186,7 +186,7 @@ class JudgeLoop(ConsumerLoop):
                 self._consumer,
                 timeout_ms=0,
                 max_records=self._kafka.worker.batch_max,
-                generation=lambda: self._generation,
+                generation=lambda: self._read_epoch,
             )
         except _UNREADABLE:
             return None

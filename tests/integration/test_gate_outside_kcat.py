@@ -66,7 +66,11 @@ def _settings(bootstrap: str, tokens: Path, kafka_reply: str) -> Settings:
         partitions=PARTITIONS,
         judge={"name": "rules"},
         gate={"port": _free_port(), "tokens_file": str(tokens), "kafka_reply": kafka_reply},
-        worker={"rebalance_timeout_s": 10.0, "session_timeout_s": 6.0},
+        worker={
+            "rebalance_timeout_s": 10.0,
+            "session_timeout_s": 6.0,
+            "transaction_timeout_s": 10.0,
+        },
     )
 
 
@@ -205,6 +209,13 @@ async def test_a_gate_killed_mid_stream_gives_each_kcat_request_one_reply_and_on
         await _ready(url, restarted)
         expected = set(correlation) | {"x4", "x5"}
         await _until("a reply to every request", lambda: set(replies()) >= expected, restarted)
+        # The killed gate's open transaction hides what follows it on a verdicts partition
+        # from read_committed readers until the broker aborts it (transaction_timeout_s).
+        await _until(
+            "a verdict for every answer",
+            lambda: {v.answer_id for v in verdicts()} >= set(ids) | set(http_answer),
+            restarted,
+        )
         await asyncio.sleep(3.0)  # a reply or verdict published twice would show by now
     finally:
         code = restarted.stop()

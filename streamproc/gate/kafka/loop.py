@@ -236,7 +236,7 @@ class GateRequestLoop(ConsumerLoop):
         """Records as soon as some come (or none after ``_POLL_MS``), and the generation
         they were read in, taken with no await in between (:meth:`_admit`)."""
         batch = await self._consumer.getmany(timeout_ms=_POLL_MS, max_records=max_records)
-        return batch, self._generation
+        return batch, self._read_epoch
 
     async def _decide_and_publish(self, batch: Batch) -> None:
         """Decide ``batch`` and the requests read while it is decided, publishing each

@@ -176,7 +176,7 @@ class WindowLoop(ConsumerLoop):
     async def _step(self) -> None:
         wait_s = min(self._kafka.worker.batch_wait_s * 4, self._window.tick_s)
         batch = await self._consumer.getmany(timeout_ms=int(wait_s * 1000))
-        read_at = self._generation
+        read_at = self._read_epoch
         now = time.time()
         tick = now - self._last_tick >= self._window.tick_s
         if not batch and not tick:

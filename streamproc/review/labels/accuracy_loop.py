@@ -138,7 +138,7 @@ class AccuracyLoop(ConsumerLoop):
 
     async def _step(self) -> None:
         batch = await self._consumer.getmany(timeout_ms=int(self._kafka.worker.batch_wait_s * 4000))
-        read_at = self._generation
+        read_at = self._read_epoch
         if self._clock() - self._reported_at >= REPORT_EVERY_S:
             self._report_owned()
         if not batch:

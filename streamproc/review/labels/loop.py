@@ -104,7 +104,7 @@ class LabelsLoop(ConsumerLoop):
 
     async def _step(self) -> None:
         batch = await self._consumer.getmany(timeout_ms=int(self._kafka.worker.batch_wait_s * 4000))
-        read_at = self._generation
+        read_at = self._read_epoch
         now = self._clock()
         async with self._lock:
             if not self._admit(batch, read_at):
