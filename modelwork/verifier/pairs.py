@@ -17,6 +17,10 @@ Sources (all MIT-licensed data; nothing from the ``report`` split of ../shared/d
   trailing-clause cut as positives; negation flipped, number / date / name swapped, hedge
   dropped, unsupported fact appended and a neighbouring sentence as negatives.
 
+Every source document the list of documents kept for measurement names is dropped first
+(``streamproc.evaluate.held_out``), the RAGTruth dev documents included: a model must not
+read the evidence of report rows.
+
 Premises are built the way the judge builds them (``streamproc.judge.text.evidence.build_units``:
 sentences and 2-sentence windows, records rendered as field lines), so the model sees at
 training time the units it sees at run time.
@@ -44,6 +48,7 @@ from modelwork.verifier.pair_sources import (
     summary_sample,
 )
 from modelwork.verifier.pair_text import Pair
+from streamproc.evaluate.held_out import HeldOut
 
 __all__ = ["Pair", "build_pairs", "calibrator_indices", "composed_pairs"]
 
@@ -59,21 +64,23 @@ def build_pairs(
     summaries: int,
     dialogues: int,
     per_doc: int,
+    held_out: HeldOut,
     composed: bool = False,
 ) -> list[Pair]:
-    """All pairs, deterministic for a given seed and input files; ``composed`` adds the
+    """All pairs, deterministic for a given seed and input files, none from a document
+    ``held_out`` lists (it counts what each source dropped); ``composed`` adds the
     composed-premise pairs after the others (which it leaves unchanged)."""
     rng = random.Random(seed)
-    other = other_sentences([halueval_qa_path, ragtruth_path], rng, 3000)
+    other = other_sentences([halueval_qa_path, ragtruth_path], rng, 3000, held_out)
     pairs: list[Pair] = []
-    pairs.extend(halueval_qa(halueval_qa_path, rng, per_doc, other))
-    pairs.extend(ragtruth(ragtruth_path, rng, per_doc, other))
-    sample = summary_sample(wheel, summaries, rng)
+    pairs.extend(halueval_qa(halueval_qa_path, rng, per_doc, other, held_out))
+    pairs.extend(ragtruth(ragtruth_path, rng, per_doc, other, held_out))
+    sample = summary_sample(wheel, summaries, rng, held_out)
     pairs.extend(halueval_summary(sample, rng, per_doc, other))
-    pairs.extend(halueval_dialogue(wheel, dialogues, rng))
+    pairs.extend(halueval_dialogue(wheel, dialogues, rng, held_out))
     if composed:
         seen = {(p.premise, p.hypothesis) for p in pairs}
-        for pair in composed_pairs(halueval_qa_path, ragtruth_path, sample, seed):
+        for pair in composed_pairs(halueval_qa_path, ragtruth_path, sample, seed, held_out):
             if (pair.premise, pair.hypothesis) not in seen:  # never relabel an earlier pair
                 seen.add((pair.premise, pair.hypothesis))
                 pairs.append(pair)

