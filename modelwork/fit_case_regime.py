@@ -37,10 +37,10 @@ if str(ROOT) not in sys.path:  # run as a plain script, without installing the p
     sys.path.insert(0, str(ROOT))
 
 # Imported after the path is set, for the reason above.
+from streamproc.config import Settings  # noqa: E402
 from streamproc.contracts.events import AnswerJudgement, VerdictLabel  # noqa: E402
 from streamproc.evaluate.benchmark import load_items  # noqa: E402
 from streamproc.evaluate.splits import SPLIT_DESCRIPTION  # noqa: E402
-from streamproc.inference.options import JudgeSettings  # noqa: E402
 from streamproc.judge.decision.calibrator import CASE_REGIME, regime_of  # noqa: E402
 from streamproc.judge.decision.hard_findings import has_hard_finding  # noqa: E402
 from streamproc.wiring import build_nli_judge  # noqa: E402
@@ -141,7 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="print the choice, write nothing")
     args = parser.parse_args(argv)
 
-    settings = JudgeSettings(calibrator=args.base, answer_calibrator=args.base_answer)
+    # The judge as configured (STREAMPROC_* variables: the NLI model the base was fitted
+    # with), with the base calibrators.
+    settings = Settings().judge.model_copy(
+        update={"calibrator": args.base, "answer_calibrator": args.base_answer}
+    )
     judge = build_nli_judge(settings)
     items = load_items([args.data], "calibrate")
     judgements = judge.judge_batch([item.case.event for item in items])

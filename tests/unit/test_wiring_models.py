@@ -50,7 +50,10 @@ def aegis_calibrated() -> Judge:
     return build_judge(settings.model_copy(update={"inference": _AEGIS}))
 
 
-_L3_EMBEDDER = InferenceSettings(embedding_model="minilm-l3-embedder-dq8")
+# Fitted with the previous verifier, which it names.
+_L3_EMBEDDER = InferenceSettings(
+    nli_model="minilm-verifier-int8", embedding_model="minilm-l3-embedder-dq8"
+)
 
 
 @pytest.fixture(scope="module")
@@ -63,14 +66,20 @@ def l3_embedder() -> Judge:
 
 
 def test_a_calibrator_refuses_another_nli_model() -> None:
-    with pytest.raises(CalibratorError, match="trained on NLI model 'minilm-verifier-int8'"):
+    with pytest.raises(CalibratorError, match="trained on NLI model 'minilm-verifier-v2-int8'"):
         build_judge(JudgeSettings(name="nli", inference=_AEGIS))
 
 
 def test_a_calibrator_refuses_another_embedder() -> None:
     expected = "embedding model 'minilm-l3-embedder-dq8', not 'minilm-l6-v2-pt8'"
     with pytest.raises(CalibratorError, match=expected):
-        build_judge(JudgeSettings(name="nli", calibrator="verdict-calibrator-l3-embedder-v1"))
+        build_judge(
+            JudgeSettings(
+                name="nli",
+                calibrator="verdict-calibrator-l3-embedder-v1",
+                inference=InferenceSettings(nli_model="minilm-verifier-int8"),
+            )
+        )
 
 
 def claim_of(judge: Judge, answer: str, evidence: str) -> ClaimVerdict:
@@ -127,10 +136,10 @@ def test_calibrated_risk_of_an_unrelated_addition_is_far_above_a_paraphrase(
 def test_judge_info_names_every_model_and_the_calibrator_with_hashes(judge: Judge) -> None:
     models = judge.info.models
     expected = {
-        "minilm-verifier-int8",
+        "minilm-verifier-v2-int8",
         "minilm-l6-v2-pt8",
-        "verdict-calibrator-verifier-v3",
-        "answer-calibrator-v2",
+        "verdict-calibrator-verifier-v5",
+        "answer-calibrator-v4",
     }
     assert set(models) == expected
     assert all(len(digest) == 64 for digest in models.values())
