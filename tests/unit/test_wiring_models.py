@@ -139,7 +139,7 @@ def test_judge_info_names_every_model_and_the_calibrator_with_hashes(judge: Judg
         "minilm-verifier-v2-int8",
         "minilm-l6-v2-pt8",
         "verdict-calibrator-verifier-v5",
-        "answer-calibrator-v4",
+        "answer-calibrator-v5",
     }
     assert set(models) == expected
     assert all(len(digest) == 64 for digest in models.values())

@@ -2,11 +2,11 @@
 
 Input: the default judge's judgements (claim calibrator on, answer calibrator off) of
 the calibrate split and the seeded HaluEval summarization sample. Per regime, a logistic
-regression over ``ANSWER_FEATURES`` of the answers no hard finding settled - weighted so
-each source and each label weigh the same - and the threshold on its probability that
-maximises the mean per-source balanced accuracy of the answer decision as the judge
-makes it (a hard finding flags; otherwise some claim must be unsupported *and* the
-answer's risk must reach the threshold).
+regression over a feature set (``answer.FEATURE_SETS``) of the answers no hard finding
+settled - weighted so each source and each label weigh the same - and the threshold on
+its probability that maximises the mean per-source balanced accuracy of the answer
+decision as the judge makes it (a hard finding flags; otherwise some claim must be
+unsupported *and* the answer's risk must reach the threshold).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from streamproc.contracts.events import AnswerJudgement, VerdictLabel
 from streamproc.evaluate.calibration.fit import balanced_accuracy, fit_logistic
-from streamproc.judge.decision.answer import ANSWER_FEATURES, answer_features
+from streamproc.judge.decision.answer import answer_features
 from streamproc.judge.decision.calibrator import REGIMES, LinearPart, regime_of
 
 __all__ = ["AnswerRow", "FittedPart", "answer_row", "fit_answer_parts", "flags"]
@@ -38,10 +38,11 @@ class AnswerRow:
     hard: bool
     any_refuted: bool
     risks: tuple[float, ...]
+    coverages: tuple[float, ...] = ()
 
-    def x(self) -> list[float]:
-        values = answer_features(self.risks)
-        return [values[f] for f in ANSWER_FEATURES]
+    def x(self, features: Sequence[str]) -> list[float]:
+        values = answer_features(self.risks, self.coverages)
+        return [values[f] for f in features]
 
 
 def answer_row(source: str, label: bool, judgement: AnswerJudgement) -> AnswerRow | None:
@@ -63,6 +64,11 @@ def answer_row(source: str, label: bool, judgement: AnswerJudgement) -> AnswerRo
         hard=hard,
         any_refuted=any(c.verdict is not VerdictLabel.SUPPORTED for c in checked),
         risks=tuple(c.risk for c in calibrated if c.risk is not None),
+        coverages=tuple(
+            (c.signals or {}).get("coverage_evidence", 1.0)
+            for c in calibrated
+            if c.risk is not None
+        ),
     )
 
 
@@ -72,11 +78,12 @@ class FittedPart:
 
     model: LinearPart
     score: float
+    features: tuple[str, ...]
 
     def probabilities(self, rows: Sequence[AnswerRow]) -> NDArray[np.float64]:
         if not rows:
             return np.zeros(0)
-        logits = self.model.logits(np.array([r.x() for r in rows]))
+        logits = self.model.logits(np.array([r.x(self.features) for r in rows]))
         out: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-np.clip(logits, -30, 30)))
         return out
 
@@ -106,22 +113,33 @@ def _weights(rows: Sequence[AnswerRow]) -> NDArray[np.float64]:
     return np.array([len(rows) / len(cells) / cells[(r.source, r.label)] for r in rows])
 
 
-def fit_answer_parts(rows: Sequence[AnswerRow]) -> Mapping[str, FittedPart]:
-    """One fitted part per regime (every regime must have answers of both labels)."""
+def fit_answer_parts(
+    rows: Sequence[AnswerRow], features: Sequence[str]
+) -> Mapping[str, FittedPart]:
+    """One fitted part per regime over ``features`` (every regime must have answers of
+    both labels)."""
+    names = tuple(features)
     parts = {}
     for regime in REGIMES:
         mine = [r for r in rows if r.regime == regime]
         soft = [r for r in mine if not r.hard]
         if len({r.label for r in soft}) < 2:
             raise ValueError(f"regime {regime!r}: answers of both labels are needed")
-        x = np.array([r.x() for r in soft])
-        mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
+        x = np.array([r.x(names) for r in soft])
+        # a feature constant in a regime (a third risk where answers have two claims at
+        # most) keeps scale 1: its standardised column is 0 and its weight stays 0
+        spread = x.std(axis=0)
+        mean, scale = x.mean(axis=0), np.where(spread > 1e-6, spread, 1.0)
         y = np.array([float(r.label) for r in soft])
-        coef, intercept = fit_logistic((x - mean) / scale, y, _weights(soft), _L2, [1, 0])
-        p = FittedPart(LinearPart(mean, scale, coef, intercept, 0.5), 0.0).probabilities(mine)
+        signs = [{"coverage_mean": -1, "claims_log": 0}.get(f, 1) for f in names]
+        coef, intercept = fit_logistic((x - mean) / scale, y, _weights(soft), _L2, signs)
+        model = LinearPart(mean, scale, coef, intercept, 0.5)
+        p = FittedPart(model, 0.0, names).probabilities(mine)
         scored = [
             (_mean_balanced_accuracy(mine, flags(mine, p, float(t))), -float(t)) for t in _GRID
         ]
         score, negative = max(scored)
-        parts[regime] = FittedPart(LinearPart(mean, scale, coef, intercept, -negative), score)
+        parts[regime] = FittedPart(
+            LinearPart(mean, scale, coef, intercept, -negative), score, names
+        )
     return parts

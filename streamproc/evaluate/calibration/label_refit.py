@@ -42,7 +42,7 @@ from streamproc.inference.judges import build_judge
 from streamproc.inference.options import JudgeSettings
 from streamproc.inference.registry import sha256_of
 from streamproc.judge import Judge
-from streamproc.judge.decision.answer import ANSWER_FEATURES, AnswerCalibrator
+from streamproc.judge.decision.answer import AnswerCalibrator
 from streamproc.judge.decision.calibrator import REGIMES
 from streamproc.judge.decision.hard_findings import HARD_REASON_CODES
 
@@ -202,7 +202,7 @@ def refit_payload(
     return {
         "name": name,
         "kind": base_payload.get("kind", "logistic_regression_per_regime"),
-        "features": list(ANSWER_FEATURES),
+        "features": list(base_payload["features"]),
         "claim_calibrator": base_payload.get("claim_calibrator"),
         "regimes": {**regimes, **kept},
         "hard_only_regimes": sorted(hard_only),
@@ -243,7 +243,7 @@ def manifest_text(result: Refit, sha: str, inputs: Mapping[str, str]) -> str:
         "reviewers' labels for a target precision; hard-only regimes flag only hard "
         'findings (streamproc/judge/decision/hard_findings.py)."',
         "licence = " + _toml_string(f"the labels' own terms; weights from {result.base.name}"),
-        f"features = {json.dumps(list(ANSWER_FEATURES))}",
+        f"features = {json.dumps(list(result.base.features))}",
         f"claim_calibrator = {_toml_string(str(result.base.claim_calibrator))}",
         f"base_calibrator = {_toml_string(result.base.name)}",
         f"base_sha256 = {_toml_string(result.base.sha256)}",

@@ -1,14 +1,16 @@
 """Whether an answer is hallucinated, knowing how many claims were tested.
 
 Flagging an answer when *any* claim crosses the per-claim line turns a modest per-claim
-false-alarm rate into a large per-answer one: with a 24 % false-alarm rate per claim, six
-faithful claims are flagged together 1 - 0.76^6 = 81 % of the time. So the answer-level
-decision is calibrated on its own, per answer regime (``calibrator.regime_of``): a small
-logistic model over the highest calibrated claim risk and the number of claims it was
-the highest of, with its own threshold, fitted on the calibrate split
-(``modelwork/train_answer_calibrator.py``). A hard finding - a record that contradicts a
-claim, a guessed sentence cut, a negation flip where those are reliable - still flags
-the answer outright. The claims keep their own verdicts: they are what a trim removes.
+false-alarm rate into a large per-answer one: with a 24 % false-alarm rate per claim,
+six faithful claims are flagged together 1 - 0.76^6 = 81 % of the time. So the
+answer-level decision is calibrated on its own, per answer regime
+(``calibrator.regime_of``): a small logistic model, with its own threshold, fitted on
+the calibrate split (``modelwork/train_answer_calibrator.py``) over one of
+:data:`FEATURE_SETS` - the highest calibrated claim risk and the number of claims it was
+the highest of, or the three highest risks, that number and the claims' mean evidence
+coverage. A hard finding (a record that contradicts a claim, a guessed sentence cut, a
+negation flip where those are reliable) still flags the answer outright. The claims keep
+their own verdicts: they are what a trim removes.
 
 A regime listed in ``hard_only_regimes`` (set by ``streamproc calibrate --from-labels``
 where people's labels showed that no threshold reaches the target precision) flags an
@@ -35,18 +37,49 @@ from streamproc.judge.decision.calibrator import (
     part_for,
 )
 
-__all__ = ["ANSWER_FEATURES", "AnswerCalibrator", "AnswerCall", "answer_features"]
+__all__ = [
+    "ANSWER_FEATURES",
+    "FEATURE_SETS",
+    "SORTED_RISK_FEATURES",
+    "AnswerCalibrator",
+    "AnswerCall",
+    "answer_features",
+]
 
 ANSWER_FEATURES: Final = ("risk_logit_max", "claims_log")
-"""The answer model's inputs: the top claim risk as a logit, log(1 + calibrated claims)."""
+"""The first answer model's inputs: the top claim risk as a logit, log(1 + calibrated
+claims)."""
+SORTED_RISK_FEATURES: Final = (
+    "risk_logit_max",
+    "risk_logit_2",
+    "risk_logit_3",
+    "claims_log",
+    "coverage_mean",
+)
+"""The three highest claim risks as logits (a missing one at the floor), log(1 +
+calibrated claims), and the calibrated claims' mean share of content words the evidence
+holds (``coverage_evidence``)."""
+FEATURE_SETS: Final = {"top-risk": ANSWER_FEATURES, "sorted-risks": SORTED_RISK_FEATURES}
 
 _RISK_FLOOR: Final = 1e-4
 
 
-def answer_features(risks: Sequence[float]) -> dict[str, float]:
-    """The answer model's inputs from the calibrated (not hard-settled) claims' risks."""
-    top = min(max(max(risks, default=_RISK_FLOOR), _RISK_FLOOR), 1 - _RISK_FLOOR)
-    return {"risk_logit_max": math.log(top / (1 - top)), "claims_log": math.log1p(len(risks))}
+def _logit(risk: float) -> float:
+    bounded = min(max(risk, _RISK_FLOOR), 1 - _RISK_FLOOR)
+    return math.log(bounded / (1 - bounded))
+
+
+def answer_features(risks: Sequence[float], coverages: Sequence[float] = ()) -> dict[str, float]:
+    """Every answer model input, from the calibrated (not hard-settled) claims' risks and
+    evidence coverages."""
+    ordered = sorted(risks, reverse=True) + [_RISK_FLOOR] * 3
+    return {
+        "risk_logit_max": _logit(ordered[0]),
+        "risk_logit_2": _logit(ordered[1]),
+        "risk_logit_3": _logit(ordered[2]),
+        "claims_log": math.log1p(len(risks)),
+        "coverage_mean": float(np.mean(coverages)) if len(coverages) else 1.0,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +102,8 @@ class AnswerCalibrator:
     claim_calibrator: str | None = None
     hard_only: frozenset[str] = frozenset()
     """Regimes where only a hard finding flags the answer (its risk is still reported)."""
+    features: tuple[str, ...] = ANSWER_FEATURES
+    """One of :data:`FEATURE_SETS`, in the order the weights read them."""
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any], *, sha256: str) -> AnswerCalibrator:
@@ -79,9 +114,10 @@ class AnswerCalibrator:
             raw_parts = dict(payload["regimes"])
         except (KeyError, TypeError, ValueError) as error:
             raise CalibratorError(f"answer calibrator payload is incomplete: {error}") from None
-        if features != ANSWER_FEATURES:
+        if features not in FEATURE_SETS.values():
             raise CalibratorError(
-                f"answer calibrator {name!r} reads {features}, not {ANSWER_FEATURES}"
+                f"answer calibrator {name!r} reads {features}, not one of "
+                f"{sorted(FEATURE_SETS.values())}"
             )
         if not set(REGIMES) <= set(raw_parts) <= set(ALL_REGIMES):
             raise CalibratorError(
@@ -100,6 +136,7 @@ class AnswerCalibrator:
             parts,
             None if claim is None else str(claim),
             frozenset(map(str, hard_only)),
+            features,
         )
 
     def check_claim_calibrator(self, name: str | None) -> None:
@@ -112,18 +149,24 @@ class AnswerCalibrator:
             )
 
     def decide(
-        self, regime: str, risks: Sequence[float], hard: bool, *, hard_finding: bool = False
+        self,
+        regime: str,
+        risks: Sequence[float],
+        hard: bool,
+        *,
+        hard_finding: bool = False,
+        coverages: Sequence[float] = (),
     ) -> AnswerCall:
         """Hallucinated when ``hard`` (a hard finding settled a claim), else when the
         answer's risk reaches the regime's threshold; no calibrated claim, no risk. In a
         hard-only regime, only ``hard_finding`` (some claim's reason is a hard reason
-        code) flags it."""
+        code) flags it. ``coverages``: the calibrated claims' ``coverage_evidence``."""
         part = part_for(self.parts, regime)
         hard_only = regime in self.hard_only
         if not risks:
             return AnswerCall(hard_finding if hard_only else hard, None, part.threshold)
-        values = answer_features(risks)
-        x = np.array([values[f] for f in ANSWER_FEATURES], dtype=np.float64)
+        values = answer_features(risks, coverages)
+        x = np.array([values[f] for f in self.features], dtype=np.float64)
         logit = float(np.clip(part.logits(x[None, :])[0], -30.0, 30.0))
         risk = round(1.0 / (1.0 + math.exp(-logit)), 4)
         if hard_only:

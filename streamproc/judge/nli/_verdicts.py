@@ -54,6 +54,7 @@ class VerdictAssembler:
             clock.check()
             verdicts: list[ClaimVerdict] = []
             risks: list[float] = []  # of the claims the calibrator decided
+            coverages: list[float] = []  # and their share of words the evidence holds
             hard = False  # a hard finding refuted some claim
             for item in work.claims:
                 verdict, settled = self._claim_verdict(item, work, lookup)
@@ -62,6 +63,7 @@ class VerdictAssembler:
                     hard |= verdict.verdict not in (None, VerdictLabel.SUPPORTED)
                 elif verdict.risk is not None:
                     risks.append(verdict.risk)
+                    coverages.append(verdict.signals.get("coverage_evidence", 1.0))
                 clock.check()
             call = None
             if self.answer_calibrator is not None:
@@ -70,6 +72,7 @@ class VerdictAssembler:
                     risks,
                     hard,
                     hard_finding=any(has_hard_finding(v) for v in verdicts),
+                    coverages=coverages,
                 )
             judgement = decide(
                 work.capped.verdicts(verdicts),

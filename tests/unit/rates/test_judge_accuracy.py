@@ -47,7 +47,7 @@ def _table_after(document: Path, marker: str) -> dict[str, ConfusionCounts]:
     ("key", "document", "marker", "tasks"),
     [
         (
-            "nli+verdict-calibrator-verifier-v5+answer-calibrator-v4",
+            "nli+verdict-calibrator-verifier-v5+answer-calibrator-v5",
             EVALUATION,
             "The full answer-level table of the default judge",
             WITH_AGENT,
@@ -87,7 +87,7 @@ def test_shipped_counts_are_the_documented_report_split_tables(
 
 def test_the_default_judge_settings_find_their_counts() -> None:
     key = judge_key_of(JudgeSettings())
-    assert key == "nli+verdict-calibrator-verifier-v5+answer-calibrator-v4"
+    assert key == "nli+verdict-calibrator-verifier-v5+answer-calibrator-v5"
     accuracy = judge_accuracy(key)
     assert accuracy is not None
     qa = accuracy.for_task("QA")
@@ -115,7 +115,7 @@ def test_unmeasured_judges_have_no_counts() -> None:
         "nli+verdict-calibrator-verifier-v1",
         "nli+verdict-calibrator-verifier-v2+answer-calibrator-v1",
         "nli+verdict-calibrator-verifier-v3+answer-calibrator-v2",
-        "nli+verdict-calibrator-verifier-v5+answer-calibrator-v4",
+        "nli+verdict-calibrator-verifier-v5+answer-calibrator-v5",
         "rules",
     )
 

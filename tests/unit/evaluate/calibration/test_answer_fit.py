@@ -8,6 +8,7 @@ import pytest
 from streamproc.contracts.reasons import Reason
 from streamproc.evaluate.calibration import collect as collect_module
 from streamproc.evaluate.calibration.answer_fit import AnswerRow, fit_answer_parts, flags
+from streamproc.judge.decision.answer import ANSWER_FEATURES
 from streamproc.judge.decision.calibrator import REGIMES
 
 
@@ -27,7 +28,7 @@ def rows(regime: str, spread: float) -> list[AnswerRow]:
 
 def test_the_threshold_separates_what_the_claim_rule_could_not() -> None:
     data = [row for regime in REGIMES for row in rows(regime, 0.05)]
-    parts = fit_answer_parts(data)
+    parts = fit_answer_parts(data, ANSWER_FEATURES)
     for regime in REGIMES:
         mine = [r for r in data if r.regime == regime]
         part = parts[regime]
@@ -38,7 +39,7 @@ def test_the_threshold_separates_what_the_claim_rule_could_not() -> None:
 
 def test_a_hard_finding_flags_and_an_answer_without_a_refuted_claim_never_does() -> None:
     data = [row for regime in REGIMES for row in rows(regime, 0.05)]
-    part = fit_answer_parts(data)["task"]
+    part = fit_answer_parts(data, ANSWER_FEATURES)["task"]
     hard = AnswerRow("src", "task", True, True, True, (0.01,))
     clean = AnswerRow("src", "task", False, False, False, (0.99,))
     assert flags([hard, clean], part.probabilities([hard, clean]), part.model.threshold) == [
@@ -52,7 +53,7 @@ def test_every_regime_needs_both_labels() -> None:
         [r for r in rows("task", 0.05) if r.label] + rows("record", 0.05) + rows("question", 0.05)
     )
     with pytest.raises(ValueError, match="'task'"):
-        fit_answer_parts(data)
+        fit_answer_parts(data, ANSWER_FEATURES)
 
 
 @pytest.mark.parametrize(

@@ -224,7 +224,7 @@ def test_the_command_writes_a_versioned_calibrator_the_worker_loads(tmp_path: Pa
     assert loaded.parts["record"].threshold == report["regimes"]["record"]["threshold"]
     assert loaded.claim_calibrator == "verdict-calibrator-verifier-v5"
     manifest = tomllib.loads((models / "calibrators" / "answers-acme-v2.toml").read_text())
-    assert manifest["auto"] is False and manifest["base_calibrator"] == "answer-calibrator-v4"
+    assert manifest["auto"] is False and manifest["base_calibrator"] == "answer-calibrator-v5"
     assert manifest["fitted_on"]["files"] == ["labels.jsonl"]
     assert manifest["fitted_on"]["labelled_answers"] == 40
     assert manifest["fitted_on"]["target_precision"] == 0.8

@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from streamproc.judge.decision.answer import ANSWER_FEATURES, AnswerCalibrator, answer_features
+from streamproc.judge.decision.answer import (
+    ANSWER_FEATURES,
+    SORTED_RISK_FEATURES,
+    AnswerCalibrator,
+    answer_features,
+)
 from streamproc.judge.decision.calibrator import REGIMES, CalibratorError
 
 
@@ -50,3 +55,32 @@ def test_more_claims_at_the_same_top_risk_lower_the_answer_risk() -> None:
 def test_payloads_it_cannot_read_are_refused(change: dict[str, Any]) -> None:
     with pytest.raises(CalibratorError):
         AnswerCalibrator.from_payload(payload(**change), sha256="0" * 64)
+
+
+def test_the_sorted_risk_features_read_the_next_risks_and_the_coverage() -> None:
+    values = answer_features([0.2, 0.8, 0.5], [1.0, 0.5, 0.0])
+    assert values["risk_logit_2"] == pytest.approx(0.0)  # 0.5
+    assert values["risk_logit_3"] == pytest.approx(math.log(0.25))  # 0.2
+    assert values["coverage_mean"] == pytest.approx(0.5)
+    lone = answer_features([0.8])
+    assert lone["risk_logit_2"] == lone["risk_logit_3"] < -9  # a missing risk at the floor
+    assert lone["coverage_mean"] == 1.0
+
+
+def test_a_second_high_risk_and_low_coverage_raise_the_answer_risk() -> None:
+    part = {
+        "mean": [0.0] * 5,
+        "scale": [1.0] * 5,
+        "coef": [1.0, 1.0, 0.0, 0.0, -8.0],
+        "intercept": 8.0,
+        "threshold": 0.5,
+    }
+    sorted_risks = payload(features=list(SORTED_RISK_FEATURES), regimes={r: part for r in REGIMES})
+    model = AnswerCalibrator.from_payload(sorted_risks, sha256="0" * 64)
+    assert model.features == SORTED_RISK_FEATURES
+    alone = model.decide("task", [0.6, 0.01], hard=False, coverages=[1.0, 1.0])
+    two = model.decide("task", [0.6, 0.6], hard=False, coverages=[1.0, 1.0])
+    uncovered = model.decide("task", [0.6, 0.01], hard=False, coverages=[0.2, 0.2])
+    assert alone.risk is not None and two.risk is not None and uncovered.risk is not None
+    assert two.risk > alone.risk and uncovered.risk > alone.risk
+    assert not alone.hallucinated and two.hallucinated and uncovered.hallucinated
