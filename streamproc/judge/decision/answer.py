@@ -39,11 +39,13 @@ from streamproc.judge.decision.calibrator import (
 
 __all__ = [
     "ANSWER_FEATURES",
+    "FEATURE_DIRECTIONS",
     "FEATURE_SETS",
     "SORTED_RISK_FEATURES",
     "AnswerCalibrator",
     "AnswerCall",
     "answer_features",
+    "claim_coverage",
 ]
 
 ANSWER_FEATURES: Final = ("risk_logit_max", "claims_log")
@@ -60,6 +62,14 @@ SORTED_RISK_FEATURES: Final = (
 calibrated claims), and the calibrated claims' mean share of content words the evidence
 holds (``coverage_evidence``)."""
 FEATURE_SETS: Final = {"top-risk": ANSWER_FEATURES, "sorted-risks": SORTED_RISK_FEATURES}
+FEATURE_DIRECTIONS: Final = {
+    "risk_logit_max": 1,
+    "risk_logit_2": 1,
+    "risk_logit_3": 1,
+    "claims_log": 0,
+    "coverage_mean": -1,
+}
+"""The way each input may push the answer's risk (0: free), for the fit."""
 
 _RISK_FLOOR: Final = 1e-4
 
@@ -67,6 +77,12 @@ _RISK_FLOOR: Final = 1e-4
 def _logit(risk: float) -> float:
     bounded = min(max(risk, _RISK_FLOOR), 1 - _RISK_FLOOR)
     return math.log(bounded / (1 - bounded))
+
+
+def claim_coverage(signals: Mapping[str, float] | None) -> float:
+    """A calibrated claim's part of ``coverage_mean``: its ``coverage_evidence`` signal
+    (1.0 when the claim has none)."""
+    return (signals or {}).get("coverage_evidence", 1.0)
 
 
 def answer_features(risks: Sequence[float], coverages: Sequence[float] = ()) -> dict[str, float]:

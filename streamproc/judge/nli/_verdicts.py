@@ -18,7 +18,7 @@ from streamproc.contracts.events import (
 )
 from streamproc.contracts.reasons import Reason
 from streamproc.judge.decision.actions import decide
-from streamproc.judge.decision.answer import AnswerCalibrator
+from streamproc.judge.decision.answer import AnswerCalibrator, claim_coverage
 from streamproc.judge.decision.calibrated import calibrated_decision
 from streamproc.judge.decision.calibrator import VerdictCalibrator
 from streamproc.judge.decision.hard_findings import has_hard_finding
@@ -63,7 +63,7 @@ class VerdictAssembler:
                     hard |= verdict.verdict not in (None, VerdictLabel.SUPPORTED)
                 elif verdict.risk is not None:
                     risks.append(verdict.risk)
-                    coverages.append(verdict.signals.get("coverage_evidence", 1.0))
+                    coverages.append(claim_coverage(verdict.signals))
                 clock.check()
             call = None
             if self.answer_calibrator is not None:
