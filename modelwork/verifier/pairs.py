@@ -37,6 +37,7 @@ import random
 from pathlib import Path
 
 from modelwork.verifier.composed_premises import composed_pairs
+from modelwork.verifier.long_premises import FACTCG_DOC, factcg_doc, leave_out
 from modelwork.verifier.pair_sources import (
     calibrator_indices,
     eval_suite,
@@ -66,10 +67,13 @@ def build_pairs(
     per_doc: int,
     held_out: HeldOut,
     composed: bool = False,
+    long_premises: bool = False,
+    factcg_path: Path = FACTCG_DOC,
 ) -> list[Pair]:
     """All pairs, deterministic for a given seed and input files, none from a document
     ``held_out`` lists (it counts what each source dropped); ``composed`` adds the
-    composed-premise pairs after the others (which it leaves unchanged)."""
+    composed-premise pairs after the others, ``long_premises`` then FactCG's document
+    pairs and leave-out negatives (each leaves the pairs before it unchanged)."""
     rng = random.Random(seed)
     other = other_sentences([halueval_qa_path, ragtruth_path], rng, 3000, held_out)
     pairs: list[Pair] = []
@@ -84,4 +88,7 @@ def build_pairs(
             if (pair.premise, pair.hypothesis) not in seen:  # never relabel an earlier pair
                 seen.add((pair.premise, pair.hypothesis))
                 pairs.append(pair)
+    if long_premises:
+        pairs.extend(factcg_doc(factcg_path, held_out))
+        pairs.extend(leave_out(sample, random.Random(f"{seed}:leave-out")))
     return pairs

@@ -38,6 +38,11 @@ sentences read together in document order (``streamproc.judge.nli.premises``);
 (HaluEval summary sentences, RAGTruth Summary / Data2txt answer sentences, and synthetic
 two-sentence fusions with one fact changed as hard negatives). Their premises run to
 about 160 word pieces: train them with ``--max-length 256``.
+
+Long premises (``--long-premises``, needs ``--composed``): FactCG's document-claim pairs
+(news passages of about 150 words, negatives one relation short) and leave-out negatives
+(a faithful summary sentence against its composed premise with its supporting sentences
+removed), ``long_premises.py``.
 """
 
 from __future__ import annotations
@@ -261,6 +266,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         per_doc=args.per_doc,
         held_out=held_out,
         composed=args.composed,
+        long_premises=args.long_premises,
     )
     print(held_out.summary(), file=sys.stderr)
     pairs = list({(p.premise, p.hypothesis): p for p in pairs}.values())  # drop repeats
@@ -494,6 +500,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="add the composed-premise pairs (claims against several evidence sentences "
         "joined as streamproc.judge.nli.premises builds them); off by default, so the defaults "
         "build the shipped model's data",
+    )
+    parser.add_argument(
+        "--long-premises",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="add FactCG's document pairs and leave-out negatives (long_premises.py)",
     )
     parser.add_argument("--log-every", type=int, default=25)
     parser.add_argument(

