@@ -3,8 +3,9 @@
 # runs on 3.11, scripts/test.sh). Each version found gets its own .venv-py<version> with
 # streamproc[dev] installed; the suites run side by side (one pytest process each), and each
 # version not found is skipped with the reason printed. Arguments go to pytest (default:
-# tests/unit tests/bench -q -m 'not slow and not timing': the slow tests run on 3.11). Exit status:
-# non-zero if any version that ran failed. .ci/run splits the work in three steps:
+# tests/unit tests/bench -q -m 'not slow and not timing and not outside_tool': those run
+# on 3.11). Exit status: non-zero if any version that ran failed. .ci/run splits the work
+# in three steps:
 #   --prepare    only the requirements, every version side by side (nothing is written
 #                into the checkout, so this may run while anything else does)
 #   --install    only streamproc itself, editable, one version after another (it writes
@@ -24,7 +25,7 @@ case ${1:-} in
         ;;
 esac
 args=("$@")
-[[ ${#args[@]} -gt 0 ]] || args=(tests/unit tests/bench -q -p no:cacheprovider -m 'not slow and not timing')
+[[ ${#args[@]} -gt 0 ]] || args=(tests/unit tests/bench -q -p no:cacheprovider -m 'not slow and not timing and not outside_tool')
 
 # An interpreter that really runs: python3.X on PATH (a pyenv shim for a version that is
 # not selected fails), else pyenv's own install of it.
@@ -59,7 +60,7 @@ prepare_version() {
     fi
     wanted=$(mktemp)
     requirements "${python}" >"${wanted}"
-    "${venv}/bin/python" -m pip install --quiet --disable-pip-version-check -r "${wanted}"
+    "${venv}/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile -r "${wanted}"
     rm -f "${wanted}"
 }
 
@@ -68,7 +69,7 @@ install_version() {
     if [[ ! -x ${venv}/bin/python ]]; then
         "${python}" -m venv "${venv}"
     fi
-    "${venv}/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+    "${venv}/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile -e '.[dev]'
 }
 
 # Requirements side by side; installs one after another (an editable install writes into

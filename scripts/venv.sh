@@ -24,4 +24,6 @@ is_py311 .venv/bin/python || { log ".venv is not Python 3.11; remove it and reru
 
 extras=${venv_extras:-dev}
 log "installing streamproc[${extras}] into .venv"
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[${extras}]"
+# --no-compile: pip would byte-compile every file of every dependency; Python compiles the
+# modules a run imports when it imports them.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-compile -e ".[${extras}]"

@@ -2,9 +2,9 @@
 
 Answers go to the answers topic (one with the assistant's ``traceparent``, one the rules
 judge flags, evidence full of byte-sensitive text); a worker judges them and the
-``audit-sink`` process stores their audit records (SQLite, and PostgreSQL on a real
-server). Then only the auditor's CLI: ``audit show`` prints the exact evidence, each
-claim with its verdict, the action, the judge, a threshold and the trace id;
+``audit-sink`` process stores their audit records (SQLite; PostgreSQL runs the same
+sink in test_audit_tamper.py). Then only the auditor's CLI: ``audit show`` prints the
+exact evidence, each claim with its verdict, the action, the judge, a threshold and the trace id;
 ``audit find --conversation`` lists the conversation's answers; ``audit show --json``
 holds the event's original bytes; ``audit verify`` passes, names the answer whose stored
 record was altered by one character, passes again once it is restored, and names the gap
@@ -80,13 +80,11 @@ def _settings(bootstrap: str, store_url: str) -> Settings:
     )
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'audit.db'}"
-    url = request.getfixturevalue("postgres_database")
-    assert isinstance(url, str)
-    return url
+@pytest.fixture()
+def store_url(tmp_path: Path) -> str:
+    """SQLite: PostgreSQL's sink-to-verify path is tests/integration/test_audit_tamper.py's,
+    its byte-exact records tests/integration/test_audit_store_postgres.py's."""
+    return f"sqlite:///{tmp_path / 'audit.db'}"
 
 
 @pytest.fixture()

@@ -73,6 +73,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
             "install",
             "-q",
             "--disable-pip-version-check",
+            # Byte-compiling every dependency took most of this fixture's CPU; Python
+            # compiles what the tests import when they import it.
+            "--no-compile",
             str(wheel),
         ],
         home,

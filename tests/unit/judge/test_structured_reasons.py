@@ -23,8 +23,12 @@ FILES = [
 
 
 def _judged(settings: JudgeSettings, per_file: int) -> list[AnswerJudgement]:
+    """``per_file`` answers of each file, spread over it (the agent set is sorted by kind)."""
     judge = build_judge(settings)
-    events = [case.event for path in FILES for case in load_cases(path)[:per_file]]
+    events = []
+    for path in FILES:
+        cases = load_cases(path)
+        events += [case.event for case in cases[:: max(1, len(cases) // per_file)][:per_file]]
     return [j for at in range(0, len(events), 16) for j in judge.judge_batch(events[at : at + 16])]
 
 
@@ -40,4 +44,4 @@ def test_the_rules_judge_gives_structured_reasons() -> None:
 
 @pytest.mark.slow  # the default judge's models
 def test_the_default_judge_gives_structured_reasons() -> None:
-    assert _unstructured(_judged(JudgeSettings(), per_file=120)) == []
+    assert _unstructured(_judged(JudgeSettings(), per_file=40)) == []

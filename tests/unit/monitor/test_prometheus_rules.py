@@ -220,6 +220,7 @@ def test_the_wilson_guard_can_be_turned_off() -> None:
 # ---------------------------------------------------------------------------- promtool
 
 
+@pytest.mark.outside_tool
 def test_promtool_accepts_the_rules() -> None:
     promtool = tool_or_skip("promtool")
     checked = run_tool(promtool, "check", "rules", RULES_FILE)
@@ -227,6 +228,7 @@ def test_promtool_accepts_the_rules() -> None:
     assert f"SUCCESS: {len(_rules(rule_groups(AlertSettings())))} rules found" in checked.stdout
 
 
+@pytest.mark.outside_tool
 def test_promtool_unit_tests_pass() -> None:
     promtool = tool_or_skip("promtool")
     assert {p.name for p in PROMTOOL_TESTS} >= {
@@ -265,16 +267,19 @@ def _render(alerts: AlertSettings) -> str:
     return yaml.safe_dump(rule_groups(alerts), sort_keys=False)
 
 
+@pytest.mark.outside_tool
 def test_the_quiet_hour_test_fails_without_the_minimum_sample(tmp_path: Path) -> None:
     output = _weakened_run(tmp_path, _render(AlertSettings(min_answered=1)), "guards_test.yml")
     assert 'assistant="quiet"' in output
 
 
+@pytest.mark.outside_tool
 def test_the_small_sample_test_fails_without_the_wilson_guard(tmp_path: Path) -> None:
     rules = _render(AlertSettings(require_wilson_above_objective=False))
     assert 'assistant="thin"' in _weakened_run(tmp_path, rules, "guards_test.yml")
 
 
+@pytest.mark.outside_tool
 def test_the_tenant_test_fails_when_tenants_are_summed_together(tmp_path: Path) -> None:
     rules = RULES_FILE.read_text().replace("sum by (tenant, assistant)", "sum by (assistant)")
     assert "two tenants with the same assistant id" in _weakened_run(
@@ -282,6 +287,7 @@ def test_the_tenant_test_fails_when_tenants_are_summed_together(tmp_path: Path) 
     )
 
 
+@pytest.mark.outside_tool
 def test_the_spike_test_fails_without_the_short_window(tmp_path: Path) -> None:
     """With the 1h window alone, the page would outlast the spike by a quarter of an hour."""
     no_short = rule_groups(AlertSettings())
@@ -291,12 +297,14 @@ def test_the_spike_test_fails_without_the_short_window(tmp_path: Path) -> None:
     assert "time: 7h3m" in output
 
 
+@pytest.mark.outside_tool
 def test_the_slow_burn_test_fails_if_a_slow_burn_pages(tmp_path: Path) -> None:
     tighter = AlertSettings(page=[BurnRateWindow(long_s=21600, short_s=1800, factor=3.0)])
     output = _weakened_run(tmp_path, _render(tighter), "slow_burn_test.yml")
     assert 'severity="page"' in output
 
 
+@pytest.mark.outside_tool
 def test_prometheus_config_loads_the_rules(tmp_path: Path) -> None:
     """promtool checks the config with rule_files pointed from the container's path to
     the repository's (compose mounts one onto the other; test_compose checks that)."""
@@ -334,6 +342,7 @@ def test_judge_drift_is_a_ticket_on_the_workers_drift_gauge() -> None:
     assert _drift_rule(rule_groups(AlertSettings(objective=0.02))) == rule
 
 
+@pytest.mark.outside_tool
 def test_the_drift_test_fails_without_the_wait(tmp_path: Path) -> None:
     hasty = rule_groups(AlertSettings())
     del _drift_rule(hasty)["for"]
@@ -341,6 +350,7 @@ def test_the_drift_test_fails_without_the_wait(tmp_path: Path) -> None:
     assert "time: 20m" in output
 
 
+@pytest.mark.outside_tool
 def test_the_drift_test_fails_when_replicas_are_kept_apart(tmp_path: Path) -> None:
     apart = rule_groups(AlertSettings())
     _drift_rule(apart)["expr"] = f"{DRIFT_METRIC} == 1\n"
