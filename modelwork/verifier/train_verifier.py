@@ -67,9 +67,10 @@ from tokenizers import Tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root
 
+from modelwork.verifier.batch_invariance import measure as measure_invariance
 from modelwork.verifier.checkpoint import Checkpoints, run_fingerprint
 from modelwork.verifier.classifier import PairClassifier, load_base
-from modelwork.verifier.manifest import NOTICE, manifest
+from modelwork.verifier.manifest import base_model, manifest, notice
 from modelwork.verifier.onnx_export import export_fp32
 from modelwork.verifier.pairs import Pair, build_pairs
 from modelwork.verifier.schedule import warmup_then_decay
@@ -458,10 +459,14 @@ def install(int8: Path, base: Path, report: dict[str, Any]) -> None:
     shutil.copyfile(int8, folder / "model.onnx")
     shutil.copyfile(base / "tokenizer.json", folder / "tokenizer.json")
     tok_sha = _sha256(folder / "tokenizer.json")
+    described = base_model(base)
     (folder / "NOTICE").write_text(
-        NOTICE.format(base_sha=report["base_sha256"], tok_sha=tok_sha), encoding="utf-8"
+        notice(described, report["base_sha256"], tok_sha), encoding="utf-8"
     )
-    (REPO / "models" / f"{name}.toml").write_text(manifest(report, tok_sha), encoding="utf-8")
+    invariance = measure_invariance(folder, int8.parent / "dev_pairs.jsonl")
+    (REPO / "models" / f"{name}.toml").write_text(
+        manifest(report, tok_sha, described, invariance), encoding="utf-8"
+    )
     print(f"installed {folder} and models/{name}.toml", file=sys.stderr)
 
 

@@ -35,7 +35,7 @@ class InferenceSettings(OptionGroup):
         default=None,
         description="Folder of model manifests; None = the repository's models/ folder.",
     )
-    nli_model: str = "minilm-verifier-v2-int8"
+    nli_model: str = "bge-small-verifier-v1-int8"
     embedding_model: str = Field(
         default="minilm-l6-v2-pt8",
         description="Sentence embedder for retrieval: all-MiniLM-L6-v2 in int8 with "
@@ -186,7 +186,7 @@ class JudgeSettings(OptionGroup):
 
     name: Literal["rules", "nli"] = "nli"
     calibrator: str | None = Field(
-        default="verdict-calibrator-verifier-v5",
+        default="verdict-calibrator-verifier-v11",
         description="Verdict calibrator in models/calibrators/ (NLI judge); empty or None "
         "= the NLI judge's own rules decide.",
     )

@@ -73,7 +73,7 @@ class UnknownModelError(LookupError):
     """No manifest of that name in the models folder."""
 
 
-_INSTALLED_MARKER = "share/streamproc/models/minilm-verifier-v2-int8.toml"
+_INSTALLED_MARKER = "share/streamproc/models/bge-small-verifier-v1-int8.toml"
 
 
 def default_models_dir() -> Path:

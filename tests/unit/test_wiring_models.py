@@ -66,7 +66,7 @@ def l3_embedder() -> Judge:
 
 
 def test_a_calibrator_refuses_another_nli_model() -> None:
-    with pytest.raises(CalibratorError, match="trained on NLI model 'minilm-verifier-v2-int8'"):
+    with pytest.raises(CalibratorError, match="trained on NLI model 'bge-small-verifier-v1-int8'"):
         build_judge(JudgeSettings(name="nli", inference=_AEGIS))
 
 
@@ -136,10 +136,10 @@ def test_calibrated_risk_of_an_unrelated_addition_is_far_above_a_paraphrase(
 def test_judge_info_names_every_model_and_the_calibrator_with_hashes(judge: Judge) -> None:
     models = judge.info.models
     expected = {
-        "minilm-verifier-v2-int8",
+        "bge-small-verifier-v1-int8",
         "minilm-l6-v2-pt8",
-        "verdict-calibrator-verifier-v5",
-        "answer-calibrator-v5",
+        "verdict-calibrator-verifier-v11",
+        "answer-calibrator-v11",
     }
     assert set(models) == expected
     assert all(len(digest) == 64 for digest in models.values())

@@ -22,18 +22,18 @@ def test_eval_with_no_models_says_what_is_missing_in_one_line(
     assert main(["eval", "agree", "--judge", "nli"]) == EXIT_MODEL_MISSING
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
-    assert "minilm-verifier-v2-int8" in err and "MODELS_DIR" in err and str(tmp_path) in err
+    assert "bge-small-verifier-v1-int8" in err and "MODELS_DIR" in err and str(tmp_path) in err
 
 
 def test_an_answer_calibrator_over_another_claim_calibrator_is_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("STREAMPROC_JUDGE__CALIBRATOR", "verdict-calibrator-verifier-v4")
-    monkeypatch.setenv("STREAMPROC_JUDGE__ANSWER_CALIBRATOR", "answer-calibrator-v4")
+    monkeypatch.setenv("STREAMPROC_JUDGE__CALIBRATOR", "verdict-calibrator-verifier-v10")
+    monkeypatch.setenv("STREAMPROC_JUDGE__ANSWER_CALIBRATOR", "answer-calibrator-v11")
     assert main(["eval", "agree", "--judge", "nli"]) == EXIT_MODEL_MISSING
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
-    assert "answer-calibrator-v4" in err and "verdict-calibrator-verifier-v4" in err
+    assert "answer-calibrator-v11" in err and "verdict-calibrator-verifier-v10" in err
 
 
 def worker_start_failure(env: dict[str, str], cwd: Path | None = None) -> tuple[str, str]:
@@ -57,7 +57,7 @@ def worker_start_failure(env: dict[str, str], cwd: Path | None = None) -> tuple[
 
 def test_the_worker_fails_fast_on_a_missing_model_before_any_broker(tmp_path: Path) -> None:
     line, stderr = worker_start_failure({"STREAMPROC_JUDGE__INFERENCE__MODELS_DIR": str(tmp_path)})
-    assert "minilm-verifier-v2-int8" in line and "MODELS_DIR" in line
+    assert "bge-small-verifier-v1-int8" in line and "MODELS_DIR" in line
     assert "broker_connecting" not in stderr  # the model is checked before any broker
 
 

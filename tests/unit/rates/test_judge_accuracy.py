@@ -47,15 +47,21 @@ def _table_after(document: Path, marker: str) -> dict[str, ConfusionCounts]:
     ("key", "document", "marker", "tasks"),
     [
         (
-            "nli+verdict-calibrator-verifier-v5+answer-calibrator-v5",
+            "nli+verdict-calibrator-verifier-v11+answer-calibrator-v11",
             EVALUATION,
             "The full answer-level table of the default judge",
             WITH_AGENT,
         ),
         (
+            "nli+verdict-calibrator-verifier-v5+answer-calibrator-v5",
+            MODELS,
+            "The previous default, verifier v2 with calibrator v5",
+            WITH_AGENT,
+        ),
+        (
             "nli+verdict-calibrator-verifier-v3+answer-calibrator-v2",
             MODELS,
-            "The previous default, verifier v1 with calibrator v3",
+            "The default before that, verifier v1 with calibrator v3",
             WITH_AGENT,
         ),
         (
@@ -87,18 +93,18 @@ def test_shipped_counts_are_the_documented_report_split_tables(
 
 def test_the_default_judge_settings_find_their_counts() -> None:
     key = judge_key_of(JudgeSettings())
-    assert key == "nli+verdict-calibrator-verifier-v5+answer-calibrator-v5"
+    assert key == "nli+verdict-calibrator-verifier-v11+answer-calibrator-v11"
     accuracy = judge_accuracy(key)
     assert accuracy is not None
     qa = accuracy.for_task("QA")
     assert qa is not None
-    assert qa.sensitivity == pytest.approx(474 / 590)
-    assert qa.specificity == pytest.approx(576 / 590)
+    assert qa.sensitivity == pytest.approx(494 / 590)
+    assert qa.specificity == pytest.approx(577 / 590)
     assert corrected_rate(60, 1000, qa).identifiable
     summary = accuracy.for_task("Summary")
     assert summary is not None and not corrected_rate(60, 1000, summary).identifiable
     agent = accuracy.for_task("Agent")
-    assert agent is not None and agent.sensitivity == pytest.approx(207 / 334)
+    assert agent is not None and agent.sensitivity == pytest.approx(206 / 334)
     assert accuracy.for_task("dialogue") is None
 
 
@@ -113,6 +119,7 @@ def test_unmeasured_judges_have_no_counts() -> None:
     assert known_judges() == (
         "nli+verdict-calibrator-l3-embedder-v1",
         "nli+verdict-calibrator-verifier-v1",
+        "nli+verdict-calibrator-verifier-v11+answer-calibrator-v11",
         "nli+verdict-calibrator-verifier-v2+answer-calibrator-v1",
         "nli+verdict-calibrator-verifier-v3+answer-calibrator-v2",
         "nli+verdict-calibrator-verifier-v5+answer-calibrator-v5",

@@ -220,11 +220,11 @@ def test_the_command_writes_a_versioned_calibrator_the_worker_loads(tmp_path: Pa
     assert report["fit_answers"] + report["held_out_answers"] == 40
 
     loaded = load_answer_calibrator("answers-acme-v2", models)
-    assert loaded.hard_only == frozenset({"task"})  # the base's hard-only regimes kept
+    assert loaded.hard_only == frozenset({"case", "task"})  # with the base's hard-only "case"
     assert loaded.parts["record"].threshold == report["regimes"]["record"]["threshold"]
-    assert loaded.claim_calibrator == "verdict-calibrator-verifier-v5"
+    assert loaded.claim_calibrator == "verdict-calibrator-verifier-v11"
     manifest = tomllib.loads((models / "calibrators" / "answers-acme-v2.toml").read_text())
-    assert manifest["auto"] is False and manifest["base_calibrator"] == "answer-calibrator-v5"
+    assert manifest["auto"] is False and manifest["base_calibrator"] == "answer-calibrator-v11"
     assert manifest["fitted_on"]["files"] == ["labels.jsonl"]
     assert manifest["fitted_on"]["labelled_answers"] == 40
     assert manifest["fitted_on"]["target_precision"] == 0.8
@@ -232,7 +232,7 @@ def test_the_command_writes_a_versioned_calibrator_the_worker_loads(tmp_path: Pa
     assert manifest["fitted_on"]["files_sha256"]["labels.jsonl"] == digest
     assert "VALUE_MISMATCH" in manifest["hard_reason_codes"]
     # chosen by name only: 'auto' never switches a worker to a deployment's refit
-    auto = resolve_answer_calibrator("auto", "verdict-calibrator-verifier-v5", models)
+    auto = resolve_answer_calibrator("auto", "verdict-calibrator-verifier-v11", models)
     assert auto is None
 
     again = run_calibrate(args, options(), build=lambda _: LabelPeekingJudge(), out=out, err=err)
