@@ -93,9 +93,9 @@ def _world(tmp_path: Path) -> tuple[Path, Path, Path, HeldOut]:
     with gzip.open(tmp_path / "factcg.jsonl.gz", "wt", encoding="utf-8") as handle:
         for n in range(4):
             claim = f"The council approved {n + 3} million euros; the bridge opens in {2022 + n}."
-            for label in (1, 0):
+            for supported in (1, 0):
                 row = {"task": "bin_grounding", "text_a": _document(n + 40, listed=n == 0),
-                       "text_b": [claim], "text_c": [], "orig_label": label}  # fmt: skip
+                       "text_b": [claim], "text_c": [], "orig_label": supported}  # fmt: skip
                 handle.write(json.dumps(row) + "\n")
     listed = {_document(n, True) for n in [*QA_CALIBRATE, *RT_CALIBRATE, 1, 40]}
     return qa, rt, wheel, HeldOut(frozenset(fingerprint(d) for d in listed))
