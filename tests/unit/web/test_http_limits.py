@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import resource
+import shutil
 import ssl
+import subprocess
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,6 +20,7 @@ from pydantic import ValidationError
 
 from streamproc.web.errors import error_body
 from streamproc.web.limits import (
+    LISTEN_BACKLOG,
     HttpLimits,
     _LimitedServer,
     file_headroom,
@@ -319,3 +322,18 @@ async def test_a_pipelined_request_counts_its_wait_from_its_head_arrival(server:
     assert raw.count(b"HTTP/1.1 200") == 2, raw
     waited_s = float(raw.rpartition(b"\r\n\r\n")[2])
     assert waited_s >= 0.25, waited_s
+
+
+async def test_the_listen_queue_holds_a_burst_of_new_connections(server: _Echo) -> None:
+    """The kernel shows a listening socket's backlog as its Send-Q (``ss -lt``); with
+    aiohttp's 128 a burst of 200 connections lost SYNs and waited a 1 s retransmit."""
+    ss = shutil.which("ss")
+    if ss is None:
+        pytest.skip("ss (iproute2) is not installed")
+    shown = subprocess.run(
+        [ss, "-ltnH", f"sport = :{server.port}"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert LISTEN_BACKLOG >= 1024
+    assert int(shown[2]) == min(
+        LISTEN_BACKLOG, int(Path("/proc/sys/net/core/somaxconn").read_text())
+    )
