@@ -334,11 +334,13 @@ class LimitedAppRunner(web.AppRunner):
 
 
 LISTEN_BACKLOG = 1024
-"""Connections the kernel queues before the server accepts them (the kernel caps it at
-``net.core.somaxconn``). aiohttp's default, 128, drops the SYNs of a larger burst of
-new connections, and each dropped client waits a 1 s SYN retransmit before it is even
+"""Connections the kernel queues before the server accepts them (capped by
+``net.core.somaxconn``). aiohttp's default, 128, dropped the SYNs of a larger burst of
+new connections, and each dropped client waited a 1 s SYN retransmit before it was even
 heard: measured, 49 of a 200-request burst answered within 191 ms by the gate took
-1.05-1.22 s as the client saw it."""
+1.05-1.22 s as the client saw it. Only the kernel's queue is deepened: asyncio accepts
+as many connections per wake-up as the backlog it was given, and 1024 at once would
+overrun the connection cap's file-descriptor headroom before it could evict any."""
 
 
 class LimitedSite(web.TCPSite):
@@ -355,10 +357,17 @@ class LimitedSite(web.TCPSite):
         limits: HttpLimits,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        super().__init__(runner, host, port, ssl_context=ssl_context, backlog=LISTEN_BACKLOG)
+        super().__init__(runner, host, port, ssl_context=ssl_context)
         self._handshake_timeout_s = limits.header_timeout_s
 
     async def start(self) -> None:
+        await self._start_serving()
+        assert isinstance(self._server, asyncio.Server)
+        for listening in self._server.sockets:
+            with listening.dup() as shared:  # the same listening socket: a deeper queue
+                shared.listen(LISTEN_BACKLOG)
+
+    async def _start_serving(self) -> None:
         if self._ssl_context is None:
             await super().start()
             return
