@@ -36,6 +36,7 @@ __all__ = [
     "composed_pairs",
     "fusions",
     "ragtruth_composed",
+    "rank_units",
     "summary_composed",
 ]
 
@@ -55,7 +56,7 @@ _LOWER_FIRST = word_set(
 )
 
 
-def _ranked(claim: str, units: Sequence[EvidenceUnit], top: int = COMPOSED_TOP) -> list[int]:
+def rank_units(claim: str, units: Sequence[EvidenceUnit], top: int = COMPOSED_TOP) -> list[int]:
     """Indices of the ``top`` units covering most of the claim's content words, best
     first (ties: the shorter unit, then document order) - the judge's ranking without
     its embedder."""
@@ -71,7 +72,7 @@ def _ranked(claim: str, units: Sequence[EvidenceUnit], top: int = COMPOSED_TOP) 
 
 def _composed(claim: str, units: Sequence[EvidenceUnit]) -> ComposedPremise | None:
     """The claim's composed premise, built the way the judge builds it."""
-    return compose_premise(units, _ranked(claim, units))
+    return compose_premise(units, rank_units(claim, units))
 
 
 def summary_composed(
@@ -144,7 +145,7 @@ def _fusion_premise(
 ) -> str | None:
     """The fusion's composed premise (the judge's top units; one or two more when those
     come to only the two fused sentences), or None when it lacks either sentence."""
-    ranked = _ranked(fused, units, top=len(units))
+    ranked = rank_units(fused, units, top=len(units))
     premise = None
     for top in range(COMPOSED_TOP, COMPOSED_TOP + 3):
         premise = compose_premise(units, ranked[:top])

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from modelwork.verifier.composed_premises import COMPOSED_TOP
+from modelwork.verifier.composed_premises import rank_units
 from modelwork.verifier.pair_text import Pair, judge_units, word_coverage
 from streamproc.evaluate.held_out import HeldOut
 from streamproc.judge.nli.premises import compose_premise
@@ -81,17 +81,6 @@ def supporting_sentences(claim: str, sentences: Sequence[str]) -> set[int]:
     return {i for i, s in enumerate(sentences) if len(words & content_words(s)) >= need}
 
 
-def _ranked(claim: str, units: Sequence[EvidenceUnit]) -> list[int]:
-    """Units by the share of the claim's content words they hold (the judge's ranking
-    without its embedder; ties: the shorter unit, then document order)."""
-    words = content_words(claim)
-    scored = [
-        (-len(words & content_words(u.text)) / max(1, len(words)), len(u.text), index)
-        for index, u in enumerate(units)
-    ]
-    return [index for *_, index in sorted(scored)]
-
-
 def leave_out_premise(claim: str, units: Sequence[EvidenceUnit]) -> str | None:
     """The claim's composed premise built from the units that hold no supporting
     sentence, or None when there is no support to remove, or when what is left still
@@ -107,7 +96,7 @@ def leave_out_premise(claim: str, units: Sequence[EvidenceUnit]) -> str | None:
         if u.kind != "question"
         and not any((u.evidence_id, n) in removed for n in range(u.first, u.last + 1))
     ]
-    premise = compose_premise(kept, _ranked(claim, kept)[:COMPOSED_TOP])
+    premise = compose_premise(kept, rank_units(claim, kept))
     if premise is None or word_coverage(claim, premise.text) > LEFT_COVERAGE:
         return None
     return premise.text
