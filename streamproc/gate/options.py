@@ -158,6 +158,25 @@ class GateSettings(OptionGroup):
         description="HTTP: the same for one caller (token), so one caller's large bodies "
         "cannot take the others' share (429 caller_busy, Retry-After).",
     )
+    max_streams: int = Field(
+        default=256,
+        ge=1,
+        description="WebSocket /v1/stream: answers streaming at once; beyond, a new stream "
+        "is refused at once (busy). Each holds at most worker.max_event_bytes of text, and "
+        "its sentence checks queue for the judge as requests do.",
+    )
+    stream_idle_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="WebSocket /v1/stream: a stream that sends nothing this long is ended "
+        "with its answer so far (final, then close code 4000).",
+    )
+    stream_max_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="WebSocket /v1/stream: a stream open this long is ended with its answer "
+        "so far (final, then close code 4001).",
+    )
 
     http: HttpLimitSettings = Field(
         default_factory=HttpLimitSettings,

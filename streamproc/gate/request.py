@@ -41,6 +41,12 @@ class GateRequest:
     traceparent: str | None = None
     notes: tuple[str, ...] = ()
     """Added to the verdict's ``judgement.limits`` (a trace-context field dropped)."""
+    monitored: bool = True
+    """False for a streamed answer's sentence checks: decided, but no span and no record
+    (the whole answer is monitored once, at its end)."""
+    span_from: float | None = None
+    """``time.monotonic()`` the decision's span starts at, when earlier than ``arrived``
+    (a streamed answer's span covers the whole stream)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,3 +59,6 @@ class GateResult:
     ``gate.publish`` is off."""
     judge_ms: float | None
     """The judge (or settle) time behind the reply; None when nothing ran (shed)."""
+    trace_headers: OutHeaders = ()
+    """The decision span's context (what the records carry): the parent of anything
+    traced under the decision later."""

@@ -8,7 +8,9 @@ from streamproc.contracts.gate_events import GateErrorCode, GateReply
 
 __all__ = ["GatePath", "GateSensor", "NullGateSensor"]
 
-GatePath = Literal["http", "kafka"]
+GatePath = Literal["http", "kafka", "stream"]
+"""How the caller asked: ``POST /v1/check``, the Kafka request topic, or the WebSocket
+``/v1/stream`` (one decision per streamed answer: its final)."""
 
 
 class GateSensor(Protocol):

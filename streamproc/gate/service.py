@@ -38,7 +38,7 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import structlog
@@ -76,6 +76,7 @@ __all__ = ["GateService", "GateServiceOptions"]
 
 log = structlog.get_logger(__name__)
 
+_UNTRACED = PassThroughTracing()
 _SETTLE_THREADS = 2
 _MIN_SETTLE_WAIT_S = 0.001
 
@@ -238,6 +239,15 @@ class GateService:
         return self._limits.max_event_bytes
 
     @property
+    def tracing(self) -> DecisionTracing:
+        """The decisions' tracing (a streamed answer's sentence spans go through it)."""
+        return self._tracing
+
+    def policy_for(self, tenant: str) -> FailurePolicy:
+        """The failure policy of ``tenant``'s answers."""
+        return self._gate.policy_for(tenant)
+
+    @property
     def pending(self) -> int:
         """Requests held now (queued or being judged)."""
         return len(self._queue) + len(self._in_flight)
@@ -275,7 +285,8 @@ class GateService:
     async def check(self, request: GateRequest) -> GateResult:
         """Decide on ``request`` within its budget; never raises (but lets a cancelled
         caller go)."""
-        span = self._tracing.start(request)
+        tracing = self._tracing if request.monitored else _UNTRACED
+        span = tracing.start(request)
         policy = self._gate.policy_for(request.answer.tenant)
         try:
             result = await self._decide(request, span, policy)
@@ -291,7 +302,7 @@ class GateService:
                 span.end(None, error=again)
                 raise exc from again
         span.end(result.reply)
-        return result
+        return replace(result, trace_headers=span.headers)
 
     def unchecked(self, request: GateRequest, reason: UnverifiedReason) -> GateResult:
         """Decide on ``request`` at once by policy, judging nothing (``OUTBOX_FULL``: the
@@ -522,7 +533,7 @@ class GateService:
             judgement = judgement.model_copy(update={"limits": [*judgement.limits, *request.notes]})
         verdict = None
         records: list[OutboundRecord] = []
-        if self._publish:
+        if self._publish and request.monitored:
             message = IncomingMessage(request.body, request.origin, trace_id, headers)
             output = outputs_for(
                 [message],

@@ -1,5 +1,8 @@
 """The gate's decision spans over OpenTelemetry (``streamproc.gate.tracing``'s port).
 
+A streamed answer's decision span covers the stream, with one ``groundedness.sentence``
+child per checked sentence (from its completion to its release).
+
 One ``groundedness.check`` span per decision - the name the worker gives an answer's span,
 so one query finds streamed and gated answers - the CHILD of the caller's
 ``traceparent`` (the HTTP header, or the Kafka request's header), a new root without
@@ -14,6 +17,7 @@ are handed on as they came (:class:`~streamproc.gate.tracing.PassThroughTracing`
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Final
 
 from opentelemetry import trace
@@ -22,7 +26,12 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from streamproc.contracts.gate_events import GateReply
 from streamproc.gate.request import HTTP_ORIGIN_TOPIC, GateRequest
-from streamproc.gate.tracing import DecisionSpan, DecisionTracing, PassThroughTracing
+from streamproc.gate.tracing import (
+    DecisionSpan,
+    DecisionTracing,
+    PassThroughTracing,
+    SentenceCheck,
+)
 from streamproc.telemetry import semconv
 from streamproc.telemetry.evaluation_log import evaluation_records
 from streamproc.telemetry.otel import Telemetry
@@ -36,6 +45,8 @@ GATE_VERIFIED: Final = "streamproc.gate.verified"
 GATE_REASON: Final = "streamproc.gate.reason"
 GATE_POLICY: Final = "streamproc.gate.policy"
 GATE_BUDGET_MS: Final = "streamproc.gate.budget_ms"
+SENTENCE_SPAN: Final = "groundedness.sentence"
+SENTENCE_INDEX: Final = "streamproc.gate.sentence.index"
 
 
 def gate_tracing(telemetry: Telemetry) -> DecisionTracing:
@@ -53,7 +64,8 @@ class GateTracing:
     def start(self, request: GateRequest) -> DecisionSpan:
         parent = extract(request.headers)
         http = request.origin.topic == HTTP_ORIGIN_TOPIC
-        ago_ns = int(max(0.0, time.monotonic() - request.arrived) * 1e9)
+        began = request.arrived if request.span_from is None else request.span_from
+        ago_ns = int(max(0.0, time.monotonic() - began) * 1e9)
         span = self._telemetry.tracer.start_span(
             semconv.ANSWER_SPAN,
             context=parent,
@@ -62,6 +74,23 @@ class GateTracing:
             start_time=time.time_ns() - ago_ns,
         )
         return _Span(self, span, trace.set_span_in_context(span, parent))
+
+    def sentences(self, parent: OutHeaders, checks: Sequence[SentenceCheck]) -> None:
+        context = extract(parent)
+        now_ns, now = time.time_ns(), time.monotonic()
+        for check in checks:
+            span = self._telemetry.tracer.start_span(
+                SENTENCE_SPAN,
+                context=context,
+                kind=SpanKind.INTERNAL,
+                start_time=now_ns - int(max(0.0, now - check.complete) * 1e9),
+                attributes={
+                    SENTENCE_INDEX: check.index,
+                    GATE_DECISION: check.decision,
+                    GATE_VERIFIED: check.verified,
+                },
+            )
+            span.end(end_time=now_ns - int(max(0.0, now - check.released) * 1e9))
 
 
 class _Span:

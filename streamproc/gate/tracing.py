@@ -9,13 +9,28 @@ Without telemetry :class:`PassThroughTracing` hands the caller's headers on as t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from streamproc.contracts.gate_events import GateReply
 from streamproc.gate.request import GateRequest
 from streamproc.verdicts.output_topic import OutHeaders
 
-__all__ = ["DecisionSpan", "DecisionTracing", "PassThroughTracing"]
+__all__ = ["DecisionSpan", "DecisionTracing", "PassThroughTracing", "SentenceCheck"]
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceCheck:
+    """One checked sentence of a streamed answer, for its span."""
+
+    index: int
+    complete: float
+    """``time.monotonic()`` when the sentence was complete."""
+    released: float
+    """``time.monotonic()`` when its decision was sent."""
+    decision: str
+    verified: bool
 
 
 class DecisionSpan(Protocol):
@@ -41,6 +56,11 @@ class DecisionTracing(Protocol):
         """Open the span of ``request`` (its start: the request's arrival)."""
         ...
 
+    def sentences(self, parent: OutHeaders, checks: Sequence[SentenceCheck]) -> None:
+        """One span per checked sentence of a streamed answer, children of the answer's
+        decision span (``parent``: its context as the records carry it)."""
+        ...
+
 
 class _PassThrough:
     __slots__ = ("headers", "trace_id")
@@ -58,3 +78,6 @@ class PassThroughTracing:
 
     def start(self, request: GateRequest) -> DecisionSpan:
         return _PassThrough(request)
+
+    def sentences(self, parent: OutHeaders, checks: Sequence[SentenceCheck]) -> None:
+        del parent, checks

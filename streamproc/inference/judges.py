@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from streamproc.inference.options import JudgeSettings
 from streamproc.judge.engine import ClaimJudge
 from streamproc.judge.limits import JudgeLimits
-from streamproc.judge.protocols import Judge, TextEmbedder
+from streamproc.judge.protocols import Judge, PairScorer, TextEmbedder
 from streamproc.judge.records.case_check import CaseChecker
 from streamproc.rates.judge_accuracy import JudgeAccuracy, judge_accuracy, judge_key
 
@@ -82,9 +82,13 @@ def build_nli_judge(
     )
     from streamproc.inference.embedding_cache import CachedEmbedder
     from streamproc.inference.loader import load_embedder, load_nli
+    from streamproc.inference.pair_cache import CachedPairScorer
     from streamproc.judge.nli.judge import NliJudge
 
-    scorer = load_nli(settings.inference)
+    loaded_nli = load_nli(settings.inference)
+    scorer: PairScorer = loaded_nli
+    if settings.inference.nli_cache_entries:
+        scorer = CachedPairScorer(loaded_nli, max_entries=settings.inference.nli_cache_entries)
     embedder: TextEmbedder = load_embedder(settings.inference)
     if settings.inference.embedding_cache_entries:
         embedder = CachedEmbedder(embedder, max_entries=settings.inference.embedding_cache_entries)
@@ -100,7 +104,7 @@ def build_nli_judge(
     return NliJudge(
         scorer,
         embedder,
-        nli_options(settings, scorer.manifest, soft_rules=soft_rules),
+        nli_options(settings, loaded_nli.manifest, soft_rules=soft_rules),
         calibrator=calibrator,
         answer_calibrator=answer_calibrator,
         records=record_checks(settings),

@@ -97,6 +97,14 @@ class InferenceSettings(OptionGroup):
         "Exact: the loader batches only a batch-invariant embedder, so a vector never "
         "depends on its batch.",
     )
+    nli_cache_entries: int = Field(
+        default=20_000,
+        ge=0,
+        description="(premise, claim) pairs whose NLI scores are kept (LRU) across "
+        "batches; 0 turns the cache off. Exact: the loader batches only a batch-invariant "
+        "model, so a score never depends on its batch. A streamed answer's sentence "
+        "checks read the sentences before them again at no model cost.",
+    )
 
 
 class RecordSettings(OptionGroup):

@@ -53,12 +53,15 @@ from http import HTTPStatus
 import structlog
 from aiohttp import HttpVersion11, hdrs, web
 
-from streamproc.contracts.events import AnswerEvent, DeadLetterReason, UnverifiedReason
+from streamproc.contracts.events import AnswerEvent, UnverifiedReason
 from streamproc.contracts.gate_events import BUDGET_HEADER, GateError, GateErrorCode
+from streamproc.contracts.gate_stream_events import STREAM_PATH
 from streamproc.gate.body_budget import BodyBudget, Held
 from streamproc.gate.http.auth import Caller, Callers, callers_for
+from streamproc.gate.http.stream_endpoint import StreamEndpoint, StreamLimits
 from streamproc.gate.options import GateSettings
 from streamproc.gate.outbox import Outbox
+from streamproc.gate.refusal_codes import refusal_code
 from streamproc.gate.request import GateRequest, GateResult, http_origin
 from streamproc.gate.sensor import GateSensor
 from streamproc.gate.service import GateService
@@ -91,12 +94,6 @@ _STATUS: dict[GateErrorCode, int] = {
 _RETRY_AFTER_S = "1"
 _ARRIVED = web.RequestKey("streamproc.gate.arrived", float)
 """The request's key for the time its headers were parsed (see :func:`_arrival`)."""
-_CODES: dict[DeadLetterReason, GateErrorCode] = {
-    DeadLetterReason.BAD_JSON: "bad_json",
-    DeadLetterReason.SCHEMA_VIOLATION: "schema_violation",
-    DeadLetterReason.OVERSIZED: "oversized",
-    DeadLetterReason.EVENT_TIME_OUT_OF_RANGE: "event_time_out_of_range",
-}
 _PROPAGATED = frozenset({"traceparent", "tracestate", "baggage"})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -117,8 +114,9 @@ class _Refusal(Exception):
 
 
 class GateServer(AppServer):
-    """``POST /v1/check``, ``GET /healthz`` and ``GET /readyz`` on ``gate.host`` and
-    ``port`` (0: the OS picks; see :attr:`port`); see the module doc.
+    """``POST /v1/check``, ``GET /v1/stream`` (a WebSocket:
+    :mod:`~streamproc.gate.http.stream_endpoint`), ``GET /healthz`` and ``GET /readyz``
+    on ``gate.host`` and ``port`` (0: the OS picks; see :attr:`port`); see the module doc.
 
     Raises :class:`GateTlsError` or :class:`~streamproc.web.token_file.TokensFileError`
     when the settings cannot make a server, so a bad deployment fails at startup."""
@@ -149,12 +147,21 @@ class GateServer(AppServer):
             max_bytes=gate.max_body_bytes_in_flight,
             max_caller_bytes=gate.max_caller_body_bytes_in_flight,
         )
+        self.streams = StreamEndpoint(
+            service,
+            authenticate=self._authenticate,
+            sensor=sensor,
+            outbox=outbox,
+            publish=gate.publish,
+            limits=StreamLimits(gate.max_streams, gate.stream_idle_s, gate.stream_max_s),
+        )
 
     def _application(self) -> web.Application:
         app = web.Application(middlewares=[_arrival, _json_errors])
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_post(CHECK_PATH, self._check, expect_handler=self._expect)
+        app.router.add_get(STREAM_PATH, self.streams.handle)
         return app
 
     # ------------------------------------------------------------------ probes
@@ -295,7 +302,7 @@ class GateServer(AppServer):
         body = await self._read_body(request)
         answer = self._service.parse(body)
         if not isinstance(answer, AnswerEvent):
-            raise _Refusal(_CODES.get(answer.reason, "bad_request"), answer.error)
+            raise _Refusal(refusal_code(answer.reason), answer.error)
         if not caller.may_see(answer.tenant):
             raise _Refusal(
                 "forbidden",
