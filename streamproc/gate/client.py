@@ -1,5 +1,6 @@
 """The caller's side of the gate's Kafka request / reply: ask, and decide by policy when
-no reply comes within the budget.
+no reply comes within the budget. (The streaming gate's helper, :func:`check_stream`,
+is :mod:`streamproc.gate.stream_client`'s, exported here too.)
 
     async with GateClient("kafka:9092", policy="fail-closed") as gate:
         decision = await gate.check(answer, budget_ms=300, traceparent=current_traceparent)
@@ -56,6 +57,7 @@ from streamproc.contracts.gate_events import (
     GateReply,
 )
 from streamproc.gate.options import GateSettings
+from streamproc.gate.stream_client import CheckedStream, check_stream
 from streamproc.kafka.options import KafkaSecurity
 from streamproc.kafka.security import aiokafka_options, explain_access_errors
 from streamproc.kafka.topics import TopicSpec, ensure_topics
@@ -63,9 +65,11 @@ from streamproc.kafka.topics import TopicSpec, ensure_topics
 __all__ = [
     "DEFAULT_REPLIES_TOPIC",
     "DEFAULT_REQUESTS_TOPIC",
+    "CheckedStream",
     "ClientDecision",
     "GateClient",
     "budget_header",
+    "check_stream",
 ]
 
 log = structlog.get_logger(__name__)
