@@ -20,6 +20,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "tracing": ("bench.tracing", "what tracing costs per answer, off against on"),
     "gate": ("bench.gate", "the inline gate under open-loop load, over HTTP and Kafka"),
     "gate-overhead": ("bench.gate_overhead", "what the gate's service adds to its judge call"),
+    "gate-stream": (
+        "bench.gate_stream",
+        "the streaming gate: sentences released while answers stream, against /v1/check",
+    ),
     "kafka-round-trip": ("bench.kafka_round_trip", "request / reply through Kafka, no gate"),
 }
 """Each benchmark's name, module (whose ``main(argv)`` runs it) and what it measures."""

@@ -23,6 +23,14 @@ from streamproc.config import Settings
 from streamproc.contracts.audit_record import AuditRecord
 from streamproc.contracts.events import AnswerEvent, Timings
 from streamproc.contracts.gate_events import GateReply
+from streamproc.contracts.gate_stream_events import (
+    StreamDelta,
+    StreamEnd,
+    StreamError,
+    StreamFinal,
+    StreamSentence,
+    StreamStart,
+)
 from streamproc.contracts.label_events import (
     AccuracyCell,
     ClaimLabel,
@@ -36,6 +44,7 @@ from streamproc.contracts.label_events import (
     ReviewItem,
     Tally,
 )
+from streamproc.gate.answer_stream import sentence_decision
 from streamproc.gate.policy import decide_reply
 from streamproc.inference.options import JudgeSettings
 from streamproc.monitor.options import WindowSettings
@@ -157,7 +166,42 @@ def examples() -> dict[str, BaseModel]:
         "audit-record": record,
         "answer-outcome": outcome,
         "gate-reply": reply,
+        **_stream_examples(reply),
         **_review_examples(item, key),
+    }
+
+
+def _stream_examples(reply: GateReply) -> dict[str, BaseModel]:
+    """The streaming gate's messages for the same answer, streamed."""
+    first = reply.verdict.judgement.claims[0]
+    sentence = ANSWER.answer[first.start : first.end]
+    claims = [c for c in reply.verdict.judgement.claims if c.sentence_index == 0]
+    return {
+        "gate-stream-start": StreamStart(
+            type="start",
+            event=ANSWER.model_copy(update={"answer": ""}).model_dump(
+                mode="json", exclude_none=True
+            ),
+            budget_ms=300.0,
+        ),
+        "gate-stream-delta": StreamDelta(type="delta", text=ANSWER.answer[:12]),
+        "gate-stream-end": StreamEnd(type="end"),
+        "gate-stream-sentence": StreamSentence(
+            index=0,
+            text=sentence,
+            decision=sentence_decision(
+                reply.verdict.judgement, sentence, verified=True, policy="fail-open"
+            ),
+            verified=True,
+            claims=claims,
+            latency_ms=38.2,
+        ),
+        "gate-stream-final": StreamFinal(
+            **reply.model_dump(exclude={"schema_version"}), withdrawn=[]
+        ),
+        "gate-stream-error": StreamError(
+            error="forbidden", detail="caller 'assistant-eu' may not check answers of tenant 'acme'"
+        ),
     }
 
 

@@ -424,6 +424,8 @@ def _contract(settings: Settings) -> dict[str, list[_Message]]:
     components = document["components"]["messages"]
     contracted: dict[str, list[_Message]] = {}
     for channel in document["channels"].values():
+        if "kafka" not in json.dumps(channel.get("servers", [])):
+            continue  # the gate's WebSocket: not a topic
         for ref in channel["messages"].values():
             message = components[ref["$ref"].rsplit("/", 1)[1]]
             key = message["bindings"]["kafka"]["key"]["description"]

@@ -31,6 +31,14 @@ from streamproc.contracts.events import (
     WindowAggregate,
 )
 from streamproc.contracts.gate_events import GateError, GateReply
+from streamproc.contracts.gate_stream_events import (
+    StreamDelta,
+    StreamEnd,
+    StreamError,
+    StreamFinal,
+    StreamSentence,
+    StreamStart,
+)
 from streamproc.contracts.label_events import (
     JudgeAccuracyEvent,
     JudgeDriftAlert,
@@ -61,8 +69,16 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "judge-drift-alert": JudgeDriftAlert,  # on the alerts topic
     "gate-reply": GateReply,  # the gate's decision: HTTP 200 body, Kafka reply value
     "gate-error": GateError,  # the gate's refusal: HTTP 4xx/503 body, Kafka reply value
+    "gate-stream-start": StreamStart,  # the streaming gate's WebSocket, client to gate
+    "gate-stream-delta": StreamDelta,
+    "gate-stream-end": StreamEnd,
+    "gate-stream-sentence": StreamSentence,  # gate to client
+    "gate-stream-final": StreamFinal,
+    "gate-stream-error": StreamError,
 }
 
+_INPUTS = (AnswerEvent, LabelEvent, StreamStart, StreamDelta, StreamEnd)
+"""Described as their writers must write them (validation mode); the rest as written."""
 _BASE_ID = "https://streamproc.invalid/schemas/"
 
 
@@ -72,9 +88,7 @@ def render_schemas(names: TopicNames, gate: GateApiDefaults) -> dict[str, str]:
     rendered: dict[str, str] = {}
     documents: dict[str, dict[str, Any]] = {}
     for name, model in SCHEMA_MODELS.items():
-        mode: JsonSchemaMode = (
-            "validation" if model in (AnswerEvent, LabelEvent) else "serialization"
-        )
+        mode: JsonSchemaMode = "validation" if model in _INPUTS else "serialization"
         schema = model.model_json_schema(mode=mode)
         document = {
             "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from streamproc.contracts.events import Action, AnswerEvent, AnswerJudgement
+from streamproc.contracts.events import Action, AnswerEvent, AnswerJudgement, VerdictLabel
 from streamproc.contracts.gate_events import FailurePolicy
 from streamproc.contracts.gate_stream_events import SentenceDecision, StreamFinal, StreamSentence
 from streamproc.gate.request import GateRequest, GateResult
@@ -38,13 +38,15 @@ from streamproc.verdicts.dead_letter import Rejection
 
 __all__ = ["AnswerStream", "StreamTooLarge", "sentence_decision"]
 
+_UNCHECKED = (None, VerdictLabel.UNVERIFIED)
+
 
 class StreamTooLarge(ValueError):
     """The answer would take its event past the intake limit."""
 
 
 @dataclass(slots=True)
-class _Waiting:
+class _Unchecked:
     sentence: StreamedSentence
     complete: float
 
@@ -77,7 +79,7 @@ class AnswerStream:
         self._tracing = tracing or PassThroughTracing()
         self._opened = request.arrived
         self._sentences = SentenceStream()
-        self._waiting: list[_Waiting] = []
+        self._waiting: list[_Unchecked] = []
         self._checked: list[StreamedSentence] = []
         self._progress = _Progress()
         self._bytes = len(request.body)
@@ -111,7 +113,7 @@ class AnswerStream:
         self._bytes += size
         done = self._sentences.feed(delta)
         stamp = time.monotonic() if now is None else now
-        self._waiting += [_Waiting(sentence, stamp) for sentence in done]
+        self._waiting += [_Unchecked(sentence, stamp) for sentence in done]
         return len(done)
 
     async def check(self) -> list[StreamSentence]:
@@ -134,7 +136,7 @@ class AnswerStream:
             raise RuntimeError("the stream's final was made already")
         self._ended = True
         ended = time.monotonic()
-        self._waiting += [_Waiting(s, ended) for s in self._sentences.end()]
+        self._waiting += [_Unchecked(s, ended) for s in self._sentences.end()]
         body = json.dumps({**self._event, "answer": self.text}, ensure_ascii=False).encode()
         whole = self._service.parse(body)
         if isinstance(whole, Rejection):
@@ -163,14 +165,16 @@ class AnswerStream:
         released = self._progress.released
         return {s.index: s.text for s in self._checked if s.index in released}
 
-    def _decide(self, waiting: Sequence[_Waiting], result: GateResult) -> list[StreamSentence]:
+    def _decide(self, waiting: Sequence[_Unchecked], result: GateResult) -> list[StreamSentence]:
         judgement = result.reply.verdict.judgement
         out: list[StreamSentence] = []
         now = time.monotonic()
         for item in waiting:
             sentence = item.sentence
             claims = [c for c in judgement.claims if c.sentence_index == sentence.index]
-            verified = all(c.verdict is not None for c in claims)
+            verified = judgement.verified or (
+                bool(claims) and all(c.verdict not in _UNCHECKED for c in claims)
+            )
             decision = sentence_decision(
                 judgement, sentence.text, verified=verified, policy=self._policy
             )

@@ -86,6 +86,11 @@ class GateMetrics:
             "Requests held now (queued or being judged).",
             registry=r,
         )
+        self._streams = Gauge(
+            "streamproc_gate_streams_open",
+            "Answers streaming now over the WebSocket /v1/stream.",
+            registry=r,
+        )
         self._refused = Counter(
             "streamproc_gate_refused_total",
             "Requests refused before a decision, by error code and path.",
@@ -162,6 +167,10 @@ class GateMetrics:
     def pending(self, count: int) -> None:
         """Requests held now."""
         self._pending.set(count)
+
+    def streams(self, count: int) -> None:
+        """Answers streaming now."""
+        self._streams.set(count)
 
     def judged(self, batch_size: int, judge_ms: float) -> None:
         """One judge call finished."""

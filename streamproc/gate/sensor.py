@@ -30,6 +30,10 @@ class GateSensor(Protocol):
         """One judge call finished: how many answers, how long."""
         ...
 
+    def streams(self, count: int) -> None:
+        """Answers streaming now over ``/v1/stream`` (by the WebSocket endpoint)."""
+        ...
+
     def refused(self, code: GateErrorCode, *, path: GatePath) -> None:
         """One request refused before a decision (bad input, auth, not ready)."""
         ...
@@ -54,6 +58,9 @@ class NullGateSensor:
 
     def judged(self, batch_size: int, judge_ms: float) -> None:
         del batch_size, judge_ms
+
+    def streams(self, count: int) -> None:
+        del count
 
     def refused(self, code: GateErrorCode, *, path: GatePath) -> None:
         del code, path

@@ -81,7 +81,7 @@ class StreamLimits:
     max_s: float
 
 
-class _Refused(Exception):
+class _StreamRefusal(Exception):
     def __init__(self, code: StreamErrorCode, detail: str) -> None:
         super().__init__(detail)
         self.code = code
@@ -93,7 +93,7 @@ class _Ending:
     """How the reading ended."""
 
     close_code: int = _NORMAL_CLOSE
-    error: _Refused | None = None
+    error: _StreamRefusal | None = None
     gone: bool = False
 
 
@@ -126,26 +126,28 @@ class StreamEndpoint:
         )
         await ws.prepare(request)
         if self.open_streams >= self._limits.max_streams:
-            await self._refuse(ws, _Refused("busy", "too many answers are streaming; retry"))
+            await self._refuse(ws, _StreamRefusal("busy", "too many answers are streaming; retry"))
             return ws
         self.open_streams += 1
+        self._sensor.streams(self.open_streams)
         try:
             await self._serve(ws, request, opened)
         finally:
             self.open_streams -= 1
+            self._sensor.streams(self.open_streams)
         return ws
 
     async def _serve(self, ws: web.WebSocketResponse, request: web.Request, opened: float) -> None:
         caller = self._authenticate(request)
         try:
             if caller is None:
-                raise _Refused(
+                raise _StreamRefusal(
                     "unauthorized", "a valid 'Authorization: Bearer <token>' header is required"
                 )
             if not self._service.ready():
-                raise _Refused("not_ready", "the gate is not ready (starting or stopping)")
+                raise _StreamRefusal("not_ready", "the gate is not ready (starting or stopping)")
             stream = await self._started(ws, request, caller, opened)
-        except _Refused as refused:
+        except _StreamRefusal as refused:
             await self._refuse(ws, refused)
             return
         ending = await self._run(ws, stream, opened)
@@ -157,22 +159,22 @@ class StreamEndpoint:
         """The first message, which must be a valid ``start``, made into the stream."""
         message = await self._next(ws, self._limits.idle_s)
         if message is None:
-            raise _Refused("protocol", "the stream closed before its start")
+            raise _StreamRefusal("protocol", "the stream closed before its start")
         if not isinstance(message, StreamStart):
-            raise _Refused("protocol", f"the first message must be start, not {message.type}")
+            raise _StreamRefusal("protocol", f"the first message must be start, not {message.type}")
         body = json.dumps(message.event, ensure_ascii=False).encode("utf-8", "surrogatepass")
         answer = self._service.parse(body)
         if isinstance(answer, Rejection):
-            raise _Refused(refusal_code(answer.reason), answer.error)
+            raise _StreamRefusal(refusal_code(answer.reason), answer.error)
         assert isinstance(answer, AnswerEvent)
         if not caller.may_see(answer.tenant):
-            raise _Refused(
+            raise _StreamRefusal(
                 "forbidden",
                 f"caller {caller.name!r} may not check answers of tenant {answer.tenant[:200]!r}",
             )
         budget = self._service.budget(None if message.budget_ms is None else str(message.budget_ms))
         if isinstance(budget, GateError):
-            raise _Refused(budget.error, budget.detail)
+            raise _StreamRefusal(budget.error, budget.detail)
         bounded = read_trace_context(
             [
                 (name, value.encode("utf-8", "surrogateescape"))
@@ -206,7 +208,7 @@ class StreamEndpoint:
                 tracing=self._service.tracing,
             )
         except StreamTooLarge as exc:
-            raise _Refused("oversized", str(exc)) from None
+            raise _StreamRefusal("oversized", str(exc)) from None
 
     async def _run(self, ws: web.WebSocketResponse, stream: AnswerStream, opened: float) -> _Ending:
         """Read until the answer ends, checking sentences beside the reading."""
@@ -239,22 +241,22 @@ class StreamEndpoint:
                 if closes_at - time.monotonic() <= 0:
                     return _Ending(close_code=STREAM_ENDED_TOO_LONG)
                 return _Ending(close_code=STREAM_ENDED_IDLE)
-            except _Refused as refused:
+            except _StreamRefusal as refused:
                 return _Ending(error=refused)
             if message is None:
                 return _Ending(gone=True)
             if isinstance(message, StreamEnd):
                 return _Ending()
             if isinstance(message, StreamStart):
-                return _Ending(error=_Refused("protocol", "start was sent twice"))
+                return _Ending(error=_StreamRefusal("protocol", "start was sent twice"))
             try:
                 problem = _text_problem(message)
                 if problem is not None:
-                    return _Ending(error=_Refused("schema_violation", problem))
+                    return _Ending(error=_StreamRefusal("schema_violation", problem))
                 if stream.add(message.text):
                     wake.set()
             except StreamTooLarge as exc:
-                return _Ending(error=_Refused("oversized", str(exc)))
+                return _Ending(error=_StreamRefusal("oversized", str(exc)))
 
     async def _check_sentences(
         self,
@@ -278,7 +280,7 @@ class StreamEndpoint:
         outcome = await asyncio.shield(self._final(stream))
         if ending.gone:
             return
-        if isinstance(outcome, _Refused):
+        if isinstance(outcome, _StreamRefusal):
             await self._refuse(ws, outcome)
             return
         if ending.error is not None:
@@ -288,10 +290,10 @@ class StreamEndpoint:
             await _send(ws, text)
         await ws.close(code=ending.close_code)
 
-    async def _final(self, stream: AnswerStream) -> list[str] | _Refused:
+    async def _final(self, stream: AnswerStream) -> list[str] | _StreamRefusal:
         made = await stream.final()
         if isinstance(made, Rejection):
-            return _Refused(refusal_code(made.reason), made.error)
+            return _StreamRefusal(refusal_code(made.reason), made.error)
         last, final, result = made
         self._keep(result)
         texts = [sentence.model_dump_json() for sentence in last]
@@ -316,23 +318,23 @@ class StreamEndpoint:
             self._sensor.publish_failed(path="stream")
 
     async def _next(self, ws: web.WebSocketResponse, timeout_s: float) -> Any:
-        """The next client message; None when the client is gone; :class:`_Refused` for
+        """The next client message; None when the client is gone; :class:`_StreamRefusal` for
         one that is not a message; ``TimeoutError`` after ``timeout_s``."""
         received = await ws.receive(timeout=timeout_s)
         if received.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
             return None
         if received.type is not WSMsgType.TEXT:
-            raise _Refused("bad_json", "messages are JSON text frames")
+            raise _StreamRefusal("bad_json", "messages are JSON text frames")
         try:
             json.loads(received.data)
         except ValueError as exc:
-            raise _Refused("bad_json", f"not valid JSON: {exc}") from None
+            raise _StreamRefusal("bad_json", f"not valid JSON: {exc}") from None
         try:
             return _MESSAGES.validate_json(received.data)
         except ValidationError as exc:
-            raise _Refused("schema_violation", _first_error(exc)) from None
+            raise _StreamRefusal("schema_violation", _first_error(exc)) from None
 
-    async def _refuse(self, ws: web.WebSocketResponse, refused: _Refused) -> None:
+    async def _refuse(self, ws: web.WebSocketResponse, refused: _StreamRefusal) -> None:
         code: GateErrorCode = "bad_request" if refused.code == "protocol" else refused.code
         self._sensor.refused(code, path="stream")
         log.debug("gate_stream_refused", code=refused.code, detail=refused.detail[:200])

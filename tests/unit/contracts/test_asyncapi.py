@@ -16,6 +16,15 @@ import yaml
 from streamproc.cli.main import main
 from streamproc.config import Settings
 from streamproc.contracts.asyncapi import ASYNCAPI_FILE, render_asyncapi
+from streamproc.contracts.gate_stream_events import (
+    STREAM_PATH,
+    StreamDelta,
+    StreamEnd,
+    StreamError,
+    StreamFinal,
+    StreamSentence,
+    StreamStart,
+)
 from streamproc.contracts.topic_names import TopicNames
 from streamproc.kafka.topics import topic_specs
 from streamproc.wiring import topic_layout, topic_names
@@ -57,8 +66,30 @@ def test_an_invalid_document_is_caught(document: dict[str, Any]) -> None:
 
 def test_channels_are_the_topics_the_worker_creates(document: dict[str, Any]) -> None:
     created = {spec.name for spec in topic_specs(topic_layout(Settings.model_construct()))}
-    addresses = {channel["address"] for channel in document["channels"].values()}
+    addresses = {
+        channel["address"]
+        for channel in document["channels"].values()
+        if channel["servers"] == [{"$ref": "#/servers/kafka"}]
+    }
     assert addresses == created - NOT_IN_CONTRACT
+
+
+def test_the_streaming_gate_is_a_websocket_channel_with_every_message(
+    document: dict[str, Any],
+) -> None:
+    channel = document["channels"]["gateStream"]
+    assert channel["address"] == STREAM_PATH
+    assert document["servers"]["gate"]["protocol"] == "ws"
+    assert set(channel["messages"]) == {
+        model.__name__
+        for model in (StreamStart, StreamDelta, StreamEnd, StreamSentence, StreamFinal, StreamError)
+    }
+    received = document["operations"]["receiveGateStream"]["messages"]
+    assert [m["$ref"].rsplit("/", 1)[1] for m in received] == [
+        "StreamStart",
+        "StreamDelta",
+        "StreamEnd",
+    ]
 
 
 def test_payloads_are_the_checked_in_schemas_and_the_group_is_the_workers(

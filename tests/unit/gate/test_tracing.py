@@ -65,3 +65,41 @@ async def test_the_decision_span_continues_the_callers_trace(otel: Otel) -> None
 
 def test_telemetry_off_passes_the_callers_headers_through() -> None:
     assert isinstance(gate_tracing(Telemetry.disabled()), PassThroughTracing)
+
+
+async def test_a_streamed_answer_has_one_span_per_sentence_under_its_decision(otel: Otel) -> None:
+    from streamproc.gate.answer_stream import AnswerStream
+    from streamproc.gate.span_tracing import SENTENCE_INDEX, SENTENCE_SPAN
+
+    tracing = gate_tracing(otel.telemetry)
+    service = gate_service(settings(), build_judge(JudgeSettings(name="rules")), tracing=tracing)
+    await service.start()
+    fields = event("")
+    start = request(fields, headers=(("traceparent", TRACEPARENT),), trace_id=PARENT_TRACE)
+    try:
+        answer = AnswerStream(
+            service, start, fields, policy="fail-open", max_bytes=1 << 20, tracing=tracing
+        )
+        answer.add(MIXED[:20])
+        answer.add(MIXED[20:])
+        checked = await answer.check()
+        made = await answer.final()
+    finally:
+        await service.close()
+    assert not isinstance(made, Exception) and isinstance(made, tuple)
+    last, final, _ = made
+    spans = otel.spans.get_finished_spans()
+    [decision] = [s for s in spans if s.name == semconv.ANSWER_SPAN]
+    sentences = [s for s in spans if s.name == SENTENCE_SPAN]
+    assert len(sentences) == len(checked) + len(last) >= 2
+    assert sorted(int(str((s.attributes or {})[SENTENCE_INDEX])) for s in sentences) == list(
+        range(len(sentences))
+    )
+    assert all(
+        s.parent is not None and s.parent.span_id == decision.context.span_id for s in sentences
+    )
+    assert all(s.context.trace_id == decision.context.trace_id for s in sentences)
+    assert decision.start_time is not None and all(
+        s.start_time is not None and s.start_time >= decision.start_time for s in sentences
+    )
+    assert final.verdict.trace_id == PARENT_TRACE

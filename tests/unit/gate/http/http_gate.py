@@ -48,6 +48,7 @@ class RecordingSensor:
         self.refusals: list[tuple[GateErrorCode, str]] = []
         self.publish_failures: list[str] = []
         self.trace_drops: list[tuple[str, str, str]] = []
+        self.streams_open: list[int] = []
 
     def decided(self, reply: GateReply, *, path: str) -> None:
         self.decided_replies.append((reply, path))
@@ -57,6 +58,9 @@ class RecordingSensor:
 
     def judged(self, batch_size: int, judge_ms: float) -> None:
         del batch_size, judge_ms
+
+    def streams(self, count: int) -> None:
+        self.streams_open.append(count)
 
     def refused(self, code: GateErrorCode, *, path: str) -> None:
         self.refusals.append((code, path))

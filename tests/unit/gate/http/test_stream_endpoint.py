@@ -54,7 +54,7 @@ class KeptSink:
 
 def _verdicts(sink: KeptSink, settings: Any) -> list[dict[str, Any]]:
     topic = output_topics(settings).verdicts.name
-    return [json.loads(r.value) for r in sink.published if r.topic == topic]
+    return [json.loads(r.value or b"null") for r in sink.published if r.topic == topic]
 
 
 def _samples() -> list[dict[str, Any]]:
@@ -236,6 +236,7 @@ async def test_a_client_that_disappears_leaves_no_stream_and_one_verdict(tmp_pat
         verdicts = await _monitored(sink, settings, 5)
         assert gate.server.streams.open_streams == 0
         assert gate.service.pending == 0
+        assert gate.sensor.streams_open[-1] == 0 and max(gate.sensor.streams_open) >= 1
     assert len(verdicts) == 5 and len({v["answer_id"] for v in verdicts}) == 1
 
 

@@ -53,6 +53,9 @@ class Recorder:
         assert path == "kafka"
         self.decisions.append(reply)
 
+    def streams(self, count: int) -> None:
+        del count
+
     def pending(self, count: int) -> None:
         del count
 
