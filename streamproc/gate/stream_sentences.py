@@ -11,6 +11,7 @@ checked one by one, they give the verdict the whole answer would get.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 
 from streamproc.judge.text.sentences import split_sentences
@@ -36,7 +37,7 @@ class SentenceStream:
     """
 
     def __init__(self) -> None:
-        self._text: list[str] = []
+        self._text = io.StringIO()  # one buffer: a delta per character costs no object each
         self._size = 0
         self._pending = ""  # the text after the last released sentence
         self._pending_at = 0  # where it starts in the answer
@@ -46,7 +47,7 @@ class SentenceStream:
     @property
     def text(self) -> str:
         """The answer so far."""
-        return "".join(self._text)
+        return self._text.getvalue()
 
     @property
     def size(self) -> int:
@@ -59,7 +60,7 @@ class SentenceStream:
             raise RuntimeError("the stream has ended")
         if not delta:
             return []
-        self._text.append(delta)
+        self._text.write(delta)
         self._size += len(delta)
         self._pending += delta
         return self._release(final=False)
