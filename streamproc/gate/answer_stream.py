@@ -9,13 +9,6 @@ context it is checked against ("It was delivered" refers back), and their pairs 
 already in the model's cache, so each check costs about its own sentence. Sentences
 that complete while a check runs are checked together, by the next one.
 
-While no sentence waits and the text so far ends as a sentence ends (".", "?", "!"
-with any closing quotes), it is checked ahead - a guess that the sentence is over. The
-sentence is complete only once the next word (or the end) confirms it; if the text it
-ends is the one guessed at, the guess's decision is its decision, so a sentence is often
-decided by the time its completion is known, and the last one as soon as the end comes.
-A guess proved wrong ("3." then "50") cost a check and warmed the caches.
-
 At the end the whole answer is decided once more, monitored, exactly as ``/v1/check``
 decides it with the same budget: that is the final, and the answer's verdict, audit
 record and span (one child span per sentence) come from it alone. A sentence released
@@ -46,9 +39,6 @@ from streamproc.verdicts.dead_letter import Rejection
 __all__ = ["AnswerStream", "StreamTooLarge", "sentence_decision"]
 
 _UNCHECKED = (None, VerdictLabel.UNVERIFIED)
-_TAIL = 8
-_SENTENCE_ENDS = frozenset(".!?\u2026")
-_CLOSERS = "\"')]\u201d\u2019*_`"
 
 
 class StreamTooLarge(ValueError):
@@ -59,14 +49,6 @@ class StreamTooLarge(ValueError):
 class _Unchecked:
     sentence: StreamedSentence
     complete: float
-
-
-@dataclass(frozen=True, slots=True)
-class _Guess:
-    """A verified decision of the answer's first ``size`` characters."""
-
-    size: int
-    result: GateResult
 
 
 @dataclass(slots=True)
@@ -103,11 +85,6 @@ class AnswerStream:
         self._bytes = len(request.body)
         self._max_bytes = max_bytes
         self._ended = False
-        self._ended_at = 0.0
-        self._finalised = False
-        self._tail = ""  # the last characters, to see a sentence's end without the text
-        self._guessed = -1
-        self._guess: _Guess | None = None
         if request.answer.answer:
             self.add(request.answer.answer, now=request.arrived)
 
@@ -134,84 +111,39 @@ class AnswerStream:
                 f"the answer takes its event past the intake limit of {self._max_bytes} bytes"
             )
         self._bytes += size
-        self._tail = (self._tail + delta)[-_TAIL:]
         done = self._sentences.feed(delta)
         stamp = time.monotonic() if now is None else now
         self._waiting += [_Unchecked(sentence, stamp) for sentence in done]
         return len(done)
 
-    @property
-    def worth_guessing(self) -> bool:
-        """No sentence waits, the text so far ends as a sentence ends, and it has not
-        been checked as it stands."""
-        return (
-            not self._waiting
-            and not self._ended
-            and self._guessed != self._trimmed_size()
-            and _ends_sentence(self._tail)
-        )
-
-    async def guess(self) -> None:
-        """Check the text so far ahead of its sentence's completion; kept if verified."""
-        size = self._trimmed_size()
-        self._guessed = size
-        answer = self._start.answer.model_copy(update={"answer": self.text[:size]})
-        request = _derived(self._start, answer, arrived=time.monotonic(), monitored=False)
-        result = await self._service.check(request)
-        if result.reply.verified:
-            self._guess = _Guess(size, result)
-
     async def check(self) -> list[StreamSentence]:
         """Check the complete sentences not checked yet, in one decision of the answer up
-        to the last of them (the guess's, when it read exactly that); [] when none."""
+        to the last of them; [] when there are none."""
         if not self._waiting:
             return []
         waiting, self._waiting = self._waiting, []
         upto = waiting[-1].sentence.end
-        guess = self._guess
-        if guess is not None and guess.size == upto:
-            return self._decide(waiting, guess.result)
         prefix = self._start.answer.model_copy(update={"answer": self.text[:upto]})
         request = _derived(self._start, prefix, arrived=waiting[0].complete, monitored=False)
         result = await self._service.check(request)
         return self._decide(waiting, result)
 
-    def end(self) -> list[StreamSentence]:
-        """The answer is whole: its last sentences are complete. Those a guess read
-        exactly are decided at once (returned); the rest by :meth:`final`."""
-        if self._ended:
-            return []
-        self._ended = True
-        self._ended_at = time.monotonic()
-        self._waiting += [_Unchecked(s, self._ended_at) for s in self._sentences.end()]
-        guess = self._guess
-        if not self._waiting or guess is None or guess.size != self._trimmed_size():
-            return []
-        early = self._decide(self._waiting, guess.result)
-        self._waiting = []
-        return early
-
-    def _trimmed_size(self) -> int:
-        """Characters so far, without trailing whitespace (a sentence ends before it)."""
-        return self._sentences.size - (len(self._tail) - len(self._tail.rstrip()))
-
     async def final(self) -> tuple[list[StreamSentence], StreamFinal, GateResult] | Rejection:
-        """The answer's last sentences not decided by :meth:`end` (which it calls if need
-        be) and the final, from one monitored decision of the whole answer (as
-        ``/v1/check`` makes it); the intake's rejection when the whole event fails it
-        (then nothing is monitored). Once only."""
-        if self._finalised:
+        """End the answer: its last sentences and the final, from one monitored decision
+        of the whole answer (as ``/v1/check`` makes it); the intake's rejection when the
+        whole event fails it (then nothing is monitored)."""
+        if self._ended:
             raise RuntimeError("the stream's final was made already")
-        self._finalised = True
-        early = self.end()
-        ended = self._ended_at
+        self._ended = True
+        ended = time.monotonic()
+        self._waiting += [_Unchecked(s, ended) for s in self._sentences.end()]
         body = json.dumps({**self._event, "answer": self.text}, ensure_ascii=False).encode()
         whole = self._service.parse(body)
         if isinstance(whole, Rejection):
             return whole
         request = _derived(self._start, whole, arrived=ended, monitored=True, body=body)
         result = await self._service.check(request)
-        last = early + self._decide(self._waiting, result)
+        last = self._decide(self._waiting, result)
         self._waiting = []
         reply = result.reply
         kept = _kept(reply.answer_text, reply.decision, self._released_texts())
@@ -277,12 +209,6 @@ def sentence_decision(
     if verified or policy == "fail-open":
         return "release"
     return "hold"
-
-
-def _ends_sentence(tail: str) -> bool:
-    """Whether text ending in ``tail`` ends as a sentence does (closing quotes allowed)."""
-    core = tail.rstrip().rstrip(_CLOSERS)
-    return bool(core) and core[-1] in _SENTENCE_ENDS
 
 
 def _kept(answer_text: str, action: Action, released: dict[int, str]) -> set[int]:

@@ -10,8 +10,7 @@ answer:
    ``/v1/check``'s body does (JSON, schema, size, event time), its tenant must be one
    the token names (``forbidden``), its budget is read as ``X-Budget-Ms`` is.
 3. Deltas are read as they come, by one task; another checks the sentences they
-   complete (:class:`~streamproc.gate.answer_stream.AnswerStream`) - or, with none
-   waiting, the text so far when it ends as a sentence ends (a guess) - and sends each
+   complete (:class:`~streamproc.gate.answer_stream.AnswerStream`) and sends each
    sentence's message in order. Reading never waits for a check.
 4. ``end`` - or nothing for ``gate.stream_idle_s`` (close 4000), or a stream open for
    ``gate.stream_max_s`` (close 4001) - ends the answer: the sentence checks under way
@@ -254,7 +253,7 @@ class StreamEndpoint:
                 problem = _text_problem(message)
                 if problem is not None:
                     return _Ending(error=_StreamRefusal("schema_violation", problem))
-                if stream.add(message.text) or stream.worth_guessing:
+                if stream.add(message.text):
                     wake.set()
             except StreamTooLarge as exc:
                 return _Ending(error=_StreamRefusal("oversized", str(exc)))
@@ -269,24 +268,15 @@ class StreamEndpoint:
         while not stop.is_set():
             await wake.wait()
             wake.clear()
-            while not stop.is_set():
-                if stream.pending:
-                    for sentence in await stream.check():
-                        await _send(ws, sentence.model_dump_json())
-                elif stream.worth_guessing:
-                    await stream.guess()
-                else:
-                    break
+            while stream.pending and not stop.is_set():
+                for sentence in await stream.check():
+                    await _send(ws, sentence.model_dump_json())
 
     async def _finish(
         self, ws: web.WebSocketResponse, stream: AnswerStream, ending: _Ending
     ) -> None:
         """The final: decided and monitored whatever the ending; sent unless the client
         is gone or the stream was refused mid-way."""
-        early = stream.end()  # the last sentences a guess decided: sent before the final
-        if not ending.gone and ending.error is None:
-            for sentence in early:
-                await _send(ws, sentence.model_dump_json())
         outcome = await asyncio.shield(self._final(stream))
         if ending.gone:
             return
