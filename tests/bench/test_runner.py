@@ -33,7 +33,7 @@ def _bench(*args: str) -> subprocess.CompletedProcess[str]:
 def test_every_benchmark_is_a_module_with_main_taking_its_arguments() -> None:
     assert set(BENCHMARKS) == {
         "judge", "cost", "embedding-cache", "stream", "windows", "tracing", "gate",
-        "gate-overhead", "kafka-round-trip",
+        "gate-overhead", "kafka-round-trip", "gate-stream",
     }  # fmt: skip
     for name, (module_name, _) in BENCHMARKS.items():
         module = importlib.import_module(module_name)
