@@ -33,6 +33,10 @@ class Streamed:
         return " ".join(s.text for s in self.sentences if s.decision == "release")
 
 
+GENEROUS_MS = 30_000.0
+"""The budget of a test about decisions, not time: a starved test process still has it."""
+
+
 def pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
@@ -43,12 +47,12 @@ async def stream(
     deltas: Sequence[str | bytes],
     *,
     token: str | None,
-    budget_ms: float | None = None,
+    budget_ms: float | None = GENEROUS_MS,
     end: bool = True,
     headers: dict[str, str] | None = None,
 ) -> Streamed:
     """Stream ``deltas`` (a ``bytes`` item is sent as a raw text frame) and read to the
-    close."""
+    close; ``budget_ms`` None: the gate's default."""
     sent = dict(headers or {})
     if token is not None:
         sent["Authorization"] = f"Bearer {token}"

@@ -28,7 +28,9 @@ async def _words(text: str, pause_s: float = 0.0) -> AsyncIterator[str]:
             await asyncio.sleep(pause_s)
 
 
-async def _collect(url: str, policy: FailurePolicy, outcome: CheckedStream) -> str:
+async def _collect(
+    url: str, policy: FailurePolicy, outcome: CheckedStream, budget_ms: float = 200
+) -> str:
     pieces = [
         text
         async for text in check_stream(
@@ -36,7 +38,7 @@ async def _collect(url: str, policy: FailurePolicy, outcome: CheckedStream) -> s
             event(""),
             url=url,
             token=TOKEN,
-            budget_ms=200,
+            budget_ms=budget_ms,
             grace_ms=50,
             policy=policy,
             outcome=outcome,
@@ -48,7 +50,7 @@ async def _collect(url: str, policy: FailurePolicy, outcome: CheckedStream) -> s
 async def test_the_helper_yields_what_the_gate_releases(tmp_path: Path) -> None:
     outcome = CheckedStream()
     async with serving(gate_settings(tmp_path)) as gate:
-        text = await _collect(gate.url, "fail-open", outcome)
+        text = await _collect(gate.url, "fail-open", outcome, budget_ms=30_000)
     assert text == " Incomplete orders cannot be billed. The supplier delivered 90 of 100 pieces."
     assert outcome.by_policy == [] and outcome.released == [1, 2]
     assert outcome.final is not None and outcome.final.answer_text == text.strip()

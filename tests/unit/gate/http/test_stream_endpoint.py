@@ -38,9 +38,10 @@ from tests.unit.gate.http.http_gate import (
     post,
     serving,
 )
-from tests.unit.gate.http.stream_client import pieces, same_decision, stream
+from tests.unit.gate.http.stream_client import GENEROUS_MS, pieces, same_decision, stream
 
 SAMPLES = Path(__file__).resolve().parents[4] / "streamproc" / "samples"
+GENEROUS = {"X-Budget-Ms": str(GENEROUS_MS)}
 REFUTED = "The supplier delivered 80 of 100 pieces. Incomplete orders cannot be billed."
 
 
@@ -79,7 +80,9 @@ async def test_sentences_are_released_in_order_and_a_refuted_one_is_held(tmp_pat
             token=TOKEN,
             headers={"traceparent": TRACEPARENT},
         )
-        _, text, _ = await post(gate, json.dumps(fields).encode(), headers(traceparent=TRACEPARENT))
+        _, text, _ = await post(
+            gate, json.dumps(fields).encode(), headers(traceparent=TRACEPARENT, **GENEROUS)
+        )
     assert got.error is None and got.close_code == 1000
     assert got.order == ["sentence", "sentence", "final"]
     first, second = got.sentences
@@ -106,7 +109,7 @@ async def test_the_final_equals_check_on_every_sample_answer(tmp_path: Path) -> 
             deltas = [answer[a:b] for a, b in zip([0, *cuts], [*cuts, len(answer)], strict=True)]
             first_piece = {**fields, "answer": deltas[0]}
             got = await stream(gate.url, first_piece, deltas[1:], token=TOKEN)
-            status, text, _ = await post(gate, json.dumps(fields).encode(), headers())
+            status, text, _ = await post(gate, json.dumps(fields).encode(), headers(**GENEROUS))
             assert status == 200, text
             assert got.error is None and got.final is not None, fields["event_id"]
             same_decision(got.final, GateReply.model_validate_json(text))

@@ -426,6 +426,7 @@ async def _slow_gate(delay_s: float) -> GateService:
     return service
 
 
+@pytest.mark.timing  # asserts a budget as measured: .ci/run runs these alone
 async def test_a_request_read_behind_a_slow_one_is_decided_within_its_own_budget() -> None:
     """The loop reads on while a batch is decided: a request with a short budget, read
     50 ms after one whose judging takes 400 ms, is decided within its 200 ms (by policy,
