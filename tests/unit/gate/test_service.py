@@ -63,6 +63,7 @@ async def started(service: GateService) -> GateService:
     return service
 
 
+@pytest.mark.timing  # asserts time as measured: .ci/run runs these alone
 async def test_the_budget_holds_with_a_slow_model_and_the_rest_is_unverified() -> None:
     scorer = SlowScorer()
     service = await started(gate_service(settings(settle_reserve_ms=25), slow_nli(scorer)))
@@ -124,6 +125,7 @@ async def test_fail_closed_withholds_what_could_not_be_checked() -> None:
 
 
 @pytest.mark.timing  # shedding is judged by wall-clock budgets: run alone
+@pytest.mark.timing  # asserts time as measured: .ci/run runs these alone
 async def test_overload_is_shed_at_once_and_memory_stays_bounded_then_the_gate_recovers() -> None:
     scorer = SlowScorer()
     sensor = RecordingSensor()

@@ -130,6 +130,7 @@ def test_each_round_removes_one_slow_answer() -> None:
     assert judge.calls == [(10, 0.05), (9, 0.05), (8, 0.05), (7, 0.05)]
 
 
+@pytest.mark.timing  # asserts time as measured: .ci/run runs these alone
 def test_the_one_by_one_fallback_keeps_the_deadline() -> None:
     judge = _Sleepy(slow={"g1"}, broken={"g2"})
     limits = StageLimits(judge_deadline_s=0.05)

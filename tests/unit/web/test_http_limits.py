@@ -103,6 +103,7 @@ async def _get(server: _Echo, path: str = "/") -> tuple[int, bytes]:
         writer.close()
 
 
+@pytest.mark.timing  # asserts time as measured: .ci/run runs these alone
 async def test_a_half_sent_head_is_answered_408_and_closed_within_the_header_timeout(
     server: _Echo,
 ) -> None:

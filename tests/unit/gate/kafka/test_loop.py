@@ -460,6 +460,7 @@ async def test_a_request_decided_early_is_published_before_a_slow_one_read_after
     assert offsets == [2, 3]
 
 
+@pytest.mark.timing  # asserts time as measured: .ci/run runs these alone
 async def test_a_request_on_another_partition_is_not_held_behind_a_slow_one() -> None:
     nli = await _slow_gate(0.4)
     publisher = _Publisher()
@@ -493,6 +494,7 @@ async def test_the_loop_waits_for_requests_rather_than_polling_while_one_is_judg
     assert max(consumer.handed_out_after_s) < 0.05
 
 
+@pytest.mark.timing  # asserts time as measured: .ci/run runs these alone
 async def test_requests_read_during_a_transaction_are_checked_at_once() -> None:
     """A request arriving while the previous reply's transaction is under way starts
     being judged then, not once the transaction ends."""
