@@ -5,9 +5,30 @@ Changes when the report's presentation does, never its numbers."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-__all__ = ["describe", "fmt", "pct", "render"]
+from bench import command_line
+from bench.machine import machine_info
+from streamproc.config import Settings
+
+__all__ = ["describe", "fmt", "pct", "render", "report_head"]
+
+
+def report_head(pools: Mapping[str, tuple[Any, str]], log_dir: Path) -> dict[str, Any]:
+    """What a gate benchmark's report opens with: its command, when, the machine, the
+    judge and the gate's settings, the answer pools described, where the gate logs go."""
+    settings = Settings()
+    return {
+        "command": command_line(),
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        "judge": settings.judge.name,
+        "gate_settings": settings.gate.model_dump(mode="json"),
+        "answers": {kind: text for kind, (_, text) in pools.items()},
+        "gate_logs": str(log_dir),
+    }
 
 
 def fmt(value: float | None, digits: int = 1) -> str:

@@ -53,11 +53,9 @@ import logging
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import command_line
 from bench._gate_callers import HttpCaller, Reply
 from bench._gate_judge import JUDGE_WARM_UP, judge_alone
 from bench._gate_load import (
@@ -69,13 +67,11 @@ from bench._gate_load import (
     poisson_schedule,
 )
 from bench._gate_process import PATHS, Gate, gate_env, write_tokens
-from bench._gate_report import render
+from bench._gate_report import render, report_head
 from bench._gate_run import run_gate_series
 from bench._gate_summary import GRACE_MS, capacity_of, summarise_level, summarise_ms
 from bench._gate_targets import paired_overhead, targets
 from bench._log import log
-from bench.machine import machine_info
-from streamproc.config import Settings
 
 # The runner's entry point and argument parsing live here; the parts live in
 # bench/_gate_*.py. The names below them are re-exported for the tests and the
@@ -162,23 +158,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.getLogger("aiokafka").setLevel(logging.ERROR)
-    command = command_line()
     args.log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix="bench-gate-logs-"))
     args.log_dir.mkdir(parents=True, exist_ok=True)
     pools = {kind: answer_pool(kind, args.data) for kind in args.answers}
     report: dict[str, Any] = {
-        "command": command,
-        "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine_info(),
-        "judge": Settings().judge.name,
-        "gate_settings": Settings().gate.model_dump(mode="json"),
-        "answers": {kind: text for kind, (_, text) in pools.items()},
+        **report_head(pools, args.log_dir),
         "paths": args.paths,
         "loads_pct": args.loads,
         "duration_s": args.duration_s,
         "capacity_s": args.capacity_s,
         "max_rate": args.max_rate,
-        "gate_logs": str(args.log_dir),
         "judge_alone": {},
         "runs": [],
     }
@@ -195,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(text, end="", flush=True)
         log(render(report))
     else:
-        print(f"Command: `{command}`\n", flush=True)
+        print(f"Command: `{report['command']}`\n", flush=True)
         print(render(report), flush=True)
         if args.json:
             Path(args.json).write_text(text, encoding="utf-8")

@@ -43,15 +43,14 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import command_line
 from bench._answer_pool import Answers
 from bench._gate_callers import HttpCaller
 from bench._gate_load import KINDS, answer_pool, bodies, open_loop, poisson_schedule
 from bench._gate_process import Gate, gate_process, peak_rss_mib
+from bench._gate_report import report_head
 from bench._gate_run import READY_TIMEOUT_S, UNANSWERED_AFTER_S, RunPlan, run_one, wait_ready
 from bench._log import log
 from bench._stream_gate_client import StreamPlan, StreamRecord, check_payloads, plan_streams
@@ -64,7 +63,6 @@ from bench._stream_gate_summary import (
     targets,
 )
 from bench.cpu_share import cores_used, snapshot
-from bench.machine import machine_info
 from streamproc.config import Settings
 from streamproc.contracts.events import AnswerEvent
 
@@ -288,17 +286,11 @@ def _open_streams(kind: str, pool: list[AnswerEvent], args: argparse.Namespace) 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    command = command_line()
     args.log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix="bench-gate-stream-logs-"))
     args.log_dir.mkdir(parents=True, exist_ok=True)
     pools = {kind: answer_pool(kind, args.data) for kind in args.answers}
     report: dict[str, Any] = {
-        "command": command,
-        "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine_info(),
-        "judge": Settings().judge.name,
-        "gate_settings": Settings().gate.model_dump(mode="json"),
-        "answers": {kind: text for kind, (_, text) in pools.items()},
+        **report_head(pools, args.log_dir),
         "loads_pct": args.loads,
         "seconds": args.seconds,
         "capacity_s": args.capacity_s,
@@ -306,7 +298,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tokens_per_s": list(args.tokens_per_s),
         "token": "a word with the whitespace after it (\\S+\\s*)",
         "max_rate": args.max_rate,
-        "gate_logs": str(args.log_dir),
         "runs": [],
         "open_streams": [],
     }
@@ -320,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(text, end="", flush=True)
         log(render(report))
     else:
-        print(f"Command: `{command}`\n", flush=True)
+        print(f"Command: `{report['command']}`\n", flush=True)
         print(render(report), flush=True)
         if args.json:
             Path(args.json).write_text(text, encoding="utf-8")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from streamproc.contracts.events import Action, AnswerEvent, AnswerJudgement, VerdictLabel
@@ -51,12 +51,6 @@ class _Unchecked:
     complete: float
 
 
-@dataclass(slots=True)
-class _Progress:
-    released: set[int] = field(default_factory=set)
-    checks: list[SentenceCheck] = field(default_factory=list)
-
-
 class AnswerStream:
     """Feed deltas (:meth:`add`), check what they complete (:meth:`check`), end once
     (:meth:`final`). ``request`` is the start: its event (answer: the first piece, or "")
@@ -77,11 +71,10 @@ class AnswerStream:
         self._event = event
         self._policy = policy
         self._tracing = tracing or PassThroughTracing()
-        self._opened = request.arrived
         self._sentences = SentenceStream()
         self._waiting: list[_Unchecked] = []
-        self._checked: list[StreamedSentence] = []
-        self._progress = _Progress()
+        self._released: dict[int, str] = {}  # index -> text of each sentence released
+        self._checks: list[SentenceCheck] = []
         self._bytes = len(request.body)
         self._max_bytes = max_bytes
         self._ended = False
@@ -97,10 +90,6 @@ class AnswerStream:
     def pending(self) -> int:
         """Complete sentences not checked yet."""
         return len(self._waiting)
-
-    @property
-    def ended(self) -> bool:
-        return self._ended
 
     def add(self, delta: str, *, now: float | None = None) -> int:
         """Take ``delta``; how many sentences it completed. :class:`StreamTooLarge` when
@@ -146,7 +135,7 @@ class AnswerStream:
         last = self._decide(self._waiting, result)
         self._waiting = []
         reply = result.reply
-        kept = _kept(reply.answer_text, reply.decision, self._released_texts())
+        kept = _kept(reply.answer_text, reply.decision, self._released)
         final = StreamFinal(
             decision=reply.decision,
             verified=reply.verified,
@@ -156,14 +145,10 @@ class AnswerStream:
             latency_ms=max(0.0, (time.monotonic() - ended) * 1000),
             budget_ms=reply.budget_ms,
             policy=reply.policy,
-            withdrawn=sorted(i for i in self._progress.released if i not in kept),
+            withdrawn=sorted(i for i in self._released if i not in kept),
         )
-        self._tracing.sentences(result.trace_headers, self._progress.checks)
+        self._tracing.sentences(result.trace_headers, self._checks)
         return last, final, result
-
-    def _released_texts(self) -> dict[int, str]:
-        released = self._progress.released
-        return {s.index: s.text for s in self._checked if s.index in released}
 
     def _decide(self, waiting: Sequence[_Unchecked], result: GateResult) -> list[StreamSentence]:
         judgement = result.reply.verdict.judgement
@@ -189,10 +174,9 @@ class AnswerStream:
                     latency_ms=max(0.0, (now - item.complete) * 1000),
                 )
             )
-            self._checked.append(sentence)
             if decision == "release":
-                self._progress.released.add(sentence.index)
-            self._progress.checks.append(
+                self._released[sentence.index] = sentence.text
+            self._checks.append(
                 SentenceCheck(sentence.index, item.complete, now, decision, verified)
             )
         return out

@@ -9,12 +9,12 @@ call would give: caching changes cost, never a verdict.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
+from streamproc.inference.batch_lru import BatchLru
 from streamproc.judge.protocols import TextEmbedder
 
 __all__ = ["CachedEmbedder"]
@@ -28,13 +28,8 @@ class CachedEmbedder:
     """
 
     def __init__(self, inner: TextEmbedder, *, max_entries: int = 20_000) -> None:
-        if max_entries < 1:
-            raise ValueError("max_entries must be at least 1")
         self._inner = inner
-        self._max = max_entries
-        self._vectors: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
-        self.hits = 0
-        self.misses = 0
+        self._vectors: BatchLru[str, NDArray[np.float32]] = BatchLru(max_entries)
 
     @property
     def model_name(self) -> str:
@@ -44,6 +39,14 @@ class CachedEmbedder:
     def sha256(self) -> str:
         return self._inner.sha256
 
+    @property
+    def hits(self) -> int:
+        return self._vectors.hits
+
+    @property
+    def misses(self) -> int:
+        return self._vectors.misses
+
     def __len__(self) -> int:
         return len(self._vectors)
 
@@ -51,23 +54,8 @@ class CachedEmbedder:
         """Same contract as the wrapped embedder: one unit row per text, in order."""
         if not texts:
             return self._inner.embed([])
-        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
-        self.misses += len(missing)
-        self.hits += len(texts) - len(missing)
-        fresh = self._inner.embed(missing) if missing else None
-        found: dict[str, NDArray[np.float32]] = {}
-        for text in texts:
-            vector = self._vectors.get(text)
-            if vector is not None:
-                self._vectors.move_to_end(text)
-                found[text] = vector
-        if fresh is not None:
-            for text, vector in zip(missing, fresh, strict=True):
-                found[text] = vector
-                self._remember(text, vector)
-        return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)
+        rows = self._vectors.get_many(texts, self._fresh)
+        return np.stack(rows).astype(np.float32, copy=False)
 
-    def _remember(self, text: str, vector: NDArray[np.float32]) -> None:
-        self._vectors[text] = vector.copy()
-        if len(self._vectors) > self._max:
-            self._vectors.popitem(last=False)
+    def _fresh(self, texts: list[str]) -> list[NDArray[np.float32]]:
+        return [vector.copy() for vector in self._inner.embed(texts)]

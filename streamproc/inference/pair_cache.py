@@ -10,29 +10,21 @@ call gives: caching changes cost, never a verdict.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 
+from streamproc.inference.batch_lru import BatchLru
 from streamproc.judge.protocols import NliScore, PairScorer
 
 __all__ = ["CachedPairScorer"]
 
 
 class CachedPairScorer:
-    """``PairScorer`` that scores only the pairs it has not seen recently.
-
-    Bounded by entry count (a score is a few floats; a key the two texts). Not
-    thread-safe: the judge calls it from one executor thread.
-    """
+    """``PairScorer`` that scores only the pairs it has not seen recently, at most
+    ``max_entries`` of them (a score is a few floats; a key the two texts)."""
 
     def __init__(self, inner: PairScorer, *, max_entries: int = 20_000) -> None:
-        if max_entries < 1:
-            raise ValueError("max_entries must be at least 1")
         self._inner = inner
-        self._max = max_entries
-        self._scores: OrderedDict[tuple[str, str], NliScore] = OrderedDict()
-        self.hits = 0
-        self.misses = 0
+        self._scores: BatchLru[tuple[str, str], NliScore] = BatchLru(max_entries)
 
     @property
     def model_name(self) -> str:
@@ -42,24 +34,17 @@ class CachedPairScorer:
     def sha256(self) -> str:
         return self._inner.sha256
 
+    @property
+    def hits(self) -> int:
+        return self._scores.hits
+
+    @property
+    def misses(self) -> int:
+        return self._scores.misses
+
     def __len__(self) -> int:
         return len(self._scores)
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[NliScore]:
         """Same contract as the wrapped scorer: one score per pair, in order."""
-        missing = [p for p in dict.fromkeys(pairs) if p not in self._scores]
-        self.misses += len(missing)
-        self.hits += len(pairs) - len(missing)
-        found: dict[tuple[str, str], NliScore] = {}
-        for pair in pairs:
-            cached = self._scores.get(pair)
-            if cached is not None:
-                self._scores.move_to_end(pair)
-                found[pair] = cached
-        if missing:
-            for pair, fresh in zip(missing, self._inner.score(missing), strict=True):
-                found[pair] = fresh
-                self._scores[pair] = fresh
-                if len(self._scores) > self._max:
-                    self._scores.popitem(last=False)
-        return [found[p] for p in pairs]
+        return self._scores.get_many(pairs, self._inner.score)

@@ -18,6 +18,7 @@ import json
 import socket
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -63,9 +64,13 @@ def _event(event_id: str, tenant: str) -> dict[str, Any]:
     }
 
 
-@pytest.fixture()
-def gate(kafka_bootstrap: str, tmp_path: Path) -> Iterator[tuple[str, Settings]]:
-    tokens = tmp_path / "tokens.toml"
+@contextmanager
+def running_gate(
+    kafka_bootstrap: str, directory: Path, run: str, **gate: Any
+) -> Iterator[tuple[str, Settings]]:
+    """``streamproc gate serve`` in its own process, callers "shop" (tenants open and
+    closed, fail-closed) and "other" (tenant elsewhere); its URL and settings."""
+    tokens = directory / "tokens.toml"
     tokens.write_text(
         "".join(
             f'[[caller]]\nname = "{name}"\ntenants = {json.dumps(tenants)}\n'
@@ -79,16 +84,17 @@ def gate(kafka_bootstrap: str, tmp_path: Path) -> Iterator[tuple[str, Settings]]
     port = _free_port()
     settings = run_settings(
         kafka_bootstrap,
-        "gate-http",
+        run,
         partitions=1,
         gate={
             "port": port,
             "tokens_file": str(tokens),
             "policies": [{"tenant": "closed", "policy": "fail-closed"}],
-            "requests_topic": f"gate-http-{port}.requests",
+            "requests_topic": f"{run}-{port}.requests",
+            **gate,
         },
     )
-    process = WorkerProcess(settings, tmp_path / "gate.log", command=("gate", "serve"))
+    process = WorkerProcess(settings, directory / "gate.log", command=("gate", "serve"))
     process.start()
     url = f"http://127.0.0.1:{port}"
     try:
@@ -97,6 +103,12 @@ def gate(kafka_bootstrap: str, tmp_path: Path) -> Iterator[tuple[str, Settings]]
     finally:
         code = process.stop()
         assert code == 0, f"the gate exited {code}:\n{process.log_tail()}"
+
+
+@pytest.fixture()
+def gate(kafka_bootstrap: str, tmp_path: Path) -> Iterator[tuple[str, Settings]]:
+    with running_gate(kafka_bootstrap, tmp_path, "gate-http") as served:
+        yield served
 
 
 def _wait_ready(url: str, process: WorkerProcess, *, timeout_s: float) -> None:

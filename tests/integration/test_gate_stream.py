@@ -14,7 +14,6 @@ WebSocket with a bearer token.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 from collections.abc import Iterator
@@ -25,20 +24,17 @@ from typing import Any
 import aiohttp
 import pytest
 
-from streamproc.cli.child_process import WorkerProcess
 from streamproc.config import Settings
 from streamproc.contracts.gate_events import GateReply
 from streamproc.contracts.gate_stream_events import STREAM_CLOSE_CODES, STREAM_PATH
-from tests.integration.run_settings import run_settings
 from tests.integration.test_gate_http import (
     OTHER_TOKEN,
     TOKEN,
     TRACE_ID,
     TRACEPARENT,
     _check,
-    _free_port,
     _read,
-    _wait_ready,
+    running_gate,
 )
 from tests.unit.gate.http.stream_client import pieces, same_decision, stream
 
@@ -67,39 +63,8 @@ def gate(
     kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, Settings]]:
     directory = tmp_path_factory.mktemp("gate-stream")
-    tokens = directory / "tokens.toml"
-    tokens.write_text(
-        "".join(
-            f'[[caller]]\nname = "{name}"\ntenants = {json.dumps(tenants)}\n'
-            f'token_sha256 = "{hashlib.sha256(token.encode()).hexdigest()}"\n\n'
-            for name, tenants, token in (
-                ("shop", ["open", "closed"], TOKEN),
-                ("other", ["elsewhere"], OTHER_TOKEN),
-            )
-        )
-    )
-    port = _free_port()
-    settings = run_settings(
-        kafka_bootstrap,
-        "gate-stream",
-        partitions=1,
-        gate={
-            "port": port,
-            "tokens_file": str(tokens),
-            "policies": [{"tenant": "closed", "policy": "fail-closed"}],
-            "requests_topic": f"gate-stream-{port}.requests",
-            "kafka_requests": False,
-        },
-    )
-    process = WorkerProcess(settings, directory / "gate.log", command=("gate", "serve"))
-    process.start()
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_ready(url, process, timeout_s=120)
-        yield url, settings
-    finally:
-        code = process.stop()
-        assert code == 0, f"the gate exited {code}:\n{process.log_tail()}"
+    with running_gate(kafka_bootstrap, directory, "gate-stream", kafka_requests=False) as served:
+        yield served
 
 
 async def _verdicts_of(settings: Settings, answer_id: str) -> list[Any]:
