@@ -31,12 +31,19 @@ def read_recorded(text: str, language: str, order: str) -> RecordedTime | None:
     clocks = time_range(text)
     if clocks:
         return RecordedTime(None, clocks)
+    if _dotted(text):
+        order = "DMY"  # "05.06.2026": dots are written day first wherever they are used
     data = date_parser(language, order, None).get_date_data(text)
     if data.date_obj is None:
         return None
     moment = data.date_obj
     has_clock = any(c in text for c in ":") or data.period == "time"
     return RecordedTime(moment.date(), (moment.time(),) if has_clock else ())
+
+
+def _dotted(text: str) -> bool:
+    parts = text.split(".")
+    return len(parts) == 3 and all(p.isdecimal() for p in parts) and len(parts[2]) == 4
 
 
 @lru_cache(maxsize=64)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import cached_property
 
 from streamproc.contracts.events import AnswerEvent, EvidenceItem, EvidenceKind, VerdictLabel
 from streamproc.contracts.reasons import Reason
@@ -39,10 +40,11 @@ from streamproc.judge.records.findings import RecordFinding, RecordReason
 from streamproc.judge.records.lifecycles import Lifecycles, load_lifecycles
 from streamproc.judge.records.money import DEFAULT_LOCALE
 from streamproc.judge.records.reports import REFUSAL_VERBS, ClaimReading, read_claim
+from streamproc.judge.records.restated import PassageWords
 from streamproc.judge.records.states import check_states
 from streamproc.judge.records.value_checks import check_values
 from streamproc.judge.text.features import word_set
-from streamproc.judge.text.stems import phrase_key, stem
+from streamproc.judge.text.stems import phrase_key, stem, words
 
 __all__ = [
     "MAX_DATE_SEARCHES",
@@ -151,6 +153,14 @@ class CaseContext:
             )
         return self._facts
 
+    @cached_property
+    def passages(self) -> PassageWords:
+        return PassageWords(
+            e.text
+            for e in self.answer.evidence
+            if e.kind in (EvidenceKind.POLICY, EvidenceKind.PASSAGE)
+        )
+
     @property
     def calls(self) -> list[Call]:
         if self._calls is None:
@@ -196,7 +206,12 @@ class CaseContext:
         self._date_searches -= dated  # below 0: a claim's dates went unread (``limits``)
         if not case_claim:  # a listing's claim that writes a code: its ids and amounts only
             values = replace(values, counts=(), names=())
-        refused = reported_done(claim, reading, facts, self.calls, self.checker.lifecycles, values)
+        restated = not reading.first_person and self.passages.restated(claim)
+        refused = (
+            None
+            if restated
+            else reported_done(claim, reading, facts, self.calls, self.checker.lifecycles, values)
+        )
         if refused is not None:
             return CaseCheck(refused)
         held = [
@@ -212,7 +227,7 @@ class CaseContext:
         else:
             states = check_states(reading, facts, self.checker.lifecycles, self.calls, owned)
         settled_by_state = states.mismatch is not None or states.confirmation is not None
-        ungrounded = self._ungrounded(reading, settled_by_state, owned)
+        ungrounded = None if restated else self._ungrounded(reading, settled_by_state, owned)
         if ungrounded is not None:
             return CaseCheck(ungrounded)
         reports_fact = any(a.done and a.mode.fact for a in reading.actions) or any(
@@ -241,7 +256,13 @@ class CaseContext:
         )
         if checked.mismatch is not None:
             return CaseCheck(checked.mismatch, checked.confirmations, notes)
-        if states.mismatch is not None:
+        confirmed_dates = [
+            c for c in checked.confirmations
+            if self.checker.readers.dates.recorded(c.record_value) is not None
+        ]  # fmt: skip
+        if states.mismatch is not None and not _keyed_by_a_confirmed_date(
+            states.mismatch, confirmed_dates
+        ):
             return CaseCheck(states.mismatch, checked.confirmations, notes)
         confirmations = list(checked.confirmations)
         if states.confirmation is not None:
@@ -309,6 +330,18 @@ class CaseContext:
                 claim_value=action.written,
             )
         return None
+
+
+def _keyed_by_a_confirmed_date(
+    mismatch: RecordFinding, confirmations: Sequence[RecordFinding]
+) -> bool:
+    """ "the second reminder is scheduled for Thursday the 24th", confirmed by
+    ``NextDunningAction.ScheduledFor``: the claimed state is the key of a date field the
+    claim's own date matched, so it is about that field, not the record's status."""
+    said = {w.stem for w in words(mismatch.claim_value or "") if len(w.lower) > 3}
+    return any(
+        said & {w.stem for w in words(c.field or "")} for c in confirmations if c.field
+    )  # "on its way" is not keyed by ``approved_on``: short words say nothing
 
 
 _PERSONAL: tuple[str, ...] = ("i ", "i'", "i\u2019", "we ", "we'", "we\u2019", "your ")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from functools import cached_property
-from itertools import combinations
+from itertools import combinations, pairwise
 from typing import Final
 
 from streamproc.contracts.events import EvidenceItem, EvidenceKind
@@ -92,6 +92,8 @@ _MONEY_KEYS: Final = _key_words(
     "penalty compensation reimbursement outstanding owed payable sum value quote limit "
     "overdraft installment instalment payment waiver voucher advance"
 )
+# "amount_minor": 38997, "totalMinor", "price_cents": amounts in hundredths of the currency
+_MINOR_UNIT_KEYS: Final = _key_words("minor cents cent")
 _CURRENCY_KEYS: Final = _key_words("currency ccy currencycode")
 _ID_KEYS: Final = _key_words(
     "id number no nr num ref reference code pnr locator confirmation tracking awb iban "
@@ -192,13 +194,20 @@ class CaseFacts:
     # -- read on first use: most claims ask none of these ---------------------------------
 
     @cached_property
-    def folded_text(self) -> str:
+    def _raw_text(self) -> str:
         leaves = (str(leaf.value) for r in self._records for leaf in r.leaves[:MAX_FIELDS])
-        return fold(" ".join(self._texts)) + " " + fold(" ".join(leaves))
+        return " ".join(self._texts) + " " + " ".join(leaves)
+
+    @cached_property
+    def folded_text(self) -> str:
+        return fold(self._raw_text)
 
     @cached_property
     def _words(self) -> frozenset[str]:
-        return frozenset(w.lower for w in words(self.folded_text))
+        """The folded words, and those of camel-cased names split as a claim's are
+        ("SwissBag" -> swiss, bag), so that a name reads the same on both sides."""
+        folded = {w.lower for w in words(self.folded_text)}
+        return frozenset(folded | {fold(w.text) for w in words(self._raw_text)})
 
     @cached_property
     def _normal_text(self) -> str:
@@ -296,6 +305,10 @@ class CaseFacts:
             number = _decimal(value)
             if number is None:
                 return
+            minor = last & _MINOR_UNIT_KEYS and isinstance(value, int)
+            if minor and (keys & _MONEY_KEYS or currency):
+                self.money.append((number.scaleb(-2), currency, typed))  # 38997 cents: 389.97
+                return
             if keys & _ID_KEYS and isinstance(value, int) and not _plural(typed.ref.leaf.path):
                 self.ids.append((_normal(str(value)), typed))
                 return  # "po": 4500017311 is a name, not a number of things
@@ -309,7 +322,7 @@ class CaseFacts:
         if len(text) > MAX_VALUE_CHARS:
             return
         self.vocabulary |= {w.stem for w in words(text) if len(text) <= 60}
-        if last & _STATE_KEYS:
+        if last & _STATE_KEYS and not _past_entry(typed.ref.leaf.path):
             self.states.append(typed)
         amount = self.readers.money.amount(text)
         if amount is not None:
@@ -435,6 +448,18 @@ class CaseFacts:
 _DIRECTIONS: Final = frozenset({"to", "from"})
 
 
+_HISTORY_KEYS: Final = _key_words("history histories log logs timeline trail audit changes")
+
+
+def _past_entry(path: Sequence[str | int]) -> bool:
+    """ "history[0].state": an entry of a record's history says what the state was, not
+    what it is, and never contradicts a claim about now."""
+    return any(
+        isinstance(key, str) and isinstance(index, int) and _stems((key,)) & _HISTORY_KEYS
+        for key, index in pairwise(path)
+    )
+
+
 def name_words(written: str) -> tuple[str, ...]:
     """ "DPD's Wrocław-Bielany" -> ("dpd", "wroclaw", "bielany")."""
     out = [fold(w.text) for w in words(written)]
@@ -535,10 +560,33 @@ def _derived(
     for (a, ca), (b, cb) in combinations(values, 2):
         currency = ca if ca == cb else None
         out |= {(a + b, currency), (abs(a - b), currency)}
+    out |= _record_sums(money)
     counts = [q for q, _ in quantities if 0 < q <= 100][:20]
     out |= {(v * n, c) for v, c in values for n in counts}  # 4 x 38.50
     out |= {(v / n, c) for v, c in values for n in counts if n != 1}  # 273 for 3.5 hours
     return frozenset(out)
+
+
+_MAX_SUMMED: Final = 12  # amounts of one record combined three at a time: 880 at most
+
+
+def _record_sums(
+    money: Sequence[tuple[Decimal, str | None, Typed]],
+) -> set[tuple[Decimal, str | None]]:
+    """Three amounts of one record added or taken away: two refunded lines less the
+    return shipping (349.00 + 25.90 - 4.95 = 369.95)."""
+    by_record: dict[str, list[tuple[Decimal, str | None]]] = {}
+    for value, currency, typed in money:
+        by_record.setdefault(typed.ref.evidence_id, []).append((abs(value), currency))
+    out: set[tuple[Decimal, str | None]] = set()
+    for amounts in by_record.values():
+        unique = list(dict.fromkeys(amounts))[:_MAX_SUMMED]
+        for (a, ca), (b, cb), (c, cc) in combinations(unique, 3):
+            currency = ca if ca == cb == cc else None
+            for total in (a + b + c, a + b - c, a - b + c, b + c - a):
+                if total > 0:
+                    out.add((total, currency))
+    return out
 
 
 def durations(text: str, *, offsets: bool = False) -> frozenset[timedelta]:
