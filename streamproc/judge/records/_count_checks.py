@@ -12,8 +12,9 @@ from streamproc.judge.records._value_findings import ValueFindings, mismatch
 from streamproc.judge.records.case_facts import CaseFacts, Typed
 from streamproc.judge.records.claim_values import CountValue
 from streamproc.judge.records.findings import RecordReason
+from streamproc.judge.records.value_parse import number_word
 from streamproc.judge.text.features import word_set
-from streamproc.judge.text.stems import stem
+from streamproc.judge.text.stems import stem, words
 
 __all__ = ["check_counts"]
 
@@ -144,5 +145,16 @@ def _number(value: object) -> Decimal:
 
 
 def _count_in_texts(count: CountValue, facts: CaseFacts) -> bool:
-    number = str(count.value)
-    return any(number in text.split() for text in facts.texts)
+    """A text writes the number of the same things ("up to 3 bags", "three bags"): a
+    policy's "within 5 working days" excuses no "five items"."""
+    for text in facts.texts:
+        pieces = list(words(text))
+        for index, piece in enumerate(pieces):
+            said = piece.lower
+            number = Decimal(said) if said.isdecimal() else number_word(said)
+            if number is None or number != count.value:
+                continue
+            after = {stem(p.lower) for p in pieces[index + 1 : index + 4]}
+            if not count.nouns or after & count.nouns:
+                return True
+    return False

@@ -252,6 +252,17 @@ def _lead_in(claim: str, mention: DateMention) -> frozenset[str]:
     return frozenset(out)
 
 
+# Date keys written as the trade's abbreviations: "eta" is an arrival.
+_ABBREVIATED: Final = {
+    "eta": frozenset({"arriv"}), "ata": frozenset({"arriv"}),
+    "etd": frozenset({"depart"}), "atd": frozenset({"depart"}),
+}  # fmt: skip
+
+
+def _spelled_out(keys: frozenset[str]) -> frozenset[str]:
+    return keys.union(*(_ABBREVIATED.get(k, frozenset()) for k in keys))
+
+
 def _named_times(facts: CaseFacts, stems: frozenset[str], kind: str) -> list[FieldRef]:
     """The date (or time) fields the words before a date name: "the shuttle runs from
     6:30" names ``shuttle.first_departure``, "completed yesterday" ``completed_at``."""
@@ -259,7 +270,7 @@ def _named_times(facts: CaseFacts, stems: frozenset[str], kind: str) -> list[Fie
     return [
         typed.ref
         for recorded, typed in facts.times
-        if wanted & (own_keys(typed.ref) - _TIME_WORDS)
+        if wanted & _spelled_out(own_keys(typed.ref) - _TIME_WORDS)
         and (recorded.day is not None if kind == "date" else bool(recorded.clock))
     ]
 

@@ -40,7 +40,7 @@ from streamproc.judge.records.findings import RecordFinding, RecordReason
 from streamproc.judge.records.lifecycles import Lifecycles, load_lifecycles
 from streamproc.judge.records.money import DEFAULT_LOCALE
 from streamproc.judge.records.reports import REFUSAL_VERBS, ClaimReading, read_claim
-from streamproc.judge.records.restated import PassageWords
+from streamproc.judge.records.restated import PassageWords, names_a_date_key
 from streamproc.judge.records.states import check_states
 from streamproc.judge.records.value_checks import check_values
 from streamproc.judge.text.features import word_set
@@ -63,6 +63,8 @@ an answer with more claims than this has the rest's dates left unread, and says 
 _GENERAL: frozenset[str] = frozenset(
     {"account", "case", "request", "detail", "inform", "file", "record", "system"}
 )
+# The particle of a phrasal verb is no object: "your parcel was dropped off".
+_PARTICLES: frozenset[str] = frozenset({"off", "up", "out", "back", "over", "down", "away"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +243,7 @@ class CaseContext:
             reports_fact=reports_fact,
             promised=lambda mention: not reading.mode_at(mention.start).fact,
             deeds=frozenset(a.verb for a in reading.actions if a.done and a.mode.fact),
+            keyed=names_a_date_key(reading.stems, facts),
         )
         notes = (
             tuple(
@@ -304,7 +307,7 @@ class CaseContext:
                 names_effect(action.verb, call, self.checker.lifecycles) for call in executed
             ):
                 continue
-            objects = action.objects - _GENERAL
+            objects = action.objects - _GENERAL - _PARTICLES
             if not objects and action.by_agent:  # "I've put you on the waiting list"
                 objects = frozenset(
                     w for s in reading.states if s.start >= action.start

@@ -603,7 +603,15 @@ def durations(text: str, *, offsets: bool = False) -> frozenset[timedelta]:
             unit, last = pieces[index + 1].lower, index + 1
             if unit in {"business", "working", "calendar"} and index + 2 < len(pieces):
                 unit, last = pieces[index + 2].lower, index + 2
-        count = int(number) if number.isdecimal() and len(number) <= 4 else number_word(number)
+        counts = [int(number)] if number.isdecimal() and len(number) <= 4 else []
+        if counts and unit.isdecimal() and len(unit) <= 4 and last + 1 < len(pieces):
+            counts.append(int(unit))  # "1-2 business days": either end of the range
+            last += 1
+            unit = pieces[last].lower
+            if unit in {"business", "working", "calendar"} and last + 1 < len(pieces):
+                last += 1
+                unit = pieces[last].lower
+        count = counts[0] if counts else number_word(number)
         if count is None:
             continue
         base = _DURATION_UNITS.get(unit.rstrip("s")) or _DURATION_UNITS.get(unit)
@@ -614,7 +622,7 @@ def durations(text: str, *, offsets: bool = False) -> frozenset[timedelta]:
             after = {p.lower for p in pieces[last + 1 : last + 3]}
             if not (before & _SHIFT_BEFORE or after & _SHIFT_AFTER):
                 continue
-        out.add(int(count) * base)
+        out |= {n * base for n in counts or [int(count)]}
     return frozenset(out)
 
 

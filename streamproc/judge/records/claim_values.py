@@ -401,6 +401,8 @@ def _counts(
         unit = pieces[index + 1].lower
         if (stem(unit) in _TIME_UNITS and not unit.endswith("ly")) or not (nouns or remainder):
             continue  # "2 hours 45 minutes": a span of time, not a number of things
+        if before in _SUBSET_BEFORE:
+            continue  # "the first two nights": some of the things, not how many there are
         found.append(
             CountValue(
                 value, nouns - _REMAINDER_AFTER, token.text, token.start, token.end, remainder
@@ -410,6 +412,7 @@ def _counts(
 
 
 _REMAINDER_BEFORE: Final = word_set("remaining")
+_SUBSET_BEFORE: Final = word_set("first last next")
 _REMAINDER_AFTER: Final = word_set("more left remaining still outstanding")
 
 

@@ -59,6 +59,11 @@ class DateMention:
         return self.weekday is not None
 
     def time_matches(self, clock: time) -> bool:
+        if (clock.hour, clock.minute) == (23, 59) and self._matches(time(0, 0)):
+            return True  # "until 23:59:59" is "until midnight"
+        return self._matches(clock)
+
+    def _matches(self, clock: time) -> bool:
         if self.clocks:
             return (clock.hour, clock.minute) in self.clocks
         if self.part_of_day is not None:

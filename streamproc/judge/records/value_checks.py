@@ -50,6 +50,7 @@ def check_values(
     reports_fact: bool = True,
     promised: Callable[[DateMention], bool] | None = None,
     deeds: frozenset[str] = frozenset(),
+    keyed: bool = False,
 ) -> ValueCheck:
     """Every typed value of one claim against the records; the first mismatch wins.
 
@@ -58,7 +59,9 @@ def check_values(
     writes (a 30-minute lock). A bare relative day ("today") is read only in a claim that
     reports something done or a state ("it was delivered today"), not in advice ("it's
     worth calling them today"). ``deeds`` are the stems of the verbs the claim reports
-    done: a count is read against the fields named for them."""
+    done: a count is read against the fields named for them. ``keyed``: the claim names
+    a recorded date by its key ("its due date is tomorrow"), so a bare relative day is
+    read whatever the claim's mood ("PostNL expects to deliver it tomorrow")."""
     result = ValueFindings(facts)
     periods = set(durations(claim, offsets=True))
     check_ids(values.ids, facts, result)
@@ -71,6 +74,7 @@ def check_values(
         and not (
             m.relative
             and bare_day(m)
+            and not keyed
             and (not reports_fact or (promised is not None and promised(m)))
         )
     ]

@@ -84,3 +84,49 @@ def test_restating_a_policy_reports_no_deed() -> None:
         RecordReason.NOT_EXECUTED
     )
     assert reason("I have expedited your refund RFN-1.", evidence) is RecordReason.NOT_EXECUTED
+
+
+def test_the_particle_of_a_phrasal_verb_is_no_thing_done() -> None:
+    parcel = record("T", pin="7023114588", events=[{"desc": "Item accepted", "loc": "Montreal"}])
+    claim = "Your parcel (Canada Post 7023114588) was dropped off in Montreal on Monday."
+    assert reason(claim, [parcel]) is not RecordReason.CLAIM_WITHOUT_TOOL_EVIDENCE
+
+
+def test_a_range_of_days_allows_either_end() -> None:
+    refund = record("R", refund_no="RF-9", initiated="2026-03-02", status="initiated")
+    policy = EvidenceItem(
+        id="P", text="Refunds appear within 1-2 business days of being initiated.", kind="policy"
+    )
+    for day in ("3 March", "4 March"):
+        claim = f"Refund RF-9 should be on your account by {day}."
+        assert reason(claim, [refund, policy]) is not RecordReason.DATE_MISMATCH, claim
+
+
+def test_the_first_few_of_the_things_are_not_their_number() -> None:
+    stay = record("H", res="LX-8842", nights=[{"rate": 142.0}, {"rate": 142.0}, {"rate": 168.5}])
+    assert reason("For LX-8842 the first two nights are EUR 142 each.", [stay]) is not (
+        RecordReason.COUNT_MISMATCH
+    )
+    assert reason("Reservation LX-8842 is for two nights.", [stay]) is RecordReason.COUNT_MISMATCH
+
+
+def test_a_relative_day_is_read_where_the_claim_names_the_date_field() -> None:
+    # the answer's time is 5 March 2026 (``NOW``)
+    invoice = record("I", inv_no="PR-1", due_date="2026-03-07")
+    assert reason("Invoice PR-1 has its due date tomorrow.", [invoice]) is (
+        RecordReason.DATE_MISMATCH
+    )
+    assert reason("Invoice PR-1 is something to sort out tomorrow.", [invoice]) is not (
+        RecordReason.DATE_MISMATCH
+    )
+
+
+def test_an_eta_is_an_arrival_and_a_second_before_midnight_is_midnight() -> None:
+    stay = record("H", booking="BLQ-31", arrival="2026-03-05")
+    update = call("update_arrival", True, booking="BLQ-31", eta="2026-03-06T15:00")
+    claim = "Booking BLQ-31 now shows you arrive tomorrow."
+    assert reason(claim, [stay, update]) is not RecordReason.DATE_MISMATCH
+    access = record("A", workspace="WS-1", access_until="2026-03-05T23:59:59")
+    assert reason("Workspace WS-1 stays open until midnight tonight.", [access]) is not (
+        RecordReason.TIME_MISMATCH
+    )
