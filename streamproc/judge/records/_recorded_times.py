@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from dateparser.date import DateDataParser
 
@@ -18,6 +19,7 @@ __all__ = ["date_parser", "read_recorded"]
 
 @lru_cache(maxsize=8_192)
 def read_recorded(text: str, language: str, order: str) -> RecordedTime | None:
+    text = _without_zone_name(text)
     iso = text.replace("Z", "+00:00") if text.endswith("Z") else text
     try:
         moment = datetime.fromisoformat(iso)
@@ -39,6 +41,19 @@ def read_recorded(text: str, language: str, order: str) -> RecordedTime | None:
     moment = data.date_obj
     has_clock = any(c in text for c in ":") or data.period == "time"
     return RecordedTime(moment.date(), (moment.time(),) if has_clock else ())
+
+
+def _without_zone_name(text: str) -> str:
+    """ "2026-05-19 23:47 Europe/London": the local time written, less its zone's name
+    (the day and the clock a claim repeats are the local ones)."""
+    head, _, last = text.rpartition(" ")
+    if not head or "/" not in last:
+        return text
+    try:
+        ZoneInfo(last)
+    except (ZoneInfoNotFoundError, ValueError):
+        return text
+    return head
 
 
 def _dotted(text: str) -> bool:

@@ -339,6 +339,7 @@ class CaseFacts:
             and any(c.isdigit() for c in text)
             and amount is None
             and not keys & _ID_KEYS
+            and not _mixed(text)  # "request": "RITM-284417" is an id, not a date
         ):
             self.unparsed.append(typed)
         if any(c.isdigit() for c in text) and (keys & _ID_KEYS or _mixed(text)):

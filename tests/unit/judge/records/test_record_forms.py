@@ -130,3 +130,11 @@ def test_an_eta_is_an_arrival_and_a_second_before_midnight_is_midnight() -> None
     assert reason("Workspace WS-1 stays open until midnight tonight.", [access]) is not (
         RecordReason.TIME_MISMATCH
     )
+
+
+def test_a_local_time_with_its_zone_name_is_read() -> None:
+    hold = record("H", ref="WBY-P-44", holdExpiresAt="2026-03-05 23:47 Europe/London")
+    assert reason("Reference WBY-P-44 is held until 11:47 pm tonight.", [hold]) is CONFIRMED
+    assert reason("Reference WBY-P-44 is held until 10:47 pm tonight.", [hold]) is (
+        RecordReason.TIME_MISMATCH
+    )
