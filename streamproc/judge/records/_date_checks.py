@@ -75,8 +75,12 @@ def _candidate_days(
                 ]
     days = [d for d in facts.durations if d >= timedelta(days=1) and d.seconds == 0]
     for day, ref in base:
-        for period in days:  # a deadline or an arrival counted from a recorded day
-            out += [(day + period, ref), (_add_business_days(day, period.days), ref)]
+        for period in days:  # an arrival counted from a recorded day, a deadline back
+            out += [
+                (day + period, ref),
+                (_add_business_days(day, period.days), ref),
+                (day - period, ref),
+            ]
         if len(out) > _MAX_DAY_CANDIDATES:
             break
     return out

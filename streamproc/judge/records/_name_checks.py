@@ -73,6 +73,11 @@ def _in_another_scope(
     holding = facts.holding(parts)
     if not holding or any(_inside(t.ref, result.named) for t in holding):
         return None
+    if any(
+        len(scopes) == 1 and _inside(t.ref, scopes) for scopes in result.anchors for t in holding
+    ):
+        return None  # a value of the claim only its object holds sits beside the name
+
     kinds = frozenset().union(*(own_keys(t.ref) for t in holding))
     named = {id(t) for _, _, t in facts.names}
     for scopes in result.anchors:

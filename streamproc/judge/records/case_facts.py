@@ -23,6 +23,8 @@ from functools import cached_property
 from itertools import combinations, pairwise
 from typing import Final
 
+from babel.numbers import list_currencies
+
 from streamproc.contracts.events import EvidenceItem, EvidenceKind
 from streamproc.judge.records.claim_values import ValueReaders, read_values, tokens
 from streamproc.judge.records.common import Record
@@ -520,12 +522,23 @@ def _mixed(text: str) -> bool:
 
 
 def _currency(record: Record) -> str | None:
+    """The record's currency: the field named for it, else a field whose whole value is
+    an ISO 4217 code, whatever the key's language ("waehrung": "EUR", "moeda": "EUR")."""
+    coded = None
     for leaf in record.leaves[:MAX_FIELDS]:
-        if _stems(leaf.path[-1:]) & _CURRENCY_KEYS and isinstance(leaf.value, str):
-            code = leaf.value.strip().upper()
-            if len(code) == 3 and code.isalpha():
-                return code
-    return None
+        if not isinstance(leaf.value, str):
+            continue
+        code = leaf.value.strip().upper()
+        if len(code) != 3 or not code.isalpha():
+            continue
+        if _stems(leaf.path[-1:]) & _CURRENCY_KEYS:
+            return code
+        if coded is None and code in _ISO_CURRENCIES and leaf.value.strip() == code:
+            coded = code
+    return coded
+
+
+_ISO_CURRENCIES: Final = frozenset(list_currencies())
 
 
 def _amount_of(value: object, readers: ValueReaders) -> Decimal | None:
@@ -568,25 +581,22 @@ def _derived(
     return frozenset(out)
 
 
-_MAX_SUMMED: Final = 12  # amounts of one record combined three at a time: 880 at most
+_MAX_SUMMED: Final = 16  # amounts combined three at a time: 2,240 sums at most
 
 
 def _record_sums(
     money: Sequence[tuple[Decimal, str | None, Typed]],
 ) -> set[tuple[Decimal, str | None]]:
-    """Three amounts of one record added or taken away: two refunded lines less the
-    return shipping (349.00 + 25.90 - 4.95 = 369.95)."""
-    by_record: dict[str, list[tuple[Decimal, str | None]]] = {}
-    for value, currency, typed in money:
-        by_record.setdefault(typed.ref.evidence_id, []).append((abs(value), currency))
+    """Three recorded amounts added or taken away: two refunded lines less the return
+    shipping (349.00 + 25.90 - 4.95), an invoice less a credit note and a down payment
+    recorded apart (3,867.50 - 581.91 - 1,000.00)."""
+    amounts = list(dict.fromkeys((abs(value), currency) for value, currency, _ in money))
     out: set[tuple[Decimal, str | None]] = set()
-    for amounts in by_record.values():
-        unique = list(dict.fromkeys(amounts))[:_MAX_SUMMED]
-        for (a, ca), (b, cb), (c, cc) in combinations(unique, 3):
-            currency = ca if ca == cb == cc else None
-            for total in (a + b + c, a + b - c, a - b + c, b + c - a):
-                if total > 0:
-                    out.add((total, currency))
+    for (a, ca), (b, cb), (c, cc) in combinations(amounts[:_MAX_SUMMED], 3):
+        currency = ca if ca == cb == cc else None
+        for total in (a + b + c, abs(a + b - c), abs(a - b + c), abs(a - b - c)):
+            if total:
+                out.add((total, currency))
     return out
 
 

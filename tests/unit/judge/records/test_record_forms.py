@@ -138,3 +138,39 @@ def test_a_local_time_with_its_zone_name_is_read() -> None:
     assert reason("Reference WBY-P-44 is held until 10:47 pm tonight.", [hold]) is (
         RecordReason.TIME_MISMATCH
     )
+
+
+def test_amounts_of_separate_records_are_worked_out_together() -> None:
+    # the payment's currency is a field's value ("EUR"), its key German ("waehrung")
+    invoice = record("I", rechnungsnr="RE-4417", brutto="EUR 3.867,50")
+    credit = record("G", gutschrift_nr="GS-91", brutto="EUR 581,91")
+    paid = record("Z", beleg="ZE-88", betrag=1000.0, waehrung="EUR")
+    evidence = [invoice, credit, paid]
+    assert reason("That leaves EUR 2,285.59 open on RE-4417.", evidence) is not (
+        RecordReason.AMOUNT_MISMATCH
+    )
+
+
+def test_a_deadline_is_counted_back_from_a_recorded_day() -> None:
+    block = record("G", codigo="GRP-LO-0620", chegada="19.06.2026")
+    policy = EvidenceItem(
+        id="P", text="The final rooming list is due 21 days before arrival.", kind="policy"
+    )
+    claim = "For GRP-LO-0620 we need the final rooming list by 29 May."
+    assert reason(claim, [block, policy]) is not RecordReason.DATE_MISMATCH
+
+
+def test_a_name_beside_a_value_only_its_object_holds_is_in_its_place() -> None:
+    claim_record = record(
+        "S",
+        schadennr="SCH-1184",
+        posten=[
+            {"art": "repair", "firma": "Autoschade Van Dijk", "bedrag": "EUR 1.865,50"},
+            {"art": "towing", "firma": "Sleepdienst Bakker", "bedrag": "EUR 174,50"},
+        ],
+    )
+    claim = (
+        "On SCH-1184 the repair at Autoschade Van Dijk (EUR 1,865.50) and the towing "
+        "(EUR 174.50) are on file."
+    )
+    assert reason(claim, [claim_record]) is not RecordReason.NAME_MISMATCH
