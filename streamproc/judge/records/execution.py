@@ -20,9 +20,10 @@ A claim that says the call's action was not done, or was refused, matches the re
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from decimal import Decimal, InvalidOperation
+from itertools import pairwise
 from typing import Final
 
 from streamproc.contracts.events import VerdictLabel
@@ -32,6 +33,7 @@ from streamproc.judge.records.common import Record
 from streamproc.judge.records.findings import RecordFinding, RecordReason
 from streamproc.judge.records.lifecycles import Lifecycles
 from streamproc.judge.records.reports import ClaimReading
+from streamproc.judge.text.evidence import FieldLeaf
 from streamproc.judge.text.features import word_set
 from streamproc.judge.text.stems import stem, words
 
@@ -109,6 +111,18 @@ def _call_name(record: Record) -> str:
     return record.item.source or record.item.id
 
 
+def argument_leaves(record: Record) -> list[FieldLeaf]:
+    """What the call asked for: the leaves of its arguments object where it has one
+    (never its error's status code or message), else those of no known meta field."""
+    leaves = record.leaves[:500]
+    asked = [
+        leaf for leaf in leaves if any(str(p).lower() in _ARGUMENT_FIELDS for p in leaf.path[:-1])
+    ]
+    if asked:
+        return asked
+    return [leaf for leaf in leaves if leaf.path and str(leaf.path[-1]).lower() not in _META_FIELDS]
+
+
 def calls_of(records: Sequence[Record], lifecycles: Lifecycles) -> list[Call]:
     """Each call's profile, from its name, its arguments and the lifecycles."""
     out = []
@@ -128,13 +142,9 @@ def calls_of(records: Sequence[Record], lifecycles: Lifecycles) -> list[Call]:
         )
         arguments = frozenset(
             _normal(str(leaf.value))
-            for leaf in record.leaves
+            for leaf in argument_leaves(record)
             if leaf.value not in (None, "", ())
             and not isinstance(leaf.value, bool)
-            and (
-                any(str(p).lower() in _ARGUMENT_FIELDS for p in leaf.path[:-1])
-                or (leaf.path and str(leaf.path[-1]).lower() not in _META_FIELDS)
-            )
             and len(_normal(str(leaf.value))) >= 2
         )
         out.append(Call(record, verb, things, arguments, cycles, effects))
@@ -163,7 +173,7 @@ def _specific_arguments(call: Call, facts: CaseFacts) -> _Specific:
     held_days = {t.day for t, _ in facts.times if t.day is not None}
     held_amounts = {abs(value) for value, _, _ in facts.money}
     days, amounts = set(), set()
-    for leaf in call.record.leaves[:200]:
+    for leaf in argument_leaves(call.record)[:200]:
         recorded = facts.readers.dates.recorded(leaf.value)
         if recorded is not None and recorded.day is not None and recorded.day not in held_days:
             days.add(recorded.day)
@@ -272,7 +282,37 @@ def _new_value_reported(
     lowers = set(reading.lowers)
     if lowers & {"can", "could", "may", "might", "try", "if", "would", "should", "welcome"}:
         return False
-    return bool(lowers & _NEW_VALUE) and _mentions(text, specific, values)
+    if not lowers & _NEW_VALUE:
+        return False
+    for start, end in _clauses(text):  # "it's now listed at 3,999, but that 900 drop ...":
+        clause = text[start:end]  # the value must be the one said to hold now
+        said = {w.lower for w in words(clause)}
+        if not said & _NEW_VALUE:
+            continue
+        inside = None
+        if values is not None:
+            inside = replace(
+                values,
+                money=tuple(m for m in values.money if start <= m[1] < end),
+                dates=tuple(d for d in values.dates if start <= d.start < end),
+            )
+        if _mentions(clause, specific, inside):
+            return True
+    return False
+
+
+_CLAUSE_BREAKS: Final = frozenset(";:")  # not commas: "now under your name, Sophie"
+
+
+def _clauses(text: str) -> list[tuple[int, int]]:
+    """Spans of the claim between semicolons and colons, and before "but"."""
+    cuts = [i for i, c in enumerate(text) if c in _CLAUSE_BREAKS]
+    at = text.find(" but ")
+    while at >= 0:
+        cuts.append(at)
+        at = text.find(" but ", at + 1)
+    bounds = [0, *sorted(cuts), len(text)]
+    return [(a, b) for a, b in pairwise(bounds) if b > a]
 
 
 def reported_done(

@@ -174,3 +174,36 @@ def test_a_name_beside_a_value_only_its_object_holds_is_in_its_place() -> None:
         "(EUR 174.50) are on file."
     )
     assert reason(claim, [claim_record]) is not RecordReason.NAME_MISMATCH
+
+
+def test_a_refused_calls_error_is_not_what_it_asked_for() -> None:
+    refused = EvidenceItem(
+        id="modifier_email#1",
+        text="ERROR 409 OTP_EXPIRED",
+        kind="tool_result",
+        executed=False,
+        fields={
+            "tool": "modifier_email",
+            "arguments": {"code": "583104", "nouvel_email": "c.dumont@example.org"},
+            "http_status": 409,
+            "error": {"code": "OTP_EXPIRED"},
+        },
+    )
+    account = record("A", ref_client="AZ-0093", email="c.d@example.org")
+    evidence = [account, refused]
+    claim = "We texted you a code for AZ-0093 at 4:09 pm, and it expired after 10 minutes."
+    assert reason(claim, evidence) is not RecordReason.NOT_EXECUTED
+    assert reason("Your email is now c.dumont@example.org.", evidence) is (
+        RecordReason.NOT_EXECUTED
+    )
+
+
+def test_a_new_value_is_the_one_said_to_hold_now() -> None:
+    order = record("O", order_id="SHS-77", paid="INR 4,899", price_now="INR 3,999")
+    refused = call("request_price_adjustment", False, order_id="SHS-77", claimed_diff=900)
+    evidence = [order, refused]
+    claim = "Order SHS-77 is now listed at INR 3,999, but that INR 900 drop is a clearance sale."
+    assert reason(claim, evidence) is not RecordReason.NOT_EXECUTED
+    assert reason("For order SHS-77 INR 900 is now back on your card.", evidence) is (
+        RecordReason.NOT_EXECUTED
+    )
