@@ -21,6 +21,7 @@ from streamproc.judge.records._value_findings import (
 from streamproc.judge.records.case_facts import CaseFacts, FieldRef
 from streamproc.judge.records.dates import DateMention
 from streamproc.judge.records.findings import RecordReason
+from streamproc.judge.records.zones import zoned_moments, zones_named
 from streamproc.judge.text.features import STOP_WORDS, word_set
 from streamproc.judge.text.stems import stem, words
 
@@ -55,13 +56,17 @@ def _add_business_days(day: date, count: int) -> date:
 
 
 def _candidate_days(
-    facts: CaseFacts, periods: Iterable[timedelta] = ()
+    facts: CaseFacts,
+    periods: Iterable[timedelta] = (),
+    zoned: Sequence[tuple[date, FieldRef | None]] = (),
 ) -> list[tuple[date, FieldRef | None]]:
-    """Recorded days, each moved by a period the evidence names, and recorded moments
-    moved by a period the claim writes ("before 3 pm tomorrow, 48 hours before pick-up")."""
+    """Recorded days (and the days of recorded moments in other zones), each moved by a
+    period the evidence names, and recorded moments moved by a period the claim writes
+    ("before 3 pm tomorrow, 48 hours before pick-up")."""
     base: list[tuple[date, FieldRef | None]] = [
         (t.day, typed.ref) for t, typed in facts.date_fields() if t.day
     ]
+    base += zoned
     out = list(base)
     for t, typed in facts.date_fields():
         for clock in t.clock[:1]:
@@ -111,13 +116,16 @@ def _days_between(facts: CaseFacts) -> list[tuple[date, FieldRef | None]]:
 
 
 def _candidate_clocks(
-    facts: CaseFacts, periods: Iterable[timedelta]
+    facts: CaseFacts,
+    periods: Iterable[timedelta],
+    zoned: Sequence[tuple[time, FieldRef | None]] = (),
 ) -> list[tuple[time, FieldRef | None]]:
-    """Recorded times and the answer's own, each moved by a period the claim writes
-    ("held until 10:30 pm, three hours after pick-up")."""
+    """Recorded times (and those of recorded moments in other zones), each moved by a
+    period the claim writes ("held until 10:30 pm, three hours after pick-up")."""
     base: list[tuple[time, FieldRef | None]] = [
         (clock, typed.ref) for t, typed in facts.clock_fields() for clock in t.clock
     ]
+    base += zoned
     out = list(base)
     periods = [d for d in periods if d < timedelta(days=1)]
     for clock, ref in base:
@@ -144,10 +152,10 @@ def check_dates(
     for mention in mentions:
         lead_in = lead_ins.get(id(mention), frozenset())
         if _rounds(claim, mention):  # "at about 16:01": a recorded time moved by a period
-            rounded = rounded or _candidates(facts, {*periods, *facts.durations})
+            rounded = rounded or _candidates(facts, {*periods, *facts.durations}, claim)
             days, clocks = rounded
         else:
-            exact = exact or _candidates(facts, periods)
+            exact = exact or _candidates(facts, periods, claim)
             days, clocks = exact
         if mention.has_date:
             named = _named_times(facts, lead_in, "date")
@@ -205,9 +213,26 @@ _TIME_WORDS: Final = frozenset(
 
 
 def _candidates(
-    facts: CaseFacts, periods: Iterable[timedelta]
+    facts: CaseFacts, periods: Iterable[timedelta], claim: str = ""
 ) -> tuple[list[tuple[date, FieldRef | None]], list[tuple[time, FieldRef | None]]]:
-    return _candidate_days(facts, periods), _candidate_clocks(facts, periods)
+    zoned = _zoned(facts, claim)
+    days = [(m.date(), ref) for m, ref in zoned]
+    clocks = [(m.time(), ref) for m, ref in zoned]
+    return _candidate_days(facts, periods, days), _candidate_clocks(facts, periods, clocks)
+
+
+def _zoned(facts: CaseFacts, claim: str) -> list[tuple[datetime, FieldRef | None]]:
+    """Recorded moments read in the zones the claim names ("3:30 pm in Singapore") and
+    the records' own ("tz": "Europe/London")."""
+    named = zones_named(claim) if claim else []
+    if not (named or facts.zones):
+        return []
+    return [
+        (moment, typed.ref)
+        for t, typed in facts.times
+        if t.moment is not None
+        for moment in zoned_moments([t.moment], facts.zones, named)
+    ]
 
 
 def _rounds(claim: str, mention: DateMention) -> bool:

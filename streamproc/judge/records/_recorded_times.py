@@ -19,7 +19,7 @@ __all__ = ["date_parser", "read_recorded"]
 
 @lru_cache(maxsize=8_192)
 def read_recorded(text: str, language: str, order: str) -> RecordedTime | None:
-    text = _without_zone_name(text)
+    text, zone = _split_zone_name(text)
     iso = text.replace("Z", "+00:00") if text.endswith("Z") else text
     try:
         moment = datetime.fromisoformat(iso)
@@ -27,8 +27,12 @@ def read_recorded(text: str, language: str, order: str) -> RecordedTime | None:
         moment = None
     if moment is not None:
         has_clock = len(text) > 10 and any(c in text[10:] for c in ":T")
+        if zone is not None and moment.tzinfo is None:
+            moment = moment.replace(tzinfo=zone)
         return RecordedTime(
-            moment.date(), (moment.time().replace(tzinfo=None),) if has_clock else ()
+            moment.date(),
+            (moment.time().replace(tzinfo=None),) if has_clock else (),
+            moment if has_clock else None,
         )
     clocks = time_range(text)
     if clocks:
@@ -40,20 +44,20 @@ def read_recorded(text: str, language: str, order: str) -> RecordedTime | None:
         return None
     moment = data.date_obj
     has_clock = any(c in text for c in ":") or data.period == "time"
-    return RecordedTime(moment.date(), (moment.time(),) if has_clock else ())
+    return RecordedTime(
+        moment.date(), (moment.time(),) if has_clock else (), moment if has_clock else None
+    )
 
 
-def _without_zone_name(text: str) -> str:
-    """ "2026-05-19 23:47 Europe/London": the local time written, less its zone's name
-    (the day and the clock a claim repeats are the local ones)."""
+def _split_zone_name(text: str) -> tuple[str, ZoneInfo | None]:
+    """ "2026-05-19 23:47 Europe/London": the local time written, and its zone."""
     head, _, last = text.rpartition(" ")
     if not head or "/" not in last:
-        return text
+        return text, None
     try:
-        ZoneInfo(last)
+        return head, ZoneInfo(last)
     except (ZoneInfoNotFoundError, ValueError):
-        return text
-    return head
+        return text, None
 
 
 def _dotted(text: str) -> bool:

@@ -244,9 +244,10 @@ class DateReader:
         ):
             return None  # "Monday to Friday from 8am": opening hours, no date
         if meridiem is not None and not clocks:
-            hour = next((int(w) for w in lowers if w.isdecimal() and 1 <= int(w) <= 12), None)
-            if hour is not None:
-                clocks = [(hour, 0)]
+            at = lowers.index(meridiem)  # "3 November, from 2 pm": the number before "pm"
+            before = lowers[at - 1] if at else ""
+            if before.isdecimal() and 1 <= int(before) <= 12:
+                clocks = [(int(before), 0)]
         readings = clock_readings(clocks, meridiem)
         days: tuple[date, ...] = ()
         month_days: tuple[tuple[int, int], ...] = ()

@@ -22,6 +22,7 @@ from decimal import Decimal, InvalidOperation
 from functools import cached_property
 from itertools import combinations, pairwise
 from typing import Final
+from zoneinfo import ZoneInfo
 
 from babel.numbers import list_currencies
 
@@ -31,6 +32,7 @@ from streamproc.judge.records.common import Record
 from streamproc.judge.records.dates import DateMention, RecordedTime
 from streamproc.judge.records.money import Money
 from streamproc.judge.records.value_parse import number_word
+from streamproc.judge.records.zones import zone_of
 from streamproc.judge.text.evidence import FieldLeaf, Path, record_leaves
 from streamproc.judge.text.name_forms import fold
 from streamproc.judge.text.stems import stem, words
@@ -441,6 +443,12 @@ class CaseFacts:
             for _, _, typed in self.money
         )
 
+    @cached_property
+    def zones(self) -> list[ZoneInfo]:
+        """The time zones the records name as a value ("tz": "Europe/London")."""
+        found = (zone_of(leaf.value) for r in self._records for leaf in r.leaves[:MAX_FIELDS])
+        return list(dict.fromkeys(z for z in found if z is not None))
+
     def date_fields(self) -> list[tuple[RecordedTime, Typed]]:
         return [(t, typed) for t, typed in self.times if t.day is not None]
 
@@ -622,7 +630,8 @@ def durations(text: str, *, offsets: bool = False) -> frozenset[timedelta]:
             if unit in {"business", "working", "calendar"} and last + 1 < len(pieces):
                 last += 1
                 unit = pieces[last].lower
-        count = counts[0] if counts else number_word(number)
+        article = _ARTICLES.get(number) if offsets else None  # a claim's "an hour before"
+        count = counts[0] if counts else article or number_word(number)
         if count is None:
             continue
         base = _DURATION_UNITS.get(unit.rstrip("s")) or _DURATION_UNITS.get(unit)
@@ -637,6 +646,7 @@ def durations(text: str, *, offsets: bool = False) -> frozenset[timedelta]:
     return frozenset(out)
 
 
+_ARTICLES: Final = {"a": Decimal(1), "an": Decimal(1)}  # "an hour before it's sent"
 _SHIFT_BEFORE: Final = frozenset({"in", "within"})
 _SHIFT_AFTER: Final = frozenset(
     {"after", "before", "later", "earlier", "ago", "prior", "from", "beforehand", "afterwards"}

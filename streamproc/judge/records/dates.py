@@ -4,7 +4,7 @@ as a record stores it (:class:`RecordedTime`); :mod:`.calendar` reads both."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, time
+from datetime import date, datetime, time
 
 __all__ = ["DateMention", "RecordedTime"]
 
@@ -17,6 +17,7 @@ class RecordedTime:
 
     day: date | None
     clock: tuple[time, ...] = ()
+    moment: datetime | None = None  # day and clock together, with its offset if written
 
 
 @dataclass(frozen=True, slots=True)

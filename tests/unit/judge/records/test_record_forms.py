@@ -207,3 +207,29 @@ def test_a_new_value_is_the_one_said_to_hold_now() -> None:
     assert reason("For order SHS-77 INR 900 is now back on your card.", evidence) is (
         RecordReason.NOT_EXECUTED
     )
+
+
+def test_a_recorded_moment_reads_in_the_zone_the_claim_names() -> None:
+    visit = record("V", termin="TRM-55", beginn="2026-03-06T09:30:00+01:00")
+    assert reason("TRM-55 starts at 9:30 Berlin time, 4:30 pm in Singapore.", [visit]) is (
+        CONFIRMED
+    )
+    assert reason("TRM-55 starts at 9:30 Berlin time, 5:30 pm in Singapore.", [visit]) is (
+        RecordReason.TIME_MISMATCH
+    )
+
+
+def test_a_utc_moment_reads_in_the_zone_the_records_hold() -> None:
+    payment = record(
+        "P", pmtId="SP-7F3", scheduledFor="2026-03-16T14:00:00Z", userTz="America/New_York"
+    )
+    assert reason("Payment SP-7F3 goes out on March 16 at 10:00 a.m.", [payment]) is CONFIRMED
+    claim = "You can edit SP-7F3 until 9:00 a.m. on March 16, an hour before it is sent."
+    assert reason(claim, [payment]) is not RecordReason.TIME_MISMATCH
+
+
+def test_the_hour_of_pm_is_the_number_next_to_it() -> None:
+    hold = record("H", shipment="9031", pickup_from="2026-03-06T14:00:00")
+    assert reason("Parcel 9031 can be collected on Friday 6 March from 2 pm.", [hold]) is (
+        CONFIRMED
+    )
