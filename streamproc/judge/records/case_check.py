@@ -30,6 +30,7 @@ from streamproc.judge.records.case_facts import MAX_DATE_TEXT_CHARS, MAX_FIELDS,
 from streamproc.judge.records.claim_values import ValueReaders, read_values
 from streamproc.judge.records.execution import (
     LOOKUP_VERBS,
+    MODIFY_VERBS,
     Call,
     calls_of,
     names_effect,
@@ -308,6 +309,10 @@ class CaseContext:
             ):
                 continue
             objects = action.objects - _GENERAL - _PARTICLES
+            if action.verb in MODIFY_VERBS and any(
+                call.verbs & MODIFY_VERBS and call.things & objects for call in executed
+            ):
+                continue  # "I've changed the delivery address" beside update_shipping_address
             if not objects and action.by_agent:  # "I've put you on the waiting list"
                 objects = frozenset(
                     w for s in reading.states if s.start >= action.start

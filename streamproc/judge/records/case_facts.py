@@ -20,18 +20,19 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from functools import cached_property
-from itertools import combinations, pairwise
+from itertools import pairwise
 from typing import Final
 from zoneinfo import ZoneInfo
 
 from babel.numbers import list_currencies
 
 from streamproc.contracts.events import EvidenceItem, EvidenceKind
-from streamproc.judge.records.claim_values import ValueReaders, read_values, tokens
+from streamproc.judge.records.claim_values import ValueReaders, read_values
 from streamproc.judge.records.common import Record
 from streamproc.judge.records.dates import DateMention, RecordedTime
+from streamproc.judge.records.derived_amounts import combined_amounts, derived_amounts
+from streamproc.judge.records.durations import durations
 from streamproc.judge.records.money import Money
-from streamproc.judge.records.value_parse import number_word
 from streamproc.judge.records.zones import zone_of
 from streamproc.judge.text.evidence import FieldLeaf, Path, record_leaves
 from streamproc.judge.text.name_forms import fold
@@ -51,7 +52,6 @@ MAX_FIELDS: Final = 2_000
 MAX_VALUE_CHARS: Final = 200
 MAX_TEXT_CHARS: Final = 4_000  # of one evidence text searched for dates
 MAX_DATE_TEXT_CHARS: Final = 20_000  # of all evidence texts searched for dates
-_MAX_DERIVED: Final = 40  # money values combined pairwise (sums, differences)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,11 +123,6 @@ _DATE_HINTS: Final = _key_words(
     "departure arrival scheduled slot window created updated requested"
 )
 _TEXT_KINDS: Final = frozenset({EvidenceKind.PASSAGE, EvidenceKind.POLICY})
-_DURATION_UNITS: Final = {
-    "minute": timedelta(minutes=1), "min": timedelta(minutes=1), "hour": timedelta(hours=1),
-    "hr": timedelta(hours=1), "day": timedelta(days=1), "night": timedelta(days=1),
-    "week": timedelta(weeks=1), "fortnight": timedelta(weeks=2),
-}  # fmt: skip
 
 
 class CaseFacts:
@@ -248,7 +243,7 @@ class CaseFacts:
             for leaf in record.leaves[:MAX_FIELDS]
             if (number := _amount_of(leaf.value, self.readers)) is not None
         ]
-        return _derived(self.money, self.quantities) | _combined(
+        return derived_amounts(self.money, self.quantities) | combined_amounts(
             refused_money, [(abs(v), c) for v, c, _ in self.money]
         )
 
@@ -558,96 +553,3 @@ def _amount_of(value: object, readers: ValueReaders) -> Decimal | None:
         parsed = readers.money.amount(value)
         return parsed[0] if parsed is not None else None
     return None
-
-
-def _combined(
-    first: Sequence[tuple[Decimal, str | None]], second: Sequence[tuple[Decimal, str | None]]
-) -> frozenset[tuple[Decimal, str | None]]:
-    """The values of ``first`` and their sums and differences with ``second``'s."""
-    out = set(first)
-    for a, _ in first[:_MAX_DERIVED]:
-        for b, _ in second[:_MAX_DERIVED]:
-            out |= {(a + b, None), (abs(a - b), None)}
-    return frozenset(out)
-
-
-def _derived(
-    money: Sequence[tuple[Decimal, str | None, Typed]], quantities: Sequence[tuple[Decimal, Typed]]
-) -> frozenset[tuple[Decimal, str | None]]:
-    """Amounts a reader works out from the records, with their currency (None when the
-    two differ or none is known): the sum or difference of two amounts, an amount times
-    a small count ("4 x 38.50")."""
-    values = list(dict.fromkeys((abs(v), c) for v, c, _ in money))[:_MAX_DERIVED]
-    out: set[tuple[Decimal, str | None]] = set()
-    for (a, ca), (b, cb) in combinations(values, 2):
-        currency = ca if ca == cb else None
-        out |= {(a + b, currency), (abs(a - b), currency)}
-    out |= _record_sums(money)
-    counts = [q for q, _ in quantities if 0 < q <= 100][:20]
-    out |= {(v * n, c) for v, c in values for n in counts}  # 4 x 38.50
-    out |= {(v / n, c) for v, c in values for n in counts if n != 1}  # 273 for 3.5 hours
-    return frozenset(out)
-
-
-_MAX_SUMMED: Final = 16  # amounts combined three at a time: 2,240 sums at most
-
-
-def _record_sums(
-    money: Sequence[tuple[Decimal, str | None, Typed]],
-) -> set[tuple[Decimal, str | None]]:
-    """Three recorded amounts added or taken away: two refunded lines less the return
-    shipping (349.00 + 25.90 - 4.95), an invoice less a credit note and a down payment
-    recorded apart (3,867.50 - 581.91 - 1,000.00)."""
-    amounts = list(dict.fromkeys((abs(value), currency) for value, currency, _ in money))
-    out: set[tuple[Decimal, str | None]] = set()
-    for (a, ca), (b, cb), (c, cc) in combinations(amounts[:_MAX_SUMMED], 3):
-        currency = ca if ca == cb == cc else None
-        for total in (a + b + c, abs(a + b - c), abs(a - b + c), abs(a - b - c)):
-            if total:
-                out.add((total, currency))
-    return out
-
-
-def durations(text: str, *, offsets: bool = False) -> frozenset[timedelta]:
-    """Spans of time the evidence writes ("14 days", "48-hour", "3 hours", "5 business
-    days"): a claim may count from a recorded date or time by one of them. With
-    ``offsets`` only spans written as a shift ("in 30 minutes", "three hours after
-    pick-up") count, not how long something lasts ("the visit lasts two hours")."""
-    out = set()
-    pieces = tokens(text)
-    for index, token in enumerate(pieces):
-        number, _, unit = token.lower.partition("-")
-        last = index
-        if not unit and index + 1 < len(pieces):
-            unit, last = pieces[index + 1].lower, index + 1
-            if unit in {"business", "working", "calendar"} and index + 2 < len(pieces):
-                unit, last = pieces[index + 2].lower, index + 2
-        counts = [int(number)] if number.isdecimal() and len(number) <= 4 else []
-        if counts and unit.isdecimal() and len(unit) <= 4 and last + 1 < len(pieces):
-            counts.append(int(unit))  # "1-2 business days": either end of the range
-            last += 1
-            unit = pieces[last].lower
-            if unit in {"business", "working", "calendar"} and last + 1 < len(pieces):
-                last += 1
-                unit = pieces[last].lower
-        article = _ARTICLES.get(number) if offsets else None  # a claim's "an hour before"
-        count = counts[0] if counts else article or number_word(number)
-        if count is None:
-            continue
-        base = _DURATION_UNITS.get(unit.rstrip("s")) or _DURATION_UNITS.get(unit)
-        if base is None:
-            continue
-        if offsets:
-            before = {p.lower for p in pieces[max(0, index - 2) : index]}
-            after = {p.lower for p in pieces[last + 1 : last + 3]}
-            if not (before & _SHIFT_BEFORE or after & _SHIFT_AFTER):
-                continue
-        out |= {n * base for n in counts or [int(count)]}
-    return frozenset(out)
-
-
-_ARTICLES: Final = {"a": Decimal(1), "an": Decimal(1)}  # "an hour before it's sent"
-_SHIFT_BEFORE: Final = frozenset({"in", "within"})
-_SHIFT_AFTER: Final = frozenset(
-    {"after", "before", "later", "earlier", "ago", "prior", "from", "beforehand", "afterwards"}
-)

@@ -39,6 +39,7 @@ from streamproc.judge.text.stems import stem, words
 
 __all__ = [
     "LOOKUP_VERBS",
+    "MODIFY_VERBS",
     "Call",
     "calls_of",
     "names_effect",
@@ -62,6 +63,9 @@ GENERIC_DONE: Final = frozenset(
         "sorted arranged applied put gone went"
     )
 )
+MODIFY_VERBS: Final = frozenset(
+    stem(w) for w in word_set("change update modify amend edit correct adjust")
+)  # say a thing was modified, whichever of them a tool's name uses
 _NAME_FIELDS: Final = word_set(
     "tool tool_name toolname name action function operation call method endpoint intent command"
 )
@@ -248,6 +252,8 @@ def _action_reported(
             continue
         about = bool(call.things & reading.stems) or _mentions(text, specific, values)
         verbs = {action.verb} | ({"retri"} if action.again else set())
+        if action.verb in MODIFY_VERBS:  # "I've changed it" beside a refused update_...
+            verbs |= MODIFY_VERBS
         if verbs & call.verbs and (about or not call.things):
             return True
         if action.verb in call.things and action.agentive:

@@ -26,9 +26,10 @@ from streamproc.judge.records._id_checks import check_ids
 from streamproc.judge.records._money_checks import check_money
 from streamproc.judge.records._name_checks import check_names
 from streamproc.judge.records._value_findings import ValueFindings
-from streamproc.judge.records.case_facts import CaseFacts, durations
+from streamproc.judge.records.case_facts import CaseFacts
 from streamproc.judge.records.claim_values import ClaimValues
 from streamproc.judge.records.dates import DateMention
+from streamproc.judge.records.durations import durations
 from streamproc.judge.records.findings import RecordFinding
 
 __all__ = ["ValueCheck", "check_values"]

@@ -475,6 +475,7 @@ async def test_a_request_on_another_partition_is_not_held_behind_a_slow_one() ->
     assert publisher.published[1][1] == {TopicPartition(REQUESTS, 0): 2}
 
 
+@pytest.mark.timing  # asserts time as measured: .ci/run runs these alone
 async def test_the_loop_waits_for_requests_rather_than_polling_while_one_is_judged() -> None:
     """While a request is judged for 400 ms the loop has one read pending, which the
     next request wakes: a handful of reads, not one every few milliseconds, and the

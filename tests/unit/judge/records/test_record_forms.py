@@ -233,3 +233,12 @@ def test_the_hour_of_pm_is_the_number_next_to_it() -> None:
     assert reason("Parcel 9031 can be collected on Friday 6 March from 2 pm.", [hold]) is (
         CONFIRMED
     )
+
+
+def test_change_and_update_name_one_deed() -> None:
+    order = record("O", order_no="0099-72", ship_to={"city": "Harrogate"})
+    updated = call("update_shipping_address", True, order_no="0099-72", city="Leeds")
+    claim = "I've changed the delivery address on 0099-72 to Leeds."
+    assert reason(claim, [order, updated]) is not RecordReason.CLAIM_WITHOUT_TOOL_EVIDENCE
+    refused = call("update_shipping_address", False, order_no="0099-72", city="Leeds")
+    assert reason(claim, [order, refused]) is RecordReason.NOT_EXECUTED
