@@ -59,10 +59,12 @@ def _candidate_days(
     facts: CaseFacts,
     periods: Iterable[timedelta] = (),
     zoned: Sequence[tuple[date, FieldRef | None]] = (),
+    *,
+    forecast: bool = True,
 ) -> list[tuple[date, FieldRef | None]]:
-    """Recorded days (and the days of recorded moments in other zones), each moved by a
-    period the evidence names, and recorded moments moved by a period the claim writes
-    ("before 3 pm tomorrow, 48 hours before pick-up")."""
+    """Recorded days (and the days of recorded moments in other zones), with ``forecast``
+    each moved by a period the evidence names, and recorded moments moved by a period the
+    claim writes ("before 3 pm tomorrow, 48 hours before pick-up")."""
     base: list[tuple[date, FieldRef | None]] = [
         (t.day, typed.ref) for t, typed in facts.date_fields() if t.day
     ]
@@ -79,7 +81,7 @@ def _candidate_days(
                     ((moment + period).date(), typed.ref),
                 ]
     days = [d for d in facts.durations if d >= timedelta(days=1) and d.seconds == 0]
-    for day, ref in base:
+    for day, ref in base if forecast else ():
         for period in days:  # an arrival counted from a recorded day, a deadline back
             out += [
                 (day + period, ref),
@@ -146,17 +148,20 @@ def check_dates(
 ) -> None:
     """Each date and time against the recorded ones. Where the words leading into it
     name date fields ("arrives" names ``arrival``), only those fields can hold it."""
-    exact: tuple[list[tuple[date, FieldRef | None]], list[tuple[time, FieldRef | None]]] | None
-    exact = rounded = None
+    cached: dict[
+        tuple[bool, bool],
+        tuple[list[tuple[date, FieldRef | None]], list[tuple[time, FieldRef | None]]],
+    ] = {}
     lead_ins = lead_ins or {}
     for mention in mentions:
         lead_in = lead_ins.get(id(mention), frozenset())
-        if _rounds(claim, mention):  # "at about 16:01": a recorded time moved by a period
-            rounded = rounded or _candidates(facts, {*periods, *facts.durations}, claim)
-            days, clocks = rounded
-        else:
-            exact = exact or _candidates(facts, periods, claim)
-            days, clocks = exact
+        rounds = _rounds(claim, mention)  # "at about 16:01": a time moved by a period
+        # a day already past was recorded, not forecast from a policy's "within 5 days"
+        past = bool(mention.days) and all(d < facts.now.date() for d in mention.days)
+        if (rounds, past) not in cached:
+            moved = {*periods, *facts.durations} if rounds else periods
+            cached[rounds, past] = _candidates(facts, moved, claim, forecast=not past)
+        days, clocks = cached[rounds, past]
         if mention.has_date:
             named = _named_times(facts, lead_in, "date")
             day_options = _only(days, named)
@@ -213,12 +218,15 @@ _TIME_WORDS: Final = frozenset(
 
 
 def _candidates(
-    facts: CaseFacts, periods: Iterable[timedelta], claim: str = ""
+    facts: CaseFacts, periods: Iterable[timedelta], claim: str = "", *, forecast: bool = True
 ) -> tuple[list[tuple[date, FieldRef | None]], list[tuple[time, FieldRef | None]]]:
     zoned = _zoned(facts, claim)
     days = [(m.date(), ref) for m, ref in zoned]
     clocks = [(m.time(), ref) for m, ref in zoned]
-    return _candidate_days(facts, periods, days), _candidate_clocks(facts, periods, clocks)
+    return (
+        _candidate_days(facts, periods, days, forecast=forecast),
+        _candidate_clocks(facts, periods, clocks),
+    )
 
 
 def _zoned(facts: CaseFacts, claim: str) -> list[tuple[datetime, FieldRef | None]]:

@@ -242,3 +242,24 @@ def test_change_and_update_name_one_deed() -> None:
     assert reason(claim, [order, updated]) is not RecordReason.CLAIM_WITHOUT_TOOL_EVIDENCE
     refused = call("update_shipping_address", False, order_no="0099-72", city="Leeds")
     assert reason(claim, [order, refused]) is RecordReason.NOT_EXECUTED
+
+
+def test_a_past_day_is_recorded_not_forecast_from_a_policy() -> None:
+    # the answer's time is Thursday 5 March 2026 (``NOW``)
+    policy = EvidenceItem(id="P1", text="Transfers arrive within 1 business day.", kind="policy")
+    sent = record("P", payment_ref="PM-77", initiated="2026-03-03", status="completed")
+    assert reason("Payment PM-77 was completed yesterday.", [sent, policy]) is (
+        RecordReason.DATE_MISMATCH
+    )
+    today = record("P", payment_ref="PM-77", initiated="2026-03-05", status="initiated")
+    assert reason("Payment PM-77 should reach them by Friday 6 March.", [today, policy]) is not (
+        RecordReason.DATE_MISMATCH
+    )
+
+
+def test_a_date_before_a_colon_is_read() -> None:
+    # the answer's time is Thursday 5 March 2026 (``NOW``)
+    benefit = record("C", claim="HC-119", paid="2026-03-02", status="paid", total="GBP 300")
+    assert reason("Claim HC-119 was paid last Friday: GBP 300 in all.", [benefit]) is (
+        RecordReason.DATE_MISMATCH
+    )
