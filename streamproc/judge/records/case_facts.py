@@ -272,7 +272,26 @@ class CaseFacts:
                 leaf = FieldLeaf(path, length)
                 self.quantities.append((Decimal(length), Typed(FieldRef(record, leaf), keys)))
         self._group_counts(record, lists)
+        self._items_by_key(record, lists)
         return budget
+
+    def _items_by_key(self, record: Record, lists: dict[tuple[str | int, ...], int]) -> None:
+        """How many items of a list hold a key named like a thing: two ``segments`` with
+        a ``flight`` each are two flights; three ``labels`` with a ``box`` three boxes."""
+        for path in lists:
+            holding: dict[str, set[int]] = {}
+            for leaf in record.leaves[:MAX_FIELDS]:
+                tail = leaf.path[len(path) :]
+                if leaf.path[: len(path)] == path and len(tail) == 2:
+                    item, key = tail
+                    if isinstance(item, int) and isinstance(key, str):
+                        holding.setdefault(key, set()).add(item)
+            for key, items in holding.items():
+                keys = _stems((key,)) - _GENERIC_ITEM_KEYS
+                if keys and len(items) > 1:
+                    leaf = FieldLeaf((*path, key), len(items))
+                    typed = Typed(FieldRef(record, leaf), keys | _stems(path))
+                    self.quantities.append((Decimal(len(items)), typed))
 
     def _group_counts(self, record: Record, lists: dict[tuple[str | int, ...], int]) -> None:
         """How many items of a list are in each state: "three of your four requests are
@@ -451,6 +470,10 @@ class CaseFacts:
         return [(t, typed) for t, typed in self.times if t.clock]
 
 
+# Keys every list item may have: they name no thing to count.
+_GENERIC_ITEM_KEYS: Final = _key_words(
+    "id name type kind status state date time at code no n line pos index note description"
+)
 _DIRECTIONS: Final = frozenset({"to", "from"})
 
 

@@ -263,3 +263,20 @@ def test_a_date_before_a_colon_is_read() -> None:
     assert reason("Claim HC-119 was paid last Friday: GBP 300 in all.", [benefit]) is (
         RecordReason.DATE_MISMATCH
     )
+
+
+def test_items_holding_a_key_count_that_thing() -> None:
+    trip = record(
+        "T",
+        pnr="M3WDHK",
+        segments=[
+            {"flight": "LH 1207", "route": "GVA-FRA"},
+            {"flight": "4Y 176", "route": "FRA-WDH"},
+        ],
+    )
+    assert reason("Trip M3WDHK is two flights on one ticket.", [trip]) is not (
+        RecordReason.COUNT_MISMATCH
+    )
+    assert reason("Trip M3WDHK is three flights on one ticket.", [trip]) is (
+        RecordReason.COUNT_MISMATCH
+    )
