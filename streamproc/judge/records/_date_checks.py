@@ -153,6 +153,7 @@ def check_dates(
         tuple[list[tuple[date, FieldRef | None]], list[tuple[time, FieldRef | None]]],
     ] = {}
     lead_ins = lead_ins or {}
+    zoned = _zoned(facts, claim) if mentions else []
     for mention in mentions:
         lead_in = lead_ins.get(id(mention), frozenset())
         rounds = _rounds(claim, mention)  # "at about 16:01": a time moved by a period
@@ -160,7 +161,7 @@ def check_dates(
         past = bool(mention.days) and all(d < facts.now.date() for d in mention.days)
         if (rounds, past) not in cached:
             moved = {*periods, *facts.durations} if rounds else periods
-            cached[rounds, past] = _candidates(facts, moved, claim, forecast=not past)
+            cached[rounds, past] = _candidates(facts, moved, zoned, forecast=not past)
         days, clocks = cached[rounds, past]
         if mention.has_date:
             named = _named_times(facts, lead_in, "date")
@@ -218,9 +219,12 @@ _TIME_WORDS: Final = frozenset(
 
 
 def _candidates(
-    facts: CaseFacts, periods: Iterable[timedelta], claim: str = "", *, forecast: bool = True
+    facts: CaseFacts,
+    periods: Iterable[timedelta],
+    zoned: Sequence[tuple[datetime, FieldRef | None]],
+    *,
+    forecast: bool = True,
 ) -> tuple[list[tuple[date, FieldRef | None]], list[tuple[time, FieldRef | None]]]:
-    zoned = _zoned(facts, claim)
     days = [(m.date(), ref) for m, ref in zoned]
     clocks = [(m.time(), ref) for m, ref in zoned]
     return (
@@ -287,6 +291,21 @@ def _lead_in(claim: str, mention: DateMention) -> frozenset[str]:
         if word not in STOP_WORDS:
             out.append(stem(word))
     return frozenset(out)
+
+
+# Keys every date field has: they name no particular date.
+_DATE_WORDS: Final = frozenset(stem(w) for w in word_set("date time at on day ts timestamp"))
+_PREFIX: Final = 5  # "deliver" and "delivery" stem apart; their first letters agree
+
+
+def names_a_date_key(stems: frozenset[str], facts: CaseFacts) -> bool:
+    """Does the claim name a recorded date by its key ("its due date is tomorrow")?"""
+    keys = {k for _, typed in facts.times for k in own_keys(typed.ref)} - _DATE_WORDS
+    return any(
+        said == key or (min(len(said), len(key)) >= _PREFIX and said[:_PREFIX] == key[:_PREFIX])
+        for said in stems
+        for key in keys
+    )
 
 
 # Date keys written as the trade's abbreviations: "eta" is an arrival.

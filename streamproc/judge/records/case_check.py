@@ -41,7 +41,7 @@ from streamproc.judge.records.findings import RecordFinding, RecordReason
 from streamproc.judge.records.lifecycles import Lifecycles, load_lifecycles
 from streamproc.judge.records.money import DEFAULT_LOCALE
 from streamproc.judge.records.reports import REFUSAL_VERBS, ClaimReading, read_claim
-from streamproc.judge.records.restated import PassageWords, names_a_date_key
+from streamproc.judge.records.restated import PassageWords
 from streamproc.judge.records.states import check_states
 from streamproc.judge.records.value_checks import check_values
 from streamproc.judge.text.features import word_set
@@ -244,7 +244,6 @@ class CaseContext:
             reports_fact=reports_fact,
             promised=lambda mention: not reading.mode_at(mention.start).fact,
             deeds=frozenset(a.verb for a in reading.actions if a.done and a.mode.fact),
-            keyed=names_a_date_key(reading.stems, facts),
         )
         notes = (
             tuple(
@@ -260,12 +259,8 @@ class CaseContext:
         )
         if checked.mismatch is not None:
             return CaseCheck(checked.mismatch, checked.confirmations, notes)
-        confirmed_dates = [
-            c for c in checked.confirmations
-            if self.checker.readers.dates.recorded(c.record_value) is not None
-        ]  # fmt: skip
-        if states.mismatch is not None and not _keyed_by_a_confirmed_date(
-            states.mismatch, confirmed_dates
+        if states.mismatch is not None and not self._keyed_by_a_confirmed_date(
+            states.mismatch, checked.confirmations
         ):
             return CaseCheck(states.mismatch, checked.confirmations, notes)
         confirmations = list(checked.confirmations)
@@ -275,6 +270,21 @@ class CaseContext:
         if acknowledged is not None:
             confirmations.append(acknowledged)
         return CaseCheck(None, tuple(confirmations), notes, checked.unconfirmed)
+
+    def _keyed_by_a_confirmed_date(
+        self, mismatch: RecordFinding, confirmations: Sequence[RecordFinding]
+    ) -> bool:
+        """ "the second reminder is scheduled for Thursday the 24th", confirmed by
+        ``NextDunningAction.ScheduledFor``: the claimed state is the key of a date field
+        the claim's own date matched, so it is about that field, not the record's status.
+        Short words say nothing: "on its way" is not keyed by ``approved_on``."""
+        said = {w.stem for w in words(mismatch.claim_value or "") if len(w.lower) > 3}
+        return any(
+            said & {w.stem for w in words(c.field)}
+            and self.checker.readers.dates.recorded(c.record_value) is not None
+            for c in confirmations
+            if c.field
+        )
 
     def _ungrounded(
         self, reading: ClaimReading, settled_by_state: bool, named: frozenset[str]
@@ -338,18 +348,6 @@ class CaseContext:
                 claim_value=action.written,
             )
         return None
-
-
-def _keyed_by_a_confirmed_date(
-    mismatch: RecordFinding, confirmations: Sequence[RecordFinding]
-) -> bool:
-    """ "the second reminder is scheduled for Thursday the 24th", confirmed by
-    ``NextDunningAction.ScheduledFor``: the claimed state is the key of a date field the
-    claim's own date matched, so it is about that field, not the record's status."""
-    said = {w.stem for w in words(mismatch.claim_value or "") if len(w.lower) > 3}
-    return any(
-        said & {w.stem for w in words(c.field or "")} for c in confirmations if c.field
-    )  # "on its way" is not keyed by ``approved_on``: short words say nothing
 
 
 _PERSONAL: tuple[str, ...] = ("i ", "i'", "i\u2019", "we ", "we'", "we\u2019", "your ")

@@ -271,47 +271,40 @@ class CaseFacts:
             if keys:
                 leaf = FieldLeaf(path, length)
                 self.quantities.append((Decimal(length), Typed(FieldRef(record, leaf), keys)))
-        self._group_counts(record, lists)
-        self._items_by_key(record, lists)
+        self._item_counts(record, lists)
         return budget
 
-    def _items_by_key(self, record: Record, lists: dict[tuple[str | int, ...], int]) -> None:
-        """How many items of a list hold a key named like a thing: two ``segments`` with
-        a ``flight`` each are two flights; three ``labels`` with a ``box`` three boxes."""
-        for path in lists:
-            holding: dict[str, set[int]] = {}
-            for leaf in record.leaves[:MAX_FIELDS]:
-                tail = leaf.path[len(path) :]
-                if leaf.path[: len(path)] == path and len(tail) == 2:
-                    item, key = tail
-                    if isinstance(item, int) and isinstance(key, str):
-                        holding.setdefault(key, set()).add(item)
-            for key, items in holding.items():
-                keys = _stems((key,)) - _GENERIC_ITEM_KEYS
-                if keys and len(items) > 1:
-                    leaf = FieldLeaf((*path, key), len(items))
-                    typed = Typed(FieldRef(record, leaf), keys | _stems(path))
-                    self.quantities.append((Decimal(len(items)), typed))
-
-    def _group_counts(self, record: Record, lists: dict[tuple[str | int, ...], int]) -> None:
-        """How many items of a list are in each state: "three of your four requests are
-        settled" counts the requests whose status is paid."""
+    def _item_counts(self, record: Record, lists: dict[tuple[str | int, ...], int]) -> None:
+        """How many items of a list are in each state ("three of your four requests are
+        settled" counts the requests whose status is paid), and how many hold a key named
+        like a thing (two ``segments`` with a ``flight`` each are two flights)."""
+        by_state: list[tuple[Decimal, Typed]] = []
+        by_key: list[tuple[Decimal, Typed]] = []
         for path in lists:
             keys = _stems(path)
             groups: dict[str, int] = {}
+            holding: dict[str, set[int]] = {}
             for leaf in record.leaves[:MAX_FIELDS]:
                 tail = leaf.path[len(path) :]
-                if (
-                    leaf.path[: len(path)] == path
-                    and len(tail) == 2
-                    and isinstance(tail[0], int)
-                    and _stems(tail[1:]) & _STATE_KEYS
-                    and isinstance(leaf.value, str)
-                ):
+                if leaf.path[: len(path)] != path or len(tail) != 2:
+                    continue
+                item, key = tail
+                if not isinstance(item, int) or not isinstance(key, str):
+                    continue
+                holding.setdefault(key, set()).add(item)
+                if _stems((key,)) & _STATE_KEYS and isinstance(leaf.value, str):
                     groups[leaf.value] = groups.get(leaf.value, 0) + 1
             for value, count in groups.items():
                 leaf = FieldLeaf((*path, value), count)
-                self.quantities.append((Decimal(count), Typed(FieldRef(record, leaf), keys)))
+                by_state.append((Decimal(count), Typed(FieldRef(record, leaf), keys)))
+            for key, items in holding.items():
+                named = _stems((key,)) - _GENERIC_ITEM_KEYS
+                if named and len(items) > 1:
+                    leaf = FieldLeaf((*path, key), len(items))
+                    by_key.append(
+                        (Decimal(len(items)), Typed(FieldRef(record, leaf), named | keys))
+                    )
+        self.quantities += by_state + by_key
 
     def _type(self, typed: Typed, currency: str | None) -> None:
         value = typed.ref.leaf.value

@@ -21,7 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from streamproc.judge.records._count_checks import check_counts
-from streamproc.judge.records._date_checks import bare_day, check_dates, lead_ins, recurring
+from streamproc.judge.records._date_checks import (
+    bare_day,
+    check_dates,
+    lead_ins,
+    names_a_date_key,
+    recurring,
+)
 from streamproc.judge.records._id_checks import check_ids
 from streamproc.judge.records._money_checks import check_money
 from streamproc.judge.records._name_checks import check_names
@@ -51,7 +57,6 @@ def check_values(
     reports_fact: bool = True,
     promised: Callable[[DateMention], bool] | None = None,
     deeds: frozenset[str] = frozenset(),
-    keyed: bool = False,
 ) -> ValueCheck:
     """Every typed value of one claim against the records; the first mismatch wins.
 
@@ -60,14 +65,15 @@ def check_values(
     writes (a 30-minute lock). A bare relative day ("today") is read only in a claim that
     reports something done or a state ("it was delivered today"), not in advice ("it's
     worth calling them today"). ``deeds`` are the stems of the verbs the claim reports
-    done: a count is read against the fields named for them. ``keyed``: the claim names
-    a recorded date by its key ("its due date is tomorrow"), so a bare relative day is
-    read whatever the claim's mood ("PostNL expects to deliver it tomorrow")."""
+    done: a count is read against the fields named for them. A claim that names a recorded
+    date by its key ("its due date is tomorrow") has its bare relative day read whatever
+    its mood ("PostNL expects to deliver it tomorrow")."""
     result = ValueFindings(facts)
     periods = set(durations(claim, offsets=True))
     check_ids(values.ids, facts, result)
     check_money(values.money, facts, stems, result)
     check_counts(values.counts, facts, deeds, result)
+    keyed = any(m.relative and bare_day(m) for m in values.dates) and names_a_date_key(stems, facts)
     mentions = [
         m
         for m in values.dates
