@@ -38,7 +38,7 @@ def derived_amounts(
     for (a, ca), (b, cb) in combinations(values, 2):
         currency = ca if ca == cb else None
         out |= {(a + b, currency), (abs(a - b), currency)}
-    out |= _three_amounts(money)
+    out |= _three_amounts(values)
     counts = [q for q, _ in quantities if 0 < q <= 100][:20]
     out |= {(v * n, c) for v, c in values for n in counts}  # 4 x 38.50
     out |= {(v / n, c) for v, c in values for n in counts if n != 1}  # 273 for 3.5 hours
@@ -49,12 +49,11 @@ _MAX_SUMMED: Final = 16  # amounts combined three at a time: 2,240 sums at most
 
 
 def _three_amounts(
-    money: Sequence[tuple[Decimal, str | None, object]],
+    amounts: Sequence[tuple[Decimal, str | None]],
 ) -> set[tuple[Decimal, str | None]]:
     """Three recorded amounts added or taken away: two refunded lines less the return
     shipping (349.00 + 25.90 - 4.95), an invoice less a credit note and a down payment
     recorded apart (3,867.50 - 581.91 - 1,000.00)."""
-    amounts = list(dict.fromkeys((abs(value), currency) for value, currency, _ in money))
     out: set[tuple[Decimal, str | None]] = set()
     for (a, ca), (b, cb), (c, cc) in combinations(amounts[:_MAX_SUMMED], 3):
         currency = ca if ca == cb == cc else None
